@@ -1,0 +1,126 @@
+"""The provider's configuration: typed dataclasses with their defaults.
+
+What lives here: the shape of the configuration file (DESIGN §5) as frozen dataclasses,
+every field with its default. Durations are held as float seconds and quantities as
+their canonical strings. Loading, strict validation and environment overrides are in
+`vk_provider.config_load`. Must not: touch the network, Docker or the filesystem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str
+    value: str = ""
+
+
+DEFAULT_TAINT = Taint(key="virtual-kubelet.io/provider", value="docker", effect="NoSchedule")
+
+
+@dataclass(frozen=True)
+class NodeCapacity:
+    """Each value is a Kubernetes quantity, or `auto` to take it from Docker's info."""
+
+    cpu: str = "auto"
+    memory: str = "auto"
+    pods: str = "110"
+    ephemeral_storage: str = "auto"
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    name: str = "vk-docker"
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = (DEFAULT_TAINT,)
+    capacity: NodeCapacity = field(default_factory=NodeCapacity)
+    provider_id: str = ""  # empty: docker://<name>
+    internal_ip: str = ""  # empty: $NODE_IP, then $POD_IP, then detected
+    lease_duration_seconds: int = 40
+    status_report_interval: float = 300.0
+    cordon_on_shutdown: bool = False
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    kubeconfig: str = ""  # empty: $KUBECONFIG, then in-cluster
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(frozen=True)
+class DockerAllow:
+    privileged: bool = False
+    host_path: bool = False
+    host_network: bool = False
+    host_pid: bool = False
+    host_ipc: bool = False
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DockerConfig:
+    host: str = ""  # empty: $DOCKER_HOST, then the local socket
+    max_concurrency: int = 8
+    network: str = "bridge"
+    sandbox_image: str = "registry.k8s.io/pause:3.10"
+    allow: DockerAllow = field(default_factory=DockerAllow)
+
+
+@dataclass(frozen=True)
+class PodsConfig:
+    max_concurrent_syncs: int = 16
+    resync_interval: float = 60.0
+
+
+@dataclass(frozen=True)
+class StaticPodsConfig:
+    path: str = ""  # empty: static pods are off
+    relist_interval: float = 20.0
+
+
+@dataclass(frozen=True)
+class KubeletTLS:
+    mode: str = "selfSigned"  # files | selfSigned | csr
+    cert_file: str = ""
+    key_file: str = ""
+
+
+@dataclass(frozen=True)
+class KubeletServerConfig:
+    listen: str = "0.0.0.0:10250"
+    tls: KubeletTLS = field(default_factory=KubeletTLS)
+    client_ca_file: str = ""
+    auth: str = "webhook"  # webhook | x509 | none
+
+
+@dataclass(frozen=True)
+class StatusConfig:
+    sync_period: float = 10.0
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    level: str = "info"
+    format: str = "text"  # text | json
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Config:
+    node: NodeConfig = field(default_factory=NodeConfig)
+    kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
+    docker: DockerConfig = field(default_factory=DockerConfig)
+    pods: PodsConfig = field(default_factory=PodsConfig)
+    static_pods: StaticPodsConfig = field(default_factory=StaticPodsConfig)
+    kubelet_server: KubeletServerConfig = field(default_factory=KubeletServerConfig)
+    status: StatusConfig = field(default_factory=StatusConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)

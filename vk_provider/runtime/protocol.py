@@ -1,0 +1,98 @@
+"""The Runtime protocol: what pod workers, the node agent and the kubelet API need from a container engine.
+
+What lives here: the `Runtime` protocol and `ContainerLaunch`, the fully resolved request
+to start one container. PodWorkers depend on this module only, never on Docker.
+Must not: contain an implementation or import a specific engine's SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    PodRuntimeState,
+    PodSandboxState,
+    RuntimeEvent,
+    RuntimeInfo,
+)
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """One container to create and start, with everything resolved by the caller.
+
+    `pod` and `container` are the API objects as dicts (JSON shape). `command` and
+    `args` are already `$(VAR)`-expanded and `env` already resolved (fieldRefs,
+    ConfigMap and Secret keys), so the runtime needs no apiserver.
+    """
+
+    pod: Mapping[str, Any]
+    container: Mapping[str, Any]
+    role: ContainerRole
+    attempt: int
+    env: tuple[tuple[str, str], ...]
+    command: tuple[str, ...] | None  # None: the image's entrypoint
+    args: tuple[str, ...] | None  # None: the image's cmd
+    sandbox: PodSandboxState
+
+
+class Runtime(Protocol):
+    async def start(self) -> None:
+        """Connect, start the event stream thread; raises RuntimeUnavailable."""
+
+    async def close(self) -> None:
+        """Stop the event stream and the thread pool. Containers keep running."""
+
+    async def ping(self) -> None:
+        """Raise RuntimeUnavailable with the engine's error when it does not answer."""
+
+    async def info(self) -> RuntimeInfo: ...
+
+    def events(self) -> AsyncIterator[RuntimeEvent]:
+        """Lifecycle events of this node's containers, in order, until close()."""
+        ...
+
+    async def list_pods(self) -> dict[str, PodRuntimeState]:
+        """Every pod UID that has containers of this node, rebuilt from labels."""
+        ...
+
+    async def pod_state(self, uid: str) -> PodRuntimeState | None: ...
+
+    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+        """Make the image present per pull policy; return its id. Raises ImagePullError."""
+        ...
+
+    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends."""
+        ...
+
+    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+        """Create and start one container; raises ContainerConfigError / Create / Start errors."""
+        ...
+
+    async def stop_container(self, container_id: str, grace_seconds: float, signal: str | None = None) -> None:
+        """Send `signal` (the image's stop signal when None), SIGKILL after grace_seconds."""
+
+    async def exec_in_container(
+        self, container_id: str, command: list[str], timeout: float
+    ) -> tuple[int, bytes]:
+        """Run a command (hooks, exec probes); return (exit code, combined output)."""
+        ...
+
+    async def prune_pod(self, uid: str) -> None:
+        """Remove exited instances older than the previous one of each container."""
+
+    async def remove_pod(self, uid: str) -> None:
+        """Remove every container of the pod, sandbox included (stopped first if running)."""
+
+    async def container_logs(
+        self, container_id: str, *, follow: bool, timestamps: bool, tail: int | None, since: float | None
+    ) -> AsyncIterator[bytes]:
+        """Log bytes of one container, as `kubectl logs` shows them."""
+        ...
+
+    async def container_role(self, container_id: str) -> ContainerRole | None: ...

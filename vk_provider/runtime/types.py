@@ -1,0 +1,166 @@
+"""Plain data the runtime reports and the rest of the provider reads.
+
+What lives here: immutable snapshots of what a container runtime observed about a pod
+(its sandbox, every container instance with its attempt number and exit details), the
+runtime's host facts, runtime events, and the errors a runtime raises with a
+kubelet-style reason. Must not: import Docker or talk to anything; these are values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+
+
+class ContainerRole(str, Enum):
+    SANDBOX = "sandbox"
+    INIT = "init"
+    APP = "app"
+
+
+class ContainerRunState(str, Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    EXITED = "exited"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ContainerInstance:
+    """One runtime container: one attempt of one pod container."""
+
+    name: str  # the pod spec's container name
+    role: ContainerRole
+    attempt: int  # 0 for the first run, +1 for every restart
+    container_id: str  # the runtime's id, without the docker:// prefix
+    image: str  # the image as the spec named it
+    image_id: str  # docker-pullable://... or sha256:...
+    state: ContainerRunState
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    oom_killed: bool = False
+    error: str = ""  # the runtime's own error, e.g. an exec format error at start
+    termination_message: str = ""
+    spec_hash: str = ""  # hash of the container spec it was created from
+
+
+@dataclass(frozen=True)
+class PodSandboxState:
+    container_id: str
+    running: bool
+    ip: str = ""
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PodRuntimeState:
+    """Everything the runtime has for one pod UID, rebuilt from labels."""
+
+    uid: str
+    namespace: str
+    name: str
+    sandbox: PodSandboxState | None = None
+    containers: tuple[ContainerInstance, ...] = ()
+
+    def latest(self, name: str, role: ContainerRole | None = None) -> ContainerInstance | None:
+        """The instance of container `name` with the highest attempt."""
+        found = [c for c in self.containers if c.name == name and (role is None or c.role == role)]
+        return max(found, key=lambda c: c.attempt) if found else None
+
+    def previous(self, name: str, role: ContainerRole | None = None) -> ContainerInstance | None:
+        """The instance before the latest one, for lastState and `logs --previous`."""
+        found = sorted(
+            (c for c in self.containers if c.name == name and (role is None or c.role == role)),
+            key=lambda c: c.attempt,
+        )
+        return found[-2] if len(found) >= 2 else None
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """Host facts for the Node object."""
+
+    cpus: int
+    memory_bytes: int
+    storage_bytes: int
+    os_type: str  # linux
+    architecture: str  # amd64 | arm64 (GOARCH spelling)
+    kernel_version: str
+    os_image: str
+    runtime_version: str  # docker://<engine version>
+    hostname: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeEvent:
+    """A lifecycle event of a container the provider owns (start, die, oom, destroy)."""
+
+    pod_uid: str
+    container_name: str
+    role: ContainerRole
+    action: str
+    container_id: str
+    exit_code: int | None = None
+    time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ContainerStats:
+    container_id: str
+    name: str
+    cpu_usage_nanocores: int | None = None
+    cpu_usage_core_nanoseconds: int | None = None
+    memory_working_set_bytes: int | None = None
+    memory_usage_bytes: int | None = None
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class RuntimeError_(Exception):  # noqa: N801 - avoid shadowing the builtin
+    """Base of runtime failures that become a container's waiting reason."""
+
+    reason = "RuntimeError"
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if reason is not None:
+            self.reason = reason
+
+
+class RuntimeUnavailable(RuntimeError_):
+    """The engine does not answer (ping failed); the node goes NotReady."""
+
+    reason = "RuntimeUnavailable"
+
+
+class ImagePullError(RuntimeError_):
+    """Reason is ErrImagePull, InvalidImageName or ErrImageNeverPull."""
+
+    reason = "ErrImagePull"
+
+
+class ContainerConfigError(RuntimeError_):
+    """The spec cannot be turned into a container: CreateContainerConfigError."""
+
+    reason = "CreateContainerConfigError"
+
+
+class ContainerCreateError(RuntimeError_):
+    """The engine refused to create the container: CreateContainerError."""
+
+    reason = "CreateContainerError"
+
+
+class ContainerStartError(RuntimeError_):
+    """The engine created but could not start it: RunContainerError."""
+
+    reason = "RunContainerError"
+
+
+class PodSpecRefused(RuntimeError_):
+    """A security allowance forbids the spec (privileged, hostPath, host namespaces...)."""
+
+    reason = "Forbidden"
