@@ -7,6 +7,7 @@ unique node name a test uses; both are removed after the test, pass or fail.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -40,10 +41,8 @@ def test_images(docker_client: object) -> dict[str, str]:
 
 def _remove_labelled(client: object, label: str) -> None:
     for container in client.containers.list(all=True, filters={"label": label}):  # type: ignore[attr-defined]
-        try:
+        with contextlib.suppress(Exception):  # already gone
             container.remove(force=True, v=True)
-        except Exception:  # already gone
-            pass
 
 
 @pytest.fixture

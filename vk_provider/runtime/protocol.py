@@ -74,11 +74,13 @@ class Runtime(Protocol):
         """Create and start one container; raises ContainerConfigError / Create / Start errors."""
         ...
 
-    async def stop_container(self, container_id: str, grace_seconds: float, signal: str | None = None) -> None:
+    async def stop_container(
+        self, container_id: str, grace_seconds: float, signal: str | None = None
+    ) -> None:
         """Send `signal` (the image's stop signal when None), SIGKILL after grace_seconds."""
 
     async def exec_in_container(
-        self, container_id: str, command: list[str], timeout: float
+        self, container_id: str, command: list[str], timeout_seconds: float
     ) -> tuple[int, bytes]:
         """Run a command (hooks, exec probes); return (exit code, combined output)."""
         ...

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 
-class ContainerRole(str, Enum):
+class ContainerRole(StrEnum):
     SANDBOX = "sandbox"
     INIT = "init"
     APP = "app"
 
 
-class ContainerRunState(str, Enum):
+class ContainerRunState(StrEnum):
     CREATED = "created"
     RUNNING = "running"
     EXITED = "exited"
@@ -118,7 +118,7 @@ class ContainerStats:
     extra: dict[str, int] = field(default_factory=dict)
 
 
-class RuntimeError_(Exception):  # noqa: N801 - avoid shadowing the builtin
+class RuntimeFailure(Exception):
     """Base of runtime failures that become a container's waiting reason."""
 
     reason = "RuntimeError"
@@ -130,37 +130,37 @@ class RuntimeError_(Exception):  # noqa: N801 - avoid shadowing the builtin
             self.reason = reason
 
 
-class RuntimeUnavailable(RuntimeError_):
+class RuntimeUnavailable(RuntimeFailure):
     """The engine does not answer (ping failed); the node goes NotReady."""
 
     reason = "RuntimeUnavailable"
 
 
-class ImagePullError(RuntimeError_):
+class ImagePullError(RuntimeFailure):
     """Reason is ErrImagePull, InvalidImageName or ErrImageNeverPull."""
 
     reason = "ErrImagePull"
 
 
-class ContainerConfigError(RuntimeError_):
+class ContainerConfigError(RuntimeFailure):
     """The spec cannot be turned into a container: CreateContainerConfigError."""
 
     reason = "CreateContainerConfigError"
 
 
-class ContainerCreateError(RuntimeError_):
+class ContainerCreateError(RuntimeFailure):
     """The engine refused to create the container: CreateContainerError."""
 
     reason = "CreateContainerError"
 
 
-class ContainerStartError(RuntimeError_):
+class ContainerStartError(RuntimeFailure):
     """The engine created but could not start it: RunContainerError."""
 
     reason = "RunContainerError"
 
 
-class PodSpecRefused(RuntimeError_):
+class PodSpecRefused(RuntimeFailure):
     """A security allowance forbids the spec (privileged, hostPath, host namespaces...)."""
 
     reason = "Forbidden"
