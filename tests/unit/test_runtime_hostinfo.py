@@ -1,0 +1,28 @@
+from vk_provider.runtime.docker.hostinfo import goarch, runtime_info
+
+
+def test_runtime_info_maps_docker_info_to_node_facts() -> None:
+    info = {
+        "NCPU": 4,
+        "MemTotal": 8 * 1024**3,
+        "OSType": "linux",
+        "Architecture": "x86_64",
+        "KernelVersion": "6.1.0",
+        "OperatingSystem": "Debian GNU/Linux 12 (bookworm)",
+        "ServerVersion": "20.10.24",
+        "Name": "host-1",
+    }
+    ri = runtime_info(info, storage_bytes=100)
+    assert ri.cpus == 4
+    assert ri.memory_bytes == 8 * 1024**3
+    assert ri.storage_bytes == 100
+    assert ri.architecture == "amd64"
+    assert ri.runtime_version == "docker://20.10.24"
+    assert ri.os_image.startswith("Debian")
+    assert ri.hostname == "host-1"
+
+
+def test_goarch_spelling() -> None:
+    assert goarch("aarch64") == "arm64"
+    assert goarch("armv7l") == "arm"
+    assert goarch("s390x") == "s390x"

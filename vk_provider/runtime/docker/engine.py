@@ -1,0 +1,79 @@
+"""The connection to one Docker engine: the SDK client and the bounded pool every blocking call uses.
+
+What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
+`$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
+pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
+the one way blocking SDK calls reach a thread. Must not: know about pods or labels.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import docker
+from docker.errors import DockerException
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.types import RuntimeUnavailable
+
+T = TypeVar("T")
+
+LOCAL_SOCKET = "unix:///var/run/docker.sock"
+# Follow-mode streams (events, logs) pin a pool connection each, beyond the one-shot calls.
+STREAM_CONNECTIONS = 8
+
+
+def engine_url(config: DockerConfig) -> str:
+    """`docker.host`, then `$DOCKER_HOST`, then the local socket."""
+    return config.host or os.environ.get("DOCKER_HOST", "") or LOCAL_SOCKET
+
+
+class Engine:
+    def __init__(self, config: DockerConfig) -> None:
+        self.url = engine_url(config)
+        self.max_concurrency = max(1, config.max_concurrency)
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.max_concurrency, thread_name_prefix="docker-call"
+        )
+        self._client: docker.DockerClient | None = None
+
+    def _connect(self) -> docker.DockerClient:
+        # from_env with an explicit DOCKER_HOST: TLS settings (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH)
+        # apply as for the Docker CLI, and the CLI context is not consulted (docker-py 7.2 would).
+        return docker.DockerClient.from_env(
+            environment=dict(os.environ, DOCKER_HOST=self.url),
+            use_context=False,
+            version="auto",
+            max_pool_size=self.max_concurrency + STREAM_CONNECTIONS,
+        )
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            raise RuntimeUnavailable(f"not connected to the Docker engine at {self.url}")
+        return self._client
+
+    async def connect(self) -> None:
+        """Build the client (it asks the engine for its API version); raises RuntimeUnavailable."""
+        if self._client is not None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            self._client = await loop.run_in_executor(self._executor, self._connect)
+        except DockerException as exc:
+            raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run one blocking SDK call in the bounded pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await self.call(client.close)
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,46 @@
+"""Host facts from Docker's `info`: pure mapping to `RuntimeInfo`.
+
+What lives here: `runtime_info(info, storage_bytes)` and the machine → GOARCH spelling.
+Must not: call Docker or the filesystem (the caller measures the storage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vk_provider.runtime.types import RuntimeInfo
+
+# uname -m (what Docker reports as Architecture) → Go's GOARCH, which Kubernetes shows.
+_GOARCH = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "armv7l": "arm",
+    "armv6l": "arm",
+    "armhf": "arm",
+    "i386": "386",
+    "i686": "386",
+    "ppc64le": "ppc64le",
+    "s390x": "s390x",
+    "riscv64": "riscv64",
+}
+
+
+def goarch(machine: str) -> str:
+    return _GOARCH.get(machine.lower(), machine.lower())
+
+
+def runtime_info(info: Mapping[str, Any], storage_bytes: int) -> RuntimeInfo:
+    return RuntimeInfo(
+        cpus=int(info.get("NCPU") or 0),
+        memory_bytes=int(info.get("MemTotal") or 0),
+        storage_bytes=storage_bytes,
+        os_type=str(info.get("OSType") or "linux"),
+        architecture=goarch(str(info.get("Architecture") or "")),
+        kernel_version=str(info.get("KernelVersion") or ""),
+        os_image=str(info.get("OperatingSystem") or ""),
+        runtime_version=f"docker://{info.get('ServerVersion') or 'unknown'}",
+        hostname=str(info.get("Name") or ""),
+    )
