@@ -1,0 +1,324 @@
+"""Dict-based access to the apiserver: GET/POST/PUT/PATCH/DELETE and watch, JSON in and out as dicts.
+
+What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, the
+right Content-Type per patch type, `ApiStatusError` built from the metav1.Status body,
+watch as an async iterator of raw event dicts), `make_kube_client(cfg)` which loads the
+credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
+helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`). kubernetes_asyncio is
+used only for its configuration loading, its auth (token refresh) and its aiohttp
+transport; no generated model classes. Must not: retry, cache, or interpret objects;
+that is the callers' job (reflector, status manager, node agent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import load_incluster_config, load_kube_config
+
+from vk_provider import __version__
+from vk_provider.config import KubernetesConfig
+from vk_provider.logging import get_logger
+
+log = get_logger("kube.client")
+
+PATCH_CONTENT_TYPES = {
+    "strategic": "application/strategic-merge-patch+json",
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+}
+DEFAULT_REQUEST_TIMEOUT = 30.0
+# A watch with timeoutSeconds gets this much slack on the socket read before we call it dead.
+WATCH_READ_SLACK = 30.0
+USER_AGENT = f"vk-provider/{__version__}"
+
+_REASONS_BY_CODE = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class ApiStatusError(Exception):
+    """An error answer of the apiserver, from its metav1.Status body (or the bare HTTP status)."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body: dict[str, Any] = body or {}
+
+
+class ApiConnectionError(ApiStatusError):
+    """No answer at all (connection refused, reset, timeout); `status` is 0."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "ConnectionError", message)
+
+
+def status_error(http_status: int, raw: bytes) -> ApiStatusError:
+    """Build the error from an error response: the Status body when there is one, else the HTTP status."""
+    body: dict[str, Any] = {}
+    try:
+        decoded = json.loads(raw) if raw else {}
+        if isinstance(decoded, dict):
+            body = decoded
+    except ValueError:
+        pass
+    if body.get("kind") == "Status":
+        code = body.get("code") or http_status
+        return ApiStatusError(
+            int(code),
+            str(body.get("reason") or _REASONS_BY_CODE.get(int(code), "Unknown")),
+            str(body.get("message", "")),
+            body,
+        )
+    text = raw.decode("utf-8", "replace").strip()[:1000]
+    return ApiStatusError(http_status, _REASONS_BY_CODE.get(http_status, "Unknown"), text, body)
+
+
+class TokenBucket:
+    """client-go's flowcontrol token bucket: `qps` tokens a second, at most `burst` saved up.
+
+    `reserve()` takes one token and returns how long the caller must wait for it (0 when one
+    was available); tokens may go negative so waiters queue up in order. qps <= 0 means unlimited.
+    """
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._tokens = float(self.burst)
+        self._last = clock()
+
+    def reserve(self) -> float:
+        if self.qps <= 0:
+            return 0.0
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    async def acquire(self) -> None:
+        delay = self.reserve()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class LineDecoder:
+    """Splits a byte stream into newline-terminated lines, whatever the chunking."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        self._buffer.extend(chunk)
+        lines: list[bytes] = []
+        while True:
+            index = self._buffer.find(b"\n")
+            if index < 0:
+                return lines
+            line = bytes(self._buffer[:index]).strip()
+            del self._buffer[: index + 1]
+            if line:
+                lines.append(line)
+
+    def flush(self) -> list[bytes]:
+        """What is left at end of stream (an event without its final newline)."""
+        rest = bytes(self._buffer).strip()
+        self._buffer.clear()
+        return [rest] if rest else []
+
+
+def encode_params(params: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Query parameters as the apiserver expects them: booleans lower-case, None dropped."""
+    result: list[tuple[str, str]] = []
+    for key, value in (params or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            result.append((key, "true" if value else "false"))
+        else:
+            result.append((key, str(value)))
+    return result
+
+
+def decode_event(line: bytes) -> dict[str, Any]:
+    event = json.loads(line)
+    if not isinstance(event, dict) or "type" not in event:
+        raise ValueError(f"not a watch event: {line[:200]!r}")
+    return event
+
+
+class KubeClient:
+    """JSON-over-HTTP to one apiserver; every method takes an absolute API path like `/api/v1/nodes/x`."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    ) -> None:
+        self._api = api_client
+        self._api.user_agent = USER_AGENT
+        self._bucket = TokenBucket(qps, burst)
+        self._timeout = request_timeout
+
+    @property
+    def host(self) -> str:
+        return str(self._api.configuration.host)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        request_timeout: aiohttp.ClientTimeout | float | None = None,
+    ) -> aiohttp.ClientResponse:
+        await self._bucket.acquire()
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            response: aiohttp.ClientResponse = await self._api.call_api(
+                path,
+                method,
+                query_params=encode_params(params),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=self._timeout if request_timeout is None else request_timeout,
+            )
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        return response
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        response = await self._send(method, path, params=params, body=body, content_type=content_type)
+        try:
+            raw = await response.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            response.release()
+        if not 200 <= response.status <= 299:
+            raise status_error(response.status, raw)
+        if not raw:
+            return {}
+        decoded = json.loads(raw)
+        return decoded if isinstance(decoded, dict) else {"items": decoded}
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._request("GET", path, params=params)
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("POST", path, body=body)
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("PUT", path, body=body)
+
+    async def patch(
+        self, path: str, body: dict[str, Any] | list[Any], patch_type: str = "strategic"
+    ) -> dict[str, Any]:
+        try:
+            content_type = PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            known = sorted(PATCH_CONTENT_TYPES)
+            raise ValueError(f"unknown patch type {patch_type!r}; use one of {known}") from None
+        return await self._request("PATCH", path, body=body, content_type=content_type)
+
+    async def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._request("DELETE", path, body=body)
+
+    async def watch(self, path: str, params: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Raw watch events `{"type", "object"}` until the server ends the stream.
+
+        ERROR events are yielded as they come (the reflector turns a 410 into a relist);
+        an error answer before the stream starts raises `ApiStatusError`, a broken stream
+        `ApiConnectionError`. Close early with `contextlib.aclosing(...)`.
+        """
+        query = dict(params or {})
+        query["watch"] = True
+        server_timeout = query.get("timeoutSeconds")
+        timeout = aiohttp.ClientTimeout(
+            sock_connect=self._timeout,
+            sock_read=float(server_timeout) + WATCH_READ_SLACK if server_timeout else None,
+        )
+        response = await self._send("GET", path, params=query, request_timeout=timeout)
+        try:
+            if not 200 <= response.status <= 299:
+                raise status_error(response.status, await response.read())
+            decoder = LineDecoder()
+            try:
+                async for chunk in response.content.iter_any():
+                    for line in decoder.feed(chunk):
+                        yield decode_event(line)
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise ApiConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+            for line in decoder.flush():
+                yield decode_event(line)
+        finally:
+            response.close()
+
+    async def close(self) -> None:
+        await self._api.close()
+
+
+def _kubeconfig_path(cfg: KubernetesConfig) -> str | None:
+    """`kubernetes.kubeconfig`, else `$KUBECONFIG`; None means in-cluster (or ~/.kube/config outside one)."""
+    if cfg.kubeconfig:
+        return cfg.kubeconfig
+    if os.environ.get("KUBECONFIG"):
+        return os.environ["KUBECONFIG"]
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    default = Path.home() / ".kube" / "config"
+    return str(default) if default.exists() else None
+
+
+async def make_kube_client(
+    cfg: KubernetesConfig, *, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+) -> KubeClient:
+    """Load credentials (kubeconfig file, else in-cluster) and build the client."""
+    configuration = Configuration()
+    path = _kubeconfig_path(cfg)
+    if path is not None:
+        await load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+        log.info("apiserver %s (kubeconfig %s)", configuration.host, path)
+    else:
+        load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        log.info("apiserver %s (in-cluster service account)", configuration.host)
+    return KubeClient(ApiClient(configuration), qps=cfg.qps, burst=cfg.burst, request_timeout=request_timeout)

@@ -1,0 +1,1 @@
+"""The virtual Node: its object, conditions, registration, lease and status (NodeAgent)."""
