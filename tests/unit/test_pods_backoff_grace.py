@@ -1,0 +1,64 @@
+"""Crash-loop backoff and grace periods, by the kubelet's numbers."""
+
+from __future__ import annotations
+
+from vk_provider.pods.backoff import Backoff, container_key, crash_loop_message, go_duration
+from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
+
+POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_backoff_doubles_to_max_and_resets_after_ten_minutes() -> None:
+    clock = Clock()
+    b = Backoff(clock=clock)
+    key = container_key(POD, "c")
+    delays = []
+    for _ in range(7):
+        delays.append(b.next(key, clock.now))
+        clock.now += 1
+    assert delays == [10, 20, 40, 80, 160, 300, 300]
+    clock.now += 601
+    assert b.remaining(key, clock.now - 1) == 0
+    assert b.next(key, clock.now) == 10
+
+
+def test_remaining_counts_from_the_event_time() -> None:
+    clock = Clock()
+    b = Backoff(clock=clock)
+    key = container_key(POD, "c")
+    assert b.remaining(key, clock.now) == 0
+    b.next(key, clock.now)
+    clock.now += 4
+    assert b.remaining(key, clock.now - 4) == 6
+    clock.now += 7
+    assert b.remaining(key, clock.now - 11) == 0
+
+
+def test_messages() -> None:
+    assert crash_loop_message(10, "c", POD) == "back-off 10s restarting failed container=c pod=p_ns(u1)"
+    assert go_duration(80) == "1m20s"
+    assert go_duration(300) == "5m0s"
+
+
+def test_effective_grace_period() -> None:
+    assert effective_grace_period(None, {"spec": {}}) == 30
+    assert effective_grace_period(None, {"spec": {"terminationGracePeriodSeconds": 3}}) == 3
+    deleting = {"metadata": {"deletionGracePeriodSeconds": 5}, "spec": {"terminationGracePeriodSeconds": 30}}
+    assert effective_grace_period(None, deleting) == 5
+    assert effective_grace_period(2, deleting) == 2  # only goes down
+    assert effective_grace_period(None, {"metadata": {"deletionGracePeriodSeconds": 0}, "spec": {}}) == 1
+    assert effective_grace_period(None, {"spec": {"terminationGracePeriodSeconds": 0}}) == 1
+    assert effective_grace_period(None, {"spec": {}}, override=1) == 1
+
+
+def test_stop_timeout_after_prestop() -> None:
+    assert stop_timeout_after_prestop(30, 5) == 25
+    assert stop_timeout_after_prestop(3, 2.5) == 2

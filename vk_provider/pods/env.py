@@ -1,0 +1,267 @@
+"""Container environment resolution, as the kubelet does it before creating a container.
+
+What lives here: `expand` (the kubelet's `$(VAR)` expansion with `$$` escaping and
+unresolvable references kept as written), `resolve_container_env` (envFrom with prefix,
+env from value / fieldRef / resourceFieldRef / configMapKeyRef / secretKeyRef, then
+command and args expansion). ConfigMaps and Secrets come through an injected async
+getter, so this module needs no apiserver. A missing mandatory reference raises
+`ContainerConfigError` with the kubelet's message.
+Must not: talk to the apiserver or Docker itself, or log values (they may be secrets).
+
+Upstream: pkg/kubelet/kubelet_pods.go (makeEnvironmentVariables,
+podFieldSelectorRuntimeValue), third_party/forked/golang/expansion/expand.go,
+pkg/api/v1/resource/helpers.go (ExtractContainerResourceValue).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from vk_provider.quantity import parse_quantity
+from vk_provider.runtime.types import ContainerConfigError
+
+# (kind, namespace, name) -> the object as a dict, or None when it does not exist.
+# kind is "configmap" or "secret".
+ObjectGetter = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
+
+# k8s.io/apimachinery/pkg/util/validation IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_LABEL_PATH = re.compile(r"metadata\.(labels|annotations)\['(.*)'\]")
+
+
+def _wrap(name: str) -> str:
+    return f"$({name})"
+
+
+def expand(text: str, lookup: Callable[[str], str | None]) -> str:
+    """Expand `$(VAR)` references; `$$` is a literal `$`; unknown references stay as written."""
+    out: list[str] = []
+    checkpoint = 0
+    cursor = 0
+    while cursor < len(text):
+        if text[cursor] == "$" and cursor + 1 < len(text):
+            out.append(text[checkpoint:cursor])
+            nxt = text[cursor + 1]
+            if nxt == "$":
+                out.append("$")
+                advance = 1
+            elif nxt == "(":
+                close = text.find(")", cursor + 2)
+                if close == -1:
+                    out.append("$(")
+                    advance = 1
+                else:
+                    name = text[cursor + 2 : close]
+                    value = lookup(name)
+                    out.append(_wrap(name) if value is None else value)
+                    advance = close - cursor
+            else:
+                out.append("$" + nxt)
+                advance = 1
+            cursor += advance
+            checkpoint = cursor + 1
+        cursor += 1
+    out.append(text[checkpoint:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class PodAddresses:
+    """The addresses fieldRefs may ask for; known once the sandbox has its IP."""
+
+    pod_ips: tuple[str, ...] = ()
+    host_ips: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolvedEnv:
+    env: tuple[tuple[str, str], ...]
+    command: tuple[str, ...] | None
+    args: tuple[str, ...] | None
+    # (reason, message) Warning events the caller should emit (skipped invalid keys...).
+    warnings: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def _field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> str:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    simple: dict[str, str] = {
+        "metadata.name": meta.get("name", ""),
+        "metadata.namespace": meta.get("namespace", ""),
+        "metadata.uid": meta.get("uid", ""),
+        "spec.nodeName": spec.get("nodeName", ""),
+        "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+        "status.podIP": addresses.pod_ips[0] if addresses.pod_ips else "",
+        "status.podIPs": ",".join(addresses.pod_ips),
+        "status.hostIP": addresses.host_ips[0] if addresses.host_ips else "",
+        "status.hostIPs": ",".join(addresses.host_ips),
+    }
+    if path in simple:
+        return simple[path]
+    if path in ("metadata.labels", "metadata.annotations"):
+        values = meta.get(path.split(".")[1]) or {}
+        # fieldpath.FormatMap: sorted key="value" lines
+        return "\n".join(f'{k}="{values[k]}"' for k in sorted(values))
+    match = _LABEL_PATH.fullmatch(path)
+    if match:
+        return str((meta.get(match[1]) or {}).get(match[2], ""))
+    raise ContainerConfigError(f"unsupported fieldPath: {path}")
+
+
+def _resource_value(
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    ref: Mapping[str, Any],
+    node_allocatable: Mapping[str, str],
+) -> str:
+    name = ref.get("containerName") or container.get("name", "")
+    target = container
+    if name != container.get("name"):
+        spec = pod.get("spec") or {}
+        every = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+        matches = [c for c in every if c.get("name") == name]
+        if not matches:
+            raise ContainerConfigError(f"container {name} not found")
+        target = matches[0]
+    resource = ref.get("resource", "")
+    kind, _, res = resource.partition(".")
+    if kind not in ("limits", "requests") or res not in ("cpu", "memory", "ephemeral-storage"):
+        raise ContainerConfigError(f"unsupported container resource : {resource}")
+    resources = target.get("resources") or {}
+    raw = (resources.get(kind) or {}).get(res)
+    if raw is None and kind == "limits":
+        # The kubelet defaults missing limits to the node's allocatable for the downward API.
+        raw = node_allocatable.get(res)
+    value = parse_quantity(str(raw)) if raw is not None else Decimal(0)
+    divisor = parse_quantity(str(ref.get("divisor") or "1"))
+    if divisor == 0:
+        divisor = Decimal(1)
+    return str(math.ceil(value / divisor))
+
+
+def _decode(kind: str, obj: Mapping[str, Any]) -> dict[str, str]:
+    if kind == "secret":
+        data = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}
+        data.update(obj.get("stringData") or {})
+        return data
+    return {k: str(v) for k, v in (obj.get("data") or {}).items()}
+
+
+_KIND_TITLE = {"configmap": "ConfigMap", "secret": "Secret"}
+
+
+class _Lookups:
+    """Caches one fetch per referenced object for one container's resolution."""
+
+    def __init__(self, getter: ObjectGetter, namespace: str) -> None:
+        self._getter = getter
+        self._namespace = namespace
+        self._cache: dict[tuple[str, str], dict[str, str] | None] = {}
+
+    async def data(self, kind: str, name: str, optional: bool) -> dict[str, str] | None:
+        key = (kind, name)
+        if key not in self._cache:
+            obj = await self._getter(kind, self._namespace, name)
+            self._cache[key] = None if obj is None else _decode(kind, obj)
+        found = self._cache[key]
+        if found is None and not optional:
+            raise ContainerConfigError(f'{kind} "{name}" not found')
+        return found
+
+    async def key(self, kind: str, ref: Mapping[str, Any]) -> str | None:
+        name = ref.get("name", "")
+        optional = bool(ref.get("optional", False))
+        data = await self.data(kind, name, optional)
+        if data is None:
+            return None
+        key = ref.get("key", "")
+        if key not in data:
+            if optional:
+                return None
+            raise ContainerConfigError(
+                f"couldn't find key {key} in {_KIND_TITLE[kind]} {self._namespace}/{name}"
+            )
+        return data[key]
+
+
+async def _env_from(
+    container: Mapping[str, Any], lookups: _Lookups, namespace: str, values: dict[str, str]
+) -> list[tuple[str, str]]:
+    warnings: list[tuple[str, str]] = []
+    for source in container.get("envFrom") or []:
+        prefix = source.get("prefix", "")
+        for kind, key in (("configmap", "configMapRef"), ("secret", "secretRef")):
+            ref = source.get(key)
+            if ref is None:
+                continue
+            data = await lookups.data(kind, ref.get("name", ""), bool(ref.get("optional", False)))
+            invalid: list[str] = []
+            for k, v in (data or {}).items():
+                name = prefix + k
+                if not _ENV_NAME.fullmatch(name):
+                    invalid.append(name)
+                    continue
+                values[name] = v
+            if invalid:
+                what = "configMap" if kind == "configmap" else "secret"
+                warnings.append(
+                    (
+                        "InvalidEnvironmentVariableNames",
+                        f"Keys [{', '.join(sorted(invalid))}] from the EnvFrom {what} "
+                        f"{namespace}/{ref.get('name', '')} were skipped since they are considered "
+                        "invalid environment variable names.",
+                    )
+                )
+    return warnings
+
+
+async def resolve_container_env(
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    *,
+    getter: ObjectGetter,
+    addresses: PodAddresses,
+    node_allocatable: Mapping[str, str] | None = None,
+) -> ResolvedEnv:
+    """Resolve one container's environment, command and args; raise ContainerConfigError."""
+    namespace = (pod.get("metadata") or {}).get("namespace", "")
+    lookups = _Lookups(getter, namespace)
+    values: dict[str, str] = {}
+    warnings = await _env_from(container, lookups, namespace, values)
+    for item in container.get("env") or []:
+        name = item.get("name", "")
+        source = item.get("valueFrom")
+        if source is None:
+            values[name] = expand(str(item.get("value", "")), values.get)
+            continue
+        value: str | None
+        if "fieldRef" in source:
+            value = _field_value(pod, source["fieldRef"].get("fieldPath", ""), addresses)
+        elif "resourceFieldRef" in source:
+            value = _resource_value(pod, container, source["resourceFieldRef"], node_allocatable or {})
+        elif "configMapKeyRef" in source:
+            value = await lookups.key("configmap", source["configMapKeyRef"])
+        elif "secretKeyRef" in source:
+            value = await lookups.key("secret", source["secretKeyRef"])
+        else:
+            raise ContainerConfigError(f"unsupported valueFrom in env {name}")
+        if value is not None:
+            values[name] = value
+    return ResolvedEnv(
+        env=tuple(values.items()),
+        command=_expand_list(container.get("command"), values),
+        args=_expand_list(container.get("args"), values),
+        warnings=tuple(warnings),
+    )
+
+
+def _expand_list(items: Sequence[str] | None, values: Mapping[str, str]) -> tuple[str, ...] | None:
+    if not items:
+        return None
+    return tuple(expand(str(item), values.get) for item in items)
