@@ -101,7 +101,7 @@ async def test_field_refs_including_pod_and_host_ip() -> None:
 
 async def test_resource_field_ref_with_divisor_and_node_default() -> None:
     container = {
-        "resources": {"limits": {"memory": "64M"}, "requests": {"cpu": "250m"}},
+        "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "250m"}},
         "env": [
             {
                 "name": "MEM",
