@@ -16,7 +16,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -263,7 +263,9 @@ class KubeClient:
     async def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         return await self._request("DELETE", path, body=body)
 
-    async def watch(self, path: str, params: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def watch(
+        self, path: str, params: dict[str, Any] | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Raw watch events `{"type", "object"}` until the server ends the stream.
 
         ERROR events are yielded as they come (the reflector turns a 410 into a relist);

@@ -1,0 +1,183 @@
+"""Reflector logic with a scripted in-memory client: resume, bookmarks, 410 relist diffing, backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator
+from typing import Any, cast
+
+from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.reflector import Reflector, backoff_delay, diff_relist, list_items
+
+
+def pod(name: str, rv: str, uid: str | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "uid": uid or f"uid-{name}"}}
+
+
+class ScriptedClient:
+    """Answers list calls and watch calls from queues; records the params it got."""
+
+    def __init__(self, lists: list[Any], watches: list[Any]) -> None:
+        self.lists = lists
+        self.watches = watches
+        self.list_params: list[dict[str, Any]] = []
+        self.watch_params: list[dict[str, Any]] = []
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.list_params.append(dict(params or {}))
+        answer = self.lists.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return cast(dict[str, Any], answer)
+
+    async def watch(
+        self, path: str, params: dict[str, Any] | None = None
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        self.watch_params.append(dict(params or {}))
+        if not self.watches:
+            await asyncio.Event().wait()  # blocks until the reflector stops
+        script = self.watches.pop(0)
+        if isinstance(script, Exception):
+            raise script
+        for event in script:
+            yield event
+
+
+async def test_list_watch_resume_bookmark_and_relist_on_410() -> None:
+    client = ScriptedClient(
+        lists=[
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "10"},
+                "items": [pod("a", "9")],
+            },
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "20"},
+                "items": [pod("a", "16"), pod("c", "17")],
+            },
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "30"},
+                "items": [pod("c", "17")],
+            },
+        ],
+        watches=[
+            [
+                {"type": "ADDED", "object": pod("b", "11")},
+                {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "15"}}},
+            ],
+            [
+                {
+                    "type": "ERROR",
+                    "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
+                }
+            ],
+            ApiStatusError(410, "Expired", "too old resource version"),
+        ],
+    )
+    seen: list[tuple[str, str]] = []
+    synced = 0
+
+    async def handler(type_: str, obj: dict[str, Any]) -> None:
+        seen.append((type_, obj["metadata"]["name"]))
+        if obj["metadata"]["name"] == "b":
+            raise RuntimeError("handler bugs are logged, not fatal")
+
+    async def on_synced() -> None:
+        nonlocal synced
+        synced += 1
+
+    reflector = Reflector(
+        cast(KubeClient, client),
+        "/api/v1/pods",
+        handler,
+        params={"fieldSelector": "spec.nodeName=n1"},
+        on_synced=on_synced,
+    )
+    await reflector.start()
+    await asyncio.wait_for(reflector.synced.wait(), 5)
+    for _ in range(200):
+        if len(client.watch_params) >= 4:
+            break
+        await asyncio.sleep(0.01)
+    await reflector.stop()
+
+    assert seen == [
+        ("ADDED", "a"),  # first list
+        ("ADDED", "b"),  # watch
+        ("DELETED", "b"),  # relist after the ERROR 410 event: b vanished, a changed, c is new
+        ("MODIFIED", "a"),
+        ("ADDED", "c"),
+        ("DELETED", "a"),  # relist after the HTTP 410
+    ]
+    assert synced == 3
+    assert all(p == {"fieldSelector": "spec.nodeName=n1"} for p in client.list_params)
+    assert [p["resourceVersion"] for p in client.watch_params] == ["10", "15", "20", "30"]
+    assert all(
+        p["allowWatchBookmarks"] is True and p["fieldSelector"] == "spec.nodeName=n1"
+        for p in client.watch_params
+    )
+    assert set(reflector.store()) == {"ns/c"}
+    assert reflector.store()["ns/c"]["kind"] == "Pod"
+
+
+async def test_restart_after_stop_relists_and_reports_only_differences() -> None:
+    client = ScriptedClient(
+        lists=[
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "5"},
+                "items": [pod("a", "5")],
+            },
+            {
+                "kind": "PodList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "6"},
+                "items": [pod("a", "5")],
+            },
+        ],
+        watches=[],
+    )
+    seen: list[tuple[str, str]] = []
+
+    async def handler(type_: str, obj: dict[str, Any]) -> None:
+        seen.append((type_, obj["metadata"]["name"]))
+
+    reflector = Reflector(cast(KubeClient, client), "/api/v1/pods", handler)
+    await reflector.start()
+    await asyncio.wait_for(reflector.synced.wait(), 5)
+    await reflector.stop()
+    await reflector.start()
+    for _ in range(200):
+        if len(client.list_params) == 2 and len(client.watch_params) == 2:
+            break
+        await asyncio.sleep(0.01)
+    await reflector.stop()
+    assert seen == [("ADDED", "a")]
+    assert reflector.resource_version == "6"
+
+
+def test_diff_relist_treats_a_new_uid_as_delete_then_add() -> None:
+    known = {"ns/a": pod("a", "1", uid="old")}
+    listed = {"ns/a": pod("a", "2", uid="new")}
+    assert [(t, o["metadata"]["uid"]) for t, o in diff_relist(known, listed)] == [
+        ("DELETED", "old"),
+        ("ADDED", "new"),
+    ]
+
+
+def test_list_items_fill_in_kind_and_api_version() -> None:
+    answer = {"kind": "NodeList", "apiVersion": "v1", "items": [{"metadata": {"name": "n"}}]}
+    assert list_items(answer) == [{"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n"}}]
+
+
+def test_backoff_doubles_with_jitter_and_caps() -> None:
+    assert backoff_delay(1, rand=lambda: 0.0) == 0.8
+    assert backoff_delay(3, rand=lambda: 0.0) == 3.2
+    assert backoff_delay(3, rand=lambda: 1.0) == 6.4
+    assert backoff_delay(50, rand=lambda: 0.5) == 45.0
