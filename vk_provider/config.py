@@ -2,8 +2,10 @@
 
 What lives here: the shape of the configuration file (DESIGN §5) as frozen dataclasses,
 every field with its default. Durations are held as float seconds and quantities as
-their canonical strings. Loading, strict validation and environment overrides are in
-`vk_provider.config_load`. Must not: touch the network, Docker or the filesystem.
+their strings as written. Loading, strict validation and the CLI overrides are in
+`vk_provider.config_load`; an empty `kubeconfig`, `docker.host` or `node.internalIP` means
+"fall back to the environment" and is resolved where it is used. Must not: touch the
+network, Docker or the filesystem.
 """
 
 from __future__ import annotations

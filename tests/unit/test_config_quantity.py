@@ -1,0 +1,55 @@
+"""Kubernetes quantities and Go-style durations (vk_provider.quantity)."""
+
+from decimal import Decimal
+
+import pytest
+
+from vk_provider.quantity import format_duration, parse_duration, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Decimal("0.5")),
+        ("16Gi", Decimal(16 * 1024**3)),
+        ("1.5", Decimal("1.5")),
+        ("2e3", Decimal(2000)),
+        ("110", Decimal(110)),
+        ("1k", Decimal(1000)),
+        ("128Mi", Decimal(128 * 1024**2)),
+        ("100n", Decimal("0.0000001")),
+        (".5", Decimal("0.5")),
+        ("1E-3", Decimal("0.001")),
+    ],
+)
+def test_valid_quantities(text: str, value: Decimal) -> None:
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["16GB", "abc", "", "1.2.3", "Gi", "5 Gi", "1Kb", "e3", "1ki"])
+def test_invalid_quantities(text: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("5m", 300.0), ("1h30m", 5400.0), ("250ms", 0.25), ("1.5h", 5400.0), ("0", 0.0)],
+)
+def test_valid_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10", "-5s", "ten", "", "s", "5m ", "1d", "h1"])
+def test_invalid_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(10, "10s"), (300, "5m"), (5400, "1h30m"), (0.25, "250ms"), (90, "1m30s"), (1.5, "1.5s"), (0, "0s")],
+)
+def test_format_duration_round_trips(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+    assert parse_duration(text) == seconds

@@ -1,0 +1,127 @@
+"""The `vk-provider` command line: argument parsing and dispatch to the subcommands.
+
+What lives here: `main(argv) -> int` (the console script) with `run`, `check-config` and
+`version`. Each subcommand is one (add_parser, handler) pair in `_commands()`; a handler
+takes the parsed arguments and returns the exit code. Exit code 2 means bad usage or a bad
+configuration, with one line on stderr. Must not: hold provider logic; `run` only loads the
+configuration and hands it to `vk_provider.app.run_provider`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import yaml
+
+from vk_provider import __version__
+from vk_provider.config_load import (
+    LOG_FORMATS,
+    LOG_LEVELS,
+    ConfigError,
+    apply_overrides,
+    effective_config,
+    load_config,
+)
+
+EXIT_USAGE = 2
+
+_SubParsers = Any  # argparse's _SubParsersAction, which typeshed marks private
+_Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_run(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "run", help="run the provider: register the virtual Node and run its pods in Docker"
+    )
+    parser.add_argument("--config", required=True, metavar="FILE", help="the configuration file (YAML)")
+    parser.add_argument("--kubeconfig", metavar="FILE", help="overrides kubernetes.kubeconfig")
+    parser.add_argument("--node-name", metavar="NAME", help="overrides node.name")
+    parser.add_argument(
+        "--log-level", metavar="LEVEL", help=f"overrides logging.level ({'|'.join(LOG_LEVELS)})"
+    )
+    parser.add_argument(
+        "--log-format", metavar="FORMAT", help=f"overrides logging.format ({'|'.join(LOG_FORMATS)})"
+    )
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        config = apply_overrides(
+            load_config(args.config),
+            node_name=args.node_name,
+            kubeconfig=args.kubeconfig,
+            log_level=args.log_level,
+            log_format=args.log_format,
+        )
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    from vk_provider.app import run_provider
+    from vk_provider.logging import setup_logging
+
+    setup_logging(config.logging.level, config.logging.format)
+    exit_code: int = asyncio.run(run_provider(config))
+    return exit_code
+
+
+def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "check-config", help="validate a configuration file and print the effective configuration"
+    )
+    parser.add_argument("file", metavar="FILE", help="the configuration file (YAML)")
+    return parser
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    sys.stdout.write(yaml.safe_dump(effective_config(config), sort_keys=False))
+    return 0
+
+
+def _add_version(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser("version", help="print the version")
+    return parser
+
+
+def _version(args: argparse.Namespace) -> int:
+    print(f"vk-provider {__version__}")
+    return 0
+
+
+def _commands() -> list[tuple[Callable[[_SubParsers], argparse.ArgumentParser], _Handler]]:
+    """Every subcommand: a function adding its parser (returning it) and its handler."""
+    return [
+        (_add_run, _run),
+        (_add_check_config, _check_config),
+        (_add_version, _version),
+    ]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vk-provider",
+        description="A virtual-kubelet provider that runs the pods of a virtual Node as Docker containers.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add_parser, handler in _commands():
+        add_parser(subparsers).set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage and 0 after --help
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: _Handler = args.handler
+    return handler(args)
