@@ -1,0 +1,239 @@
+import re
+from typing import Any
+
+import pytest
+
+from vk_provider.config import DockerAllow, DockerConfig
+from vk_provider.runtime.docker import spec
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import (
+    ContainerConfigError,
+    ContainerRole,
+    PodSandboxState,
+    PodSpecRefused,
+)
+
+
+def make_pod(**spec_fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"containers": [{"name": "app", "image": "busybox:1"}]}
+    base.update(spec_fields)
+    return {"metadata": {"name": "web", "namespace": "ns", "uid": "u1"}, "spec": base}
+
+
+def launch(pod: dict[str, Any], index: int = 0, **kw: Any) -> ContainerLaunch:
+    fields: dict[str, Any] = {
+        "pod": pod,
+        "container": pod["spec"]["containers"][index],
+        "role": ContainerRole.APP,
+        "attempt": 1,
+        "env": (("A", "1"),),
+        "command": None,
+        "args": None,
+        "sandbox": PodSandboxState(container_id="sb", running=True, ip="10.0.0.2"),
+    }
+    fields.update(kw)
+    return ContainerLaunch(**fields)
+
+
+def test_container_joins_sandbox_namespaces_and_carries_labels() -> None:
+    pod = make_pod()
+    kw = spec.container_create_kwargs(launch(pod), node_name="n1", termination_file=None)
+    assert kw["name"] == "k8s_app_web_ns_u1_1"
+    assert kw["network_mode"] == "container:sb"
+    assert kw["ipc_mode"] == "container:sb"
+    assert "pid_mode" not in kw
+    assert kw["environment"] == ["A=1"]
+    assert kw["labels"]["io.vk-provider.node"] == "n1"
+    assert kw["labels"]["io.vk-provider.container.attempt"] == "1"
+    assert kw["labels"]["io.vk-provider.spec-hash"] == spec.spec_hash(pod["spec"]["containers"][0])
+    assert "entrypoint" not in kw and "command" not in kw
+
+
+def test_command_overrides_entrypoint_and_clears_cmd_args_only_replace_cmd() -> None:
+    pod = make_pod()
+    kw = spec.container_create_kwargs(launch(pod, command=("sh", "-c")), node_name="n", termination_file=None)
+    assert kw["entrypoint"] == ["sh", "-c"] and kw["command"] == []
+    kw = spec.container_create_kwargs(launch(pod, args=("x",)), node_name="n", termination_file=None)
+    assert "entrypoint" not in kw and kw["command"] == ["x"]
+
+
+def test_resources_follow_kubelet_formulas() -> None:
+    pod = make_pod(
+        containers=[
+            {
+                "name": "app",
+                "image": "b",
+                "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}, "requests": {"cpu": "250m"}},
+            }
+        ]
+    )
+    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
+    assert kw["mem_limit"] == 64 * 1024 * 1024
+    assert kw["cpu_quota"] == 50000 and kw["cpu_period"] == 100000
+    assert kw["cpu_shares"] == 256
+
+
+def test_cpu_shares_defaults() -> None:
+    assert spec.cpu_shares(0) == 2
+    assert spec.cpu_shares(1) == 2
+    assert spec.cpu_shares(1000) == 1024
+    assert spec.cpu_quota(1) == 1000
+    kw = spec.resource_kwargs({"resources": {"limits": {"cpu": "2"}}}, "spec.containers[0]")
+    assert kw["cpu_shares"] == 2048  # requests default to limits
+    assert spec.resource_kwargs({}, "x")["cpu_shares"] == 2
+
+
+def test_bad_quantity_is_a_config_error_naming_the_field() -> None:
+    with pytest.raises(ContainerConfigError, match=r"spec.containers\[0\].resources"):
+        spec.resource_kwargs({"resources": {"limits": {"memory": "lots"}}}, "spec.containers[0]")
+
+
+def test_security_context_merges_pod_and_container() -> None:
+    pod = make_pod(
+        securityContext={"runAsUser": 1000, "runAsGroup": 3000, "supplementalGroups": [4000]},
+        containers=[
+            {
+                "name": "app",
+                "image": "b",
+                "securityContext": {
+                    "runAsUser": 2000,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]},
+                    "allowPrivilegeEscalation": False,
+                },
+            }
+        ],
+    )
+    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
+    assert kw["user"] == "2000:3000"
+    assert kw["group_add"] == ["4000"]
+    assert kw["read_only"] is True
+    assert kw["cap_drop"] == ["ALL"] and kw["cap_add"] == ["NET_BIND_SERVICE"]
+    assert kw["security_opt"] == ["no-new-privileges"]
+
+
+def test_privileged_refused_by_default_with_field_path() -> None:
+    pod = make_pod(
+        containers=[
+            {"name": "a", "image": "b"},
+            {"name": "p", "image": "b", "securityContext": {"privileged": True}},
+        ]
+    )
+    with pytest.raises(PodSpecRefused) as info:
+        spec.check_pod_allowed(pod, DockerAllow())
+    assert info.value.message == (
+        "spec.containers[1].securityContext.privileged: privileged containers are not allowed "
+        "on this node (docker.allow.privileged)"
+    )
+    spec.check_pod_allowed(pod, DockerAllow(privileged=True))
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"hostNetwork": True}, "spec.hostNetwork"),
+        ({"hostPID": True}, "spec.hostPID"),
+        ({"hostIPC": True}, "spec.hostIPC"),
+        ({"volumes": [{"name": "h", "hostPath": {"path": "/etc"}}]}, "spec.volumes[0].hostPath"),
+    ],
+)
+def test_host_namespaces_and_hostpath_refused(fields: dict[str, Any], path: str) -> None:
+    with pytest.raises(PodSpecRefused, match=f"^{re.escape(path)}: "):
+        spec.check_pod_allowed(make_pod(**fields), DockerAllow())
+
+
+def test_added_capabilities_need_allowance() -> None:
+    pod = make_pod(
+        initContainers=[
+            {"name": "i", "image": "b", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}
+        ]
+    )
+    with pytest.raises(
+        PodSpecRefused, match=r"spec.initContainers\[0\].securityContext.capabilities.add\[0\]"
+    ):
+        spec.check_pod_allowed(pod, DockerAllow())
+    spec.check_pod_allowed(pod, DockerAllow(capabilities=("CAP_NET_ADMIN",)))
+
+
+def test_sandbox_kwargs() -> None:
+    pod = make_pod(
+        containers=[
+            {"name": "a", "image": "b", "ports": [{"containerPort": 80, "hostPort": 8080}]},
+            {
+                "name": "c",
+                "image": "b",
+                "ports": [{"containerPort": 53, "hostPort": 5353, "protocol": "UDP"}],
+            },
+        ],
+        hostAliases=[{"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]}],
+        dnsPolicy="None",
+        dnsConfig={
+            "nameservers": ["1.1.1.1"],
+            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}],
+        },
+    )
+    config = DockerConfig(sandbox_image="vk-test/pause:1", network="mynet")
+    kw = spec.sandbox_create_kwargs(pod, node_name="n", config=config, attempt=0)
+    assert kw["image"] == "vk-test/pause:1"
+    assert kw["name"] == "k8s_POD_web_ns_u1_0"
+    assert kw["hostname"] == "web"
+    assert kw["network_mode"] == "mynet"
+    assert kw["ipc_mode"] == "shareable"
+    assert kw["ports"] == {"80/tcp": [8080], "53/udp": [5353]}
+    assert kw["extra_hosts"] == ["foo.local:10.1.2.3", "bar.local:10.1.2.3"]
+    assert kw["dns"] == ["1.1.1.1"]
+    assert kw["dns_opt"] == ["ndots:2", "edns0"]
+    assert kw["labels"]["io.vk-provider.role"] == "sandbox"
+
+
+def test_cluster_first_falls_back_to_engine_dns() -> None:
+    assert spec.dns_kwargs(make_pod(dnsPolicy="ClusterFirst")) == {}
+
+
+def test_hostname_truncated_like_kubelet() -> None:
+    pod = make_pod()
+    pod["metadata"]["name"] = "a" * 62 + "-b" + "c" * 10
+    assert spec.pod_hostname(pod) == "a" * 62
+
+
+def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
+    pod = make_pod(
+        volumes=[
+            {"name": "scratch", "emptyDir": {}},
+            {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+            {"name": "host", "hostPath": {"path": "/srv/data"}},
+            {"name": "cfg", "configMap": {"name": "x"}},
+        ],
+        containers=[
+            {
+                "name": "app",
+                "image": "b",
+                "terminationMessagePath": "/tmp/msg",
+                "volumeMounts": [
+                    {"name": "scratch", "mountPath": "/scratch"},
+                    {"name": "mem", "mountPath": "/mem", "readOnly": True},
+                    {"name": "host", "mountPath": "/data", "subPath": "sub"},
+                    {"name": "cfg", "mountPath": "/cfg"},
+                ],
+            }
+        ],
+    )
+    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file="/state/tl")
+    assert kw["volumes"] == [
+        "k8s_u1_scratch:/scratch:rw",
+        "k8s_u1_mem:/mem:ro",
+        "/srv/data/sub:/data:rw",
+        "/state/tl:/tmp/msg:rw",
+    ]
+    vols = spec.emptydir_volumes(pod, "n")
+    assert [v.docker_name for v in vols] == ["k8s_u1_scratch", "k8s_u1_mem"]
+    assert vols[1].driver_opts == {"type": "tmpfs", "device": "tmpfs", "o": "size=1048576"}
+    assert vols[0].labels["io.vk-provider.node"] == "n"
+
+
+def test_mount_of_undefined_volume_is_a_config_error() -> None:
+    pod = make_pod(
+        containers=[{"name": "app", "image": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}]
+    )
+    with pytest.raises(ContainerConfigError, match=r"spec.containers\[0\].volumeMounts\[0\].name"):
+        spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)

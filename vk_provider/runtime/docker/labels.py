@@ -1,0 +1,167 @@
+"""Docker labels and names of the provider's containers, and reading them back (pure).
+
+What lives here: the label keys of DESIGN §4, the labels of a pod's sandbox and of one
+container instance, the kubelet-style container names, the label filter of one node, and
+the parse of a Docker container (its `docker inspect` dict) back into a `ContainerInstance`
+or a `PodSandboxState`. Must not: call Docker; everything here is a function of dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    PodSandboxState,
+)
+
+PREFIX = "io.vk-provider."
+NODE = PREFIX + "node"
+POD_UID = PREFIX + "pod.uid"
+POD_NAME = PREFIX + "pod.name"
+POD_NAMESPACE = PREFIX + "pod.namespace"
+CONTAINER_NAME = PREFIX + "container.name"
+CONTAINER_ATTEMPT = PREFIX + "container.attempt"
+CONTAINER_IMAGE = PREFIX + "container.image"
+ROLE = PREFIX + "role"
+SPEC_HASH = PREFIX + "spec-hash"
+TERMINATION_MESSAGE_FILE = PREFIX + "termination-message-file"
+
+SANDBOX_CONTAINER_NAME = "POD"
+
+
+def node_filter(node_name: str) -> dict[str, str]:
+    """The `filters` argument selecting this node's objects only."""
+    return {"label": f"{NODE}={node_name}"}
+
+
+def pod_filter(node_name: str, uid: str) -> dict[str, list[str]]:
+    return {"label": [f"{NODE}={node_name}", f"{POD_UID}={uid}"]}
+
+
+def pod_labels(node_name: str, pod: Mapping[str, Any]) -> dict[str, str]:
+    meta = pod.get("metadata") or {}
+    return {
+        NODE: node_name,
+        POD_UID: str(meta.get("uid", "")),
+        POD_NAME: str(meta.get("name", "")),
+        POD_NAMESPACE: str(meta.get("namespace", "default")),
+    }
+
+
+def container_labels(
+    node_name: str,
+    pod: Mapping[str, Any],
+    name: str,
+    role: ContainerRole,
+    attempt: int,
+    image: str,
+    spec_hash: str,
+) -> dict[str, str]:
+    return {
+        **pod_labels(node_name, pod),
+        CONTAINER_NAME: name,
+        CONTAINER_ATTEMPT: str(attempt),
+        CONTAINER_IMAGE: image,
+        ROLE: role.value,
+        SPEC_HASH: spec_hash,
+    }
+
+
+def sandbox_labels(node_name: str, pod: Mapping[str, Any], attempt: int, image: str) -> dict[str, str]:
+    return container_labels(node_name, pod, SANDBOX_CONTAINER_NAME, ContainerRole.SANDBOX, attempt, image, "")
+
+
+def container_name(pod: Mapping[str, Any], name: str, attempt: int) -> str:
+    """`k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`, as the kubelet's dockershim named them."""
+    meta = pod.get("metadata") or {}
+    pod_name, namespace, uid = meta.get("name", ""), meta.get("namespace", "default"), meta.get("uid", "")
+    return f"k8s_{name}_{pod_name}_{namespace}_{uid}_{attempt}"
+
+
+def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
+    return container_name(pod, SANDBOX_CONTAINER_NAME, attempt)
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Docker's RFC 3339 nanosecond timestamps; the zero time means never."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    text = value.rstrip("Z")
+    if "." in text:
+        head, frac = text.split(".", 1)
+        digits = "".join(ch for ch in frac if ch.isdigit())
+        text = f"{head}.{digits[:6]:0<6}"
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _run_state(state: Mapping[str, Any]) -> ContainerRunState:
+    status = str(state.get("Status", ""))
+    if status in ("running", "paused", "restarting"):
+        return ContainerRunState.RUNNING
+    if status == "created":
+        return ContainerRunState.CREATED
+    if status in ("exited", "dead"):
+        return ContainerRunState.EXITED
+    return ContainerRunState.UNKNOWN
+
+
+def is_owned(labels: Mapping[str, str], node_name: str) -> bool:
+    return labels.get(NODE) == node_name and bool(labels.get(POD_UID))
+
+
+def role_of(labels: Mapping[str, str]) -> ContainerRole | None:
+    try:
+        return ContainerRole(labels.get(ROLE, ""))
+    except ValueError:
+        return None
+
+
+def attempt_of(labels: Mapping[str, str]) -> int:
+    try:
+        return int(labels.get(CONTAINER_ATTEMPT, "0"))
+    except ValueError:
+        return 0
+
+
+def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str = "") -> ContainerInstance:
+    """A container instance from `docker inspect`; the labels say which pod container it is."""
+    config = inspect.get("Config") or {}
+    labels: Mapping[str, str] = config.get("Labels") or {}
+    state = inspect.get("State") or {}
+    run_state = _run_state(state)
+    exited = run_state == ContainerRunState.EXITED
+    return ContainerInstance(
+        name=labels.get(CONTAINER_NAME, ""),
+        role=role_of(labels) or ContainerRole.APP,
+        attempt=attempt_of(labels),
+        container_id=str(inspect.get("Id", "")),
+        image=labels.get(CONTAINER_IMAGE) or str(config.get("Image", "")),
+        image_id=str(inspect.get("Image", "")),
+        state=run_state,
+        created_at=parse_time(inspect.get("Created")),
+        started_at=parse_time(state.get("StartedAt")),
+        finished_at=parse_time(state.get("FinishedAt")) if exited else None,
+        exit_code=int(state.get("ExitCode", 0)) if exited else None,
+        oom_killed=bool(state.get("OOMKilled", False)),
+        error=str(state.get("Error", "")),
+        termination_message=termination_message,
+        spec_hash=labels.get(SPEC_HASH, ""),
+    )
+
+
+def sandbox_from_inspect(inspect: Mapping[str, Any], network: str) -> PodSandboxState:
+    state = inspect.get("State") or {}
+    networks = (inspect.get("NetworkSettings") or {}).get("Networks") or {}
+    ip = str((networks.get(network) or {}).get("IPAddress", ""))
+    running = _run_state(state) == ContainerRunState.RUNNING
+    return PodSandboxState(
+        container_id=str(inspect.get("Id", "")),
+        running=running,
+        ip=ip if running else "",
+        created_at=parse_time(inspect.get("Created")),
+    )
