@@ -10,7 +10,13 @@ Must not: touch the store, build HTTP responses or raise ApiError (callers turn 
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from importlib import resources
+from typing import Any
+
+SCHEMA_VERSION = "v1.32.0-local-strict"
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
@@ -129,3 +135,43 @@ def go_quote(value: object) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The packaged official schemas (read once per process)
+
+
+@functools.cache
+def definitions() -> dict[str, Any]:
+    """`$defs` of kubernetes-validate's v1.32 strict `_definitions.json` (x-kubernetes extensions kept)."""
+    root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
+    with (root / "_definitions.json").open("rb") as f:
+        defs: dict[str, Any] = json.load(f)["$defs"]
+    return defs
+
+
+@functools.cache
+def _gvk_index() -> dict[tuple[str, str], str]:
+    index: dict[tuple[str, str], str] = {}
+    for name, schema in definitions().items():
+        if "WatchEvent" in name:
+            continue
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            group, version = gvk.get("group", ""), gvk["version"]
+            api_version = f"{group}/{version}" if group else version
+            index.setdefault((api_version, gvk["kind"]), name)
+    return index
+
+
+def definition_name(api_version: str, kind: str) -> str | None:
+    """The `$defs` key of the top-level type apiVersion/kind, e.g. `io.k8s.api.core.v1.Pod`."""
+    return _gvk_index().get((api_version, kind))
+
+
+def resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    """Follow a `$ref` (always local `#/$defs/...` in these files) to its definition."""
+    ref = schema.get("$ref")
+    if ref is None:
+        return schema
+    target: dict[str, Any] = definitions()[ref.rsplit("/", 1)[-1]]
+    return target
