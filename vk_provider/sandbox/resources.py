@@ -1,0 +1,174 @@
+"""The sandbox's resource registry: which kinds it serves, in which group/version, how they behave.
+
+What lives here: `ResourceInfo` (plural name, kind, group, version, scope, verbs, short names,
+categories, subresources, and the registry-strategy flags the store needs) and the lookups by
+store key ("pods", "leases.coordination.k8s.io") or by URL parts. Values follow the real
+v1.32 discovery documents. Must not: hold objects or do I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+NO_COLLECTION_DELETE = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class Subresource:
+    name: str
+    verbs: tuple[str, ...]
+    kind: str
+    group: str = ""
+    version: str = "v1"
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    name: str
+    singular: str
+    kind: str
+    group: str
+    version: str
+    namespaced: bool
+    verbs: tuple[str, ...] = ALL_VERBS
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[Subresource, ...] = ()
+    # registry strategy flags (pkg/registry/...):
+    graceful_delete: bool = False  # implements CheckGracefulDelete (pods)
+    allow_create_on_update: bool = False  # PUT of a missing object creates it
+    return_deleted_object: bool = False  # DELETE answers with the object, not a Status
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}.{self.group}" if self.group else self.name
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def has_status(self) -> bool:
+        return any(s.name == "status" for s in self.subresources)
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
+
+
+_STATUS = ("get", "patch", "update")
+
+_REGISTRY: tuple[ResourceInfo, ...] = (
+    ResourceInfo(
+        "namespaces",
+        "namespace",
+        "Namespace",
+        "",
+        "v1",
+        False,
+        verbs=NO_COLLECTION_DELETE,
+        short_names=("ns",),
+        subresources=(
+            Subresource("finalize", ("update",), "Namespace"),
+            Subresource("status", _STATUS, "Namespace"),
+        ),
+        return_deleted_object=True,
+    ),
+    ResourceInfo(
+        "pods",
+        "pod",
+        "Pod",
+        "",
+        "v1",
+        True,
+        short_names=("po",),
+        categories=("all",),
+        subresources=(
+            Subresource("attach", ("create", "get"), "PodAttachOptions"),
+            Subresource("binding", ("create",), "Binding"),
+            Subresource("eviction", ("create",), "Eviction", "policy", "v1"),
+            Subresource("exec", ("create", "get"), "PodExecOptions"),
+            Subresource("log", ("get",), "Pod"),
+            Subresource("portforward", ("create", "get"), "PodPortForwardOptions"),
+            Subresource("status", _STATUS, "Pod"),
+        ),
+        graceful_delete=True,
+        return_deleted_object=True,
+    ),
+    ResourceInfo(
+        "nodes",
+        "node",
+        "Node",
+        "",
+        "v1",
+        False,
+        short_names=("no",),
+        subresources=(Subresource("status", _STATUS, "Node"),),
+        return_deleted_object=True,
+    ),
+    ResourceInfo(
+        "events", "event", "Event", "", "v1", True, short_names=("ev",), allow_create_on_update=True
+    ),
+    ResourceInfo("configmaps", "configmap", "ConfigMap", "", "v1", True, short_names=("cm",)),
+    ResourceInfo("secrets", "secret", "Secret", "", "v1", True),
+    ResourceInfo(
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        "",
+        "v1",
+        True,
+        short_names=("sa",),
+        subresources=(Subresource("token", ("create",), "TokenRequest", "authentication.k8s.io", "v1"),),
+    ),
+    ResourceInfo(
+        "services",
+        "service",
+        "Service",
+        "",
+        "v1",
+        True,
+        short_names=("svc",),
+        categories=("all",),
+        subresources=(Subresource("status", _STATUS, "Service"),),
+        return_deleted_object=True,
+    ),
+    ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
+    ResourceInfo(
+        "certificatesigningrequests",
+        "certificatesigningrequest",
+        "CertificateSigningRequest",
+        "certificates.k8s.io",
+        "v1",
+        False,
+        short_names=("csr",),
+        subresources=(
+            Subresource("approval", _STATUS, "CertificateSigningRequest", "certificates.k8s.io"),
+            Subresource("status", _STATUS, "CertificateSigningRequest", "certificates.k8s.io"),
+        ),
+    ),
+)
+
+RESOURCES: dict[str, ResourceInfo] = {r.key: r for r in _REGISTRY}
+
+
+def by_key(key: str) -> ResourceInfo | None:
+    return RESOURCES.get(key)
+
+
+def lookup(group: str, version: str, plural: str) -> ResourceInfo | None:
+    info = RESOURCES.get(f"{plural}.{group}" if group else plural)
+    return info if info is not None and info.version == version else None
+
+
+def group_versions() -> dict[str, list[str]]:
+    """Non-core groups and their versions, in registry order."""
+    groups: dict[str, list[str]] = {}
+    for info in _REGISTRY:
+        if info.group and info.version not in groups.setdefault(info.group, []):
+            groups[info.group].append(info.version)
+    return groups
+
+
+def in_group_version(group: str, version: str) -> list[ResourceInfo]:
+    return [r for r in _REGISTRY if r.group == group and r.version == version]

@@ -1,0 +1,670 @@
+"""The sandbox's object store: in-memory objects, one global resourceVersion, a watchable event log.
+
+What lives here: `Store` (create/get/list/update/delete/watch over plain dicts keyed by resource
+key, namespace and name, as the real generic registry `staging/src/k8s.io/apiserver/pkg/registry/
+generic/registry/store.go` behaves: no-op writes do not bump the resourceVersion, status
+subresources change only status, graceful pod deletion, finalizers, uid/resourceVersion
+preconditions, namespace termination), `WatchEvent`, the bounded event log that serves
+`watch?resourceVersion=N` (410 Expired as an ERROR event when N is older than the log), selector
+transitions, bookmarks, and optional persistence of the objects to `state_dir/store.json`.
+Every method returns deep copies. Must not: know about HTTP, defaulting or schema validation
+(the handlers do that before calling in).
+
+Additions to the contract: `watch(..., bookmark_interval=None)`, `close_all_watches()`,
+`resource_version` (the current global RV), `flush()` and `close()` for persistence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import secrets
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from vk_provider.logging import get_logger
+from vk_provider.sandbox import errors
+from vk_provider.sandbox.resources import ResourceInfo, by_key
+from vk_provider.sandbox.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+
+log = get_logger("sandbox.store")
+
+OPTIMISTIC_LOCK_MSG = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+_STATE_FILE = "store.json"
+_SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+Obj = dict[str, Any]
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def clone(obj: Obj) -> Obj:
+    """Deep copy of a JSON-shaped object (faster than copy.deepcopy for plain dicts and lists)."""
+    return {k: _copy(v) for k, v in obj.items()}
+
+
+def now_rfc3339(delta_seconds: float = 0) -> str:
+    t = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=delta_seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+@dataclass
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK | ERROR
+    resource: str
+    object: Obj
+
+
+@dataclass
+class _Entry:
+    rv: int
+    type: str
+    resource: str
+    namespace: str
+    obj: Obj
+    prev: Obj | None
+
+
+@dataclass(eq=False)
+class _Watcher:
+    resource: str
+    namespace: str | None
+    labels: LabelSelector
+    fields: FieldSelector
+    min_rv: int
+    pending: deque[_Entry] = field(default_factory=deque)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: bool = False
+
+    def matches(self, obj: Obj) -> bool:
+        meta = obj.get("metadata") or {}
+        return self.labels.matches(meta.get("labels")) and self.fields.matches(obj)
+
+    def convert(self, entry: _Entry) -> WatchEvent | None:
+        """The event this watcher sees for a logged change (cacheWatcher.convertToWatchEvent)."""
+        if self.namespace is not None and entry.namespace != self.namespace:
+            return None
+        cur = entry.type != "DELETED" and self.matches(entry.obj)
+        old_obj = entry.obj if entry.type == "DELETED" else entry.prev
+        old = old_obj is not None and self.matches(old_obj)
+        if entry.type == "ADDED":
+            return WatchEvent("ADDED", entry.resource, clone(entry.obj)) if cur else None
+        if cur and old:
+            return WatchEvent("MODIFIED", entry.resource, clone(entry.obj))
+        if cur:
+            return WatchEvent("ADDED", entry.resource, clone(entry.obj))
+        if old and old_obj is not None:
+            gone = clone(old_obj)
+            gone["metadata"]["resourceVersion"] = str(entry.rv)
+            return WatchEvent("DELETED", entry.resource, gone)
+        return None
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
+
+
+def _without_rv(obj: Obj) -> Obj:
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    out["metadata"] = meta
+    return out
+
+
+class Store:
+    def __init__(
+        self, *, state_dir: Path | None = None, log_size: int = 10000, watch_queue_limit: int = 10000
+    ):
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._rv = 0
+        self._log: deque[_Entry] = deque()
+        self._log_size = log_size
+        self._floor = 0  # every event with rv > floor is still in the log
+        self._watchers: set[_Watcher] = set()
+        self._watch_queue_limit = watch_queue_limit
+        self._state_path = state_dir / _STATE_FILE if state_dir is not None else None
+        self._save_task: asyncio.Task[None] | None = None
+        if self._state_path is not None and self._state_path.exists():
+            self._load(self._state_path)
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._rv)
+
+    @staticmethod
+    def info(resource: str) -> ResourceInfo:
+        info = by_key(resource)
+        if info is None:
+            raise errors.ApiError(
+                404, "NotFound", f"the server could not find the requested resource ({resource})"
+            )
+        return info
+
+    def _bucket(self, resource: str) -> dict[tuple[str, str], Obj]:
+        return self._objects.setdefault(resource, {})
+
+    @staticmethod
+    def _key(info: ResourceInfo, namespace: str | None, name: str) -> tuple[str, str]:
+        return ((namespace or "") if info.namespaced else "", name)
+
+    def _require(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
+        obj = self._bucket(info.key).get(self._key(info, namespace, name))
+        if obj is None:
+            raise errors.not_found(info.name, name, info.group)
+        return obj
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _record(self, type_: str, info: ResourceInfo, obj: Obj, prev: Obj | None, rv: int) -> None:
+        entry = _Entry(rv, type_, info.key, (obj.get("metadata") or {}).get("namespace", ""), obj, prev)
+        self._log.append(entry)
+        while len(self._log) > self._log_size:
+            self._floor = self._log.popleft().rv
+        for w in list(self._watchers):
+            if w.resource != info.key or w.closed:
+                continue
+            w.pending.append(entry)
+            if len(w.pending) > self._watch_queue_limit:
+                log.warning("closing a watch on %s that fell %d events behind", info.key, len(w.pending))
+                w.closed = True
+            w.wake.set()
+        self._schedule_save()
+
+    def _write(self, type_: str, info: ResourceInfo, obj: Obj, prev: Obj | None) -> Obj:
+        rv = self._next_rv()
+        _meta(obj)["resourceVersion"] = str(rv)
+        meta = obj["metadata"]
+        key = self._key(info, meta.get("namespace"), meta["name"])
+        if type_ == "DELETED":
+            self._bucket(info.key).pop(key, None)
+        else:
+            self._bucket(info.key)[key] = obj
+        self._record(type_, info, obj, prev, rv)
+        if type_ == "DELETED" and info.namespaced:
+            self._maybe_finish_namespace(meta.get("namespace", ""))
+        return clone(obj)
+
+    def _selectors(
+        self, info: ResourceInfo, label_selector: str, field_selector: str
+    ) -> tuple[LabelSelector, FieldSelector]:
+        try:
+            return parse_label_selector(label_selector), parse_field_selector(field_selector, info.name)
+        except SelectorError as e:
+            raise errors.bad_request(e.message) from None
+
+    # ------------------------------------------------------------------ CRUD
+
+    async def create(self, resource: str, obj: Obj) -> Obj:
+        info = self.info(resource)
+        new = clone(obj)
+        meta = _meta(new)
+        namespace = meta.get("namespace") or ""
+        if info.namespaced:
+            if not namespace:
+                raise errors.bad_request("the server could not find the requested resource")
+            self._check_namespace_open(info, namespace, meta.get("name") or "")
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise errors.invalid(
+                    info.kind,
+                    "",
+                    [
+                        {
+                            "reason": "FieldValueRequired",
+                            "message": "name or generateName is required",
+                            "field": "metadata.name",
+                        }
+                    ],
+                    info.group,
+                )
+            bucket = self._bucket(info.key)
+            for _ in range(8):
+                meta["name"] = prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+                if self._key(info, namespace, meta["name"]) not in bucket:
+                    break
+        if self._key(info, namespace, meta["name"]) in self._bucket(info.key):
+            raise errors.already_exists(info.name, meta["name"], info.group)
+        new["apiVersion"] = info.api_version
+        new["kind"] = info.kind
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(system_field, None)
+        return self._write("ADDED", info, new, None)
+
+    def _check_namespace_open(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        ns = self._bucket("namespaces").get(("", namespace))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.forbidden(
+                info.name,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                info.group,
+            )
+
+    async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
+        info = self.info(resource)
+        return clone(self._require(info, namespace, name))
+
+    async def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> tuple[builtins.list[Obj], str]:
+        info = self.info(resource)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        items = [
+            clone(obj)
+            for obj in self._matching(info, namespace)
+            if labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)
+        ]
+        return items, str(self._rv)
+
+    def _matching(self, info: ResourceInfo, namespace: str | None) -> Iterable[Obj]:
+        bucket = self._bucket(info.key)
+        for key in sorted(bucket):
+            if namespace is None or not info.namespaced or key[0] == namespace:
+                yield bucket[key]
+
+    async def update(self, resource: str, obj: Obj, *, subresource: str | None = None) -> Obj:
+        info = self.info(resource)
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or ""
+        old = self._bucket(info.key).get(self._key(info, meta.get("namespace"), name))
+        if old is None:
+            if info.allow_create_on_update and subresource is None:
+                return await self.create(resource, obj)
+            raise errors.not_found(info.name, name, info.group)
+        old_meta = old["metadata"]
+        rv = meta.get("resourceVersion")
+        if rv and rv != old_meta["resourceVersion"]:
+            raise errors.conflict(info.name, name, OPTIMISTIC_LOCK_MSG, info.group)
+        uid = meta.get("uid")
+        if uid and uid != old_meta["uid"]:
+            key = f"/registry/{info.key}/{old_meta.get('namespace', '')}/{name}".replace("//", "/")
+            raise errors.conflict(
+                info.name,
+                name,
+                f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: "
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta['uid']}",
+                info.group,
+            )
+        new = self._merge_update(info, old, clone(obj), subresource)
+        if _without_rv(new) == _without_rv(old):
+            return clone(old)
+        if self._should_delete_during_update(new, old):
+            return self._write("DELETED", info, new, clone(old))
+        return self._write("MODIFIED", info, new, clone(old))
+
+    @staticmethod
+    def _merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
+        """The object to store: system metadata from old, and only what the (sub)resource may change."""
+        if subresource == "approval":
+            result = clone(old)
+            result.setdefault("status", {})["conditions"] = (new.get("status") or {}).get("conditions", [])
+            if not result["status"]["conditions"]:
+                del result["status"]["conditions"]
+            return result
+        if subresource == "status":
+            result = {k: _copy(v) for k, v in old.items() if k not in ("status", "metadata")}
+            result["metadata"] = new.get("metadata") or {}
+            if "status" in new:
+                result["status"] = new["status"]
+            new = result
+        elif info.has_status:
+            new.pop("status", None)
+            if "status" in old:
+                new["status"] = _copy(old["status"])
+        meta = _meta(new)
+        old_meta = old["metadata"]
+        for system_field in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ):
+            if system_field in old_meta:
+                meta[system_field] = old_meta[system_field]
+            else:
+                meta.pop(system_field, None)
+        meta["name"] = old_meta["name"]
+        if "namespace" in old_meta:
+            meta["namespace"] = old_meta["namespace"]
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        new["apiVersion"] = info.api_version
+        new["kind"] = info.kind
+        if subresource is None and "generation" in old_meta and new.get("spec") != old.get("spec"):
+            meta["generation"] = old_meta["generation"] + 1
+        return new
+
+    @staticmethod
+    def _should_delete_during_update(new: Obj, old: Obj) -> bool:
+        """Removing the last finalizer of an object whose deletion is due deletes it (store.go)."""
+        new_meta, old_meta = new["metadata"], old["metadata"]
+        if new_meta.get("finalizers") or not old_meta.get("finalizers"):
+            return False
+        return bool(old_meta.get("deletionTimestamp")) and old_meta.get("deletionGracePeriodSeconds") == 0
+
+    async def delete(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+    ) -> Obj:
+        return self._delete(self.info(resource), namespace, name, grace_period_seconds, preconditions)
+
+    def _delete(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        grace_period_seconds: int | None,
+        preconditions: dict[str, Any] | None,
+    ) -> Obj:
+        old = self._require(info, namespace, name)
+        self._check_preconditions(info, old, preconditions or {})
+        if info.key == "namespaces":
+            return self._delete_namespace(old)
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            grace_period_seconds = 1
+        new = clone(old)
+        meta = new["metadata"]
+        graceful, pending, period = self._before_delete(info, new, grace_period_seconds)
+        if pending:
+            return clone(old)
+        if meta.get("finalizers"):
+            if not graceful and not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = now_rfc3339()
+                meta["deletionGracePeriodSeconds"] = 0
+            if new == old:
+                return clone(old)
+            return self._write("MODIFIED", info, new, clone(old))
+        if graceful:
+            if new != old:
+                written = self._write("MODIFIED", info, new, clone(old))
+                new = clone(self._require(info, namespace, name))
+                if period > 0:
+                    return written
+            elif period > 0:
+                return clone(old)
+        return self._write("DELETED", info, new, clone(new))
+
+    @staticmethod
+    def _before_delete(info: ResourceInfo, obj: Obj, grace: int | None) -> tuple[bool, bool, int]:
+        """rest.BeforeDelete + podStrategy.CheckGracefulDelete: (graceful, pending, period); mutates obj."""
+        if not info.graceful_delete:
+            return False, False, 0
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            current = meta.get("deletionGracePeriodSeconds")
+            if not current:
+                return False, False, 0
+            if grace is None or grace >= current:
+                return False, True, current
+            deadline = parse_time(meta["deletionTimestamp"]) - timedelta(seconds=current - grace)
+            meta["deletionTimestamp"] = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+            meta["deletionGracePeriodSeconds"] = grace
+            return True, False, grace
+        spec = obj.get("spec") or {}
+        period = grace if grace is not None else int(spec.get("terminationGracePeriodSeconds") or 0)
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            period = 0
+        if period < 0:
+            period = 1
+        meta["deletionTimestamp"] = now_rfc3339(period)
+        meta["deletionGracePeriodSeconds"] = period
+        if meta.get("generation", 0) > 0:
+            meta["generation"] += 1
+        return True, False, period
+
+    @staticmethod
+    def _check_preconditions(info: ResourceInfo, obj: Obj, preconditions: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+        if uid and uid != meta["uid"]:
+            raise errors.conflict(
+                info.kind,
+                meta["name"],
+                f"the UID in the precondition ({uid}) does not match the UID in record ({meta['uid']}). "
+                "The object might have been deleted and then recreated",
+                info.group,
+            )
+        if rv and rv != meta["resourceVersion"]:
+            raise errors.conflict(
+                info.kind,
+                meta["name"],
+                f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in "
+                f"record ({meta['resourceVersion']}). The object might have been modified",
+                info.group,
+            )
+
+    def _delete_namespace(self, ns: Obj) -> Obj:
+        """Namespace deletion: Terminating, its content deleted, removed once empty (namespace controller)."""
+        info = self.info("namespaces")
+        name = ns["metadata"]["name"]
+        if name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden("namespaces", name, "this namespace may not be deleted")
+        result = clone(ns)
+        if not ns["metadata"].get("deletionTimestamp"):
+            new = clone(ns)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new.setdefault("status", {})["phase"] = "Terminating"
+            result = self._write("MODIFIED", info, new, clone(ns))
+        for key in list(self._objects):
+            item_info = by_key(key)
+            if item_info is None or not item_info.namespaced:
+                continue
+            for item in list(self._matching(item_info, name)):
+                with contextlib.suppress(errors.ApiError):
+                    self._delete(item_info, name, item["metadata"]["name"], None, None)
+        self._maybe_finish_namespace(name)
+        return result
+
+    def _maybe_finish_namespace(self, namespace: str) -> None:
+        ns = self._bucket("namespaces").get(("", namespace))
+        if ns is None or not ns["metadata"].get("deletionTimestamp") or ns["metadata"].get("finalizers"):
+            return
+        for key, bucket in self._objects.items():
+            item_info = by_key(key)
+            if item_info is not None and item_info.namespaced and any(k[0] == namespace for k in bucket):
+                return
+        self._write("DELETED", self.info("namespaces"), clone(ns), clone(ns))
+
+    # ------------------------------------------------------------------ watch
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        bookmark_interval: float | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Subscribe now; the iterator yields the initial state (or the missed events), then live ones.
+
+        Raises ApiError(400) for a bad selector or resourceVersion before anything is yielded.
+        """
+        info = self.info(resource)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        start: int | None = None
+        if resource_version not in (None, "", "0"):
+            try:
+                start = int(str(resource_version))
+            except ValueError:
+                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+        watcher = _Watcher(info.key, namespace if info.namespaced else None, labels, fields, start or 0)
+        if start is not None and start < self._floor:
+            status = errors.expired(f"too old resource version: {start} ({self._floor})").status()
+            return self._stream(watcher, [WatchEvent("ERROR", info.key, status)], None, registered=False)
+        initial: builtins.list[WatchEvent] = []
+        if start is None:
+            for obj in self._matching(info, namespace):
+                if watcher.matches(obj):
+                    initial.append(WatchEvent("ADDED", info.key, clone(obj)))
+            watcher.min_rv = self._rv
+        else:
+            for entry in self._log:
+                if entry.rv > start and entry.resource == info.key:
+                    event = watcher.convert(entry)
+                    if event is not None:
+                        initial.append(event)
+            watcher.min_rv = max(start, self._rv)
+        self._watchers.add(watcher)
+        return self._stream(watcher, initial, bookmark_interval, registered=True)
+
+    async def _stream(
+        self,
+        watcher: _Watcher,
+        initial: builtins.list[WatchEvent],
+        bookmark_interval: float | None,
+        *,
+        registered: bool,
+    ) -> AsyncIterator[WatchEvent]:
+        info = self.info(watcher.resource)
+        try:
+            for event in initial:
+                yield event
+            if not registered:
+                return
+            while not watcher.closed:
+                while watcher.pending and not watcher.closed:
+                    entry = watcher.pending.popleft()
+                    if entry.rv <= watcher.min_rv:
+                        continue
+                    live = watcher.convert(entry)
+                    if live is not None:
+                        yield live
+                if watcher.closed:
+                    break
+                watcher.wake.clear()
+                try:
+                    await asyncio.wait_for(watcher.wake.wait(), bookmark_interval)
+                except TimeoutError:
+                    if self._rv >= watcher.min_rv and not watcher.pending:
+                        yield WatchEvent(
+                            "BOOKMARK",
+                            info.key,
+                            {
+                                "kind": info.kind,
+                                "apiVersion": info.api_version,
+                                "metadata": {"resourceVersion": str(self._rv)},
+                            },
+                        )
+        finally:
+            self._watchers.discard(watcher)
+
+    def close_all_watches(self) -> int:
+        """End every open watch stream (fault injection); returns how many were closed."""
+        closed = 0
+        for w in list(self._watchers):
+            if not w.closed:
+                w.closed = True
+                w.wake.set()
+                closed += 1
+        return closed
+
+    # ------------------------------------------------------------------ persistence
+
+    def _schedule_save(self) -> None:
+        if self._state_path is None or (self._save_task is not None and not self._save_task.done()):
+            return
+        self._save_task = asyncio.get_running_loop().create_task(self._save_soon())
+
+    async def _save_soon(self) -> None:
+        await asyncio.sleep(0.2)
+        await self.flush()
+
+    def _snapshot(self) -> str:
+        objects = {key: list(bucket.values()) for key, bucket in self._objects.items() if bucket}
+        return json.dumps({"resourceVersion": self._rv, "objects": objects}, separators=(",", ":"))
+
+    async def flush(self) -> None:
+        """Write the objects to state_dir now (no-op without a state_dir)."""
+        if self._state_path is None:
+            return
+        data = self._snapshot()
+        await asyncio.to_thread(_atomic_write, self._state_path, data)
+
+    async def close(self) -> None:
+        self.close_all_watches()
+        if self._save_task is not None and not self._save_task.done():
+            self._save_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._save_task
+        await self.flush()
+
+    def _load(self, path: Path) -> None:
+        data = json.loads(path.read_text())
+        self._rv = int(data.get("resourceVersion", 0))
+        self._floor = self._rv
+        for key, items in (data.get("objects") or {}).items():
+            info = by_key(key)
+            if info is None:
+                continue
+            for obj in items:
+                meta = obj["metadata"]
+                self._bucket(key)[self._key(info, meta.get("namespace"), meta["name"])] = obj
+        log.info(
+            "loaded %d objects at resourceVersion %d from %s",
+            sum(len(b) for b in self._objects.values()),
+            self._rv,
+            path,
+        )
+
+
+def _atomic_write(path: Path, data: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(data)
+    tmp.replace(path)
