@@ -1,0 +1,78 @@
+"""ApiPodSource: the pods the apiserver binds to this node, fed into PodConfig.
+
+What lives here: `ApiPodSource`, a Reflector over `/api/v1/pods` with
+`fieldSelector=spec.nodeName=<node>` (resume, 410 relist, backoff and bookmarks are the
+Reflector's); mirror pods (annotation `kubernetes.io/config.mirror`) are ignored, since
+their static pod comes from the static source. Also `make_object_getter`, the ConfigMap
+and Secret lookups env resolution needs.
+Must not: start containers or write anything to the apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.reflector import Reflector
+from vk_provider.pods.config import PodConfig, pod_uid
+from vk_provider.pods.env import ObjectGetter
+
+SOURCE = "api"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_PLURAL = {"configmap": "configmaps", "secret": "secrets"}
+
+
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+class ApiPodSource:
+    def __init__(self, client: KubeClient, node_name: str, config: PodConfig) -> None:
+        self._config = config
+        self._reflector = Reflector(
+            client,
+            "/api/v1/pods",
+            self._handle,
+            params={"fieldSelector": f"spec.nodeName={node_name}"},
+            name=f"pods of {node_name}",
+        )
+
+    @property
+    def synced(self) -> asyncio.Event:
+        return self._reflector.synced
+
+    async def _handle(self, type_: str, pod: dict[str, Any]) -> None:
+        if is_mirror_pod(pod):
+            return
+        if type_ == "DELETED":
+            self._config.remove(SOURCE, pod_uid(pod))
+        else:
+            self._config.upsert(SOURCE, pod)
+
+    async def start(self) -> None:
+        await self._reflector.start()
+
+    async def stop(self) -> None:
+        await self._reflector.stop()
+
+
+async def list_node_pods(client: KubeClient, node_name: str) -> list[dict[str, Any]]:
+    """One list of the (non-mirror) pods bound to `node_name`, for adoption at start."""
+    answer = await client.get("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"})
+    return [pod for pod in answer.get("items") or [] if not is_mirror_pod(pod)]
+
+
+def make_object_getter(client: KubeClient) -> ObjectGetter:
+    """ConfigMap / Secret lookups for env resolution; None when the object does not exist."""
+
+    async def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return await client.get(f"/api/v1/namespaces/{namespace}/{_PLURAL[kind]}/{name}")
+        except ApiStatusError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    return get
