@@ -1,0 +1,273 @@
+"""The sandbox scheduler's decisions as pure functions over pod and node dicts.
+
+What lives here: which pods wait for scheduling, the default profile's filters in upstream
+order (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit; upstream
+`pkg/scheduler/framework/plugins/*`), the choice among feasible nodes (least allocated), and
+the `FitError` message (`pkg/scheduler/framework/types.go`, `FitError.Error`).
+Must not: do I/O; the shell in `scheduler.py` lists, binds and records.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from vk_provider.sandbox.quantity import parse_quantity
+
+SCHEDULER_NAME = "default-scheduler"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_CPU = "Insufficient cpu"
+REASON_MEMORY = "Insufficient memory"
+REASON_PODS = "Too many pods"
+_RESOLVABLE_BY_PREEMPTION = {REASON_CPU, REASON_MEMORY, REASON_PODS}
+NO_NODES_MESSAGE = "no nodes available to schedule pods"
+
+
+def waits_for_scheduling(pod: dict[str, Any]) -> bool:
+    """A pod this scheduler must place: unbound, not terminating, not finished, ours."""
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    return spec.get("schedulerName") in (None, "", SCHEDULER_NAME)
+
+
+def _container_request(container: dict[str, Any], resource: str) -> Fraction:
+    resources = container.get("resources") or {}
+    value = (resources.get("requests") or {}).get(resource)
+    if value is None:  # requests default to limits (pkg/apis/core/v1/defaults.go)
+        value = (resources.get("limits") or {}).get(resource)
+    return parse_quantity(value) if value is not None else Fraction(0)
+
+
+def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:
+    """(cpu cores, memory bytes) as the scheduler computes them: app containers summed,
+    at least the largest init container, plus the pod overhead."""
+    spec = pod.get("spec") or {}
+    totals: list[Fraction] = []
+    for resource in ("cpu", "memory"):
+        app = sum((_container_request(c, resource) for c in spec.get("containers") or []), Fraction(0))
+        init = max((_container_request(c, resource) for c in spec.get("initContainers") or []), default=0)
+        overhead = (spec.get("overhead") or {}).get(resource)
+        totals.append(max(app, Fraction(init)) + (parse_quantity(overhead) if overhead else 0))
+    return totals[0], totals[1]
+
+
+def counts_against_node(pod: dict[str, Any]) -> bool:
+    """Bound pods that still hold resources (the scheduler cache drops terminal pods)."""
+    return bool((pod.get("spec") or {}).get("nodeName")) and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+@dataclass
+class NodeInfo:
+    """A node with what the pods already bound to it request."""
+
+    node: dict[str, Any]
+    cpu: Fraction = Fraction(0)
+    memory: Fraction = Fraction(0)
+    pods: int = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.node["metadata"]["name"])
+
+    def add(self, pod: dict[str, Any]) -> None:
+        cpu, memory = pod_requests(pod)
+        self.cpu += cpu
+        self.memory += memory
+        self.pods += 1
+
+    def allocatable(self, resource: str) -> Fraction | None:
+        """Allocatable (falling back to capacity); None when the node publishes neither, which
+        the sandbox treats as unlimited so hand-made test nodes stay usable."""
+        status = self.node.get("status") or {}
+        for key in ("allocatable", "capacity"):
+            value = (status.get(key) or {}).get(resource)
+            if value is not None:
+                return parse_quantity(value)
+        return None
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    """`Toleration.ToleratesTaint` (staging/src/k8s.io/api/core/v1/toleration.go)."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if operator == "Equal":
+        return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def _effective_taints(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The node's taints, plus the not-ready taint the real node lifecycle controller would have
+    added to a node whose Ready condition is not True and that carries no such taint yet."""
+    taints = list((node.get("spec") or {}).get("taints") or [])
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    if (ready is None or ready.get("status") != "True") and not any(
+        t.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT) for t in taints
+    ):
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
+    return taints
+
+
+def untolerated_taint(pod: dict[str, Any], node: dict[str, Any]) -> dict[str, Any] | None:
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in _effective_taints(node):
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue  # PreferNoSchedule only affects scoring
+        if not any(tolerates(t, taint) for t in tolerations):
+            return taint
+    return None
+
+
+def _requirement_matches(req: dict[str, Any], value: str | None) -> bool:
+    operator = req.get("operator")
+    values = req.get("values") or []
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt"):
+        try:
+            have, want = int(value or ""), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return have > want if operator == "Gt" else have < want
+    return False
+
+
+def _term_matches(term: dict[str, Any], node: dict[str, Any]) -> bool:
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term matches no objects
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    for req in expressions:
+        if not _requirement_matches(req, labels.get(req.get("key"))):
+            return False
+    for req in fields:
+        value = (node.get("metadata") or {}).get("name") if req.get("key") == "metadata.name" else None
+        if not _requirement_matches(req, value):
+            return False
+    return True
+
+
+def matches_node_selector_and_affinity(pod: dict[str, Any], node: dict[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms")
+    if terms is None:
+        return True
+    return any(_term_matches(term, node) for term in terms)
+
+
+def _taint_reason(taint: dict[str, Any]) -> str:
+    return f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value') or ''}}}"
+
+
+def filter_reasons(pod: dict[str, Any], info: NodeInfo) -> list[str]:
+    """Why `pod` does not fit `info`'s node (empty when it fits), first failing filter only."""
+    node = info.node
+    if (node.get("spec") or {}).get("unschedulable") and not any(
+        tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
+        for t in (pod.get("spec") or {}).get("tolerations") or []
+    ):
+        return [REASON_UNSCHEDULABLE]
+    taint = untolerated_taint(pod, node)
+    if taint is not None:
+        return [_taint_reason(taint)]
+    if not matches_node_selector_and_affinity(pod, node):
+        return [REASON_AFFINITY]
+    reasons = []
+    max_pods = info.allocatable("pods")
+    if max_pods is not None and info.pods + 1 > max_pods:
+        reasons.append(REASON_PODS)
+    cpu, memory = pod_requests(pod)
+    allocatable_cpu = info.allocatable("cpu")
+    if cpu > 0 and allocatable_cpu is not None and info.cpu + cpu > allocatable_cpu:
+        reasons.append(REASON_CPU)
+    allocatable_memory = info.allocatable("memory")
+    if memory > 0 and allocatable_memory is not None and info.memory + memory > allocatable_memory:
+        reasons.append(REASON_MEMORY)
+    return reasons
+
+
+def _histogram(reasons: Iterable[str]) -> str:
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in Counter(reasons).items()))
+
+
+def fit_error_message(num_nodes: int, reasons_by_node: dict[str, list[str]]) -> str:
+    """`0/N nodes are available: <histogram>. preemption: 0/N nodes are available: <histogram>.`
+
+    The preemption part is what the default PostFilter reports when there is nothing to preempt:
+    nodes failing only on resources have no lower-priority victims; the other reasons cannot be
+    fixed by preemption at all.
+    """
+    if num_nodes == 0:
+        return NO_NODES_MESSAGE
+    filters = _histogram(r for reasons in reasons_by_node.values() for r in reasons)
+    preemption = _histogram(
+        "No preemption victims found for incoming pod"
+        if set(reasons) <= _RESOLVABLE_BY_PREEMPTION
+        else "Preemption is not helpful for scheduling"
+        for reasons in reasons_by_node.values()
+    )
+    return (
+        f"0/{num_nodes} nodes are available: {filters}. "
+        f"preemption: 0/{num_nodes} nodes are available: {preemption}."
+    )
+
+
+def _score(pod: dict[str, Any], info: NodeInfo) -> tuple[Fraction, int, str]:
+    """LeastAllocated-like: the node left with the most free cpu+memory share wins (lower is better)."""
+    cpu, memory = pod_requests(pod)
+    used = Fraction(0)
+    for resource, amount in (("cpu", info.cpu + cpu), ("memory", info.memory + memory)):
+        allocatable = info.allocatable(resource)
+        if allocatable:
+            used += amount / allocatable
+    return used, info.pods, info.name
+
+
+def choose_node(pod: dict[str, Any], infos: list[NodeInfo]) -> tuple[NodeInfo | None, str]:
+    """The node to bind `pod` to, or None and the FitError message."""
+    feasible: list[NodeInfo] = []
+    reasons_by_node: dict[str, list[str]] = {}
+    for info in infos:
+        reasons = filter_reasons(pod, info)
+        if reasons:
+            reasons_by_node[info.name] = reasons
+        else:
+            feasible.append(info)
+    if feasible:
+        return min(feasible, key=lambda info: _score(pod, info)), ""
+    return None, fit_error_message(len(infos), reasons_by_node)
