@@ -1,0 +1,284 @@
+"""StatusManager: the only writer of pod status, a versioned cache per pod UID synced to the apiserver.
+
+What lives here: `StatusManager` (the kubelet's status manager,
+`pkg/kubelet/status/status_manager.go`): entry points that update the cache through the
+pure rules of cache.py and ring a 1-slot doorbell, and one background task that syncs
+changed versions on the doorbell and runs a full reconciling pass every `sync_period`. A
+sync does a fresh GET, merges (writeback.py), PATCHes pods/status with `metadata.uid`, and
+sends the final DELETE (grace 0, UID precondition) once a deleted pod is finished.
+`StatusCounters` counts writes for the metrics. Must not: compute statuses (generate.py
+does), start or stop containers, or delete mirror pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.status.cache import (
+    VersionedStatus,
+    status_equal_by_kubelet,
+    terminated_status,
+    update_status,
+    with_container_flag,
+)
+from vk_provider.status.generate import is_static_pod
+from vk_provider.status.writeback import (
+    can_be_deleted,
+    could_have_running_containers,
+    delete_options,
+    merge_pod_status,
+    status_patch,
+)
+
+log = get_logger("status")
+
+
+def _no_mirror(pod: Mapping[str, Any]) -> str | None:
+    return None
+
+
+@dataclass
+class StatusCounters:
+    """What the manager sent, for metrics: status patches, final deletes, 409s and other failures."""
+
+    writes: int = 0
+    deletes: int = 0
+    conflicts: int = 0
+    errors: int = 0
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+class StatusManager:
+    """Versioned pod status cache plus its sync loop (see the module docstring).
+
+    `mirror_uid(static_pod)` gives the UID of a static pod's mirror pod, or None while there
+    is none; a static pod's status is cached under its own UID and written to its mirror.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient | None,
+        *,
+        sync_period: float,
+        mirror_uid: Callable[[Mapping[str, Any]], str | None] = _no_mirror,
+    ) -> None:
+        self._client = client
+        self._sync_period = sync_period
+        self._mirror_uid = mirror_uid
+        self._statuses: dict[str, VersionedStatus] = {}
+        # Last version written per API pod UID (the mirror's UID for a static pod).
+        self._api_versions: dict[str, int] = {}
+        # The API's copy of each pod as last seen (watch via observe_pod, or our own GET/PATCH).
+        self._observed: dict[str, Mapping[str, Any]] = {}
+        self._watch_fed = False
+        self._doorbell = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.counters = StatusCounters()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the sync task; with no client (standalone) nothing is ever written."""
+        if self._client is not None and self._task is None:
+            self._task = asyncio.create_task(self._run(), name="status-manager")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def set_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
+        """Cache `status` for `pod` (a new version if it differs in what the kubelet owns) and ring."""
+        force = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        self._update(pod, status, force=force, finished=False)
+
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None:
+        entry = self._statuses.get(uid)
+        return entry.status if entry is not None else None
+
+    def terminate_pod(self, pod: Mapping[str, Any]) -> None:
+        """The pod worker is done with `pod`: mark it finished so its final delete may follow."""
+        uid = str(pod["metadata"]["uid"])
+        cached = self._statuses.get(uid)
+        base = cached.status if cached is not None else (pod.get("status") or {})
+        self._update(pod, terminated_status(pod, base), force=True, finished=True)
+
+    def remove_pod(self, uid: str) -> None:
+        """Forget a pod that no longer exists in any source."""
+        self._statuses.pop(uid, None)
+
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None:
+        self._set_flag(uid, container_name, "ready", ready)
+
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None:
+        self._set_flag(uid, container_name, "started", started)
+
+    def observe_pod(self, pod: Mapping[str, Any]) -> None:
+        """Feed the API's copy of a pod (or mirror pod) from the pod watch, for the reconciling pass.
+
+        Without this feed, the full pass reads each pod with a GET instead.
+        """
+        self._watch_fed = True
+        self._observed[str(pod["metadata"]["uid"])] = pod
+
+    def _set_flag(self, uid: str, container_name: str, flag: str, value: bool) -> None:
+        entry = self._statuses.get(uid)
+        if entry is None:
+            return
+        status = with_container_flag(entry.pod, entry.status, container_name, flag, value)
+        if status is not None:
+            self._update(entry.pod, status, force=False, finished=False)
+
+    def _update(self, pod: Mapping[str, Any], status: dict[str, Any], *, force: bool, finished: bool) -> None:
+        uid = str(pod["metadata"]["uid"])
+        now = datetime.now(UTC)
+        cached = self._statuses.get(uid)
+        entry, why = update_status(cached, pod, status, force=force, finished=finished, now=now)
+        if entry is None:
+            if why != "unchanged":
+                log.warning("Status update on pod aborted: %s", why, extra={"pod": pod_ref(pod)})
+            return
+        self._statuses[uid] = entry
+        self._doorbell.set()
+
+    # -- sync loop ---------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_full = loop.time() + self._sync_period
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._doorbell.wait(), timeout=max(0.0, next_full - loop.time()))
+            try:
+                if self._doorbell.is_set():
+                    self._doorbell.clear()
+                    await self.sync_batch(full=False)
+                if loop.time() >= next_full:
+                    next_full = loop.time() + self._sync_period
+                    await self.sync_batch(full=True)
+            except Exception:  # a bug must not end status reporting for good
+                log.exception("status sync pass failed")
+
+    def _api_uid(self, entry: VersionedStatus) -> str | None:
+        """The UID of the API object the status goes to: the pod's, or its mirror's (None: no mirror)."""
+        if is_static_pod(entry.pod):
+            return self._mirror_uid(entry.pod)
+        return entry.uid
+
+    async def sync_batch(self, *, full: bool) -> None:
+        """One pass: sync versions not yet written; with `full`, also reconcile and retry deletes."""
+        chosen: list[tuple[str, VersionedStatus, str]] = []
+        for uid, entry in list(self._statuses.items()):
+            api_uid = self._api_uid(entry)
+            if api_uid is None:
+                continue  # a static pod without a mirror: nothing to write to yet
+            written = self._api_versions.get(api_uid)
+            if written is None or written < entry.version:
+                chosen.append((uid, entry, api_uid))
+            elif full and (await self._needs_reconcile(entry, api_uid) or self._deletable(entry, api_uid)):
+                self._api_versions.pop(api_uid, None)
+                chosen.append((uid, entry, api_uid))
+        if full:
+            live = {self._api_uid(e) for e in self._statuses.values()}
+            for stale in set(self._api_versions) - live:
+                del self._api_versions[stale]
+            for stale in set(self._observed) - live:
+                del self._observed[stale]
+        for uid, entry, api_uid in chosen:
+            if self._statuses.get(uid) is entry:
+                await self._sync_pod(uid, entry, api_uid)
+
+    def _deletable(self, entry: VersionedStatus, api_uid: str) -> bool:
+        observed = self._observed.get(api_uid)
+        return observed is not None and can_be_deleted(observed, entry.pod_is_finished)
+
+    async def _needs_reconcile(self, entry: VersionedStatus, api_uid: str) -> bool:
+        """`needsReconcile`: the API's copy differs from the cache in what the kubelet owns."""
+        observed = self._observed.get(api_uid)
+        if observed is None or not self._watch_fed:
+            observed = await self._get(entry)
+            if observed is None:
+                return False
+        if str(observed["metadata"].get("uid")) != api_uid:
+            return True  # replaced: the sync will notice and drop the entry
+        return not status_equal_by_kubelet(observed.get("status") or {}, entry.status)
+
+    async def _get(self, entry: VersionedStatus) -> Mapping[str, Any] | None:
+        assert self._client is not None
+        try:
+            pod = await self._client.get(_pod_path(entry.namespace, entry.name))
+        except ApiStatusError as exc:
+            if exc.status != 404:
+                log.info("Failed to get pod for status: %s", exc, extra={"pod": pod_ref(entry.pod)})
+            return None
+        self._observed[str(pod["metadata"]["uid"])] = pod
+        return pod
+
+    async def _sync_pod(self, uid: str, entry: VersionedStatus, api_uid: str) -> None:
+        """`syncPod`: fresh GET, UID check, merge, PATCH, record the version, final DELETE."""
+        assert self._client is not None
+        api_pod = await self._get(entry)
+        if api_pod is None:
+            return
+        found_uid = str(api_pod["metadata"].get("uid"))
+        if found_uid != api_uid:
+            if not is_static_pod(entry.pod):
+                log.info(
+                    "Pod was deleted and then recreated, skipping status update",
+                    extra={"pod": pod_ref(entry.pod)},
+                )
+                if self._statuses.get(uid) is entry:
+                    del self._statuses[uid]
+            return
+        api_status = api_pod.get("status") or {}
+        running = could_have_running_containers(entry.status, entry.pod_is_finished)
+        merged = merge_pod_status(api_status, entry.status, running, datetime.now(UTC))
+        body = status_patch(api_uid, api_status, merged)
+        path = _pod_path(entry.namespace, entry.name)
+        if body is not None:
+            try:
+                api_pod = await self._client.patch(path + "/status", body, "strategic")
+            except ApiStatusError as exc:
+                self._count_failure(exc)
+                log.info("Failed to update status: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                return
+            self.counters.writes += 1
+            self._observed[api_uid] = api_pod
+            log.debug("Patched status (version %d)", entry.version, extra={"pod": pod_ref(entry.pod)})
+        self._api_versions[api_uid] = entry.version
+        if can_be_deleted(api_pod, entry.pod_is_finished):
+            await self._final_delete(uid, entry, api_uid)
+
+    async def _final_delete(self, uid: str, entry: VersionedStatus, api_uid: str) -> None:
+        assert self._client is not None
+        try:
+            await self._client.delete(_pod_path(entry.namespace, entry.name), delete_options(api_uid))
+        except ApiStatusError as exc:
+            if exc.status != 404:
+                self._count_failure(exc)
+                log.info("Failed to delete pod: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                return
+        self.counters.deletes += 1
+        log.info("Pod fully terminated and removed from the API", extra={"pod": pod_ref(entry.pod)})
+        if self._statuses.get(uid) is entry:
+            del self._statuses[uid]
+
+    def _count_failure(self, exc: ApiStatusError) -> None:
+        if exc.status == 409:
+            self.counters.conflicts += 1
+        else:
+            self.counters.errors += 1
