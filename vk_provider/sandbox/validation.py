@@ -10,6 +10,9 @@ Must not: touch the store, build HTTP responses or raise ApiError (callers turn 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import copy
 import functools
 import json
 import re
@@ -175,3 +178,466 @@ def resolve(schema: dict[str, Any]) -> dict[str, Any]:
         return schema
     target: dict[str, Any] = definitions()[ref.rsplit("/", 1)[-1]]
     return target
+
+
+# ---------------------------------------------------------------------------------------------
+# Causes
+
+
+def cause(reason: str, field: str, message: str) -> dict[str, str]:
+    return {"reason": reason, "message": message, "field": field}
+
+
+def required(field: str, detail: str = "") -> dict[str, str]:
+    return cause("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
+
+
+def invalid(field: str, value: object, detail: str) -> dict[str, str]:
+    return cause("FieldValueInvalid", field, f"Invalid value: {go_quote(value)}: {detail}")
+
+
+def not_supported(field: str, value: object, supported: list[str]) -> dict[str, str]:
+    values = ", ".join(go_quote(v) for v in supported)
+    return cause(
+        "FieldValueNotSupported", field, f"Unsupported value: {go_quote(value)}: supported values: {values}"
+    )
+
+
+def duplicate(field: str, value: object) -> dict[str, str]:
+    return cause("FieldValueDuplicate", field, f"Duplicate value: {go_quote(value)}")
+
+
+def forbidden(field: str, detail: str) -> dict[str, str]:
+    return cause("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+
+def not_found(field: str, value: object) -> dict[str, str]:
+    return cause("FieldValueNotFound", field, f"Not found: {go_quote(value)}")
+
+
+def invalid_message(kind: str, name: str, causes: list[dict[str, str]]) -> str:
+    """The Status message of a 422 for these causes: `Pod "x" is invalid: [a: ..., b: ...]`."""
+    parts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return f'{kind} "{name}" is invalid: {joined}'
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema walk (the files only use type/properties/additionalProperties/items/required/enum/oneOf/
+# format/$ref, so a direct walk is both simpler and faster than a generic JSON Schema engine)
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def _type_ok(value: Any, types: list[str]) -> bool:
+    if value is None:
+        return "null" in types
+    if isinstance(value, bool):
+        return "boolean" in types
+    if isinstance(value, float) and value.is_integer() and "integer" in types:
+        return True
+    return any(isinstance(value, _JSON_TYPES.get(t, ())) for t in types)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "array"
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _walk(
+    value: Any, schema: dict[str, Any], path: str, out: list[dict[str, str]], unknown: list[str]
+) -> None:
+    schema = resolve(schema)
+    if "oneOf" in schema:
+        types = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
+        if not _type_ok(value, types):
+            expected = " or ".join(t for t in types if t != "null")
+            out.append(
+                invalid(
+                    path, value, f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}"
+                )
+            )
+        return
+    types = _as_list(schema.get("type"))
+    if types and not _type_ok(value, types):
+        expected = next((t for t in types if t != "null"), types[0])
+        out.append(
+            invalid(
+                path,
+                _short(value),
+                f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}",
+            )
+        )
+        return
+    if value is None:
+        return
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        out.append(not_supported(path, value, enum))
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        for req in schema.get("required") or ():
+            if value.get(req) is None:
+                out.append(required(_child(path, req)))
+        for key, sub in value.items():
+            if props is not None and key in props:
+                _walk(sub, props[key], _child(path, key), out, unknown)
+            elif isinstance(extra, dict):
+                _walk(sub, extra, f"{path}[{key}]", out, unknown)
+            elif props is not None and extra is False:
+                unknown.append(_child(path, key))
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if items is not None:
+            for i, item in enumerate(value):
+                _walk(item, items, f"{path}[{i}]", out, unknown)
+    elif isinstance(value, str) and schema.get("format") == "byte":
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            out.append(invalid(path, "<omitted>", "illegal base64 data"))
+
+
+def _as_list(t: Any) -> list[str]:
+    if t is None:
+        return []
+    return [t] if isinstance(t, str) else list(t)
+
+
+def _short(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) or value is None else _json_type(value)
+
+
+def _schema_for(obj: dict[str, Any]) -> dict[str, Any] | None:
+    name = definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    return None if name is None else definitions()[name]
+
+
+def _schema_pass(obj: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
+    schema = _schema_for(obj)
+    out: list[dict[str, str]] = []
+    unknown: list[str] = []
+    if schema is not None:
+        _walk(obj, schema, "", out, unknown)
+    return out, unknown
+
+
+def unknown_fields(obj: dict[str, Any]) -> list[str]:
+    """Paths (`spec.containers[0].foo`) of fields the official schema does not declare."""
+    return _schema_pass(obj)[1]
+
+
+def unknown_field_message(path: str) -> str:
+    return f'unknown field "{path}"'
+
+
+# ---------------------------------------------------------------------------------------------
+# Kind rules
+
+_NAMESPACE_SCOPED_DNS_LABEL_KINDS = {"Namespace", "Service"}
+_RESTART_POLICIES = ["Always", "OnFailure", "Never"]
+_DNS_POLICIES = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"]
+_PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
+_PROTOCOLS = ["SCTP", "TCP", "UDP"]
+_TERMINATION_MESSAGE_POLICIES = ["File", "FallbackToLogsOnError"]
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def _validate_metadata(obj: dict[str, Any]) -> list[dict[str, str]]:
+    meta = obj.get("metadata") or {}
+    out: list[dict[str, str]] = []
+    name = meta.get("name")
+    if not name:
+        if not meta.get("generateName"):
+            out.append(required("metadata.name", "name or generateName is required"))
+    else:
+        check = (
+            dns1123_label_errors
+            if obj.get("kind") in _NAMESPACE_SCOPED_DNS_LABEL_KINDS
+            else dns1123_subdomain_errors
+        )
+        errs = check(str(name))
+        if errs:
+            out.append(invalid("metadata.name", name, "; ".join(errs)))
+    for key, value in (meta.get("labels") or {}).items():
+        errs = qualified_name_errors(str(key))
+        if errs:
+            out.append(invalid("metadata.labels", key, "; ".join(errs)))
+        errs = label_value_errors(str(value))
+        if errs:
+            out.append(invalid("metadata.labels", value, "; ".join(errs)))
+    for key in meta.get("annotations") or {}:
+        errs = qualified_name_errors(str(key).lower())
+        if errs:
+            out.append(invalid("metadata.annotations", key, "; ".join(errs)))
+    return out
+
+
+def _enum(out: list[dict[str, str]], path: str, value: Any, allowed: list[str]) -> None:
+    if value is not None and value not in allowed:
+        out.append(not_supported(path, value, allowed))
+
+
+def _validate_containers(
+    containers: list[Any], path: str, seen: set[str], volumes: set[str], out: list[dict[str, str]]
+) -> None:
+    for i, c in enumerate(containers):
+        if not isinstance(c, dict):
+            continue
+        p = f"{path}[{i}]"
+        name = c.get("name")
+        if name:
+            errs = dns1123_label_errors(str(name))
+            if errs:
+                out.append(invalid(f"{p}.name", name, "; ".join(errs)))
+            elif name in seen:
+                out.append(duplicate(f"{p}.name", name))
+            seen.add(str(name))
+        elif "name" in c:
+            out.append(required(f"{p}.name"))
+        if not c.get("image"):
+            out.append(required(f"{p}.image"))
+        _enum(out, f"{p}.imagePullPolicy", c.get("imagePullPolicy"), _PULL_POLICIES)
+        _enum(
+            out,
+            f"{p}.terminationMessagePolicy",
+            c.get("terminationMessagePolicy"),
+            _TERMINATION_MESSAGE_POLICIES,
+        )
+        for j, port in enumerate(c.get("ports") or []):
+            if not isinstance(port, dict):
+                continue
+            cp = port.get("containerPort")
+            if isinstance(cp, int) and not 1 <= cp <= 65535:
+                out.append(
+                    invalid(f"{p}.ports[{j}].containerPort", cp, "must be between 1 and 65535, inclusive")
+                )
+            hp = port.get("hostPort")
+            if isinstance(hp, int) and hp != 0 and not 1 <= hp <= 65535:
+                out.append(invalid(f"{p}.ports[{j}].hostPort", hp, "must be between 1 and 65535, inclusive"))
+            _enum(out, f"{p}.ports[{j}].protocol", port.get("protocol"), _PROTOCOLS)
+        for j, env in enumerate(c.get("env") or []):
+            if isinstance(env, dict) and not env.get("name"):
+                out.append(required(f"{p}.env[{j}].name"))
+        for j, mount in enumerate(c.get("volumeMounts") or []):
+            if not isinstance(mount, dict):
+                continue
+            if mount.get("name") and mount["name"] not in volumes:
+                out.append(not_found(f"{p}.volumeMounts[{j}].name", mount["name"]))
+            if not mount.get("mountPath"):
+                out.append(required(f"{p}.volumeMounts[{j}].mountPath"))
+
+
+def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
+    spec = pod.get("spec")
+    out: list[dict[str, str]] = []
+    if not isinstance(spec, dict):
+        return out
+    volumes: set[str] = set()
+    for i, v in enumerate(spec.get("volumes") or []):
+        if not isinstance(v, dict):
+            continue
+        name = v.get("name")
+        if not name:
+            out.append(required(f"spec.volumes[{i}].name"))
+            continue
+        errs = dns1123_label_errors(str(name))
+        if errs:
+            out.append(invalid(f"spec.volumes[{i}].name", name, "; ".join(errs)))
+        elif name in volumes:
+            out.append(duplicate(f"spec.volumes[{i}].name", name))
+        volumes.add(str(name))
+    containers = spec.get("containers") or []
+    if not containers:
+        out.append(required("spec.containers"))
+    seen: set[str] = set()
+    _validate_containers(containers, "spec.containers", seen, volumes, out)
+    _validate_containers(spec.get("initContainers") or [], "spec.initContainers", seen, volumes, out)
+    _enum(out, "spec.restartPolicy", spec.get("restartPolicy"), _RESTART_POLICIES)
+    _enum(out, "spec.dnsPolicy", spec.get("dnsPolicy"), _DNS_POLICIES)
+    grace = spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and grace < 0:
+        out.append(invalid("spec.terminationGracePeriodSeconds", grace, "must be greater than or equal to 0"))
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and deadline <= 0:
+        out.append(
+            invalid("spec.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive")
+        )
+    node_name = spec.get("nodeName")
+    if node_name:
+        errs = dns1123_subdomain_errors(str(node_name))
+        if errs:
+            out.append(invalid("spec.nodeName", node_name, "; ".join(errs)))
+    out.extend(validate_mirror_pod(pod))
+    return out
+
+
+def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[str, str]]:
+    """Causes for obj against its official schema and kind rules; [] when valid.
+
+    strict=True also reports each undeclared field as FieldValueInvalid `unknown field "<path>"`.
+    (The real server answers unknown fields under fieldValidation=Strict with a 400
+    `strict decoding error: unknown field "<path>"`; use unknown_fields() to build that instead.)
+    """
+    schema_causes, unknown = _schema_pass(obj)
+    causes = list(schema_causes)
+    if strict:
+        causes.extend(cause("FieldValueInvalid", path, unknown_field_message(path)) for path in unknown)
+    causes.extend(_validate_metadata(obj))
+    if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+        causes.extend(_validate_pod(obj))
+    return _dedupe(causes)
+
+
+def _dedupe(causes: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for c in causes:
+        key = (c["reason"], c["field"], c["message"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Pod updates
+
+UPDATABLE_POD_SPEC_FIELDS = ",".join(
+    [
+        "`spec.containers[*].image`",
+        "`spec.initContainers[*].image`",
+        "`spec.activeDeadlineSeconds`",
+        "`spec.tolerations` (only additions to existing tolerations)",
+        "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+    ]
+)
+
+
+def _spec_diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            _spec_diff(old.get(key), new.get(key), _child(path, key), lines)
+        return
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            _spec_diff(a, b, f"{path}[{i}]", lines)
+        return
+    lines.append(f"-\t{path}: {json.dumps(old, sort_keys=True)}")
+    lines.append(f"+\t{path}: {json.dumps(new, sort_keys=True)}")
+
+
+def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
+    """Causes for changing pod old into new through the main resource (pkg/apis/core/validation
+    ValidatePodUpdate): immutable metadata, the mirror annotation and non-updatable spec fields."""
+    out: list[dict[str, str]] = []
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        if new_meta.get(key) and new_meta.get(key) != old_meta.get(key):
+            out.append(invalid(f"metadata.{key}", new_meta.get(key), "field is immutable"))
+    out.extend(validate_mirror_pod(new, old))
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    munged = copy.deepcopy(new_spec)
+    for kind in ("containers", "initContainers"):
+        olds = old_spec.get(kind) or []
+        news = munged.get(kind) or []
+        if len(olds) == len(news):
+            for o, n in zip(olds, news, strict=True):
+                if isinstance(o, dict) and isinstance(n, dict) and "image" in o:
+                    n["image"] = o["image"]
+    new_deadline, old_deadline = new_spec.get("activeDeadlineSeconds"), old_spec.get("activeDeadlineSeconds")
+    if new_deadline is not None:
+        if old_deadline is None or new_deadline <= old_deadline:
+            _set_or_drop(munged, "activeDeadlineSeconds", old_deadline)
+        else:
+            out.append(
+                invalid(
+                    "spec.activeDeadlineSeconds", new_deadline, "must be less than or equal to previous value"
+                )
+            )
+            _set_or_drop(munged, "activeDeadlineSeconds", old_deadline)
+    elif old_deadline is not None:
+        out.append(
+            invalid(
+                "spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"
+            )
+        )
+        _set_or_drop(munged, "activeDeadlineSeconds", old_deadline)
+    old_tols, new_tols = old_spec.get("tolerations") or [], munged.get("tolerations") or []
+    if all(t in new_tols for t in old_tols):
+        _set_or_drop(munged, "tolerations", old_spec.get("tolerations"))
+    old_grace, new_grace = (
+        old_spec.get("terminationGracePeriodSeconds"),
+        new_spec.get("terminationGracePeriodSeconds"),
+    )
+    if isinstance(old_grace, int) and old_grace < 0 and new_grace == 1:
+        munged["terminationGracePeriodSeconds"] = old_grace
+    if munged != old_spec:
+        lines: list[str] = []
+        _spec_diff(old_spec, munged, "spec", lines)
+        detail = f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n" + "\n".join(
+            lines
+        )
+        out.append(forbidden("spec", detail))
+    return out
+
+
+def _set_or_drop(spec: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        spec.pop(key, None)
+    else:
+        spec[key] = copy.deepcopy(value)
+
+
+def validate_mirror_pod(new: dict[str, Any], old: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """The mirror-pod annotation rules (ValidatePodSpecificAnnotations/-Updates, reference §7.7):
+    on create a mirror pod must name its node; on update the annotation may not be added, removed
+    or changed. Applies to updates of both the main resource and pods/status."""
+    out: list[dict[str, str]] = []
+    new_ann = (new.get("metadata") or {}).get("annotations") or {}
+    field = f"metadata.annotations[{MIRROR_POD_ANNOTATION}]"
+    if old is not None:
+        old_ann = (old.get("metadata") or {}).get("annotations") or {}
+        for key, value in old_ann.items():
+            if key.startswith(MIRROR_POD_ANNOTATION) and new_ann.get(key) != value:
+                out.append(
+                    forbidden(
+                        f"metadata.annotations[{key}]", "may not remove or update mirror pod annotation"
+                    )
+                )
+        for key in new_ann:
+            if key.startswith(MIRROR_POD_ANNOTATION) and key not in old_ann:
+                out.append(forbidden(f"metadata.annotations[{key}]", "may not add mirror pod annotation"))
+    if MIRROR_POD_ANNOTATION in new_ann and not (new.get("spec") or {}).get("nodeName"):
+        out.append(
+            invalid(
+                field,
+                new_ann[MIRROR_POD_ANNOTATION],
+                "must set spec.nodeName if mirror pod annotation is set",
+            )
+        )
+    return out

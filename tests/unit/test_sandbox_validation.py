@@ -1,0 +1,237 @@
+"""Validation against the official v1.32 schemas plus the pod rules, with the real server's causes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from vk_provider.sandbox.validation import (
+    invalid_message,
+    unknown_fields,
+    validate_mirror_pod,
+    validate_object,
+    validate_pod_update,
+)
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {
+            "containers": [{"name": "app", "image": "vk-test/busybox:1", "ports": [{"containerPort": 80}]}],
+            "restartPolicy": "Always",
+            **spec,
+        },
+    }
+
+
+def by_field(causes: list[dict[str, str]]) -> dict[str, dict[str, str]]:
+    return {c["field"]: c for c in causes}
+
+
+def test_valid_pod_has_no_causes() -> None:
+    pod = _pod(
+        volumes=[{"name": "data", "emptyDir": {}}],
+        tolerations=[{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+        nodeSelector={"disk": "ssd"},
+    )
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "100m", "memory": 1024}}
+    pod["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    assert validate_object(pod) == []
+
+
+def test_unknown_field_strict() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["foo"] = 1
+    pod["spec"]["bogus"] = True
+    assert sorted(unknown_fields(pod)) == ["spec.bogus", "spec.containers[0].foo"]
+    causes = by_field(validate_object(pod))
+    assert causes["spec.containers[0].foo"] == {
+        "reason": "FieldValueInvalid",
+        "message": 'unknown field "spec.containers[0].foo"',
+        "field": "spec.containers[0].foo",
+    }
+    assert "spec.containers[0].foo" not in by_field(validate_object(pod, strict=False))
+
+
+def test_image_required_and_names_unique_across_init_and_app() -> None:
+    pod = _pod(initContainers=[{"name": "app", "image": "x"}])
+    pod["spec"]["containers"].append({"name": "side"})
+    causes = by_field(validate_object(pod))
+    assert causes["spec.containers[1].image"] == {
+        "reason": "FieldValueRequired",
+        "message": "Required value",
+        "field": "spec.containers[1].image",
+    }
+    assert causes["spec.initContainers[0].name"]["reason"] == "FieldValueDuplicate"
+    assert causes["spec.initContainers[0].name"]["message"] == 'Duplicate value: "app"'
+
+
+def test_container_name_required_by_schema() -> None:
+    pod = _pod()
+    del pod["spec"]["containers"][0]["name"]
+    assert by_field(validate_object(pod))["spec.containers[0].name"]["reason"] == "FieldValueRequired"
+
+
+def test_containers_required() -> None:
+    pod = _pod()
+    pod["spec"]["containers"] = []
+    assert by_field(validate_object(pod))["spec.containers"]["reason"] == "FieldValueRequired"
+
+
+def test_restart_policy_enum() -> None:
+    causes = by_field(validate_object(_pod(restartPolicy="Sometimes")))
+    assert causes["spec.restartPolicy"] == {
+        "reason": "FieldValueNotSupported",
+        "message": 'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"',
+        "field": "spec.restartPolicy",
+    }
+
+
+def test_metadata_name_dns_subdomain() -> None:
+    pod = _pod()
+    pod["metadata"]["name"] = "Web_1"
+    cause = by_field(validate_object(pod))["metadata.name"]
+    assert cause["reason"] == "FieldValueInvalid"
+    assert cause["message"].startswith(
+        'Invalid value: "Web_1": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+        "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+        "regex used for validation is"
+    )
+    del pod["metadata"]["name"]
+    assert by_field(validate_object(pod))["metadata.name"]["message"] == (
+        "Required value: name or generateName is required"
+    )
+    pod["metadata"]["generateName"] = "web-"
+    assert "metadata.name" not in by_field(validate_object(pod))
+
+
+def test_namespace_name_is_dns_label() -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}}
+    assert by_field(validate_object(ns))["metadata.name"]["message"].startswith(
+        'Invalid value: "a.b": a lowercase RFC 1123 label'
+    )
+
+
+def test_type_errors_and_bad_labels() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["ports"][0]["containerPort"] = "80"
+    pod["metadata"]["labels"]["bad key"] = "x"
+    causes = by_field(validate_object(pod))
+    assert causes["spec.containers[0].ports[0].containerPort"]["reason"] == "FieldValueInvalid"
+    assert causes["metadata.labels"]["message"].startswith(
+        'Invalid value: "bad key": name part must consist of'
+    )
+
+
+def test_volume_mount_must_name_a_volume_and_ports_in_range() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "nope", "mountPath": "/x"}]
+    pod["spec"]["containers"][0]["ports"][0]["containerPort"] = 70000
+    causes = by_field(validate_object(pod))
+    assert causes["spec.containers[0].volumeMounts[0].name"]["reason"] == "FieldValueNotFound"
+    assert causes["spec.containers[0].ports[0].containerPort"]["message"] == (
+        "Invalid value: 70000: must be between 1 and 65535, inclusive"
+    )
+
+
+def test_other_kinds() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
+    assert validate_object(cm) == []
+    cm["data"]["n"] = 1
+    assert by_field(validate_object(cm))["data[n]"]["reason"] == "FieldValueInvalid"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "not base64!"}}
+    assert by_field(validate_object(secret))["data[a]"]["reason"] == "FieldValueInvalid"
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "n1", "namespace": "kube-node-lease"},
+        "spec": {
+            "holderIdentity": "n1",
+            "leaseDurationSeconds": 40,
+            "renewTime": "2026-01-01T00:00:00.000000Z",
+        },
+    }
+    assert validate_object(lease) == []
+
+
+def test_invalid_message_like_the_real_server() -> None:
+    causes = [
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"},
+    ]
+    assert (
+        invalid_message("Pod", "web", causes)
+        == 'Pod "web" is invalid: spec.containers[0].image: Required value'
+    )
+    two = [*causes, {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers"}]
+    assert invalid_message("Pod", "web", two) == (
+        'Pod "web" is invalid: [spec.containers[0].image: Required value, spec.containers: Required value]'
+    )
+
+
+def test_pod_update_allows_image_and_toleration_additions() -> None:
+    old = _pod(tolerations=[{"key": "a", "operator": "Exists"}], activeDeadlineSeconds=100)
+    new = copy.deepcopy(old)
+    new["spec"]["containers"][0]["image"] = "vk-test/busybox:2"
+    new["spec"]["tolerations"].append({"key": "b", "operator": "Exists"})
+    new["spec"]["activeDeadlineSeconds"] = 50
+    new["metadata"]["labels"]["x"] = "y"
+    assert validate_pod_update(old, new) == []
+
+
+def test_pod_update_forbidden_spec_change() -> None:
+    old = _pod()
+    new = copy.deepcopy(old)
+    new["spec"]["restartPolicy"] = "Never"
+    causes = validate_pod_update(old, new)
+    assert len(causes) == 1
+    assert causes[0]["reason"] == "FieldValueForbidden"
+    assert causes[0]["field"] == "spec"
+    assert causes[0]["message"].startswith(
+        "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+        "`spec.tolerations` (only additions to existing tolerations),"
+        "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
+    )
+    assert "spec.restartPolicy" in causes[0]["message"]
+
+
+def test_pod_update_removing_toleration_and_raising_deadline() -> None:
+    old = _pod(tolerations=[{"key": "a", "operator": "Exists"}], activeDeadlineSeconds=100)
+    new = copy.deepcopy(old)
+    new["spec"]["tolerations"] = []
+    new["spec"]["activeDeadlineSeconds"] = 200
+    causes = by_field(validate_pod_update(old, new))
+    assert causes["spec.activeDeadlineSeconds"]["message"] == (
+        "Invalid value: 200: must be less than or equal to previous value"
+    )
+    assert causes["spec"]["reason"] == "FieldValueForbidden"
+
+
+def test_mirror_pod_rules() -> None:
+    mirror = _pod(nodeName="vk-node")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "hash1"}
+    assert validate_object(mirror) == []
+    unbound = copy.deepcopy(mirror)
+    del unbound["spec"]["nodeName"]
+    assert by_field(validate_object(unbound))["metadata.annotations[kubernetes.io/config.mirror]"][
+        "message"
+    ] == ('Invalid value: "hash1": must set spec.nodeName if mirror pod annotation is set')
+    plain = _pod(nodeName="vk-node")
+    assert validate_mirror_pod(mirror, plain) == [
+        {
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: may not add mirror pod annotation",
+            "field": "metadata.annotations[kubernetes.io/config.mirror]",
+        }
+    ]
+    assert validate_mirror_pod(plain, mirror)[0]["message"] == (
+        "Forbidden: may not remove or update mirror pod annotation"
+    )
+    changed = copy.deepcopy(mirror)
+    changed["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "hash2"
+    assert by_field(validate_pod_update(mirror, changed))["metadata.annotations[kubernetes.io/config.mirror]"]
+    assert validate_mirror_pod(mirror, copy.deepcopy(mirror)) == []
