@@ -66,7 +66,9 @@ class StatusSink(Protocol):
 
 
 class EventSink(Protocol):
-    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None: ...
 
 
 class WorkerState(StrEnum):
@@ -124,6 +126,11 @@ def _default_pull_policy(image: str) -> str:
     if "@" in last:
         return "IfNotPresent"
     return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
+
+
+def _field_path(role: ContainerRole, name: str) -> str:
+    """The Event's involvedObject.fieldPath of one container, as the kubelet sets it."""
+    return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
 
 
 def _parse_time(value: Any) -> float | None:
@@ -414,6 +421,7 @@ class PodWorkers:
         sandbox: PodSandboxState,
     ) -> None:
         pod, name = work.pod, container["name"]
+        fp = _field_path(role, name)
         key = container_key(pod, name)
         finished = (instance.finished_at or instance.created_at or _now()).timestamp()
         left = self._backoff.remaining(key, finished)
@@ -425,6 +433,7 @@ class PodWorkers:
                 "Warning",
                 "BackOff",
                 f"Back-off restarting failed container {name} in pod {format_pod(pod)}",
+                field_path=fp,
             )
             log.info("container %s: %s", name, message, extra={"pod": pod_ref(pod)})
             self._wake_in(work, left)
@@ -440,8 +449,9 @@ class PodWorkers:
         if await self._start(work, container, role, instance.attempt + 1, sandbox):
             await self._runtime.prune_pod(work.uid)
 
-    async def _pull(self, work: _PodWork, container: Mapping[str, Any]) -> bool:
+    async def _pull(self, work: _PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
         pod, name = work.pod, container["name"]
+        fp = _field_path(role, name)
         image = str(container.get("image", ""))
         policy = str(container.get("imagePullPolicy") or _default_pull_policy(image))
         key = image_key(pod, image)
@@ -451,11 +461,11 @@ class PodWorkers:
             if left > 0:
                 message = image_backoff_message(image)
                 work.waiting[name] = ContainerWaiting("ImagePullBackOff", message)
-                self._recorder.event(pod, "Normal", "BackOff", message)
+                self._recorder.event(pod, "Normal", "BackOff", message, field_path=fp)
                 self._wake_in(work, left)
                 return False
         if policy == "Always":
-            self._recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"')
+            self._recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', field_path=fp)
         began = time.monotonic()
         try:
             await self._runtime.ensure_image(image, policy, pod)
@@ -464,15 +474,16 @@ class PodWorkers:
             log.info("image %s: %s: %s", image, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
             if exc.reason == "ErrImageNeverPull":
-                self._recorder.event(pod, "Warning", "ErrImageNeverPull", exc.message)
+                self._recorder.event(pod, "Warning", "ErrImageNeverPull", exc.message, field_path=fp)
             else:
                 self._recorder.event(
-                    pod, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}'
+                    pod, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', field_path=fp
                 )
-                self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.reason}")
+                self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.reason}", field_path=fp)
             if exc.reason == "ErrImagePull":
                 work.image_failures[image] = now
-                self._wake_in(work, self._backoff.next(key, now))
+                # The next sync, within the backoff window, shows ImagePullBackOff.
+                self._wake_in(work, min(1.0, self._backoff.next(key, now) / 2))
             else:
                 self._wake_in(work, _jitter(ERROR_RETRY_SECONDS))
             return False
@@ -482,11 +493,15 @@ class PodWorkers:
         if policy == "Always":
             took = time.monotonic() - began
             self._recorder.event(
-                pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {took:.3f}s'
+                pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {took:.3f}s', field_path=fp
             )
         else:
             self._recorder.event(
-                pod, "Normal", "Pulled", f'Container image "{image}" already present on machine'
+                pod,
+                "Normal",
+                "Pulled",
+                f'Container image "{image}" already present on machine',
+                field_path=fp,
             )
         return True
 
@@ -500,7 +515,8 @@ class PodWorkers:
     ) -> bool:
         """Pull, resolve, create and start one container; failures become its waiting reason."""
         pod, name = work.pod, container["name"]
-        if not await self._pull(work, container):
+        fp = _field_path(role, name)
+        if not await self._pull(work, container, role):
             return False
         host_ip = self._host_ip()
         try:
@@ -514,7 +530,7 @@ class PodWorkers:
                 node_allocatable=self._node_allocatable(),
             )
             for reason, message in resolved.warnings:
-                self._recorder.event(pod, "Warning", reason, message)
+                self._recorder.event(pod, "Warning", reason, message, field_path=fp)
             launch = ContainerLaunch(
                 pod=pod,
                 container=container,
@@ -529,14 +545,14 @@ class PodWorkers:
         except RuntimeFailure as exc:
             log.info("container %s: %s: %s", name, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
-            self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
+            self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
             self._wake_in(work, _jitter(ERROR_RETRY_SECONDS))
             return False
         log.info(
             "started container %s (%s, attempt %d)", name, role.value, attempt, extra={"pod": pod_ref(pod)}
         )
-        self._recorder.event(pod, "Normal", "Created", f"Created container: {name}")
-        self._recorder.event(pod, "Normal", "Started", f"Started container {name}")
+        self._recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
+        self._recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
         return instance.state != ContainerRunState.EXITED or instance.exit_code == 0
 
     # ------------------------------------------------------------------ termination
@@ -577,7 +593,8 @@ class PodWorkers:
     async def _kill(self, work: _PodWork, instance: ContainerInstance, grace: int, pod_ip: str) -> None:
         pod = work.pod
         container = self._container_spec(pod, instance)
-        self._recorder.event(pod, "Normal", "Killing", f"Stopping container {instance.name}")
+        fp = _field_path(instance.role, instance.name)
+        self._recorder.event(pod, "Normal", "Killing", f"Stopping container {instance.name}", field_path=fp)
         began = time.monotonic()
         pre_stop = (container.get("lifecycle") or {}).get("preStop")
         if pre_stop and instance.state == ContainerRunState.RUNNING:
@@ -587,8 +604,10 @@ class PodWorkers:
                 )
             except (HookError, RuntimeFailure, TimeoutError) as exc:
                 log.info("preStop hook of %s failed: %s", instance.name, exc, extra={"pod": pod_ref(pod)})
-                self._recorder.event(pod, "Warning", "FailedPreStopHook", f"PreStopHook failed: {exc}")
-        timeout = stop_timeout_after_prestop(grace, time.monotonic() - began)
+                self._recorder.event(
+                    pod, "Warning", "FailedPreStopHook", f"PreStopHook failed: {exc}", field_path=fp
+                )
+        timeout = stop_timeout_after_prestop(grace, time.monotonic() - began) if pre_stop else float(grace)
         await self._runtime.stop_container(instance.container_id, timeout)
         if time.monotonic() - began > grace + SANDBOX_STOP_SECONDS:
             self._recorder.event(
@@ -596,4 +615,5 @@ class PodWorkers:
                 "Warning",
                 "ExceededGracePeriod",
                 "Container runtime did not kill the pod within specified grace period.",
+                field_path=fp,
             )

@@ -1,0 +1,325 @@
+"""PodWorkers' state machine against an in-memory Runtime (the seam of runtime/protocol.py).
+
+The runtime here is a small stand-in for the engine, so the ordering and decision rules of
+the workers (init before app containers, restart policies, backoff, termination, adoption)
+can be checked in milliseconds; the same flows run against real Docker in
+tests/integration/test_pods_*.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from vk_provider.pods.backoff import Backoff
+from vk_provider.pods.config import PodConfig
+from vk_provider.pods.workers import PodWorkers, WorkerState
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    ImagePullError,
+    PodRuntimeState,
+    PodSandboxState,
+    RuntimeEvent,
+)
+
+_ids = itertools.count(1)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryRuntime:
+    """Containers as records; a test ends a container with `exit(uid, name, code)`."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodRuntimeState] = {}
+        self.queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
+        self.missing_images: set[str] = set()
+        self.stops: list[tuple[str, float]] = []
+        self.removed: list[str] = []
+
+    def _put(self, uid: str, **changes: Any) -> None:
+        self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
+
+    async def list_pods(self) -> dict[str, PodRuntimeState]:
+        return dict(self.pods)
+
+    async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        return self.pods.get(uid)
+
+    def events(self) -> AsyncIterator[RuntimeEvent]:
+        async def stream() -> AsyncIterator[RuntimeEvent]:
+            while True:
+                yield await self.queue.get()
+
+        return stream()
+
+    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+        if image in self.missing_images:
+            raise ImagePullError(f"pull access denied for {image}")
+        return "sha256:" + image
+
+    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        meta = pod["metadata"]
+        state = self.pods.get(meta["uid"])
+        if state is not None and state.sandbox is not None and state.sandbox.running:
+            return state.sandbox
+        sandbox = PodSandboxState(f"s{next(_ids)}", True, "172.30.0.9", _now())
+        if state is None:
+            self.pods[meta["uid"]] = PodRuntimeState(meta["uid"], meta["namespace"], meta["name"], sandbox)
+        else:
+            self._put(meta["uid"], sandbox=sandbox)
+        return sandbox
+
+    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+        uid = launch.pod["metadata"]["uid"]
+        inst = ContainerInstance(
+            name=launch.container["name"],
+            role=launch.role,
+            attempt=launch.attempt,
+            container_id=f"c{next(_ids)}",
+            image=launch.container["image"],
+            image_id="sha256:x",
+            state=ContainerRunState.RUNNING,
+            created_at=_now(),
+            started_at=_now(),
+        )
+        self._put(uid, containers=(*self.pods[uid].containers, inst))
+        return inst
+
+    def exit(self, uid: str, name: str, code: int) -> None:
+        state = self.pods[uid]
+        latest = state.latest(name)
+        assert latest is not None
+        done = dataclasses.replace(latest, state=ContainerRunState.EXITED, exit_code=code, finished_at=_now())
+        self._put(uid, containers=tuple(done if c is latest else c for c in state.containers))
+        self.queue.put_nowait(RuntimeEvent(uid, name, latest.role, "die", latest.container_id, code))
+
+    async def stop_container(
+        self, container_id: str, grace_seconds: float, signal: str | None = None
+    ) -> None:
+        self.stops.append((container_id, grace_seconds))
+        for uid, state in self.pods.items():
+            if state.sandbox is not None and state.sandbox.container_id == container_id:
+                self._put(uid, sandbox=dataclasses.replace(state.sandbox, running=False))
+            for c in state.containers:
+                if c.container_id == container_id and c.state == ContainerRunState.RUNNING:
+                    self.exit(uid, c.name, 137)
+
+    async def exec_in_container(self, container_id: str, command: list[str], timeout_seconds: float) -> Any:
+        return 0, b""
+
+    async def prune_pod(self, uid: str) -> None:
+        return None
+
+    async def remove_pod(self, uid: str) -> None:
+        self.removed.append(uid)
+        self.pods.pop(uid, None)
+
+
+class Statuses:
+    def __init__(self) -> None:
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.terminated: list[str] = []
+        self.removed: list[str] = []
+
+    def set_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
+        self.cache[pod["metadata"]["uid"]] = status
+
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None:
+        return self.cache.get(uid)
+
+    def terminate_pod(self, pod: Mapping[str, Any]) -> None:
+        self.terminated.append(pod["metadata"]["uid"])
+
+    def remove_pod(self, uid: str) -> None:
+        self.removed.append(uid)
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None:
+        self.seen.append((type_, reason, message))
+
+
+async def no_objects(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+def make_pod(uid: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"uid": uid, "name": uid, "namespace": "default"},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+def box(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": "vk-test/busybox:1", **extra}
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]]:
+    runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
+    workers = PodWorkers(
+        runtime,  # type: ignore[arg-type]
+        statuses,
+        events,
+        getter=no_objects,
+        host_ip=lambda: "10.0.0.1",
+        backoff=Backoff(initial=0.3, maximum=1.0),
+    )
+    await workers.start()
+    yield runtime, statuses, events, workers, PodConfig(workers.update)
+    await workers.stop()
+
+
+async def until(predicate: Any, timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+def cstatus(statuses: Statuses, uid: str, name: str) -> dict[str, Any]:
+    status = statuses.cache.get(uid) or {}
+    found = [
+        s
+        for s in status.get("containerStatuses", []) + status.get("initContainerStatuses", [])
+        if s["name"] == name
+    ]
+    return found[0] if found else {}
+
+
+async def test_init_container_runs_to_success_before_app_containers(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    cfg.upsert("api", make_pod("p1", [box("a"), box("b")], initContainers=[box("init")]))
+    await until(lambda: "p1" in statuses.cache)
+    assert [c.name for c in runtime.pods["p1"].containers] == ["init"]
+    assert statuses.cache["p1"]["phase"] == "Pending"
+    assert cstatus(statuses, "p1", "a")["state"]["waiting"]["reason"] == "PodInitializing"
+    runtime.exit("p1", "init", 0)
+    await until(lambda: statuses.cache["p1"]["phase"] == "Running")
+    assert sorted(c.name for c in runtime.pods["p1"].containers) == ["a", "b", "init"]
+    assert statuses.cache["p1"]["podIP"] == "172.30.0.9"
+
+
+async def test_never_exit_1_fails_and_terminates(rig: Any) -> None:
+    runtime, statuses, _, workers, cfg = rig
+    cfg.upsert("api", make_pod("p2", [box("a")], restartPolicy="Never"))
+    await until(lambda: statuses.cache.get("p2", {}).get("phase") == "Running")
+    runtime.exit("p2", "a", 1)
+    await until(lambda: "p2" in statuses.terminated)
+    assert statuses.cache["p2"]["phase"] == "Failed"
+    assert cstatus(statuses, "p2", "a")["state"]["terminated"]["exitCode"] == 1
+    assert workers.states()["p2"] == WorkerState.TERMINATED
+    assert not runtime.pods["p2"].sandbox.running
+    assert len(runtime.pods["p2"].containers) == 1  # never re-run
+
+
+async def test_always_restarts_then_crash_loop_backoff(rig: Any) -> None:
+    runtime, statuses, events, _, cfg = rig
+    cfg.upsert("api", make_pod("p3", [box("a")]))
+    await until(lambda: "p3" in runtime.pods and runtime.pods["p3"].containers)
+    runtime.exit("p3", "a", 2)
+    await until(lambda: len(runtime.pods["p3"].containers) == 2)  # first restart: at once
+    runtime.exit("p3", "a", 2)
+    await until(
+        lambda: (
+            cstatus(statuses, "p3", "a").get("state", {}).get("waiting", {}).get("reason")
+            == "CrashLoopBackOff"
+        )
+    )
+    assert (
+        "restarting failed container=a pod=p3_default(p3)"
+        in cstatus(statuses, "p3", "a")["state"]["waiting"]["message"]
+    )
+    assert any(e[1] == "BackOff" for e in events.seen)
+    await until(lambda: len(runtime.pods["p3"].containers) == 3)
+    await until(lambda: cstatus(statuses, "p3", "a").get("restartCount") == 2)
+
+
+async def test_image_pull_failure_then_backoff_and_config_error(rig: Any) -> None:
+    runtime, statuses, events, _, cfg = rig
+    runtime.missing_images.add("nope:1")
+    cfg.upsert("api", make_pod("p4", [{"name": "a", "image": "nope:1"}]))
+    cfg.upsert(
+        "api",
+        make_pod(
+            "p5",
+            [box("a", env=[{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "k"}}}])],
+        ),
+    )
+    cfg.upsert("api", make_pod("p6", [box("a")]))
+    await until(
+        lambda: (
+            cstatus(statuses, "p4", "a").get("state", {}).get("waiting", {}).get("reason") == "ErrImagePull"
+        )
+    )
+    await until(
+        lambda: (
+            cstatus(statuses, "p4", "a").get("state", {}).get("waiting", {}).get("reason")
+            == "ImagePullBackOff"
+        )
+    )
+    await until(lambda: "p5" in statuses.cache and "p6" in statuses.cache)
+    waiting = cstatus(statuses, "p5", "a")["state"]["waiting"]
+    assert waiting == {"reason": "CreateContainerConfigError", "message": 'configmap "cfg" not found'}
+    await until(lambda: statuses.cache["p6"]["phase"] == "Running")
+    reasons = {e[1] for e in events.seen}
+    assert {"Failed", "BackOff", "Created", "Started"} <= reasons
+
+
+async def test_delete_terminates_with_grace_then_remove_cleans_up(rig: Any) -> None:
+    runtime, statuses, events, workers, cfg = rig
+    pod = make_pod("p7", [box("a")], terminationGracePeriodSeconds=30)
+    cfg.upsert("api", pod)
+    await until(lambda: statuses.cache.get("p7", {}).get("phase") == "Running")
+    app_id = runtime.pods["p7"].containers[0].container_id
+    deleting = {
+        **pod,
+        "metadata": {
+            **pod["metadata"],
+            "deletionTimestamp": "2030-01-01T00:00:00Z",
+            "deletionGracePeriodSeconds": 3,
+        },
+    }
+    cfg.upsert("api", deleting)
+    await until(lambda: "p7" in statuses.terminated)
+    assert (app_id, 3) in runtime.stops
+    assert ("Normal", "Killing", "Stopping container a") in events.seen
+    assert statuses.cache["p7"]["phase"] in ("Failed", "Succeeded")
+    cfg.remove("api", "p7")
+    await until(lambda: "p7" in runtime.removed)
+    assert "p7" in statuses.removed
+    assert "p7" not in workers.states()
+
+
+async def test_adopt_keeps_known_pods_and_removes_vanished_ones(rig: Any) -> None:
+    runtime, statuses, _, workers, cfg = rig
+    keep = make_pod("k1", [box("a")])
+    gone = make_pod("g1", [box("a")])
+    for pod in (keep, gone):
+        sandbox = await runtime.ensure_sandbox(pod)
+        await runtime.start_container(
+            ContainerLaunch(pod, pod["spec"]["containers"][0], ContainerRole.APP, 3, (), None, None, sandbox)
+        )
+    before = runtime.pods["k1"].containers
+    await workers.adopt(["k1"])
+    assert "g1" in runtime.removed and "k1" not in runtime.removed
+    cfg.upsert("api", keep)
+    await until(lambda: statuses.cache.get("k1", {}).get("phase") == "Running")
+    assert runtime.pods["k1"].containers == before  # adopted, not restarted
+    assert cstatus(statuses, "k1", "a")["restartCount"] == 3
