@@ -187,9 +187,9 @@ async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorke
     await workers.stop()
 
 
-async def until(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
+async def until(predicate: Any, within: float = 5.0) -> None:
+    async with asyncio.timeout(within):
+        while not predicate():  # noqa: ASYNC110 - polling what the workers publish
             await asyncio.sleep(0.01)
 
 
