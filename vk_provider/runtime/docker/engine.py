@@ -40,8 +40,9 @@ class Engine:
             max_workers=self.max_concurrency, thread_name_prefix="docker-call"
         )
         self._client: docker.DockerClient | None = None
+        self._stream_client: docker.DockerClient | None = None
 
-    def _connect(self) -> docker.DockerClient:
+    def _connect(self, timeout: int | None = 60) -> docker.DockerClient:
         # from_env with an explicit DOCKER_HOST: TLS settings (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH)
         # apply as for the Docker CLI, and the CLI context is not consulted (docker-py 7.2 would).
         return docker.DockerClient.from_env(
@@ -49,6 +50,7 @@ class Engine:
             use_context=False,
             version="auto",
             max_pool_size=self.max_concurrency + STREAM_CONNECTIONS,
+            timeout=timeout,
         )
 
     @property
@@ -57,12 +59,20 @@ class Engine:
             raise RuntimeUnavailable(f"not connected to the Docker engine at {self.url}")
         return self._client
 
+    @property
+    def stream_client(self) -> docker.DockerClient:
+        """A client without a read timeout, for follow-mode streams (events, logs) that may idle."""
+        if self._stream_client is None:
+            raise RuntimeUnavailable(f"not connected to the Docker engine at {self.url}")
+        return self._stream_client
+
     async def connect(self) -> None:
-        """Build the client (it asks the engine for its API version); raises RuntimeUnavailable."""
+        """Build the clients (they ask the engine for its API version); raises RuntimeUnavailable."""
         if self._client is not None:
             return
         loop = asyncio.get_running_loop()
         try:
+            self._stream_client = await loop.run_in_executor(self._executor, self._connect, None)
             self._client = await loop.run_in_executor(self._executor, self._connect)
         except DockerException as exc:
             raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
@@ -73,7 +83,8 @@ class Engine:
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
     async def close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await self.call(client.close)
+        for client in (self._client, self._stream_client):
+            if client is not None:
+                await self.call(client.close)
+        self._client = self._stream_client = None
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,25 +1,65 @@
 """`DockerRuntime`: the Runtime protocol on one Docker engine.
 
 What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
-Docker calls, each through the engine's bounded pool, and reads this node's containers
-back from their labels. Must not: touch containers without this node's label, or block
-the event loop.
+Docker calls, each through the engine's bounded pool (streams get their own threads), and
+reads this node's containers back from their labels. Must not: touch containers without
+this node's label, or block the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
 
 from requests.exceptions import RequestException
 
-from docker.errors import DockerException
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider.config import DockerConfig
-from vk_provider.logging import get_logger
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.runtime.docker import images
+from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.engine import Engine
+from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
-from vk_provider.runtime.types import RuntimeInfo, RuntimeUnavailable
+from vk_provider.runtime.docker.streams import thread_stream
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import (
+    ContainerCreateError,
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    ContainerStartError,
+    ImagePullError,
+    PodRuntimeState,
+    PodSandboxState,
+    RuntimeEvent,
+    RuntimeInfo,
+    RuntimeUnavailable,
+)
 
 log = get_logger("runtime.docker")
+
+STATE_DIR_ENV = "VK_PROVIDER_STATE_DIR"
+DEFAULT_STATE_DIR = "/var/lib/vk-provider"
+# Upstream: pkg/kubelet/container/runtime.go MaxContainerTerminationMessageLength.
+MAX_TERMINATION_MESSAGE = 4096
+KILL_WAIT_SECONDS = 30.0
+EXIT_POLL_SECONDS = 2.0
+
+EngineErrors = (DockerException, RequestException)
+
+
+def _engine_message(exc: BaseException) -> str:
+    if isinstance(exc, APIError) and exc.explanation:
+        return str(exc.explanation)
+    return str(exc)
 
 
 def _storage_bytes(root_dir: str) -> int:
@@ -31,31 +71,402 @@ def _storage_bytes(root_dir: str) -> int:
     return st.f_blocks * st.f_frsize
 
 
+def _read_message(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_TERMINATION_MESSAGE).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _signal_of(inspect: Mapping[str, Any]) -> str:
+    """The container's stop signal (Docker copies the image's STOPSIGNAL into its config)."""
+    return str((inspect.get("Config") or {}).get("StopSignal") or "SIGTERM")
+
+
 class DockerRuntime:
     def __init__(self, config: DockerConfig, node_name: str) -> None:
         self.config = config
         self.node_name = node_name
         self._engine = Engine(config)
+        self._pump: EventPump | None = None
+        # Exited containers never change again: their inspect (and message) is cached by id.
+        self._exited: dict[str, ContainerInstance] = {}
+        local = self._engine.url.startswith("unix://")
+        root = os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR
+        self._state_dir: Path | None = Path(root) / node_name if local else None
+
+    # --- connection ---
 
     async def start(self) -> None:
         await self._engine.connect()
         await self.ping()
+        if self._pump is None:
+            self._pump = EventPump(self._open_events, self.node_name)
+            self._pump.start()
+
+    def _open_events(self, since: float | None) -> Any:
+        return self._engine.stream_client.api.events(
+            decode=True,
+            since=since,
+            filters={"label": f"{lb.NODE}={self.node_name}", "type": "container"},
+        )
 
     async def close(self) -> None:
+        if self._pump is not None:
+            self._pump.close()
         await self._engine.close()
 
     async def ping(self) -> None:
         await self._engine.connect()  # an engine that was down at start may be back
         try:
             await self._engine.call(self._engine.client.api.ping)
-        except (DockerException, RequestException) as exc:
+        except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
 
     async def info(self) -> RuntimeInfo:
         await self._engine.connect()
         try:
             info = await self._engine.call(self._engine.client.info)
-        except (DockerException, RequestException) as exc:
+        except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage)
+
+    async def events(self) -> AsyncIterator[RuntimeEvent]:
+        if self._pump is None:
+            raise RuntimeUnavailable("the runtime is not started")
+        async for event in self._pump.events():
+            yield event
+
+    # --- observing ---
+
+    async def _inspect(self, container_id: str) -> dict[str, Any] | None:
+        try:
+            result: dict[str, Any] = await self._engine.call(
+                self._engine.client.api.inspect_container, container_id
+            )
+        except NotFound:
+            return None
+        return result
+
+    async def _owned_inspect(self, container_id: str) -> dict[str, Any] | None:
+        """The container's inspect if it exists and belongs to this node."""
+        inspect = await self._inspect(container_id)
+        if inspect is None or not lb.is_owned(
+            (inspect.get("Config") or {}).get("Labels") or {}, self.node_name
+        ):
+            return None
+        return inspect
+
+    async def _list(self, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = await self._engine.call(
+            self._engine.client.api.containers, all=True, filters=dict(filters)
+        )
+        return [r for r in rows if lb.is_owned(r.get("Labels") or {}, self.node_name)]
+
+    async def _instance(self, container_id: str) -> ContainerInstance | None:
+        cached = self._exited.get(container_id)
+        if cached is not None:
+            return cached
+        inspect = await self._inspect(container_id)
+        if inspect is None:
+            return None
+        labels = (inspect.get("Config") or {}).get("Labels") or {}
+        message = ""
+        path = labels.get(lb.TERMINATION_MESSAGE_FILE)
+        state = str((inspect.get("State") or {}).get("Status", ""))
+        if path and state in ("exited", "dead"):
+            message = await self._engine.call(_read_message, path)
+        inst = lb.instance_from_inspect(inspect, message)
+        if inst.state == ContainerRunState.EXITED:
+            self._exited[container_id] = inst
+        return inst
+
+    async def _sandbox_state(self, container_id: str) -> PodSandboxState | None:
+        inspect = await self._inspect(container_id)
+        return None if inspect is None else lb.sandbox_from_inspect(inspect, self._network_name())
+
+    def _network_name(self) -> str:
+        return self.config.network
+
+    async def _pod_from_rows(self, uid: str, rows: list[dict[str, Any]]) -> PodRuntimeState:
+        labels0 = rows[0].get("Labels") or {}
+        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
+        others = [r for r in rows if lb.role_of(r.get("Labels") or {}) not in (ContainerRole.SANDBOX, None)]
+        sandbox = None
+        if sandboxes:
+            latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
+            sandbox = await self._sandbox_state(str(latest["Id"]))
+        found = await asyncio.gather(*(self._instance(str(r["Id"])) for r in others))
+        return PodRuntimeState(
+            uid=uid,
+            namespace=labels0.get(lb.POD_NAMESPACE, ""),
+            name=labels0.get(lb.POD_NAME, ""),
+            sandbox=sandbox,
+            containers=tuple(sorted((c for c in found if c is not None), key=lambda c: (c.name, c.attempt))),
+        )
+
+    async def list_pods(self) -> dict[str, PodRuntimeState]:
+        rows = await self._list(lb.node_filter(self.node_name))
+        live = {str(r["Id"]) for r in rows}
+        for gone in set(self._exited) - live:
+            del self._exited[gone]
+        by_pod: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_pod.setdefault((r.get("Labels") or {})[lb.POD_UID], []).append(r)
+        states = await asyncio.gather(*(self._pod_from_rows(uid, rs) for uid, rs in by_pod.items()))
+        return {s.uid: s for s in states}
+
+    async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        return await self._pod_from_rows(uid, rows) if rows else None
+
+    async def container_role(self, container_id: str) -> ContainerRole | None:
+        inspect = await self._owned_inspect(container_id)
+        return None if inspect is None else lb.role_of((inspect.get("Config") or {}).get("Labels") or {})
+
+    # --- images ---
+
+    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+        ref = images.parse_image(image)
+        policy = pull_policy or images.default_pull_policy(image)
+        api = self._engine.client.api
+        try:
+            present: dict[str, Any] | None = await self._engine.call(api.inspect_image, ref.normalized())
+        except ImageNotFound:
+            present = None
+        except EngineErrors as exc:
+            raise images.pull_error(image, _engine_message(exc)) from exc
+        if not images.should_pull(policy, present is not None):
+            if present is None:
+                raise images.never_pull_error(image)
+            return str(present["Id"])
+        log.info("pulling image %s (policy %s)", image, policy, extra={"pod": pod_ref(pod)})
+        try:
+            await self._engine.call(self._pull, ref.repository, ref.digest or ref.tag)
+            pulled: dict[str, Any] = await self._engine.call(api.inspect_image, ref.normalized())
+        except EngineErrors as exc:
+            raise images.pull_error(image, _engine_message(exc)) from exc
+        return str(pulled["Id"])
+
+    def _pull(self, repository: str, tag: str) -> None:
+        """Pull, failing on the first error the engine reports in its progress stream."""
+        for item in self._engine.client.api.pull(repository, tag=tag, stream=True, decode=True):
+            if isinstance(item, dict) and item.get("error"):
+                raise APIError(str(item["error"]), explanation=str(item["error"]))
+
+    # --- sandbox ---
+
+    async def _ensure_volumes(self, pod: Mapping[str, Any]) -> None:
+        api = self._engine.client.api
+        for vol in sp.emptydir_volumes(pod, self.node_name):
+            try:
+                await self._engine.call(api.inspect_volume, vol.docker_name)
+            except NotFound:
+                await self._engine.call(
+                    api.create_volume,
+                    vol.docker_name,
+                    driver="local",
+                    driver_opts=vol.driver_opts or None,
+                    labels=vol.labels,
+                )
+
+    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        sp.check_pod_allowed(pod, self.config.allow)
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
+        attempt = 0
+        if sandboxes:
+            latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
+            state = await self._sandbox_state(str(latest["Id"]))
+            if state is not None and state.running:
+                return state
+            attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
+        try:
+            await self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod)
+            await self._ensure_volumes(pod)
+            kwargs = sp.sandbox_create_kwargs(
+                pod, node_name=self.node_name, config=self.config, attempt=attempt
+            )
+            container = await self._engine.call(self._engine.client.containers.create, **kwargs)
+        except (ImagePullError, *EngineErrors) as exc:
+            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
+        try:
+            await self._engine.call(container.start)
+        except EngineErrors as exc:
+            with contextlib.suppress(*EngineErrors):
+                await self._engine.call(container.remove, force=True)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
+        state = await self._sandbox_state(str(container.id))
+        if state is None:
+            raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
+        log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra={"pod": pod_ref(pod)})
+        return state
+
+    # --- containers ---
+
+    def _termination_file(self, pod: Mapping[str, Any], name: str, attempt: int) -> str | None:
+        """Create the empty termination-message file bind-mounted into this container instance."""
+        if self._state_dir is None:
+            return None
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        path = self._state_dir / uid / f"{name}_{attempt}" / "termination-log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        except OSError as exc:
+            log.warning("no termination message file for %s: %s", name, exc, extra={"pod": pod_ref(pod)})
+            return None
+        return str(path)
+
+    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+        name = str(launch.container.get("name", ""))
+        term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
+        kwargs = sp.container_create_kwargs(launch, node_name=self.node_name, termination_file=term)
+        try:
+            container = await self._engine.call(self._engine.client.containers.create, **kwargs)
+        except EngineErrors as exc:
+            raise ContainerCreateError(_engine_message(exc)) from exc
+        try:
+            await self._engine.call(container.start)
+        except EngineErrors as exc:
+            raise ContainerStartError(
+                f'failed to start container "{container.id}": {_engine_message(exc)}'
+            ) from exc
+        inst = await self._instance(str(container.id))
+        if inst is None:
+            raise ContainerStartError(f'container "{container.id}" vanished after starting')
+        return inst
+
+    async def stop_container(
+        self, container_id: str, grace_seconds: float, signal: str | None = None
+    ) -> None:
+        inspect = await self._owned_inspect(container_id)
+        if inspect is None or not (inspect.get("State") or {}).get("Running"):
+            return
+        sig = signal or _signal_of(inspect)
+        if grace_seconds > 0 and await self._signal_and_wait(container_id, sig, grace_seconds):
+            return
+        await self._signal_and_wait(container_id, "SIGKILL", KILL_WAIT_SECONDS)
+
+    async def _signal_and_wait(self, container_id: str, sig: str, seconds: float) -> bool:
+        """Send `sig`; True once the container has exited within `seconds`."""
+        exited = self._pump.wait_exit(container_id) if self._pump is not None else None
+        try:
+            try:
+                await self._engine.call(self._engine.client.api.kill, container_id, signal=sig)
+            except APIError as exc:
+                if exc.status_code in (404, 409):  # gone, or not running any more
+                    return True
+                raise
+            deadline = time.monotonic() + seconds
+            while (remaining := deadline - time.monotonic()) > 0:
+                if exited is not None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(exited), min(remaining, EXIT_POLL_SECONDS))
+                        return True
+                else:
+                    await asyncio.sleep(min(remaining, EXIT_POLL_SECONDS))
+                # The event stream may have been reconnecting: look directly too.
+                inspect = await self._inspect(container_id)
+                if inspect is None or not (inspect.get("State") or {}).get("Running"):
+                    return True
+            return False
+        finally:
+            if exited is not None and self._pump is not None:
+                self._pump.forget(container_id, exited)
+
+    async def exec_in_container(
+        self, container_id: str, command: list[str], timeout_seconds: float
+    ) -> tuple[int, bytes]:
+        api = self._engine.client.api
+        if await self._owned_inspect(container_id) is None:
+            raise ContainerStartError(f'container "{container_id}" not found on this node')
+        exec_id = (await self._engine.call(api.exec_create, container_id, command, stdout=True, stderr=True))[
+            "Id"
+        ]
+        chunks: list[bytes] = []
+
+        async def collect() -> None:
+            async for chunk in thread_stream(
+                lambda: api.exec_start(exec_id, stream=True), name=f"docker-exec-{container_id[:12]}"
+            ):
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(collect(), timeout_seconds)
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"command {command!r} timed out after {timeout_seconds:g}s in container {container_id[:12]}"
+            ) from exc
+        result = await self._engine.call(api.exec_inspect, exec_id)
+        return int(result.get("ExitCode") or 0), b"".join(chunks)
+
+    async def container_logs(
+        self, container_id: str, *, follow: bool, timestamps: bool, tail: int | None, since: float | None
+    ) -> AsyncIterator[bytes]:
+        """Checks the container here; the returned iterator streams its log in its own thread."""
+        if await self._owned_inspect(container_id) is None:
+            raise ContainerStartError(f'container "{container_id}" not found on this node')
+        api = self._engine.stream_client.api
+        kwargs: dict[str, Any] = {"stream": True, "follow": follow, "timestamps": timestamps}
+        kwargs["tail"] = "all" if tail is None else tail
+        if since is not None and since > 0:
+            kwargs["since"] = float(since)
+        return thread_stream(
+            lambda: api.logs(container_id, **kwargs), name=f"docker-logs-{container_id[:12]}"
+        )
+
+    # --- clean-up ---
+
+    async def _remove(self, container_id: str) -> None:
+        with contextlib.suppress(NotFound):
+            await self._engine.call(
+                self._engine.client.api.remove_container, container_id, force=True, v=True
+            )
+        self._exited.pop(container_id, None)
+
+    async def prune_pod(self, uid: str) -> None:
+        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            labels = r.get("Labels") or {}
+            groups.setdefault((labels.get(lb.ROLE, ""), labels.get(lb.CONTAINER_NAME, "")), []).append(r)
+        doomed = []
+        for (role, _), members in groups.items():
+            keep = 1 if role == ContainerRole.SANDBOX.value else 2
+            members.sort(key=lambda r: lb.attempt_of(r.get("Labels") or {}), reverse=True)
+            doomed += [r for r in members[keep:] if r.get("State") != "running"]
+        await asyncio.gather(*(self._remove(str(r["Id"])) for r in doomed))
+        for r in doomed:
+            await self._engine.call(self._drop_state_dir, uid, r.get("Labels") or {})
+
+    def _drop_state_dir(self, uid: str, labels: Mapping[str, str]) -> None:
+        path = labels.get(lb.TERMINATION_MESSAGE_FILE)
+        if self._state_dir is not None and path and Path(path).is_relative_to(self._state_dir / uid):
+            shutil.rmtree(Path(path).parent, ignore_errors=True)
+
+    async def remove_pod(self, uid: str) -> None:
+        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
+        others = [r for r in rows if r not in sandboxes]
+        await asyncio.gather(*(self._remove(str(r["Id"])) for r in others))
+        await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes))
+        api = self._engine.client.api
+        volumes = await self._engine.call(
+            api.volumes, filters={"label": [f"{lb.NODE}={self.node_name}", f"{lb.POD_UID}={uid}"]}
+        )
+        for vol in (volumes or {}).get("Volumes") or []:
+            with contextlib.suppress(NotFound):
+                await self._engine.call(api.remove_volume, vol["Name"], force=True)
+        if self._state_dir is not None:
+            await self._engine.call(self._drop_pod_dir, uid)
+
+    def _drop_pod_dir(self, uid: str) -> None:
+        assert self._state_dir is not None
+        shutil.rmtree(self._state_dir / uid, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the node's directory goes once it is empty
+            self._state_dir.rmdir()

@@ -1,0 +1,323 @@
+"""DockerRuntime against the real engine: pods as sandbox + containers, stop, state, events, images."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    ImagePullError,
+    PodSandboxState,
+    PodSpecRefused,
+    RuntimeEvent,
+)
+
+pytestmark = pytest.mark.asyncio
+
+BUSYBOX = "vk-test/busybox:1"
+DEADLINE = 60.0
+
+
+def make_pod(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+def container(name: str, *command: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX, "command": list(command), **fields}
+
+
+@pytest.fixture
+async def runtime(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[DockerRuntime]:
+    monkeypatch.setenv("VK_PROVIDER_STATE_DIR", str(tmp_path))
+    rt = DockerRuntime(DockerConfig(sandbox_image=test_images["pause"], max_concurrency=4), node_name)
+    await rt.start()
+    yield rt
+    for uid in await rt.list_pods():
+        await rt.remove_pod(uid)
+    await rt.close()
+
+
+async def start(
+    rt: DockerRuntime,
+    pod: dict[str, Any],
+    sandbox: PodSandboxState,
+    index: int,
+    env: dict[str, str] | None = None,
+) -> ContainerInstance:
+    c = pod["spec"]["containers"][index]
+    await rt.ensure_image(c["image"], "IfNotPresent", pod)
+    return await rt.start_container(
+        ContainerLaunch(
+            pod=pod,
+            container=c,
+            role=ContainerRole.APP,
+            attempt=0,
+            env=tuple((env or {}).items()),
+            command=tuple(c["command"]) if c.get("command") else None,
+            args=None,
+            sandbox=sandbox,
+        )
+    )
+
+
+async def wait_exited(rt: DockerRuntime, uid: str, name: str) -> ContainerInstance:
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        state = await rt.pod_state(uid)
+        inst = state.latest(name) if state else None
+        if inst is not None and inst.state == ContainerRunState.EXITED:
+            return inst
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{name} did not exit")
+
+
+async def read_logs(rt: DockerRuntime, container_id: str) -> bytes:
+    stream = await rt.container_logs(container_id, follow=False, timestamps=False, tail=None, since=None)
+    return b"".join([chunk async for chunk in stream])
+
+
+def http_get(url: str) -> str:
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                return resp.read().decode()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: DockerRuntime) -> None:
+    probe = "for i in $(seq 1 100); do wget -qO- http://localhost:8080/ && exit 0; sleep 0.2; done; exit 1"
+    pod = make_pod(
+        "web",
+        [
+            container("server", "httpd", "-f", "-p", "8080", "-h", "/var/www"),
+            container("client", "sh", "-c", f'echo "greeting=$GREETING"; {probe}'),
+        ],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    assert sandbox.running and sandbox.ip
+    server = await start(runtime, pod, sandbox, 0)
+    client = await start(runtime, pod, sandbox, 1, env={"GREETING": "hello-env"})
+    assert server.state == ContainerRunState.RUNNING
+
+    done = await wait_exited(runtime, pod["metadata"]["uid"], "client")
+    assert done.exit_code == 0
+    logs = await read_logs(runtime, client.container_id)
+    assert b"greeting=hello-env" in logs
+    assert b"hello from vk-test/busybox" in logs
+
+    body = await asyncio.to_thread(http_get, f"http://{sandbox.ip}:8080/")
+    assert "hello from vk-test/busybox" in body
+
+    again = await runtime.ensure_sandbox(pod)
+    assert again.container_id == sandbox.container_id  # reused, not recreated
+
+
+async def test_memory_and_cpu_limits_are_applied(runtime: DockerRuntime, docker_client: Any) -> None:
+    pod = make_pod(
+        "limited",
+        [
+            container(
+                "app",
+                "sleep",
+                "300",
+                resources={"limits": {"memory": "64Mi", "cpu": "500m"}, "requests": {"cpu": "250m"}},
+            )
+        ],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    inst = await start(runtime, pod, sandbox, 0)
+    host_config = docker_client.api.inspect_container(inst.container_id)["HostConfig"]
+    assert host_config["Memory"] == 64 * 1024 * 1024
+    assert host_config["CpuQuota"] == 50000 and host_config["CpuPeriod"] == 100000
+    assert host_config["CpuShares"] == 256
+    code, out = await runtime.exec_in_container(
+        inst.container_id,
+        [
+            "sh",
+            "-c",
+            "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+        ],
+        10,
+    )
+    assert code == 0
+    assert out.strip() == str(64 * 1024 * 1024).encode()
+
+
+async def test_stop_kills_after_grace_and_trapping_process_exits_with_its_code(
+    runtime: DockerRuntime,
+) -> None:
+    pod = make_pod(
+        "stoppers",
+        [
+            container("stubborn", "sh", "-c", 'trap "" TERM; while true; do sleep 0.2; done'),
+            container("polite", "sh", "-c", 'trap "exit 7" TERM; while true; do sleep 0.2; done'),
+        ],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    stubborn = await start(runtime, pod, sandbox, 0)
+    polite = await start(runtime, pod, sandbox, 1)
+    await asyncio.sleep(0.5)  # let the shells install their traps
+
+    began = time.monotonic()
+    await runtime.stop_container(stubborn.container_id, 2.0)
+    assert time.monotonic() - began >= 1.5
+    state = await runtime.pod_state(pod["metadata"]["uid"])
+    assert state is not None
+    gone = state.latest("stubborn")
+    assert gone is not None and gone.state == ContainerRunState.EXITED and gone.exit_code == 137
+
+    await runtime.stop_container(polite.container_id, 30.0)
+    state = await runtime.pod_state(pod["metadata"]["uid"])
+    assert state is not None
+    done = state.latest("polite")
+    assert done is not None and done.state == ContainerRunState.EXITED and done.exit_code == 7
+
+
+async def test_fresh_runtime_rebuilds_the_same_state_from_labels(
+    runtime: DockerRuntime, node_name: str, test_images: dict[str, str]
+) -> None:
+    pod = make_pod("rebuild", [container("app", "sleep", "300"), container("once", "true")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    app = await start(runtime, pod, sandbox, 0)
+    await start(runtime, pod, sandbox, 1)
+    await wait_exited(runtime, pod["metadata"]["uid"], "once")
+    before = (await runtime.list_pods())[pod["metadata"]["uid"]]
+
+    fresh = DockerRuntime(DockerConfig(sandbox_image=test_images["pause"]), node_name)
+    await fresh.start()
+    try:
+        after = (await fresh.list_pods())[pod["metadata"]["uid"]]
+    finally:
+        await fresh.close()
+    assert (after.name, after.namespace) == ("rebuild", "default")
+    assert after.sandbox == before.sandbox
+    assert after.containers == before.containers
+    latest = after.latest("app")
+    assert latest is not None and latest.container_id == app.container_id and latest.attempt == 0
+
+
+async def test_events_report_start_and_die_with_exit_code(runtime: DockerRuntime) -> None:
+    events = runtime.events()
+    pod = make_pod("events", [container("quitter", "sh", "-c", "sleep 0.5; exit 3")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    inst = await start(runtime, pod, sandbox, 0)
+    seen: list[RuntimeEvent] = []
+
+    async def collect() -> None:
+        async for ev in events:
+            if ev.container_id == inst.container_id:
+                seen.append(ev)
+                if ev.action == "die":
+                    return
+
+    await asyncio.wait_for(collect(), DEADLINE)
+    assert [e.action for e in seen] == ["start", "die"]
+    assert seen[-1].exit_code == 3
+    assert seen[-1].pod_uid == pod["metadata"]["uid"] and seen[-1].container_name == "quitter"
+
+
+async def test_image_failures_have_kubelet_reasons(runtime: DockerRuntime) -> None:
+    pod = make_pod("images", [container("x", "true")])
+    missing = f"vk-test/not-there-{uuid.uuid4().hex[:6]}:1"
+    with pytest.raises(ImagePullError) as never:
+        await runtime.ensure_image(missing, "Never", pod)
+    assert never.value.reason == "ErrImageNeverPull"
+    assert never.value.message == f'Container image "{missing}" is not present with pull policy of Never'
+
+    with pytest.raises(ImagePullError) as invalid:
+        await runtime.ensure_image("Not A/Valid Image", "IfNotPresent", pod)
+    assert invalid.value.reason == "InvalidImageName"
+
+    with pytest.raises(ImagePullError) as pull:
+        await asyncio.wait_for(runtime.ensure_image(missing, "IfNotPresent", pod), DEADLINE)
+    assert pull.value.reason == "ErrImagePull"
+    assert pull.value.message.startswith(f'Failed to pull image "{missing}": ')
+
+    assert (await runtime.ensure_image(BUSYBOX, "Never", pod)).startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"hostNetwork": True}, "spec.hostNetwork"),
+        (
+            {"containers": [container("p", "true", securityContext={"privileged": True})]},
+            "spec.containers[0].securityContext.privileged",
+        ),
+    ],
+)
+async def test_refused_specs_create_nothing(runtime: DockerRuntime, spec: dict[str, Any], field: str) -> None:
+    pod = make_pod("refused", [container("x", "true")])
+    pod["spec"].update(spec)
+    with pytest.raises(PodSpecRefused) as info:
+        await runtime.ensure_sandbox(pod)
+    assert info.value.message.startswith(f"{field}: ")
+    assert await runtime.pod_state(pod["metadata"]["uid"]) is None
+
+
+async def test_other_nodes_containers_are_invisible_and_untouched(
+    runtime: DockerRuntime, docker_client: Any, test_labels: dict[str, str]
+) -> None:
+    other_uid = str(uuid.uuid4())
+    foreign = docker_client.containers.run(
+        BUSYBOX,
+        ["sleep", "300"],
+        detach=True,
+        labels={
+            **test_labels,
+            "io.vk-provider.node": "some-other-node",
+            "io.vk-provider.pod.uid": other_uid,
+            "io.vk-provider.role": "app",
+            "io.vk-provider.container.name": "app",
+        },
+    )
+    assert other_uid not in await runtime.list_pods()
+    assert await runtime.pod_state(other_uid) is None
+    assert await runtime.container_role(foreign.id) is None
+    await runtime.stop_container(foreign.id, 0)
+    await runtime.remove_pod(other_uid)
+    await runtime.prune_pod(other_uid)
+    foreign.reload()
+    assert foreign.status == "running"
+
+
+async def test_termination_message_is_read_back(runtime: DockerRuntime, tmp_path: Path) -> None:
+    pod = make_pod(
+        "messages",
+        [
+            container("default", "sh", "-c", "printf bye > /dev/termination-log; exit 1"),
+            container("custom", "sh", "-c", "printf done > /tmp/msg", terminationMessagePath="/tmp/msg"),
+        ],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    await start(runtime, pod, sandbox, 0)
+    await start(runtime, pod, sandbox, 1)
+    failed = await wait_exited(runtime, pod["metadata"]["uid"], "default")
+    assert (failed.exit_code, failed.termination_message) == (1, "bye")
+    done = await wait_exited(runtime, pod["metadata"]["uid"], "custom")
+    assert (done.exit_code, done.termination_message) == (0, "done")
+    await runtime.remove_pod(pod["metadata"]["uid"])
+    assert await runtime.pod_state(pod["metadata"]["uid"]) is None
+    assert not await asyncio.to_thread(lambda: any(tmp_path.rglob("termination-log")))
