@@ -448,12 +448,12 @@ def test_host_network_pod_uses_host_ip() -> None:
 
 def test_get_phase_sidecar_running_counts_as_running() -> None:
     pod = make_pod(containers=["a"], init=[{"name": "side", "image": "x", "restartPolicy": "Always"}])
-    statuses = [
+    statuses: list[dict[str, Any]] = [
         {"name": "side", "state": {"running": {}}, "started": True},
         {"name": "a", "state": {"running": {}}},
     ]
     assert get_phase(pod, statuses, False) == "Running"
-    not_started = [
+    not_started: list[dict[str, Any]] = [
         {"name": "side", "state": {"running": {}}, "started": False},
         {"name": "a", "state": {"waiting": {}}},
     ]
