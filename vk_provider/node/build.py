@@ -1,0 +1,226 @@
+"""The Node object from the configuration and the runtime's host facts: pure functions over dicts.
+
+What lives here: the node's labels, taints, providerID, capacity/allocatable, addresses,
+daemon endpoint and nodeInfo (`build_node`, `desired_status`), the kubeletVersion we
+advertise, and `node_ip_from(...)`, which picks the InternalIP from the config and the
+environment. Conditions are in `vk_provider.node.conditions`. Must not: do I/O or read
+the clock; the agent passes in everything that varies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vk_provider import __version__
+from vk_provider.config import DEFAULT_TAINT, Config, NodeConfig, Taint
+from vk_provider.runtime.types import RuntimeInfo
+
+# The Kubernetes minor we emulate; semver pre-release suffix names us, like other virtual
+# kubelets (e.g. ACI's `v1.19.10-vk-azure-aci-v1.4.1`), and kubectl shows it as VERSION.
+KUBERNETES_VERSION = "v1.32.0"
+KUBELET_VERSION = f"{KUBERNETES_VERSION}-vk-provider-{__version__}"
+DEFAULT_KUBELET_PORT = 10250
+# Annotations through which we remember what we own on a Node we take over.
+OWNED_LABELS_ANNOTATION = "vk-provider.io/owned-labels"
+CORDONED_ANNOTATION = "vk-provider.io/cordoned-on-shutdown"
+
+
+def provider_id(node: NodeConfig) -> str:
+    return node.provider_id or f"docker://{node.name}"
+
+
+def node_labels(node: NodeConfig, info: RuntimeInfo | None) -> dict[str, str]:
+    """The well-known labels plus the configured ones (which win)."""
+    os_name = info.os_type if info and info.os_type else "linux"
+    labels = {
+        "type": "virtual-kubelet",
+        "kubernetes.io/role": "agent",
+        "kubernetes.io/hostname": node.name,
+        "kubernetes.io/os": os_name,
+        "beta.kubernetes.io/os": os_name,
+        "node.kubernetes.io/exclude-from-external-load-balancers": "true",
+    }
+    if info and info.architecture:
+        labels["kubernetes.io/arch"] = info.architecture
+        labels["beta.kubernetes.io/arch"] = info.architecture
+    labels.update(node.labels)
+    return labels
+
+
+def taint_dict(taint: Taint) -> dict[str, str]:
+    result = {"key": taint.key, "effect": taint.effect}
+    if taint.value:
+        result["value"] = taint.value
+    return result
+
+
+def node_taints(node: NodeConfig) -> list[dict[str, str]]:
+    return [taint_dict(t) for t in node.taints]
+
+
+def owned_taint_keys(node: NodeConfig) -> set[str]:
+    """Taint keys we manage: the configured ones and the default one (so disabling it removes it)."""
+    return {t.key for t in node.taints} | {DEFAULT_TAINT.key}
+
+
+def _kibibytes(size: int) -> str:
+    return f"{size // 1024}Ki"
+
+
+def node_capacity(node: NodeConfig, info: RuntimeInfo | None) -> dict[str, str]:
+    """cpu, memory, ephemeral-storage from the config, or from the runtime when `auto`; pods from the config.
+
+    A resource that is `auto` while the runtime's facts are unknown (or zero) is left out.
+    """
+    cap = node.capacity
+    result: dict[str, str] = {}
+    if cap.cpu != "auto":
+        result["cpu"] = cap.cpu
+    elif info and info.cpus > 0:
+        result["cpu"] = str(info.cpus)
+    if cap.memory != "auto":
+        result["memory"] = cap.memory
+    elif info and info.memory_bytes > 0:
+        result["memory"] = _kibibytes(info.memory_bytes)
+    if cap.ephemeral_storage != "auto":
+        result["ephemeral-storage"] = cap.ephemeral_storage
+    elif info and info.storage_bytes > 0:
+        result["ephemeral-storage"] = _kibibytes(info.storage_bytes)
+    result["pods"] = cap.pods
+    return result
+
+
+def kubelet_port(listen: str) -> int:
+    """The port of `host:port` (IPv6 `[::]:port` too); the kubelet default when there is none."""
+    _, sep, port = listen.rpartition(":")
+    if sep and port.isdigit():
+        return int(port)
+    return DEFAULT_KUBELET_PORT
+
+
+def node_ip_from(configured: str, environ: Mapping[str, str]) -> str:
+    """`node.internalIP`, else `$NODE_IP`, else `$POD_IP`; empty when none is set (the agent detects one)."""
+    return configured or environ.get("NODE_IP", "") or environ.get("POD_IP", "")
+
+
+def node_addresses(node_ip: str, hostname: str) -> list[dict[str, str]]:
+    return [{"type": "InternalIP", "address": node_ip}, {"type": "Hostname", "address": hostname}]
+
+
+def node_info(info: RuntimeInfo | None) -> dict[str, str]:
+    result = {
+        "kubeletVersion": KUBELET_VERSION,
+        "operatingSystem": "linux",
+        "architecture": "",
+        "containerRuntimeVersion": "",
+        "kernelVersion": "",
+        "osImage": "",
+        "machineID": "",
+        "systemUUID": "",
+        "bootID": "",
+    }
+    if info is not None:
+        result.update(
+            operatingSystem=info.os_type or "linux",
+            architecture=info.architecture,
+            containerRuntimeVersion=info.runtime_version,
+            kernelVersion=info.kernel_version,
+            osImage=info.os_image,
+        )
+    return result
+
+
+def desired_status(
+    config: Config, info: RuntimeInfo | None, node_ip: str, conditions: list[dict[str, str]]
+) -> dict[str, Any]:
+    """The kubelet-owned part of NodeStatus (conditions as given, with their times)."""
+    capacity = node_capacity(config.node, info)
+    return {
+        "capacity": capacity,
+        "allocatable": dict(capacity),
+        "conditions": conditions,
+        "addresses": node_addresses(node_ip, config.node.name),
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port(config.kubelet_server.listen)}},
+        "nodeInfo": node_info(info),
+    }
+
+
+def build_node(
+    config: Config, info: RuntimeInfo | None, node_ip: str, conditions: list[dict[str, str]]
+) -> dict[str, Any]:
+    """The Node to create when none exists."""
+    labels = node_labels(config.node, info)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": config.node.name,
+            "labels": labels,
+            "annotations": {OWNED_LABELS_ANNOTATION: ",".join(sorted(labels))},
+        },
+        "spec": {"providerID": provider_id(config.node), "taints": node_taints(config.node)},
+        "status": desired_status(config, info, node_ip, conditions),
+    }
+
+
+def metadata_patch(
+    current: Mapping[str, Any], config: Config, info: RuntimeInfo | None
+) -> dict[str, Any] | None:
+    """The JSON merge patch that brings an existing Node's labels, taints and spec to ours; None if in step.
+
+    Labels: ours are set; labels we set before (remembered in an annotation) but no longer
+    want are removed; anyone else's stay. Taints: ours are added, stale ones with our keys
+    removed, others' kept. providerID is set only if empty (the API forbids changing it).
+    A cordon we left at shutdown is lifted. The patch carries the resourceVersion it was
+    computed from, so a concurrent change makes it fail with 409 instead of losing data.
+    """
+    meta = current.get("metadata") or {}
+    spec = current.get("spec") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    desired = node_labels(config.node, info)
+
+    label_patch: dict[str, str | None] = {k: v for k, v in desired.items() if labels.get(k) != v}
+    previously_owned = {k for k in str(annotations.get(OWNED_LABELS_ANNOTATION, "")).split(",") if k}
+    for key in previously_owned - set(desired):
+        if key in labels:
+            label_patch[key] = None
+    annotation_patch: dict[str, str | None] = {}
+    owned = ",".join(sorted(desired))
+    if annotations.get(OWNED_LABELS_ANNOTATION) != owned:
+        annotation_patch[OWNED_LABELS_ANNOTATION] = owned
+
+    spec_patch: dict[str, Any] = {}
+    current_taints = list(spec.get("taints") or [])
+    wanted = node_taints(config.node)
+    keys = owned_taint_keys(config.node)
+    kept = [t for t in current_taints if t.get("key") not in keys or _bare_taint(t) in wanted]
+    merged = kept + [t for t in wanted if t not in [_bare_taint(k) for k in kept]]
+    if merged != current_taints:
+        spec_patch["taints"] = merged
+    if not spec.get("providerID"):
+        spec_patch["providerID"] = provider_id(config.node)
+    if CORDONED_ANNOTATION in annotations:
+        annotation_patch[CORDONED_ANNOTATION] = None
+        if spec.get("unschedulable"):
+            spec_patch["unschedulable"] = False
+
+    if not (label_patch or annotation_patch or spec_patch):
+        return None
+    patch: dict[str, Any] = {"metadata": {"resourceVersion": meta.get("resourceVersion")}}
+    if label_patch:
+        patch["metadata"]["labels"] = label_patch
+    if annotation_patch:
+        patch["metadata"]["annotations"] = annotation_patch
+    if spec_patch:
+        patch["spec"] = spec_patch
+    return patch
+
+
+def _bare_taint(taint: Mapping[str, Any]) -> dict[str, str]:
+    """A taint without its timeAdded, as we write them."""
+    result = {"key": str(taint.get("key", "")), "effect": str(taint.get("effect", ""))}
+    if taint.get("value"):
+        result["value"] = str(taint["value"])
+    return result
