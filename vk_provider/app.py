@@ -96,7 +96,7 @@ class Provider:
         await self.workers.adopt(pod_uid(p) for p in api_pods)
         await self.workers.start()
         self.pod_config = PodConfig(self.workers.update)
-        self.source = ApiPodSource(client, self.node_name, self.pod_config)
+        self.source = ApiPodSource(client, self.node_name, self.pod_config, observe=self.status.observe_pod)
         await self.source.start()
         log.info("provider started", extra={"node": self.node_name})
 

@@ -11,7 +11,7 @@ Must not: start containers or write anything to the apiserver.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
@@ -29,8 +29,17 @@ def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
 
 
 class ApiPodSource:
-    def __init__(self, client: KubeClient, node_name: str, config: PodConfig) -> None:
+    """`observe(pod)` (the StatusManager's `observe_pod`) sees every pod event, mirror pods included."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        node_name: str,
+        config: PodConfig,
+        observe: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> None:
         self._config = config
+        self._observe = observe
         self._reflector = Reflector(
             client,
             "/api/v1/pods",
@@ -44,6 +53,8 @@ class ApiPodSource:
         return self._reflector.synced
 
     async def _handle(self, type_: str, pod: dict[str, Any]) -> None:
+        if self._observe is not None and type_ != "DELETED":
+            self._observe(pod)
         if is_mirror_pod(pod):
             return
         if type_ == "DELETED":

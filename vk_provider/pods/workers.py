@@ -604,9 +604,7 @@ class PodWorkers:
                 )
             except (HookError, RuntimeFailure, TimeoutError) as exc:
                 log.info("preStop hook of %s failed: %s", instance.name, exc, extra={"pod": pod_ref(pod)})
-                self._recorder.event(
-                    pod, "Warning", "FailedPreStopHook", f"PreStopHook failed: {exc}", field_path=fp
-                )
+                self._recorder.event(pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp)
         timeout = stop_timeout_after_prestop(grace, time.monotonic() - began) if pre_stop else float(grace)
         await self._runtime.stop_container(instance.container_id, timeout)
         if time.monotonic() - began > grace + SANDBOX_STOP_SECONDS:
