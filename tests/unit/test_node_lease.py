@@ -1,0 +1,95 @@
+"""Lease body and renewal: PUT of the last lease, GET+retry on conflict, create when missing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+
+from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.node.lease import LeaseKeeper, build_lease, micro_time
+
+NOW = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
+
+
+class LeaseStore:
+    """One Lease with optimistic concurrency, like the apiserver."""
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.rv = 0
+        self.calls: list[str] = []
+
+    def _store(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        stored = {**body, "metadata": {**body["metadata"], "resourceVersion": str(self.rv)}}
+        self.lease = stored
+        return stored
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.calls.append("GET")
+        if self.lease is None:
+            raise ApiStatusError(404, "NotFound", "not found")
+        return self.lease
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append("POST")
+        if self.lease is not None:
+            raise ApiStatusError(409, "AlreadyExists", "exists")
+        return self._store(body)
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append("PUT")
+        if self.lease is None:
+            raise ApiStatusError(404, "NotFound", "not found")
+        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            raise ApiStatusError(409, "Conflict", "the object has been modified")
+        return self._store(body)
+
+
+def test_lease_body() -> None:
+    lease = build_lease(None, "vk-1", "uid-1", 40, NOW)
+    assert lease["metadata"]["namespace"] == "kube-node-lease"
+    assert lease["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "vk-1", "uid": "uid-1"}
+    ]
+    assert lease["spec"] == {
+        "holderIdentity": "vk-1",
+        "leaseDurationSeconds": 40,
+        "renewTime": "2026-03-04T05:06:07.123456Z",
+    }
+    assert micro_time(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00.000000Z"
+
+
+async def test_renew_creates_then_puts_last_seen_and_recovers_from_conflict_and_deletion() -> None:
+    store = LeaseStore()
+    keeper = LeaseKeeper(cast(KubeClient, store), "vk-1", 40)
+    await keeper.renew("uid-1", NOW)
+    await keeper.renew("uid-1", NOW)
+    assert store.calls == ["GET", "POST", "PUT"]
+    assert store.lease is not None
+    store.lease = {
+        **store.lease,
+        "metadata": {**store.lease["metadata"], "resourceVersion": "99"},
+    }  # someone wrote
+    store.calls.clear()
+    await keeper.renew("uid-1", NOW)
+    assert store.calls == ["PUT", "GET", "PUT"]
+    store.lease = None  # deleted (garbage-collected with its Node)
+    store.calls.clear()
+    await keeper.renew("uid-2", NOW)
+    assert store.calls == ["PUT", "GET", "POST"]
+    assert store.lease is not None
+    assert store.lease["metadata"]["ownerReferences"][0]["uid"] == "uid-2"
+
+
+async def test_renew_raises_other_errors() -> None:
+    class Broken(LeaseStore):
+        async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+            raise ApiStatusError(403, "Forbidden", "leases is forbidden")
+
+    keeper = LeaseKeeper(cast(KubeClient, Broken()), "vk-1", 40)
+    with pytest.raises(ApiStatusError) as caught:
+        await keeper.renew("uid-1", NOW)
+    assert caught.value.status == 403
