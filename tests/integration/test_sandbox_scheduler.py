@@ -73,7 +73,8 @@ async def store() -> AsyncIterator[Store]:
 
 async def _bound_to(store: Store, name: str) -> str | None:
     pod = await store.get("pods", "default", name)
-    return pod["spec"].get("nodeName")
+    node: str | None = pod["spec"].get("nodeName")
+    return node
 
 
 def _condition(pod: dict[str, Any]) -> dict[str, Any] | None:
