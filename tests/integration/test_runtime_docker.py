@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 import urllib.request
 import uuid
@@ -61,6 +62,7 @@ async def start(
     sandbox: PodSandboxState,
     index: int,
     env: dict[str, str] | None = None,
+    attempt: int = 0,
 ) -> ContainerInstance:
     c = pod["spec"]["containers"][index]
     await rt.ensure_image(c["image"], "IfNotPresent", pod)
@@ -69,7 +71,7 @@ async def start(
             pod=pod,
             container=c,
             role=ContainerRole.APP,
-            attempt=0,
+            attempt=attempt,
             env=tuple((env or {}).items()),
             command=tuple(c["command"]) if c.get("command") else None,
             args=None,
@@ -78,11 +80,16 @@ async def start(
     )
 
 
-async def wait_exited(rt: DockerRuntime, uid: str, name: str) -> ContainerInstance:
+async def wait_exited(
+    rt: DockerRuntime, uid: str, name: str, attempt: int | None = None
+) -> ContainerInstance:
     deadline = time.monotonic() + DEADLINE
     while time.monotonic() < deadline:
         state = await rt.pod_state(uid)
-        inst = state.latest(name) if state else None
+        found = [c for c in state.containers if c.name == name] if state else []
+        if attempt is not None:
+            found = [c for c in found if c.attempt == attempt]
+        inst = max(found, key=lambda c: c.attempt) if found else None
         if inst is not None and inst.state == ContainerRunState.EXITED:
             return inst
         await asyncio.sleep(0.2)
@@ -321,3 +328,116 @@ async def test_termination_message_is_read_back(runtime: DockerRuntime, tmp_path
     await runtime.remove_pod(pod["metadata"]["uid"])
     assert await runtime.pod_state(pod["metadata"]["uid"]) is None
     assert not await asyncio.to_thread(lambda: any(tmp_path.rglob("termination-log")))
+
+
+async def test_fallback_to_logs_on_error(runtime: DockerRuntime) -> None:
+    pod = make_pod(
+        "fallback",
+        [
+            container(
+                "app",
+                "sh",
+                "-c",
+                "echo first; echo last words; exit 2",
+                terminationMessagePolicy="FallbackToLogsOnError",
+            )
+        ],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    await start(runtime, pod, sandbox, 0)
+    done = await wait_exited(runtime, pod["metadata"]["uid"], "app")
+    assert done.exit_code == 2
+    assert done.termination_message == "first\nlast words\n"
+
+
+async def test_prune_keeps_latest_and_previous_instance(runtime: DockerRuntime) -> None:
+    pod = make_pod("prune", [container("app", "true")])
+    uid = pod["metadata"]["uid"]
+    sandbox = await runtime.ensure_sandbox(pod)
+    for attempt in range(3):
+        await start(runtime, pod, sandbox, 0, attempt=attempt)
+        await wait_exited(runtime, uid, "app", attempt)
+    await runtime.prune_pod(uid)
+    state = await runtime.pod_state(uid)
+    assert state is not None
+    assert sorted(c.attempt for c in state.containers) == [1, 2]
+    previous = state.previous("app")
+    assert previous is not None and previous.attempt == 1
+    assert state.sandbox is not None and state.sandbox.container_id == sandbox.container_id
+
+
+async def test_logs_follow_tail_and_timestamps(runtime: DockerRuntime) -> None:
+    pod = make_pod("logs", [container("app", "sh", "-c", "echo one; echo two; sleep 1; echo three")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    inst = await start(runtime, pod, sandbox, 0)
+    stream = await runtime.container_logs(
+        inst.container_id, follow=True, timestamps=False, tail=None, since=None
+    )
+    followed = b"".join([chunk async for chunk in stream])  # ends when the container exits
+    assert followed == b"one\ntwo\nthree\n"
+    stream = await runtime.container_logs(
+        inst.container_id, follow=False, timestamps=True, tail=1, since=None
+    )
+    lines = b"".join([chunk async for chunk in stream]).decode().splitlines()
+    assert len(lines) == 1
+    stamp, text = lines[0].split(" ", 1)
+    assert text == "three" and stamp.endswith("Z") and stamp[:4].isdigit()
+
+
+async def test_exec_returns_code_and_output_and_times_out(runtime: DockerRuntime) -> None:
+    pod = make_pod("exec", [container("app", "sleep", "300")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    inst = await start(runtime, pod, sandbox, 0)
+    code, out = await runtime.exec_in_container(
+        inst.container_id, ["sh", "-c", "echo out; echo err >&2; exit 4"], 10
+    )
+    assert code == 4
+    assert b"out\n" in out and b"err\n" in out
+    with pytest.raises(TimeoutError):
+        await runtime.exec_in_container(inst.container_id, ["sleep", "30"], 0.5)
+
+
+async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: DockerRuntime) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        host_port = s.getsockname()[1]
+    pod = make_pod(
+        "net-" + "x" * 70,
+        [
+            container(
+                "server",
+                "httpd",
+                "-f",
+                "-p",
+                "8080",
+                "-h",
+                "/var/www",
+                ports=[{"containerPort": 8080, "hostPort": host_port}],
+                volumeMounts=[{"name": "shared", "mountPath": "/shared"}],
+            ),
+            container(
+                "writer",
+                "sh",
+                "-c",
+                "echo from-writer > /data/file",
+                volumeMounts=[{"name": "shared", "mountPath": "/data"}],
+            ),
+        ],
+        hostAliases=[{"ip": "10.9.8.7", "hostnames": ["alias.example"]}],
+        volumes=[{"name": "shared", "emptyDir": {}}],
+    )
+    sandbox = await runtime.ensure_sandbox(pod)
+    server = await start(runtime, pod, sandbox, 0)
+    await start(runtime, pod, sandbox, 1)
+    assert (await wait_exited(runtime, pod["metadata"]["uid"], "writer")).exit_code == 0
+
+    code, out = await runtime.exec_in_container(
+        server.container_id, ["sh", "-c", "hostname; cat /etc/hosts; cat /shared/file"], 10
+    )
+    assert code == 0
+    text = out.decode()
+    assert text.splitlines()[0] == "net-" + "x" * 59
+    assert "10.9.8.7\talias.example" in text
+    assert "from-writer" in text
+    body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{host_port}/")
+    assert "hello from vk-test/busybox" in body

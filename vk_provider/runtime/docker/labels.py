@@ -30,6 +30,7 @@ CONTAINER_IMAGE = PREFIX + "container.image"
 ROLE = PREFIX + "role"
 SPEC_HASH = PREFIX + "spec-hash"
 TERMINATION_MESSAGE_FILE = PREFIX + "termination-message-file"
+TERMINATION_MESSAGE_POLICY = PREFIX + "termination-message-policy"
 
 SANDBOX_CONTAINER_NAME = "POD"
 

@@ -40,6 +40,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
     RuntimeEvent,
+    RuntimeFailure,
     RuntimeInfo,
     RuntimeUnavailable,
 )
@@ -48,8 +49,10 @@ log = get_logger("runtime.docker")
 
 STATE_DIR_ENV = "VK_PROVIDER_STATE_DIR"
 DEFAULT_STATE_DIR = "/var/lib/vk-provider"
-# Upstream: pkg/kubelet/container/runtime.go MaxContainerTerminationMessageLength.
+# Upstream: pkg/kubelet/container/runtime.go MaxContainerTerminationMessage{Length,LogLength,LogLines}.
 MAX_TERMINATION_MESSAGE = 4096
+MAX_TERMINATION_LOG_BYTES = 2048
+MAX_TERMINATION_LOG_LINES = 80
 KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
 
@@ -176,12 +179,27 @@ class DockerRuntime:
         message = ""
         path = labels.get(lb.TERMINATION_MESSAGE_FILE)
         state = str((inspect.get("State") or {}).get("Status", ""))
-        if path and state in ("exited", "dead"):
+        exited = state in ("exited", "dead")
+        if path and exited:
             message = await self._engine.call(_read_message, path)
+        exit_code = int((inspect.get("State") or {}).get("ExitCode") or 0)
+        fallback = labels.get(lb.TERMINATION_MESSAGE_POLICY) == "FallbackToLogsOnError"
+        if exited and fallback and not message and exit_code != 0:
+            message = await self._log_tail_message(container_id)
         inst = lb.instance_from_inspect(inspect, message)
         if inst.state == ContainerRunState.EXITED:
             self._exited[container_id] = inst
         return inst
+
+    async def _log_tail_message(self, container_id: str) -> str:
+        """FallbackToLogsOnError: the last lines of the log, as the kubelet takes them."""
+        try:
+            tail: bytes = await self._engine.call(
+                self._engine.client.api.logs, container_id, tail=MAX_TERMINATION_LOG_LINES
+            )
+        except EngineErrors:
+            return ""
+        return tail[-MAX_TERMINATION_LOG_BYTES:].decode("utf-8", "replace")
 
     async def _sandbox_state(self, container_id: str) -> PodSandboxState | None:
         inspect = await self._inspect(container_id)
@@ -385,9 +403,15 @@ class DockerRuntime:
         api = self._engine.client.api
         if await self._owned_inspect(container_id) is None:
             raise ContainerStartError(f'container "{container_id}" not found on this node')
-        exec_id = (await self._engine.call(api.exec_create, container_id, command, stdout=True, stderr=True))[
-            "Id"
-        ]
+        try:
+            created = await self._engine.call(
+                api.exec_create, container_id, command, stdout=True, stderr=True
+            )
+        except EngineErrors as exc:
+            raise RuntimeFailure(
+                f"cannot exec in container {container_id[:12]}: {_engine_message(exc)}"
+            ) from exc
+        exec_id = created["Id"]
         chunks: list[bytes] = []
 
         async def collect() -> None:

@@ -361,6 +361,8 @@ def container_create_kwargs(
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
         binds.append(f"{termination_file}:{path}:rw")
         kwargs["labels"][lb.TERMINATION_MESSAGE_FILE] = termination_file
+    if c.get("terminationMessagePolicy"):
+        kwargs["labels"][lb.TERMINATION_MESSAGE_POLICY] = str(c["terminationMessagePolicy"])
     if binds:
         kwargs["volumes"] = binds
     return kwargs
