@@ -1,0 +1,285 @@
+"""One static pod manifest: bytes of a file in, a defaulted static pod dict out.
+
+What lives here: `parse_manifest(data, path, node_name, now)`, which decodes one file
+(YAML or JSON, exactly one `v1` Pod), refuses references to API objects, validates it
+against the official v1.32 OpenAPI schema (strict, via kubernetes_validate) plus the few
+semantic rules the schema cannot express, and applies the kubelet's file-source defaults;
+and `ManifestError`, whose message says what is wrong in one line. Pure: no file access,
+no clock (the caller passes `now`), no apiserver.
+
+Upstream: pkg/kubelet/config/common.go (tryDecodeSinglePod, applyDefaults),
+pkg/api/pod/util.go (HasAPIObjectReference) and pkg/kubelet/types/pod_update.go.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+KUBERNETES_VERSION = "1.32"
+MAX_MANIFEST_BYTES = 10 * 1024 * 1024
+
+CONFIG_HASH_ANNOTATION = "kubernetes.io/config.hash"
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+CONFIG_SEEN_ANNOTATION = "kubernetes.io/config.seen"
+FILE_SOURCE = "file"
+NO_EXECUTE_TOLERATION = {"operator": "Exists", "effect": "NoExecute"}
+
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+# Volume sources whose credentials are a Secret named inline (VisitPodSecretNames).
+_SECRET_REF_KEYS = ("secretRef", "nodePublishSecretRef", "controllerExpandSecretRef")
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot become a static pod; the message is one line."""
+
+
+def parse_manifest(data: bytes, path: str, node_name: str, now: datetime) -> dict[str, Any]:
+    """Decode, check and default one manifest file into the static pod the provider runs."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"file is larger than {MAX_MANIFEST_BYTES} bytes (10 MiB)")
+    pod = _decode(data)
+    _check_identity(pod)
+    if problem := api_object_reference(pod):
+        raise ManifestError(problem)
+    _validate_schema(pod)
+    _validate_semantics(pod, node_name)
+    return apply_defaults(pod, path, node_name, now)
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ManifestError(f"invalid YAML/JSON{where}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"invalid YAML/JSON: {exc}") from None
+    if not documents:
+        raise ManifestError("the file is empty; expected one Pod")
+    if len(documents) > 1:
+        raise ManifestError(f"the file holds {len(documents)} documents; expected exactly one Pod per file")
+    (pod,) = documents
+    if not isinstance(pod, dict):
+        raise ManifestError(f"expected a Pod object, got a {type(pod).__name__}")
+    # Round-trip through JSON: what the kubelet sees is the JSON form of the YAML, so YAML-only
+    # values (dates, non-string keys) are refused here rather than deep in the runtime.
+    try:
+        result: dict[str, Any] = json.loads(json.dumps(pod))
+    except (TypeError, ValueError) as exc:
+        raise ManifestError(f"not representable as JSON: {exc}") from None
+    return result
+
+
+def _check_identity(pod: Mapping[str, Any]) -> None:
+    kind, api_version = pod.get("kind"), pod.get("apiVersion")
+    if kind != "Pod":
+        got = "no kind" if kind is None else f"kind {kind!r}"
+        raise ManifestError(f"{got}: a static pod manifest must be kind 'Pod' (one pod per file)")
+    if api_version != "v1":
+        got = "no apiVersion" if api_version is None else f"apiVersion {api_version!r}"
+        raise ManifestError(f"{got}: a Pod must have apiVersion 'v1'")
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise ManifestError("metadata.name is missing")
+
+
+def api_object_reference(pod: Mapping[str, Any]) -> str | None:
+    """Why the pod may not be a static pod because it references an API object, or None.
+
+    The message follows the kubelet's `static pods may not reference <resource>`, with the
+    offending field appended.
+    """
+    for resource, where in _references(pod):
+        return f"static pods may not reference {resource} ({where})"
+    return None
+
+
+def _references(pod: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return
+    for key in ("serviceAccountName", "serviceAccount"):
+        if spec.get(key):
+            yield "serviceaccounts", f"spec.{key}: {spec[key]!r}"
+    for i, ref in enumerate(_list(spec.get("imagePullSecrets"))):
+        yield "secrets", f"spec.imagePullSecrets[{i}]: {_name(ref)}"
+    if _list(spec.get("resourceClaims")):
+        yield "resourceclaims", "spec.resourceClaims"
+    for i, volume in enumerate(_list(spec.get("volumes"))):
+        if isinstance(volume, Mapping):
+            yield from _volume_references(volume, f"spec.volumes[{i}]")
+    for list_name in _CONTAINER_LISTS:
+        for i, container in enumerate(_list(spec.get(list_name))):
+            if isinstance(container, Mapping):
+                yield from _container_references(container, f"spec.{list_name}[{i}]")
+
+
+def _volume_references(volume: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(volume.get("secret"), Mapping):
+        yield "secrets", f"{where}.secret: {_name(volume['secret'], 'secretName')}"
+    if isinstance(volume.get("configMap"), Mapping):
+        yield "configmaps", f"{where}.configMap: {_name(volume['configMap'])}"
+    if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+        yield "persistentvolumeclaims", f"{where}.persistentVolumeClaim"
+    if volume.get("ephemeral") is not None:
+        yield "persistentvolumeclaims", f"{where}.ephemeral (creates a PersistentVolumeClaim)"
+    projected = volume.get("projected")
+    if isinstance(projected, Mapping):
+        for j, source in enumerate(_list(projected.get("sources"))):
+            if not isinstance(source, Mapping):
+                continue
+            at = f"{where}.projected.sources[{j}]"
+            if isinstance(source.get("secret"), Mapping):
+                yield "secrets", f"{at}.secret: {_name(source['secret'])}"
+            if isinstance(source.get("configMap"), Mapping):
+                yield "configmaps", f"{at}.configMap: {_name(source['configMap'])}"
+            if source.get("serviceAccountToken") is not None:
+                yield "serviceaccounts", f"{at}.serviceAccountToken"
+            if source.get("clusterTrustBundle") is not None:
+                yield "clustertrustbundles", f"{at}.clusterTrustBundle"
+    for kind, body in volume.items():
+        if kind in ("secret", "configMap", "projected") or not isinstance(body, Mapping):
+            continue
+        for key in _SECRET_REF_KEYS:
+            if isinstance(body.get(key), Mapping):
+                yield "secrets", f"{where}.{kind}.{key}: {_name(body[key])}"
+        if kind == "azureFile" and body.get("secretName"):
+            yield "secrets", f"{where}.azureFile.secretName: {body['secretName']!r}"
+
+
+def _container_references(container: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
+    for i, env in enumerate(_list(container.get("env"))):
+        value_from = env.get("valueFrom") if isinstance(env, Mapping) else None
+        if not isinstance(value_from, Mapping):
+            continue
+        at = f"{where}.env[{i}].valueFrom"
+        if isinstance(value_from.get("secretKeyRef"), Mapping):
+            yield "secrets", f"{at}.secretKeyRef: {_name(value_from['secretKeyRef'])}"
+        if isinstance(value_from.get("configMapKeyRef"), Mapping):
+            yield "configmaps", f"{at}.configMapKeyRef: {_name(value_from['configMapKeyRef'])}"
+    for i, env_from in enumerate(_list(container.get("envFrom"))):
+        if not isinstance(env_from, Mapping):
+            continue
+        at = f"{where}.envFrom[{i}]"
+        if isinstance(env_from.get("secretRef"), Mapping):
+            yield "secrets", f"{at}.secretRef: {_name(env_from['secretRef'])}"
+        if isinstance(env_from.get("configMapRef"), Mapping):
+            yield "configmaps", f"{at}.configMapRef: {_name(env_from['configMapRef'])}"
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _name(ref: Any, key: str = "name") -> str:
+    name = ref.get(key) if isinstance(ref, Mapping) else None
+    return repr(name) if name else "(no name)"
+
+
+def _validate_schema(pod: dict[str, Any]) -> None:
+    try:
+        kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        where = _json_path(list(exc.path))
+        raise ManifestError(f"invalid Pod: {where or '(top level)'}: {exc.message}") from None
+
+
+def _json_path(parts: list[Any]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _validate_semantics(pod: Mapping[str, Any], node_name: str) -> None:
+    """The parts of ValidatePodCreate that matter before running and the schema leaves out."""
+    meta = pod["metadata"]
+    namespace = meta.get("namespace") or "default"
+    if len(namespace) > 63 or not _DNS1123_LABEL.fullmatch(namespace):
+        raise ManifestError(f"invalid Pod: metadata.namespace: {namespace!r} is not a DNS-1123 label")
+    name = static_pod_name(meta["name"], node_name)
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name):
+        raise ManifestError(
+            f"invalid Pod: metadata.name: {meta['name']!r} (as {name!r}) is not a DNS-1123 subdomain"
+        )
+    spec = pod.get("spec") or {}
+    if not spec.get("containers"):
+        raise ManifestError("invalid Pod: spec.containers: at least one container is required")
+    seen: set[str] = set()
+    for list_name in _CONTAINER_LISTS:
+        for i, container in enumerate(spec.get(list_name) or []):
+            where = f"spec.{list_name}[{i}]"
+            cname = container.get("name", "")
+            if len(cname) > 63 or not _DNS1123_LABEL.fullmatch(cname):
+                raise ManifestError(f"invalid Pod: {where}.name: {cname!r} is not a DNS-1123 label")
+            if cname in seen:
+                raise ManifestError(f"invalid Pod: {where}.name: duplicate container name {cname!r}")
+            seen.add(cname)
+            if not (container.get("image") or "").strip():
+                raise ManifestError(f"invalid Pod: {where}.image: an image is required")
+
+
+def static_pod_name(name: str, node_name: str) -> str:
+    """`<name>-<lower-cased node name>`, the kubelet's generatePodName for file pods."""
+    return f"{name}-{node_name.lower()}"
+
+
+def static_pod_uid(pod: Mapping[str, Any], path: str, node_name: str) -> str:
+    """Hex hash over the decoded object, `host:<node>` and `file:<path>` (applyDefaults).
+
+    The object is hashed in canonical JSON, so comments, key order and formatting do not
+    change the UID, while any change of content, path or node does.
+    """
+    hasher = hashlib.md5(usedforsecurity=False)
+    hasher.update(json.dumps(pod, sort_keys=True, separators=(",", ":")).encode())
+    hasher.update(f"host:{node_name}".encode())
+    hasher.update(f"file:{path}".encode())
+    return hasher.hexdigest()
+
+
+def apply_defaults(pod: Mapping[str, Any], path: str, node_name: str, now: datetime) -> dict[str, Any]:
+    """The kubelet's file-source defaults, on a copy of the decoded pod."""
+    result = copy.deepcopy(dict(pod))
+    meta = result["metadata"]
+    uid = meta.get("uid") or static_pod_uid(pod, path, node_name)
+    meta["uid"] = uid
+    meta["name"] = static_pod_name(meta["name"], node_name)
+    meta["namespace"] = meta.get("namespace") or "default"
+    annotations = dict(meta.get("annotations") or {})
+    annotations[CONFIG_HASH_ANNOTATION] = uid
+    annotations[CONFIG_SOURCE_ANNOTATION] = FILE_SOURCE
+    annotations[CONFIG_SEEN_ANNOTATION] = _rfc3339_nano(now)
+    meta["annotations"] = annotations
+    spec = result.setdefault("spec", {})
+    spec["nodeName"] = node_name
+    tolerations = list(spec.get("tolerations") or [])
+    if NO_EXECUTE_TOLERATION not in tolerations:
+        tolerations.append(dict(NO_EXECUTE_TOLERATION))
+    spec["tolerations"] = tolerations
+    result["status"] = {"phase": "Pending"}
+    return result
+
+
+def _rfc3339_nano(now: datetime) -> str:
+    """Go's RFC3339Nano in UTC: fractional seconds without trailing zeros."""
+    when = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
+    text = when.strftime("%Y-%m-%dT%H:%M:%S")
+    if when.microsecond:
+        text += "." + f"{when.microsecond:06d}".rstrip("0")
+    return text + "Z"
