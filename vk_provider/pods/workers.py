@@ -367,9 +367,10 @@ class PodWorkers:
             return None
         except RuntimeFailure as exc:
             log.warning("could not create the pod sandbox: %s", exc.message, extra={"pod": pod_ref(pod)})
-            self._recorder.event(
-                pod, "Warning", "FailedCreatePodSandBox", f"Failed to create pod sandbox: {exc.message}"
-            )
+            message = exc.message
+            if not message.startswith("Failed to create pod sandbox"):
+                message = f"Failed to create pod sandbox: {message}"
+            self._recorder.event(pod, "Warning", "FailedCreatePodSandBox", message)
             self._wake_in(work, _jitter(ERROR_RETRY_SECONDS))
             return None
         if state is None or state.sandbox is None:
