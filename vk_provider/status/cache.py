@@ -132,13 +132,13 @@ def normalize_status(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def semantic(value: Any) -> Any:
-    """Drop empty values (None, "", {}, []) recursively, as omitempty fields read back from the API."""
+    """Empty values (None, "", {}, []) as absent, recursively, as omitempty fields read back from the API."""
     if isinstance(value, Mapping):
         out = {k: semantic(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, "", {}, [])}
-    if isinstance(value, list | tuple):
-        return [semantic(v) for v in value]
-    return value
+        value = {k: v for k, v in out.items() if v is not None}
+    elif isinstance(value, list | tuple):
+        value = [semantic(v) for v in value]
+    return None if value in ("", {}, []) else value
 
 
 def status_equal_by_kubelet(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
