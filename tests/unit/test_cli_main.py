@@ -1,5 +1,6 @@
 """The `vk-provider` command line, called in-process (vk_provider.cli.main)."""
 
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -152,3 +153,14 @@ def test_run_hands_the_overridden_config_to_the_provider(
     assert config.node.name == "from-flag"
     assert config.kubernetes.kubeconfig == "/k"
     assert (config.logging.level, config.logging.format) == ("warning", "json")
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "vk_provider", "version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, f"vk-provider {__version__}\n")

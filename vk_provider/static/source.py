@@ -65,12 +65,12 @@ def scan(path: str, node_name: str, now: datetime, previous: Mapping[str, Pod]) 
     except FileNotFoundError:
         return ScanResult({}, [], missing=True)
     except OSError as exc:
-        return ScanResult({}, [BadManifest(path, f"cannot read the static pod path: {exc.strerror}")], False)
+        return ScanResult({}, [BadManifest(path, f"cannot read the static pod path: {exc}")], False)
     if stat.S_ISDIR(root_stat.st_mode):
         try:
             names = sorted(os.listdir(root))
         except OSError as exc:
-            return ScanResult({}, [BadManifest(path, f"cannot list the directory: {exc.strerror}")], False)
+            return ScanResult({}, [BadManifest(path, f"cannot list the directory: {exc}")], False)
         files = [root / n for n in names if not n.startswith(".") and n.endswith(MANIFEST_SUFFIXES)]
     else:
         files = [root]
@@ -133,6 +133,8 @@ class StaticPodSource:
         on_errors: ErrorsCallback,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        if not path:
+            raise ValueError("StaticPodSource needs a path (an empty staticPods.path turns static pods off)")
         self.path = path
         self.node_name = node_name
         self.relist_interval = relist_interval
