@@ -17,6 +17,7 @@ from vk_provider.status.generate import (
     format_time,
     generate_pod_status,
     get_phase,
+    need_to_reconcile_pod_readiness,
     pod_qos_class,
 )
 
@@ -501,3 +502,15 @@ def test_format_time() -> None:
         "2026-01-01T00:00:00Z"
     )
     assert format_time(datetime(2026, 1, 1, 0, 0, 1)) == "2026-01-01T00:00:01Z"
+
+
+def test_need_to_reconcile_pod_readiness() -> None:
+    gates = [{"conditionType": "example.com/gate"}]
+    pod = make_pod(containers=["a"], readinessGates=gates)
+    status = gen(pod, runtime(inst("a")))
+    pod["status"] = status
+    assert cond(status, "Ready")["reason"] == "ReadinessGatesNotReady"
+    assert not need_to_reconcile_pod_readiness(pod)
+    status["conditions"].append({"type": "example.com/gate", "status": "True"})
+    assert need_to_reconcile_pod_readiness(pod)
+    assert not need_to_reconcile_pod_readiness(make_pod(containers=["a"]))

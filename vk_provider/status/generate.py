@@ -280,6 +280,26 @@ def ready_condition(
     return _condition(READY, "True")
 
 
+def need_to_reconcile_pod_readiness(pod: Mapping[str, Any]) -> bool:
+    """The API pod's Ready condition disagrees with its readiness gates (`NeedToReconcilePodReadiness`).
+
+    Upstream: pkg/kubelet/status/generate.go. Pod workers resync such a pod on a status-only
+    (RECONCILE) update, so a readiness gate set by someone else reaches Ready.
+    """
+    spec = pod.get("spec") or {}
+    if not spec.get("readinessGates"):
+        return False
+    status = pod.get("status") or {}
+    conditions = status.get("conditions") or []
+    current = _find_condition(conditions, READY)
+    if current is None:
+        return False
+    statuses = list(status.get("initContainerStatuses") or []) + list(status.get("containerStatuses") or [])
+    expected = ready_condition(spec, conditions, statuses, status.get("phase", ""))
+    same_message = (current.get("message") or "") == expected.get("message", "")
+    return bool(current.get("status") != expected["status"] or not same_message)
+
+
 def initialized_condition(
     spec: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]] | None, phase: str
 ) -> dict[str, Any]:
