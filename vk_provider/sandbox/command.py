@@ -1,0 +1,297 @@
+"""The `vk-provider sandbox` subcommand: a local control plane plus N providers, on one machine.
+
+What lives here: `add_parser(subparsers)` (returns the parser), `run_sandbox(args) -> int`
+(the handler `cli.py` calls), `serve(args) -> int` (the same, as a coroutine), and
+`provider_config(...)`, which turns the user's `--config` file into one provider config per
+sandbox node. The control plane listens on 127.0.0.1 only, writes `<state-dir>/kubeconfig`, and
+the providers run as `python -m vk_provider run --config <state-dir>/providers/<node>.yaml`
+subprocesses. Ctrl-C or SIGTERM stops the providers, then the control plane; `--clean` also
+removes the providers' containers (label `io.vk-provider.node=<node>`).
+Must not: import the provider's internals; the sandbox meets the provider only through the
+command line, its config file and HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vk_provider.logging import get_logger, setup_logging
+from vk_provider.sandbox.pki import SandboxPKI
+
+log = get_logger("sandbox")
+
+DEFAULT_STATE_DIR = ".sandbox"
+NODE_PREFIX = "sandbox-"
+NODE_LABEL = "io.vk-provider.node"
+PROVIDER_STOP_SECONDS = 40.0
+
+
+class SandboxUsageError(Exception):
+    """A bad flag or --config file; reported on one line with exit code 2."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `sandbox` subcommand to `subparsers` (argparse's _SubParsersAction)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sandbox",
+        help="run a local Kubernetes control plane with virtual Docker nodes (no cluster needed)",
+        description=(
+            "Start the embedded control plane on 127.0.0.1, write STATE_DIR/kubeconfig and run one "
+            "provider per virtual node (sandbox-1, sandbox-2, ...) against the local Docker engine."
+        ),
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="kubeconfig, certificates, stored objects and provider configs (default: ./.sandbox)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="N", help="API port on 127.0.0.1 (default: any free)"
+    )
+    parser.add_argument(
+        "--nodes", type=int, default=1, metavar="N", help="number of virtual nodes (default: 1)"
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", help="provider configuration (YAML) applied to every sandbox node"
+    )
+    parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
+    parser.add_argument(
+        "--clean", action="store_true", help="on exit, remove the containers of the sandbox nodes"
+    )
+    parser.add_argument(
+        "--node-grace-seconds",
+        type=float,
+        default=50.0,
+        metavar="S",
+        help="node monitor grace period before a silent node goes Ready=Unknown (default: 50)",
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="enable fault injection and request counters (/debug/sandbox/...)",
+    )
+    parser.add_argument("--log-level", default="info", metavar="LEVEL", help="debug, info, warning or error")
+    return parser
+
+
+def run_sandbox(args: argparse.Namespace) -> int:
+    """Handler for `vk-provider sandbox`: runs until Ctrl-C or SIGTERM; returns the exit code."""
+    setup_logging(args.log_level, "text")
+    return asyncio.run(serve(args))
+
+
+def node_names(count: int) -> list[str]:
+    return [f"{NODE_PREFIX}{i}" for i in range(1, count + 1)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def load_user_config(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SandboxUsageError(f"--config {path}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SandboxUsageError(f"--config {path}: the top level must be a mapping")
+    return data
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    section = config.get(key)
+    if section is None:
+        section = config[key] = {}
+    if not isinstance(section, dict):
+        raise SandboxUsageError(f"--config: {key} must be a mapping")
+    return section
+
+
+def provider_config(
+    user: dict[str, Any], *, node: str, kubeconfig: Path, listen_port: int, ca_file: Path
+) -> dict[str, Any]:
+    """The user's config with what the sandbox decides filled in (camelCase keys as in
+    config.example.yaml): the node name, the API connection, a loopback kubelet address that the
+    sandbox's proxy dials, and the sandbox CA as the kubelet's client CA."""
+    config = copy.deepcopy(user)
+    node_section = _section(config, "node")
+    node_section["name"] = node
+    node_section["internalIP"] = "127.0.0.1"  # the proxy dials the node's InternalIP
+    _section(config, "kubernetes")["kubeconfig"] = str(kubeconfig)
+    server = _section(config, "kubeletServer")
+    server["listen"] = f"127.0.0.1:{listen_port}"
+    server["clientCAFile"] = str(ca_file)
+    # The sandbox serves no TokenReview/SubjectAccessReview: trust certificates of its CA.
+    server.setdefault("auth", "x509")
+    return config
+
+
+class _Providers:
+    """The provider subprocesses, one per sandbox node."""
+
+    def __init__(self) -> None:
+        self.procs: dict[str, asyncio.subprocess.Process] = {}
+
+    async def start(self, node: str, config_path: Path) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "vk_provider", "run", "--config", str(config_path)
+        )
+        self.procs[node] = proc
+        log.info("started provider for node %s (pid %d)", node, proc.pid, extra={"node": node})
+
+    async def stop(self) -> None:
+        for node, proc in self.procs.items():
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                log.info("stopping provider for node %s", node, extra={"node": node})
+        for node, proc in self.procs.items():
+            try:
+                await asyncio.wait_for(proc.wait(), PROVIDER_STOP_SECONDS)
+            except TimeoutError:
+                log.warning(
+                    "provider for node %s did not stop in time; killing it", node, extra={"node": node}
+                )
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+
+    async def watch_exits(self) -> None:
+        """Report providers that exit on their own (the control plane keeps running)."""
+
+        async def one(node: str, proc: asyncio.subprocess.Process) -> None:
+            code = await proc.wait()
+            log.warning("provider for node %s exited with code %s", node, code, extra={"node": node})
+
+        await asyncio.gather(*(one(n, p) for n, p in self.procs.items()))
+
+
+def remove_node_containers(nodes: list[str]) -> int:
+    """Remove every container labelled with one of `nodes` (blocking; run it in a thread)."""
+    import docker
+
+    client = docker.from_env()
+    removed = 0
+    try:
+        for node in nodes:
+            for container in client.containers.list(all=True, filters={"label": f"{NODE_LABEL}={node}"}):
+                with contextlib.suppress(docker.errors.NotFound):
+                    container.remove(force=True, v=True)
+                    removed += 1
+    finally:
+        client.close()
+    return removed
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    """Check the flags, create the state directory, read --config (blocking)."""
+    if args.nodes < 1 and not args.no_provider:
+        raise SandboxUsageError("--nodes must be at least 1")
+    user_config = load_user_config(args.config)
+    state_dir = Path(args.state_dir).resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return state_dir, user_config
+
+
+def write_provider_configs(
+    state_dir: Path, user_config: dict[str, Any], nodes: list[str], kubeconfig: Path
+) -> list[Path]:
+    """Write `<state_dir>/providers/<node>.yaml` for each node (blocking); returns the paths."""
+    ca_file = SandboxPKI(state_dir).ca_cert_path
+    config_dir = state_dir / "providers"
+    config_dir.mkdir(exist_ok=True)
+    paths = []
+    for node in nodes:
+        config = provider_config(
+            user_config, node=node, kubeconfig=kubeconfig, listen_port=_free_port(), ca_file=ca_file
+        )
+        path = config_dir / f"{node}.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+def _banner(url: str, kubeconfig: Path, nodes: list[str]) -> str:
+    lines = [
+        f"vk-provider sandbox: API server at {url}",
+        f"  kubeconfig: {kubeconfig}",
+        "  point kubectl at it:",
+        f"    export KUBECONFIG={kubeconfig}",
+        "    kubectl get nodes",
+    ]
+    if nodes:
+        lines.append(f"  nodes: {', '.join(nodes)}")
+    else:
+        lines.append("  no providers started (--no-provider)")
+    lines.append("  stop with Ctrl-C")
+    return "\n".join(lines)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Run the sandbox until SIGINT/SIGTERM. 0 on a clean stop, 1 if it cannot start, 2 on bad usage."""
+    from vk_provider.sandbox.server import SandboxServer
+
+    try:
+        state_dir, user_config = await asyncio.to_thread(_prepare, args)
+    except SandboxUsageError as exc:
+        print(f"vk-provider sandbox: {exc}", file=sys.stderr)
+        return 2
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+
+    server = SandboxServer(
+        host="127.0.0.1",
+        port=args.port,
+        state_dir=state_dir,
+        node_monitor_grace_seconds=args.node_grace_seconds,
+        debug=args.debug,
+    )
+    try:
+        await server.start()
+    except OSError as exc:
+        print(f"vk-provider sandbox: cannot start the API server: {exc}", file=sys.stderr)
+        return 1
+    kubeconfig = server.write_kubeconfig(state_dir / "kubeconfig")
+    nodes = [] if args.no_provider else node_names(args.nodes)
+    providers = _Providers()
+    watcher: asyncio.Task[None] | None = None
+    try:
+        if nodes:
+            paths = await asyncio.to_thread(write_provider_configs, state_dir, user_config, nodes, kubeconfig)
+            for node, path in zip(nodes, paths, strict=True):
+                await providers.start(node, path)
+            watcher = asyncio.create_task(providers.watch_exits())
+        print(_banner(server.url, kubeconfig, nodes), flush=True)
+        await stopping.wait()
+        log.info("stopping the sandbox")
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        await providers.stop()
+        await server.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    if args.clean and nodes:
+        removed = await asyncio.to_thread(remove_node_containers, nodes)
+        log.info("removed %d container(s) of %s", removed, ", ".join(nodes))
+    return 0
