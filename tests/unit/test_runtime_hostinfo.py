@@ -1,3 +1,7 @@
+import pytest
+
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.docker.engine import engine_url
 from vk_provider.runtime.docker.hostinfo import goarch, runtime_info
 
 
@@ -26,3 +30,11 @@ def test_goarch_spelling() -> None:
     assert goarch("aarch64") == "arm64"
     assert goarch("armv7l") == "arm"
     assert goarch("s390x") == "s390x"
+
+
+def test_engine_url_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    assert engine_url(DockerConfig()) == "unix:///var/run/docker.sock"
+    monkeypatch.setenv("DOCKER_HOST", "tcp://10.0.0.1:2376")
+    assert engine_url(DockerConfig()) == "tcp://10.0.0.1:2376"
+    assert engine_url(DockerConfig(host="ssh://user@box")) == "ssh://user@box"

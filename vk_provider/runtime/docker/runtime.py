@@ -203,10 +203,7 @@ class DockerRuntime:
 
     async def _sandbox_state(self, container_id: str) -> PodSandboxState | None:
         inspect = await self._inspect(container_id)
-        return None if inspect is None else lb.sandbox_from_inspect(inspect, self._network_name())
-
-    def _network_name(self) -> str:
-        return self.config.network
+        return None if inspect is None else lb.sandbox_from_inspect(inspect, self.config.network)
 
     async def _pod_from_rows(self, uid: str, rows: list[dict[str, Any]]) -> PodRuntimeState:
         labels0 = rows[0].get("Labels") or {}
