@@ -86,7 +86,9 @@ async def started(
 
 
 async def test_scan_reports_good_pods_and_every_kind_of_bad_file(
-    tmp_path: Path, started: Callable[..., Awaitable[tuple[StaticPodSource, Recorder]]]
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    started: Callable[..., Awaitable[tuple[StaticPodSource, Recorder]]],
 ) -> None:
     (tmp_path / "good.yaml").write_text(manifest("good"))
     (tmp_path / "also-good.json").write_text(manifest("other"))
@@ -124,6 +126,9 @@ async def test_scan_reports_good_pods_and_every_kind_of_bad_file(
     assert bad["dangling.yaml"] == "cannot read: No such file or directory"
     assert bad["huge.yaml"].startswith("file is larger than")
     assert all(b.path.startswith(str(tmp_path)) for b in rec.errors[-1])
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"static pod manifest {tmp_path / 'noname.yml'}: metadata.name is missing" in warnings
+    assert len(warnings) == len(bad)
 
 
 async def test_changes_are_seen_through_notifications(

@@ -5,9 +5,9 @@ What lives here: `StaticPodSource`, which scans the configured path (a directory
 watchfiles and re-reads it every `relist_interval` seconds, and hands the complete set of
 good static pods (`dict[uid, pod]`) to an async callback whenever that set changes; and
 `BadManifest`, one file that could not become a pod, delivered as the complete current
-list to a second callback whenever that list changes. Also `scan`, the blocking scan
-itself (run in a thread). Must not: start containers, talk to the apiserver, or stop on a
-bad file: the other files keep their pods.
+list to a second callback whenever that list changes (each newly bad file is also logged
+as a warning). Also `scan`, the blocking scan itself (run in a thread). Must not: start
+containers, talk to the apiserver, or stop on a bad file: the other files keep their pods.
 
 Upstream: pkg/kubelet/config/file.go and file_linux.go (listing, 10 MiB limit, dot-files
 skipped, watch restart backoff 1 s to 20 s).
@@ -188,6 +188,9 @@ class StaticPodSource:
                 self._delivered = True
                 await self._deliver(self._on_pods, dict(result.pods))
             if result.bad != self._bad:
+                for bad in result.bad:
+                    if bad not in self._bad:
+                        log.warning("static pod manifest %s: %s", bad.path, bad.reason)
                 self._bad = result.bad
                 await self._deliver(self._on_errors, list(result.bad))
 
