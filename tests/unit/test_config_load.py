@@ -1,5 +1,6 @@
 """Loading and strict validation of the configuration (vk_provider.config_load)."""
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,29 @@ def test_overrides_apply_and_validate() -> None:
         apply_overrides(Config(), node_name="UPPER")
     with pytest.raises(ConfigError, match=r"^command line: --log-format: expected one of text, json"):
         apply_overrides(Config(), log_format="xml")
+
+
+def test_every_key_of_the_example_has_a_comment_with_its_default() -> None:
+    leaves = set(_flatten(effective_config(Config())))
+    stack: list[tuple[int, str]] = []
+    lines = EXAMPLE.read_text().splitlines()
+    documented: set[str] = set()
+    for number, line in enumerate(lines):
+        match = re.match(r"^( *)([A-Za-z][\w-]*):", line)
+        if not match:
+            continue
+        indent, key = len(match[1]), match[2]
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = ".".join([k for _, k in stack] + [key])
+        stack.append((indent, key))
+        if path not in leaves:
+            continue
+        comment: list[str] = []
+        for above in reversed(lines[:number]):
+            if not above.strip().startswith("#"):
+                break
+            comment.append(above)
+        assert any("Default:" in c for c in comment), f"{path} needs a comment with its default"
+        documented.add(path)
+    assert documented == leaves
