@@ -12,9 +12,11 @@ than the one it is asked to load.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -91,9 +93,9 @@ def _join(path: str, key: str) -> str:
 # --- value kinds: parse a YAML value into the dataclass value, and dump it back -----------------
 
 
-class _Kind:
-    def parse(self, value: Any, path: str) -> Any:
-        raise NotImplementedError
+class _Kind(abc.ABC):
+    @abc.abstractmethod
+    def parse(self, value: Any, path: str) -> Any: ...
 
     def dump(self, value: Any) -> Any:
         return value
@@ -106,20 +108,16 @@ class _Bool(_Kind):
         return value
 
 
-class _Int(_Kind):
-    def __init__(self, minimum: int = 1) -> None:
-        self.minimum = minimum
-
+class _PositiveInt(_Kind):
     def parse(self, value: Any, path: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
-            wanted = "a positive integer" if self.minimum == 1 else f"an integer >= {self.minimum}"
-            raise _Invalid(path, f"expected {wanted}, got {_show(value)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _Invalid(path, f"expected a positive integer, got {_show(value)}")
         return value
 
 
 class _PositiveNumber(_Kind):
     def parse(self, value: Any, path: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
             raise _Invalid(path, f"expected a positive number, got {_show(value)}")
         return float(value)
 
@@ -172,22 +170,16 @@ class _Quantity(_Kind):
     def parse(self, value: Any, path: str) -> str:
         if self.allow_auto and value == "auto":
             return "auto"
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            text = str(value)
-        elif isinstance(value, str):
-            text = value
-        else:
-            text = None
+        text = str(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else ""
         try:
-            ok = text is not None and parse_quantity(text) >= 0
+            valid = parse_quantity(text) >= 0
         except ValueError:
-            ok = False
-        if not ok:
+            valid = False
+        if not valid:
             auto = " or 'auto'" if self.allow_auto else ""
             raise _Invalid(
                 path, f"expected a Kubernetes quantity like '500m', '16Gi' or '4'{auto}, got {_show(value)}"
             )
-        assert text is not None
         return text
 
 
@@ -407,7 +399,7 @@ _SCHEMA = _Section(
                     ),
                     ("providerID", "provider_id", _Str()),
                     ("internalIP", "internal_ip", _Str(_ip_problem)),
-                    ("leaseDurationSeconds", "lease_duration_seconds", _Int()),
+                    ("leaseDurationSeconds", "lease_duration_seconds", _PositiveInt()),
                     ("statusReportInterval", "status_report_interval", _Duration()),
                     ("cordonOnShutdown", "cordon_on_shutdown", _Bool()),
                 ],
@@ -421,7 +413,7 @@ _SCHEMA = _Section(
                 [
                     ("kubeconfig", "kubeconfig", _Str()),
                     ("qps", "qps", _PositiveNumber()),
-                    ("burst", "burst", _Int()),
+                    ("burst", "burst", _PositiveInt()),
                 ],
             ),
         ),
@@ -432,7 +424,7 @@ _SCHEMA = _Section(
                 DockerConfig,
                 [
                     ("host", "host", _Str(_docker_host_problem)),
-                    ("maxConcurrency", "max_concurrency", _Int()),
+                    ("maxConcurrency", "max_concurrency", _PositiveInt()),
                     ("network", "network", _Str(_nonempty)),
                     ("sandboxImage", "sandbox_image", _Str(_nonempty)),
                     (
@@ -459,7 +451,7 @@ _SCHEMA = _Section(
             _Section(
                 PodsConfig,
                 [
-                    ("maxConcurrentSyncs", "max_concurrent_syncs", _Int()),
+                    ("maxConcurrentSyncs", "max_concurrent_syncs", _PositiveInt()),
                     ("resyncInterval", "resync_interval", _Duration()),
                 ],
             ),
