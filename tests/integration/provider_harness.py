@@ -1,0 +1,235 @@
+"""Integration harness: the sandbox control plane plus the provider for one unique node.
+
+What lives here: `ProviderHarness`, which starts an in-process `SandboxServer` (debug
+counters on), writes its kubeconfig, and runs the provider for the test's node either
+in-process (`start_provider` / `stop_provider`, the app's `Provider`) or as a real
+`python -m vk_provider run` subprocess (`start_provider_process` / `kill_provider_process`,
+for kill -9 tests). It also acts as the user: create, get, delete and wait for pods,
+read Events and the sandbox's request counters, all over the API.
+Must not: reach into the provider's internals to decide a test's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from vk_provider.sandbox.server import SandboxServer
+
+from vk_provider.app import Provider
+from vk_provider.config import (
+    Config,
+    DockerConfig,
+    KubernetesConfig,
+    NodeConfig,
+    PodsConfig,
+    StatusConfig,
+)
+from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+
+BUSYBOX = "vk-test/busybox:1"
+PAUSE = "vk-test/pause:1"
+NAMESPACE = "default"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"nodeName": node, "containers": containers, **spec},
+    }
+
+
+def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    status = pod.get("status") or {}
+    for item in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if item.get("name") == name:
+            return dict(item)
+    return {}
+
+
+def waiting_reason(pod: dict[str, Any], name: str) -> str:
+    return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
+
+
+def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
+    for item in (pod.get("status") or {}).get("conditions") or []:
+        if item.get("type") == type_:
+            return dict(item)
+    return {}
+
+
+class ProviderHarness:
+    def __init__(self, node_name: str, workdir: Path, *, sync_period: float = 10.0) -> None:
+        self.node_name = node_name
+        self.workdir = workdir
+        self.sync_period = sync_period
+        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox")
+        self.kubeconfig = workdir / "kubeconfig"
+        self.client: KubeClient | None = None
+        self.provider: Provider | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, node_name: str, workdir: Path, **kw: Any) -> AsyncIterator[ProviderHarness]:
+        """The sandbox and an in-process provider; everything is stopped afterwards."""
+        harness = cls(node_name, workdir, **kw)
+        await harness.start_sandbox()
+        try:
+            await harness.start_provider()
+            yield harness
+        finally:
+            await harness.close()
+
+    def config(self) -> Config:
+        return Config(
+            node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
+            kubernetes=KubernetesConfig(kubeconfig=str(self.kubeconfig)),
+            docker=DockerConfig(sandbox_image=PAUSE),
+            pods=PodsConfig(resync_interval=60.0),
+            status=StatusConfig(sync_period=self.sync_period),
+        )
+
+    async def start_sandbox(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        await self.server.start()
+        self.server.write_kubeconfig(self.kubeconfig)
+        self.client = await make_kube_client(KubernetesConfig(kubeconfig=str(self.kubeconfig)))
+
+    async def start_provider(self) -> None:
+        self.provider = Provider(self.config())
+        await self.provider.start()
+
+    async def stop_provider(self) -> None:
+        if self.provider is not None:
+            await self.provider.stop()
+            self.provider = None
+
+    def start_provider_process(self) -> None:
+        """The provider as `python -m vk_provider run` in its own process (logs in workdir)."""
+        cfg = {
+            "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
+            "kubernetes": {"kubeconfig": str(self.kubeconfig)},
+            "docker": {"sandboxImage": PAUSE},
+            "status": {"syncPeriod": f"{self.sync_period:g}s"},
+            "logging": {"level": "info"},
+        }
+        path = self.workdir / "provider.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        log = (self.workdir / "provider.log").open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vk_provider", "run", "--config", str(path)],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+    def kill_provider_process(self) -> None:
+        """kill -9: no clean-up of any kind."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def provider_log(self) -> str:
+        path = self.workdir / "provider.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    async def close(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=15)
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process = None
+        await self.stop_provider()
+        if self.client is not None:
+            await self.client.close()
+        await self.server.stop()
+
+    # -- acting as the user ------------------------------------------------------------------
+
+    @property
+    def api(self) -> KubeClient:
+        assert self.client is not None
+        return self.client
+
+    def manifest(self, name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+        return pod_manifest(name, self.node_name, containers, **spec)
+
+    async def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        namespace = manifest["metadata"].get("namespace", NAMESPACE)
+        return await self.api.create(f"/api/v1/namespaces/{namespace}/pods", manifest)
+
+    async def create_object(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.api.create(f"/api/v1/namespaces/{NAMESPACE}/{plural}", obj)
+
+    async def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}")
+        except ApiStatusError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def delete(self, name: str, grace: int | None = None) -> None:
+        body = {"gracePeriodSeconds": grace} if grace is not None else None
+        await self.api.delete(f"/api/v1/namespaces/{NAMESPACE}/pods/{name}", body)
+
+    async def wait_for(
+        self, name: str, predicate: Callable[[dict[str, Any]], bool], within: float = 60.0
+    ) -> dict[str, Any]:
+        """Poll the pod until `predicate(pod)` holds; fail with the last pod seen."""
+        deadline = time.monotonic() + within
+        pod: dict[str, Any] | None = None
+        while time.monotonic() < deadline:
+            pod = await self.get(name)
+            if pod is not None and predicate(pod):
+                return pod
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"pod {name} did not reach the expected state in {within}s; last: {pod}")
+
+    async def wait_gone(self, name: str, within: float = 60.0) -> float:
+        """Poll until the pod is gone from the API; return when (monotonic)."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if await self.get(name) is None:
+                return time.monotonic()
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"pod {name} still exists after {within}s: {await self.get(name)}")
+
+    async def events(self, name: str) -> list[dict[str, Any]]:
+        answer = await self.api.get(
+            f"/api/v1/namespaces/{NAMESPACE}/events",
+            {"fieldSelector": f"involvedObject.name={name}"},
+        )
+        return list(answer.get("items") or [])
+
+    async def wait_event(self, name: str, reason: str, within: float = 60.0) -> dict[str, Any]:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            for event in await self.events(name):
+                if event.get("reason") == reason:
+                    return event
+            await asyncio.sleep(0.3)
+        raise AssertionError(f"no {reason} event for pod {name}: {await self.events(name)}")
+
+    async def counters(self) -> dict[str, Any]:
+        answer = await self.api.get("/debug/sandbox/counters")
+        return dict(answer)

@@ -1,0 +1,179 @@
+"""Pods on real Docker driven through the sandbox API, as a user would: the issue 5 "Must show" list.
+
+Each test runs the sandbox control plane and the provider in-process for a unique node
+(tests/integration/provider_harness.py); containers carry that node's label and are
+removed by the `node_name` fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.integration.provider_harness import (
+    BUSYBOX,
+    ProviderHarness,
+    condition,
+    container_status,
+    waiting_reason,
+)
+
+pytestmark = pytest.mark.docker
+HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]
+POLITE = "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.2; done"
+
+
+@pytest.fixture
+async def harness(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[ProviderHarness]:
+    async with ProviderHarness.running(node_name, tmp_path) as h:
+        yield h
+
+
+def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+async def test_init_then_two_app_containers_share_localhost_and_serve_on_the_pod_ip(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    await harness.create(
+        harness.manifest(
+            "web",
+            [
+                sh("loop", "while true; do wget -qO- http://localhost:8080/ && echo reached; sleep 1; done"),
+                {
+                    "name": "httpd",
+                    "image": BUSYBOX,
+                    "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
+                },
+            ],
+            initContainers=[sh("init", "sleep 3")],
+        )
+    )
+    pending = await harness.wait_for(
+        "web", lambda p: phase(p) == "Pending" and waiting_reason(p, "httpd") == "PodInitializing"
+    )
+    assert condition(pending, "Initialized")["status"] == "False"
+    running = await harness.wait_for(
+        "web",
+        lambda p: (
+            phase(p) == "Running"
+            and container_status(p, "loop").get("ready") is True
+            and container_status(p, "httpd").get("ready") is True
+        ),
+    )
+    assert condition(running, "Ready")["status"] == "True"
+    assert container_status(running, "init")["state"]["terminated"]["reason"] == "Completed"
+    pod_ip = running["status"]["podIP"]
+    async with aiohttp.ClientSession() as session, session.get(f"http://{pod_ip}:8080/") as answer:
+        assert answer.status == 200
+        assert "hello" in await answer.text()
+    loop_id = container_status(running, "loop")["containerID"].removeprefix("docker://")
+    deadline = time.monotonic() + 30
+    logs = b""
+    while time.monotonic() < deadline and b"reached" not in logs:
+        await asyncio.sleep(0.5)
+        logs = docker_client.containers.get(loop_id).logs()
+    assert b"reached" in logs, logs
+
+
+async def test_never_exit_1_fails_and_on_failure_exit_0_succeeds(harness: ProviderHarness) -> None:
+    await harness.create(harness.manifest("fails", [sh("main", "exit 1")], restartPolicy="Never"))
+    await harness.create(harness.manifest("works", [sh("main", "exit 0")], restartPolicy="OnFailure"))
+    failed = await harness.wait_for("fails", lambda p: phase(p) == "Failed")
+    terminated = container_status(failed, "main")["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+    assert container_status(failed, "main")["restartCount"] == 0
+    succeeded = await harness.wait_for("works", lambda p: phase(p) == "Succeeded")
+    assert container_status(succeeded, "main")["state"]["terminated"]["reason"] == "Completed"
+
+
+async def test_delete_is_done_as_soon_as_containers_stop_and_sigkill_after_grace(
+    harness: ProviderHarness,
+) -> None:
+    await harness.create(
+        harness.manifest(
+            "polite", [sh("main", "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.2; done")]
+        )
+    )
+    await harness.create(
+        harness.manifest(
+            "stubborn",
+            [sh("main", "trap '' TERM; while true; do sleep 0.2; done")],
+            terminationGracePeriodSeconds=3,
+        )
+    )
+    for name in ("polite", "stubborn"):
+        await harness.wait_for(name, lambda p: phase(p) == "Running")
+    began = time.monotonic()
+    await harness.delete("polite")  # default grace: 30 s
+    gone = await harness.wait_gone("polite", within=25)
+    assert gone - began < 25  # well before the 30 s grace period
+    began = time.monotonic()
+    await harness.delete("stubborn")
+    gone = await harness.wait_gone("stubborn", within=30)
+    assert gone - began >= 2.5  # SIGKILL only when the 3 s grace period ran out
+    killing = await harness.wait_event("stubborn", "Killing")
+    assert killing["message"] == "Stopping container main"
+
+
+async def test_errors_become_status_while_other_pods_keep_running(harness: ProviderHarness) -> None:
+    await harness.create(harness.manifest("steady", [sh("main", "sleep 3600")]))
+    steady = await harness.wait_for("steady", lambda p: phase(p) == "Running")
+    steady_id = container_status(steady, "main")["containerID"]
+    await harness.create_object(
+        "configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}},
+    )
+    await harness.create(
+        harness.manifest("noimage", [{"name": "main", "image": "127.0.0.1:1/vk-test/missing:1"}])
+    )
+    env = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "missing"}}}]
+    await harness.create(harness.manifest("nokey", [sh("main", "sleep 3600", env=env)]))
+    await harness.wait_for("noimage", lambda p: waiting_reason(p, "main") == "ErrImagePull")
+    await harness.wait_for("noimage", lambda p: waiting_reason(p, "main") == "ImagePullBackOff")
+    failed = await harness.wait_event("noimage", "Failed")
+    assert failed["type"] == "Warning"
+    await harness.wait_event("noimage", "BackOff")
+    nokey = await harness.wait_for(
+        "nokey", lambda p: waiting_reason(p, "main") == "CreateContainerConfigError"
+    )
+    waiting = container_status(nokey, "main")["state"]["waiting"]
+    assert waiting["message"] == "couldn't find key missing in ConfigMap default/cfg"
+    steady = await harness.wait_for("steady", lambda p: phase(p) == "Running")
+    assert container_status(steady, "main")["containerID"] == steady_id
+    assert container_status(steady, "main")["restartCount"] == 0
+
+
+async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness) -> None:
+    await harness.create(harness.manifest("crashy", [sh("main", "exit 3")]))
+    seen: dict[int, float] = {}
+    saw_backoff = False
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and 2 not in seen:
+        pod = await harness.get("crashy")
+        assert pod is not None
+        count = int(container_status(pod, "main").get("restartCount") or 0)
+        seen.setdefault(count, time.monotonic())
+        saw_backoff = saw_backoff or waiting_reason(pod, "main") == "CrashLoopBackOff"
+        await asyncio.sleep(0.2)
+    assert 1 in seen and 2 in seen, seen
+    assert saw_backoff
+    assert seen[2] - seen[1] >= 8  # the 10 s back-off before the second restart (lower bound)
+    pod = await harness.get("crashy")
+    assert pod is not None
+    assert container_status(pod, "main")["lastState"]["terminated"]["exitCode"] == 3
+    backoff = await harness.wait_event("crashy", "BackOff")
+    assert backoff["message"].startswith("Back-off restarting failed container main in pod crashy_default(")

@@ -1,0 +1,75 @@
+"""Restart safety (issue 5 item 6): kill -9 of the provider, then a restart adopts what runs.
+
+The provider runs as a real `python -m vk_provider run` process so that SIGKILL leaves no
+chance for clean-up; the second run is the in-process provider of the harness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+
+pytestmark = pytest.mark.docker
+POD_UID_LABEL = "io.vk-provider.pod.uid"
+
+
+def sh(name: str, script: str) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script]}
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    harness = ProviderHarness(node_name, tmp_path)
+    await harness.start_sandbox()
+    try:
+        harness.start_provider_process()
+        names = [f"keep-{i}" for i in range(3)]
+        for name in names:
+            await harness.create(harness.manifest(name, [sh("main", "sleep 3600")]))
+        await harness.create(harness.manifest("gone", [sh("main", "sleep 3600")]))
+        await harness.create(harness.manifest("done", [sh("main", "exit 0")], restartPolicy="Never"))
+        before: dict[str, dict[str, Any]] = {}
+        for name in [*names, "gone"]:
+            before[name] = await harness.wait_for(name, lambda p: phase(p) == "Running", within=90)
+        done = await harness.wait_for("done", lambda p: phase(p) == "Succeeded", within=90)
+
+        harness.kill_provider_process()
+        gone_uid = before["gone"]["metadata"]["uid"]
+        await harness.delete("gone", grace=0)
+        assert docker_client.containers.list(all=True, filters={"label": f"{POD_UID_LABEL}={gone_uid}"})
+
+        await harness.start_provider()
+        for name in names:
+            pod = await harness.wait_for(name, lambda p: phase(p) == "Running")
+            old, new = container_status(before[name], "main"), container_status(pod, "main")
+            assert new["containerID"] == old["containerID"]
+            assert new["restartCount"] == old["restartCount"] == 0
+            assert new["state"]["running"]["startedAt"] == old["state"]["running"]["startedAt"]
+            assert pod["status"]["startTime"] == before[name]["status"]["startTime"]
+        done_uid = done["metadata"]["uid"]
+        for _ in range(50):
+            leftovers = docker_client.containers.list(
+                all=True, filters={"label": f"{POD_UID_LABEL}={gone_uid}"}
+            )
+            if not leftovers:
+                break
+            await asyncio.sleep(0.2)
+        assert not leftovers, "containers of the pod deleted while the provider was down are removed"
+        ran = docker_client.containers.list(
+            all=True, filters={"label": [f"{POD_UID_LABEL}={done_uid}", "io.vk-provider.role=app"]}
+        )
+        assert len(ran) == 1, "a completed pod's containers are never re-run"
+        after_done = await harness.get("done")
+        assert after_done is not None and phase(after_done) == "Succeeded"
+    finally:
+        await harness.close()
