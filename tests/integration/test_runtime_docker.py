@@ -20,6 +20,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
+    ContainerStartError,
     ImagePullError,
     PodSandboxState,
     PodSpecRefused,
@@ -441,3 +442,17 @@ async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: Do
     assert "from-writer" in text
     body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{host_port}/")
     assert "hello from vk-test/busybox" in body
+
+
+async def test_start_failure_raises_and_shows_as_failed_run(runtime: DockerRuntime) -> None:
+    pod = make_pod("nostart", [container("app", "/does-not-exist")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    with pytest.raises(ContainerStartError) as info:
+        await start(runtime, pod, sandbox, 0)
+    assert info.value.reason == "RunContainerError"
+    assert "/does-not-exist" in info.value.message
+    state = await runtime.pod_state(pod["metadata"]["uid"])
+    assert state is not None
+    failed = state.latest("app")
+    assert failed is not None and failed.state == ContainerRunState.EXITED
+    assert failed.exit_code == 127 and "/does-not-exist" in failed.error

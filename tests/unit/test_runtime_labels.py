@@ -79,3 +79,15 @@ def test_sandbox_from_inspect_takes_ip_of_configured_network() -> None:
 def test_ownership_is_by_node_label() -> None:
     assert lb.is_owned({"io.vk-provider.node": "a", "io.vk-provider.pod.uid": "u"}, "a")
     assert not lb.is_owned({"io.vk-provider.node": "b", "io.vk-provider.pod.uid": "u"}, "a")
+
+
+def test_container_that_could_not_start_is_a_failed_run() -> None:
+    inspect = {
+        "Id": "abc",
+        "Config": {"Labels": lb.container_labels("n", POD, "app", ContainerRole.APP, 0, "b", "")},
+        "State": {"Status": "created", "ExitCode": 127, "Error": 'exec: "/nope": no such file or directory'},
+    }
+    inst = lb.instance_from_inspect(inspect)
+    assert inst.state == ContainerRunState.EXITED
+    assert inst.exit_code == 127
+    assert "no such file" in inst.error

@@ -130,11 +130,20 @@ def attempt_of(labels: Mapping[str, str]) -> int:
 
 
 def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str = "") -> ContainerInstance:
-    """A container instance from `docker inspect`; the labels say which pod container it is."""
+    """A container instance from `docker inspect`; the labels say which pod container it is.
+
+    A container the engine created but could not start is reported EXITED with the engine's
+    exit code (127, 126...) and its `error`, as the kubelet's ContainerCannotRun.
+    """
     config = inspect.get("Config") or {}
     labels: Mapping[str, str] = config.get("Labels") or {}
     state = inspect.get("State") or {}
     run_state = _run_state(state)
+    exit_code = int(state.get("ExitCode") or 0)
+    if run_state == ContainerRunState.CREATED and state.get("Error"):
+        # It could not start (exec format, missing binary...) and never will: a failed run.
+        run_state = ContainerRunState.EXITED
+        exit_code = exit_code or 128
     exited = run_state == ContainerRunState.EXITED
     return ContainerInstance(
         name=labels.get(CONTAINER_NAME, ""),
@@ -147,7 +156,7 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
         created_at=parse_time(inspect.get("Created")),
         started_at=parse_time(state.get("StartedAt")),
         finished_at=parse_time(state.get("FinishedAt")) if exited else None,
-        exit_code=int(state.get("ExitCode", 0)) if exited else None,
+        exit_code=exit_code if exited else None,
         oom_killed=bool(state.get("OOMKilled", False)),
         error=str(state.get("Error", "")),
         termination_message=termination_message,

@@ -179,7 +179,7 @@ class DockerRuntime:
         message = ""
         path = labels.get(lb.TERMINATION_MESSAGE_FILE)
         state = str((inspect.get("State") or {}).get("Status", ""))
-        exited = state in ("exited", "dead")
+        exited = state in ("exited", "dead") or bool((inspect.get("State") or {}).get("Error"))
         if path and exited:
             message = await self._engine.call(_read_message, path)
         exit_code = int((inspect.get("State") or {}).get("ExitCode") or 0)
