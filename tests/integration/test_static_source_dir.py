@@ -231,3 +231,21 @@ async def test_a_failing_callback_does_not_stop_the_source(tmp_path: Path) -> No
         await rec.wait(lambda: rec.names() == {"a-node-a", "b-node-a"}, "the next change")
     finally:
         await asyncio.wait_for(src.stop(), 10)
+
+
+async def test_a_removed_and_recreated_directory_is_followed(
+    tmp_path: Path, started: Callable[..., Awaitable[tuple[StaticPodSource, Recorder]]]
+) -> None:
+    path = tmp_path / "manifests"
+    path.mkdir()
+    (path / "a.yaml").write_text(manifest("a"))
+    _, rec = await started(path)  # notifications only
+    assert rec.names() == {"a-node-a"}
+    (path / "a.yaml").unlink()
+    path.rmdir()
+    await rec.wait(lambda: rec.snapshots[-1] == {}, "the pods of the removed directory to go")
+    path.mkdir()
+    (path / "b.yaml").write_text(manifest("b"))
+    await rec.wait(lambda: rec.names() == {"b-node-a"}, "the pod in the recreated directory")
+    (path / "c.yaml").write_text(manifest("c"))
+    await rec.wait(lambda: rec.names() == {"b-node-a", "c-node-a"}, "a later file in the recreated directory")
