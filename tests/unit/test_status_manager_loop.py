@@ -1,0 +1,262 @@
+"""StatusManager control flow over an in-memory apiserver double: doorbell, versions, static pods, deletes.
+
+The double keeps pods by namespace/name, applies strategic merge patches with the sandbox's
+patch engine, and checks `metadata.uid` in a patch and `preconditions.uid` in a delete like the
+apiserver. The real apiserver behaviour is covered by tests/integration/test_status_manager*.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping
+from typing import Any, cast
+
+import pytest
+
+from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.sandbox.patch import strategic_merge
+from vk_provider.status.manager import StatusManager
+
+NODE_IP = "10.0.0.7"
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.fail_next: list[int] = []
+
+    def add(self, pod: dict[str, Any]) -> None:
+        self.pods[pod["metadata"]["name"]] = pod
+
+    def _pod(self, path: str) -> dict[str, Any]:
+        name = path.split("/")[6]
+        if name not in self.pods:
+            raise ApiStatusError(404, "NotFound", f'pods "{name}" not found')
+        return self.pods[name]
+
+    def _maybe_fail(self) -> None:
+        if self.fail_next:
+            code = self.fail_next.pop(0)
+            raise ApiStatusError(code, "Conflict" if code == 409 else "InternalError", "injected")
+
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.requests.append(("GET", path))
+        return copy.deepcopy(self._pod(path))
+
+    async def patch(self, path: str, body: dict[str, Any], patch_type: str = "strategic") -> dict[str, Any]:
+        self.requests.append(("PATCH", path))
+        self._maybe_fail()
+        pod = self._pod(path)
+        if body.get("metadata", {}).get("uid") not in (None, pod["metadata"]["uid"]):
+            raise ApiStatusError(409, "Conflict", "Precondition failed: UID in precondition")
+        merged = strategic_merge(pod, {"status": body["status"]}, kind="Pod", api_version="v1")
+        self.pods[pod["metadata"]["name"]] = merged
+        return copy.deepcopy(merged)
+
+    async def delete(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.requests.append(("DELETE", path))
+        pod = self._pod(path)
+        assert body is not None and body["gracePeriodSeconds"] == 0
+        if body["preconditions"]["uid"] != pod["metadata"]["uid"]:
+            raise ApiStatusError(409, "Conflict", "Precondition failed: UID in precondition")
+        del self.pods[pod["metadata"]["name"]]
+        return {}
+
+    def count(self, method: str) -> int:
+        return sum(1 for m, _ in self.requests if m == method)
+
+
+def make_pod(name: str = "p", uid: str = "uid-1", **annotations: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": uid, "annotations": dict(annotations)},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "x"}]},
+        "status": {"phase": "Pending", "qosClass": "BestEffort"},
+    }
+
+
+def running_status(ready: bool = True) -> dict[str, Any]:
+    flag = "True" if ready else "False"
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Initialized", "status": "True"},
+            {"type": "Ready", "status": flag},
+            {"type": "ContainersReady", "status": flag},
+            {"type": "PodScheduled", "status": "True"},
+        ],
+        "hostIP": NODE_IP,
+        "podIP": "172.17.0.2",
+        "containerStatuses": [
+            {
+                "name": "a",
+                "state": {"running": {"startedAt": "2026-11-30T00:00:00Z"}},
+                "lastState": {},
+                "ready": ready,
+                "restartCount": 0,
+                "image": "x",
+                "imageID": "",
+                "containerID": "docker://c1",
+                "started": True,
+            }
+        ],
+        "qosClass": "BestEffort",
+    }
+
+
+def succeeded_status() -> dict[str, Any]:
+    status = running_status(ready=False)
+    status["phase"] = "Succeeded"
+    status["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    status["containerStatuses"][0]["started"] = False
+    return status
+
+
+def manager(api: FakeApi, mirrors: Mapping[str, str] | None = None) -> StatusManager:
+    table = mirrors if mirrors is not None else {}
+    return StatusManager(
+        cast(KubeClient, api),
+        sync_period=3600,
+        mirror_uid=lambda pod: table.get(pod["metadata"]["uid"]),
+    )
+
+
+async def test_same_status_twice_writes_once_and_full_pass_is_quiet() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    sm.set_pod_status(make_pod(), running_status())
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    await sm.sync_batch(full=False)
+    await sm.sync_batch(full=True)
+    assert api.count("PATCH") == 1 and sm.counters.writes == 1
+    assert api.pods["p"]["status"]["phase"] == "Running"
+
+
+async def test_doorbell_wakes_the_loop() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    await sm.start()
+    try:
+        sm.set_pod_status(make_pod(), running_status())
+        for _ in range(200):
+            if api.count("PATCH"):
+                break
+            await asyncio.sleep(0.01)
+        assert api.pods["p"]["status"]["phase"] == "Running"
+    finally:
+        await sm.stop()
+
+
+async def test_errors_are_retried_on_the_next_pass() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    api.fail_next = [409, 500]
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    await sm.sync_batch(full=True)
+    assert (sm.counters.conflicts, sm.counters.errors, sm.counters.writes) == (1, 1, 0)
+    await sm.sync_batch(full=True)
+    assert sm.counters.writes == 1
+    assert api.pods["p"]["status"]["phase"] == "Running"
+
+
+async def test_foreign_ready_edit_is_repaired_by_full_pass_only() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    ready = next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")
+    ready["status"] = "False"
+    await sm.sync_batch(full=False)
+    assert ready["status"] == "False"
+    await sm.sync_batch(full=True)
+    fixed = next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")
+    assert fixed["status"] == "True"
+
+
+async def test_terminal_phase_withheld_while_a_container_runs() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    status = running_status()
+    status["phase"] = "Failed"
+    sm.set_pod_status(make_pod(), status)
+    await sm.sync_batch(full=False)
+    assert api.pods["p"]["status"]["phase"] == "Pending"
+
+
+async def test_final_delete_after_terminate_with_uid_precondition() -> None:
+    api = FakeApi()
+    pod = make_pod()
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    api.add(copy.deepcopy(pod))
+    sm = manager(api)
+    sm.set_pod_status(pod, succeeded_status())
+    await sm.sync_batch(full=False)
+    assert "p" in api.pods and api.pods["p"]["status"]["phase"] == "Succeeded"
+    sm.terminate_pod(pod)
+    await sm.sync_batch(full=False)
+    assert "p" not in api.pods
+    assert sm.get_pod_status("uid-1") is None
+    assert sm.counters.deletes == 1
+
+
+async def test_recreated_pod_is_neither_written_nor_deleted() -> None:
+    api = FakeApi()
+    old = make_pod(uid="old")
+    old["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    api.add(make_pod(uid="new"))
+    sm = manager(api)
+    sm.set_pod_status(old, succeeded_status())
+    sm.terminate_pod(old)
+    await sm.sync_batch(full=False)
+    await sm.sync_batch(full=True)
+    assert api.pods["p"]["metadata"]["uid"] == "new"
+    assert api.pods["p"]["status"]["phase"] == "Pending"
+    assert api.count("PATCH") == 0 and api.count("DELETE") == 0
+    assert sm.get_pod_status("old") is None
+
+
+async def test_static_pod_waits_for_its_mirror_and_mirror_is_never_deleted() -> None:
+    api = FakeApi()
+    static = make_pod(uid="static-uid", **{"kubernetes.io/config.source": "file"})
+    static["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    mirrors: dict[str, str] = {}
+    sm = manager(api, mirrors)
+    sm.set_pod_status(static, succeeded_status())
+    sm.terminate_pod(static)
+    await sm.sync_batch(full=False)
+    await sm.sync_batch(full=True)
+    assert api.requests == []
+    mirror = make_pod(uid="mirror-uid", **{"kubernetes.io/config.mirror": "hash"})
+    mirror["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    api.add(mirror)
+    mirrors["static-uid"] = "mirror-uid"
+    await sm.sync_batch(full=True)
+    assert api.pods["p"]["status"]["phase"] == "Succeeded"
+    await sm.sync_batch(full=True)
+    assert api.count("DELETE") == 0
+    assert sm.get_pod_status("static-uid") is not None
+
+
+@pytest.mark.parametrize("ready", [False, True])
+async def test_container_readiness_updates_cache_and_api(ready: bool) -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    sm.set_pod_status(make_pod(), running_status(ready=not ready))
+    sm.set_container_readiness("uid-1", "a", ready)
+    cached = sm.get_pod_status("uid-1")
+    assert cached is not None and cached["containerStatuses"][0]["ready"] is ready
+    await sm.sync_batch(full=False)
+    conds = {c["type"]: c["status"] for c in api.pods["p"]["status"]["conditions"]}
+    assert conds["Ready"] == conds["ContainersReady"] == ("True" if ready else "False")
+    assert api.count("PATCH") == 1
