@@ -25,6 +25,7 @@ from vk_provider.runtime.types import (
     PodSandboxState,
     PodSpecRefused,
     RuntimeEvent,
+    RuntimeUnavailable,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -456,3 +457,22 @@ async def test_start_failure_raises_and_shows_as_failed_run(runtime: DockerRunti
     failed = state.latest("app")
     assert failed is not None and failed.state == ContainerRunState.EXITED
     assert failed.exit_code == 127 and "/does-not-exist" in failed.error
+
+
+async def test_info_and_ping(runtime: DockerRuntime) -> None:
+    await runtime.ping()
+    info = await runtime.info()
+    assert info.cpus > 0 and info.memory_bytes > 0 and info.storage_bytes > 0
+    assert info.os_type == "linux"
+    assert info.architecture in ("amd64", "arm64", "arm", "386", "ppc64le", "s390x", "riscv64")
+    assert info.runtime_version.startswith("docker://") and info.kernel_version
+
+
+async def test_unreachable_engine_is_runtime_unavailable(tmp_path: Path) -> None:
+    rt = DockerRuntime(DockerConfig(host=f"unix://{tmp_path}/no.sock"), "vk-test-unreachable")
+    with pytest.raises(RuntimeUnavailable) as info:
+        await rt.start()
+    assert "no.sock" in info.value.message
+    with pytest.raises(RuntimeUnavailable):
+        await rt.ping()
+    await rt.close()
