@@ -47,6 +47,7 @@ class Provider:
         self.workers: PodWorkers | None = None
         self.pod_config: PodConfig | None = None
         self.source: ApiPodSource | None = None
+        self._housekeeping_gate: asyncio.Task[None] | None = None
 
     def _allocatable(self) -> Mapping[str, str]:
         if self.node is None:
@@ -98,10 +99,19 @@ class Provider:
         self.pod_config = PodConfig(self.workers.update)
         self.source = ApiPodSource(client, self.node_name, self.pod_config, observe=self.status.observe_pod)
         await self.source.start()
+        self._housekeeping_gate = asyncio.create_task(self._start_housekeeping(), name="housekeeping gate")
         log.info("provider started", extra={"node": self.node_name})
+
+    async def _start_housekeeping(self) -> None:
+        """Orphan clean-up may only start once the API source has listed every pod."""
+        assert self.source is not None and self.workers is not None
+        await self.source.synced.wait()
+        self.workers.start_housekeeping()
 
     async def stop(self) -> None:
         """Stop every part in reverse order; the pods' containers keep running."""
+        if self._housekeeping_gate is not None:
+            self._housekeeping_gate.cancel()
         for part in (self.source, self.workers, self.status, self.node, self.recorder):
             if part is not None:
                 try:

@@ -323,3 +323,14 @@ async def test_adopt_keeps_known_pods_and_removes_vanished_ones(rig: Any) -> Non
     await until(lambda: statuses.cache.get("k1", {}).get("phase") == "Running")
     assert runtime.pods["k1"].containers == before  # adopted, not restarted
     assert cstatus(statuses, "k1", "a")["restartCount"] == 3
+
+
+async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
+    runtime, statuses, _, workers, cfg = rig
+    cfg.upsert("api", make_pod("live", [box("a")]))
+    await until(lambda: statuses.cache.get("live", {}).get("phase") == "Running")
+    stray = make_pod("stray", [box("a")])
+    await runtime.ensure_sandbox(stray)
+    workers.start_housekeeping(0.05)
+    await until(lambda: "stray" in runtime.removed)
+    assert "live" not in runtime.removed

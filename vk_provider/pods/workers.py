@@ -54,6 +54,7 @@ log = get_logger("pods.workers")
 
 ERROR_RETRY_SECONDS = 10.0  # the kubelet requeues a failed sync after 10 s (0.5 jitter)
 SANDBOX_STOP_SECONDS = 2.0
+HOUSEKEEPING_SECONDS = 10.0  # the kubelet's HandlePodCleanups runs every 2 s; Docker listing costs more
 DEADLINE_REASON = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -167,6 +168,7 @@ class PodWorkers:
         self._backoff = backoff or Backoff()
         self._work: dict[str, _PodWork] = {}
         self._events_task: asyncio.Task[None] | None = None
+        self._housekeeping: asyncio.Task[None] | None = None
         self._closing = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -196,12 +198,26 @@ class PodWorkers:
     async def start(self) -> None:
         self._events_task = asyncio.create_task(self._pump_events(), name="pod workers: runtime events")
 
+    def start_housekeeping(self, interval: float = HOUSEKEEPING_SECONDS) -> None:
+        """Periodically remove containers of pods no worker knows (call once the sources synced)."""
+        if self._housekeeping is None:
+            self._housekeeping = asyncio.create_task(self._housekeep(interval), name="pod housekeeping")
+
+    async def _housekeep(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                listed = await self._runtime.list_pods()
+                orphans = [state for uid, state in listed.items() if uid not in self._work]
+                await asyncio.gather(*(self._remove_orphan(state) for state in orphans))
+            except Exception:
+                log.exception("pod housekeeping failed")
+
     async def stop(self) -> None:
         """Stop every worker; the pods' containers keep running."""
         self._closing = True
         tasks = [w.task for w in self._work.values() if w.task is not None]
-        if self._events_task is not None:
-            tasks.append(self._events_task)
+        tasks.extend(t for t in (self._events_task, self._housekeeping) if t is not None)
         for task in tasks:
             task.cancel()
         for task in tasks:
