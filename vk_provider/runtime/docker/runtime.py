@@ -399,7 +399,7 @@ class DockerRuntime:
     ) -> tuple[int, bytes]:
         api = self._engine.client.api
         if await self._owned_inspect(container_id) is None:
-            raise ContainerStartError(f'container "{container_id}" not found on this node')
+            raise RuntimeFailure(f'container "{container_id}" not found on this node', "NotFound")
         try:
             created = await self._engine.call(
                 api.exec_create, container_id, command, stdout=True, stderr=True
@@ -409,11 +409,14 @@ class DockerRuntime:
                 f"cannot exec in container {container_id[:12]}: {_engine_message(exc)}"
             ) from exc
         exec_id = created["Id"]
+        streams_api = self._engine.stream_client.api
         chunks: list[bytes] = []
 
         async def collect() -> None:
             async for chunk in thread_stream(
-                lambda: api.exec_start(exec_id, stream=True), name=f"docker-exec-{container_id[:12]}"
+                # No read timeout on the stream (a quiet hook may run long); wait_for bounds it.
+                lambda: streams_api.exec_start(exec_id, stream=True),
+                name=f"docker-exec-{container_id[:12]}",
             ):
                 chunks.append(chunk)
 
@@ -431,7 +434,7 @@ class DockerRuntime:
     ) -> AsyncIterator[bytes]:
         """Checks the container here; the returned iterator streams its log in its own thread."""
         if await self._owned_inspect(container_id) is None:
-            raise ContainerStartError(f'container "{container_id}" not found on this node')
+            raise RuntimeFailure(f'container "{container_id}" not found on this node', "NotFound")
         api = self._engine.stream_client.api
         kwargs: dict[str, Any] = {"stream": True, "follow": follow, "timestamps": timestamps}
         kwargs["tail"] = "all" if tail is None else tail
