@@ -1,6 +1,6 @@
 """The `vk-provider` command line: argument parsing and dispatch to the subcommands.
 
-What lives here: `main(argv) -> int` (the console script) with `run`, `check-config` and
+What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `sandbox` and
 `version`. Each subcommand is one (add_parser, handler) pair in `_commands()`; a handler
 takes the parsed arguments and returns the exit code. Exit code 2 means bad usage or a bad
 configuration, with one line on stderr. Must not: hold provider logic; `run` only loads the
@@ -26,6 +26,7 @@ from vk_provider.config_load import (
     effective_config,
     load_config,
 )
+from vk_provider.sandbox import command as sandbox_command
 
 EXIT_USAGE = 2
 
@@ -103,6 +104,7 @@ def _commands() -> list[tuple[Callable[[_SubParsers], argparse.ArgumentParser], 
         (_add_run, _run),
         (_add_check_config, _check_config),
         (_add_version, _version),
+        (sandbox_command.add_parser, sandbox_command.run_sandbox),
     ]
 
 
