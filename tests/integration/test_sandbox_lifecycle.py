@@ -194,3 +194,45 @@ async def test_not_ready_node_gets_not_ready_taints(store: Store) -> None:
         ("node.kubernetes.io/not-ready", "NoSchedule"),
     ]
     await kubelet.stop_renewing()
+
+
+def _bound_pod(name: str, toleration_seconds: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": NODE,
+            "containers": [{"name": "app", "image": "vk-test/pause:1"}],
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": toleration_seconds,
+                }
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+async def test_pods_are_evicted_after_their_toleration(store: Store) -> None:
+    kubelet = Kubelet(store)
+    await kubelet.register()
+    await kubelet.renew()
+    await store.create("pods", _bound_pod("short", 1))
+    await store.create("pods", _bound_pod("long", 3600))
+
+    async def short_evicted() -> dict[str, Any] | None:
+        pod = await store.get("pods", "default", "short")
+        return pod if pod["metadata"].get("deletionTimestamp") else None
+
+    pod = await _eventually(short_evicted)
+    disruption = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert disruption[0]["reason"] == "DeletionByTaintManager"
+    node = await store.get("nodes", None, NODE)
+    assert _ready(node)["status"] == "Unknown"
+    long = await store.get("pods", "default", "long")
+    assert not long["metadata"].get("deletionTimestamp")

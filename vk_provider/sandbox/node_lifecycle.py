@@ -8,8 +8,11 @@ Lease `renewTime` in kube-node-lease, or its Ready condition's `lastHeartbeatTim
 conditions become Unknown (`NodeStatusUnknown`, "Kubelet stopped posting node status."). Nodes
 whose Ready is Unknown carry the `node.kubernetes.io/unreachable` NoSchedule and NoExecute taints,
 nodes whose Ready is False the `node.kubernetes.io/not-ready` ones; when Ready is True again
-(the kubelet's own next status write) the taints go. Pod eviction is not done.
-Must not: write conditions other than the ones above, or touch pods.
+(the kubelet's own next status write) the taints go. Like the taint-eviction controller
+(`pkg/controller/tainteviction/taint_eviction.go`), pods on a node with NoExecute taints they
+do not tolerate are deleted, at once or after their `tolerationSeconds` (counted from the
+taint's `timeAdded`), with a `DisruptionTarget` condition first.
+Must not: write node conditions other than the ones above, or change pods in any other way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from vk_provider.logging import get_logger
 from vk_provider.sandbox.errors import ApiError
+from vk_provider.sandbox.scheduler_filters import tolerates
 from vk_provider.sandbox.store import Store
 
 log = get_logger("sandbox.node-lifecycle")
@@ -41,6 +45,28 @@ DEFAULT_MONITOR_PERIOD = 5.0
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def eviction_due(pod: Obj, taints: list[Obj], now: datetime) -> bool:
+    """Whether the NoExecute taints of the pod's node evict it by `now`."""
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in taints:
+        if taint.get("effect") != "NoExecute":
+            continue
+        matching = [t for t in tolerations if tolerates(t, taint)]
+        if not matching:
+            return True
+        seconds = [t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None]
+        if not seconds or len(seconds) < len(matching):
+            continue  # tolerated forever
+        added = _parse_time(taint["timeAdded"]) if taint.get("timeAdded") else now
+        if (now - added).total_seconds() >= max(0, min(seconds)):
+            return True
+    return False
 
 
 def _condition(node: Obj, type_: str) -> Obj | None:
@@ -135,7 +161,8 @@ class NodeLifecycle:
                 self._seen[name] = (heartbeat, loop.time())
             elif loop.time() - seen[1] > self._grace:
                 node = await self._mark_unknown(node)
-            await self._sync_taints(node)
+            node = await self._sync_taints(node)
+            await self._evict(node)
         for gone in set(self._seen) - names:
             del self._seen[gone]
 
@@ -156,19 +183,58 @@ class NodeLifecycle:
         log.info("node %s stopped posting status: Ready=Unknown", name, extra={"node": name})
         return updated
 
-    async def _sync_taints(self, node: Obj) -> None:
+    async def _sync_taints(self, node: Obj) -> Obj:
         taints = wanted_taints(node, _now())
         if taints is None:
-            return
+            return node
         name = node["metadata"]["name"]
         spec = {**(node.get("spec") or {}), "taints": taints}
         if not taints:
             del spec["taints"]
         try:
-            await self._store.update("nodes", {**node, "spec": spec})
+            updated = await self._store.update("nodes", {**node, "spec": spec})
         except ApiError as exc:  # changed meanwhile: the next pass sees the new object
             log.debug("node %s taints: %s", name, exc.message, extra={"node": name})
+            return node
+        shown = [f"{t['key']}:{t['effect']}" for t in taints]
+        log.info("node %s taints now %s", name, shown, extra={"node": name})
+        return updated
+
+    async def _evict(self, node: Obj) -> None:
+        taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("effect") == "NoExecute"]
+        if not taints:
+            return
+        name = node["metadata"]["name"]
+        pods, _ = await self._store.list("pods", field_selector=f"spec.nodeName={name}")
+        now = datetime.now(UTC)
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp") or not eviction_due(pod, taints, now):
+                continue
+            await self._evict_pod(pod, name)
+
+    async def _evict_pod(self, pod: Obj, node_name: str) -> None:
+        meta = pod["metadata"]
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastProbeTime": None,
+            "lastTransitionTime": _now(),
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint",
+        }
+        status = dict(pod.get("status") or {})
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        status["conditions"] = [*others, condition]
+        try:
+            await self._store.update("pods", {**pod, "status": status}, subresource="status")
+            await self._store.delete("pods", meta["namespace"], meta["name"])
+        except ApiError as exc:
+            log.debug("evicting %s/%s: %s", meta["namespace"], meta["name"], exc.message)
             return
         log.info(
-            "node %s taints now %s", name, [f"{t['key']}:{t['effect']}" for t in taints], extra={"node": name}
+            "evicted pod %s/%s from node %s (NoExecute taint)",
+            meta["namespace"],
+            meta["name"],
+            node_name,
+            extra={"node": node_name},
         )
