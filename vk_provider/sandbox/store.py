@@ -342,13 +342,23 @@ class Store:
 
     @staticmethod
     def _merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
-        """The object to store: system metadata from old, and only what the (sub)resource may change."""
+        """The object to store: system metadata from old, and only what the (sub)resource may change.
+
+        "binding" is the pods/binding write: spec and status together (one event, as the real one).
+        """
         if subresource == "approval":
             result = clone(old)
             result.setdefault("status", {})["conditions"] = (new.get("status") or {}).get("conditions", [])
             if not result["status"]["conditions"]:
                 del result["status"]["conditions"]
             return result
+        if subresource == "finalize":
+            result = clone(old)
+            finalizers = (new.get("spec") or {}).get("finalizers")
+            result.setdefault("spec", {})["finalizers"] = finalizers or []
+            return result
+        if subresource == "binding":
+            return Store._merge_update(info, old, new, "status") | {"spec": new.get("spec") or {}}
         if subresource == "status":
             result = {k: _copy(v) for k, v in old.items() if k not in ("status", "metadata")}
             result["metadata"] = new.get("metadata") or {}
@@ -530,9 +540,12 @@ class Store:
         label_selector: str = "",
         field_selector: str = "",
         bookmark_interval: float | None = None,
+        initial_events_end: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """Subscribe now; the iterator yields the initial state (or the missed events), then live ones.
 
+        bookmark_interval: send a BOOKMARK after that many idle seconds. initial_events_end: after
+        the initial state, send the `k8s.io/initial-events-end` BOOKMARK of streaming lists.
         Raises ApiError(400) for a bad selector or resourceVersion before anything is yielded.
         """
         info = self.info(resource)
@@ -553,6 +566,10 @@ class Store:
                 if watcher.matches(obj):
                     initial.append(WatchEvent("ADDED", info.key, clone(obj)))
             watcher.min_rv = self._rv
+            if initial_events_end:
+                end = self._bookmark(info)
+                end["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+                initial.append(WatchEvent("BOOKMARK", info.key, end))
         else:
             for entry in self._log:
                 if entry.rv > start and entry.resource == info.key:
@@ -592,17 +609,16 @@ class Store:
                     await asyncio.wait_for(watcher.wake.wait(), bookmark_interval)
                 except TimeoutError:
                     if self._rv >= watcher.min_rv and not watcher.pending:
-                        yield WatchEvent(
-                            "BOOKMARK",
-                            info.key,
-                            {
-                                "kind": info.kind,
-                                "apiVersion": info.api_version,
-                                "metadata": {"resourceVersion": str(self._rv)},
-                            },
-                        )
+                        yield WatchEvent("BOOKMARK", info.key, self._bookmark(info))
         finally:
             self._watchers.discard(watcher)
+
+    def _bookmark(self, info: ResourceInfo) -> Obj:
+        return {
+            "kind": info.kind,
+            "apiVersion": info.api_version,
+            "metadata": {"resourceVersion": str(self._rv)},
+        }
 
     def close_all_watches(self) -> int:
         """End every open watch stream (fault injection); returns how many were closed."""

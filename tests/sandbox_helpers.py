@@ -1,0 +1,65 @@
+"""Helpers for tests that need a running sandbox API server.
+
+Use in an async test (pytest-asyncio runs in auto mode):
+
+    from tests.sandbox_helpers import running_sandbox, api_client
+
+    async def test_something(tmp_path):
+        async with running_sandbox(tmp_path) as sandbox:        # started, kubeconfig written
+            # sandbox.url, sandbox.store (direct Store access), sandbox.kubeconfig (Path)
+            async with api_client(sandbox) as api:              # kubernetes_asyncio ApiClient
+                v1 = kubernetes_asyncio.client.CoreV1Api(api)
+                await v1.list_namespaced_pod("default")
+
+`running_sandbox(tmp_path, **kwargs)` passes kwargs to `SandboxServer` (e.g. `controllers=False`
+to run without the scheduler and node lifecycle, `debug=True` for fault injection and
+counters, `node_monitor_grace_seconds=2`). Its state lives under `tmp_path/sandbox` (pass
+`state_dir=None` for a purely in-memory one). The kubeconfig is `tmp_path/sandbox/kubeconfig`
+and is what `kubectl --kubeconfig` or the provider's config should point at.
+The fixture `sandbox` below gives the same in one line; import it into a test module with
+`from tests.sandbox_helpers import sandbox  # noqa: F401`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client, config
+
+from vk_provider.sandbox.server import SandboxServer
+
+
+class RunningSandbox(SandboxServer):
+    kubeconfig: Path
+
+
+@contextlib.asynccontextmanager
+async def running_sandbox(tmp_path: Path, **kwargs: Any) -> AsyncIterator[RunningSandbox]:
+    base = Path(tmp_path) / "sandbox"
+    kwargs.setdefault("state_dir", base)
+    server = RunningSandbox(**kwargs)
+    await server.start()
+    try:
+        server.kubeconfig = server.write_kubeconfig(base / "kubeconfig")
+        yield server
+    finally:
+        await server.stop()
+
+
+@contextlib.asynccontextmanager
+async def api_client(server: RunningSandbox) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes_asyncio ApiClient configured from the sandbox's kubeconfig."""
+    configuration = client.Configuration()
+    await config.load_kube_config(config_file=str(server.kubeconfig), client_configuration=configuration)
+    async with client.ApiClient(configuration) as api:
+        yield api
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[RunningSandbox]:
+    async with running_sandbox(tmp_path) as server:
+        yield server

@@ -1,0 +1,235 @@
+"""Defaulting of objects written to the sandbox, as the real apiserver fills them in.
+
+What lives here: `apply_defaults(info, obj)`, the versioned defaults applied whenever a body is
+decoded (create, update, patch; `pkg/apis/core/v1/defaults.go`), and `prepare_for_create(info,
+obj)`, what only a create adds: admission (ServiceAccount with its projected token volume,
+DefaultTolerationSeconds, Priority) and the strategies' PrepareForCreate (pod status reset to
+Pending with its QoS class, namespace phase, service cluster IP). Reference apiserver-semantics
+§7.1. Must not: touch the store or validate (a bad object is left for validation to report).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from typing import Any
+
+from vk_provider.sandbox.resources import ResourceInfo
+
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+DEFAULT_TOLERATION_SECONDS = 300
+_SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
+_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+Obj = dict[str, Any]
+
+
+def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
+    """The versioned defaults every decoded body of this kind gets (mutates obj)."""
+    if info.key == "pods":
+        _default_pod_spec(obj.setdefault("spec", {}))
+    elif info.key == "secrets":
+        obj.setdefault("type", "Opaque")
+    elif info.key == "services":
+        _default_service_spec(obj.setdefault("spec", {}))
+    elif info.key == "namespaces":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+        labels.setdefault("kubernetes.io/metadata.name", obj["metadata"].get("name", ""))
+
+
+def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
+    """What a create adds on top of apply_defaults: admission and PrepareForCreate (mutates obj)."""
+    if info.key == "pods":
+        _admit_pod(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
+    elif info.key == "namespaces":
+        obj["status"] = {"phase": "Active"}
+    elif info.key == "services":
+        obj["status"] = {"loadBalancer": {}}
+        spec = obj["spec"]
+        if spec.get("type") != "ExternalName" and not spec.get("clusterIP"):
+            ip = str(_SERVICE_CIDR[secrets.randbelow(_SERVICE_CIDR.num_addresses - 20) + 10])
+            spec["clusterIP"] = ip
+            spec["clusterIPs"] = [ip]
+    elif info.key == "certificatesigningrequests.certificates.k8s.io":
+        obj["status"] = {}
+        spec = obj.setdefault("spec", {})
+        spec["username"] = "kubernetes-admin"
+        spec["groups"] = ["kubeadm:cluster-admins", "system:authenticated"]
+
+
+# ---------------------------------------------------------------- pods
+
+
+def _image_pull_policy(image: str) -> str:
+    """Always for :latest or untagged images, IfNotPresent otherwise (SetDefaults_Container)."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _default_probe(probe: Any) -> None:
+    if not isinstance(probe, dict):
+        return
+    probe.setdefault("timeoutSeconds", 1)
+    probe.setdefault("periodSeconds", 10)
+    probe.setdefault("successThreshold", 1)
+    probe.setdefault("failureThreshold", 3)
+    if isinstance(probe.get("httpGet"), dict):
+        probe["httpGet"].setdefault("path", "/")
+        probe["httpGet"].setdefault("scheme", "HTTP")
+
+
+def _default_container(c: Any) -> None:
+    if not isinstance(c, dict):
+        return
+    if isinstance(c.get("image"), str) and c["image"]:
+        c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    resources = c.setdefault("resources", {})
+    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+        requests = resources.setdefault("requests", {})
+        for name, value in resources["limits"].items():
+            requests.setdefault(name, value)
+    for port in c.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+    for env in c.get("env") or []:
+        ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _default_probe(c.get(probe))
+
+
+def _default_volume(v: Any) -> None:
+    if not isinstance(v, dict):
+        return
+    for source in ("configMap", "secret", "projected", "downwardAPI"):
+        if isinstance(v.get(source), dict):
+            v[source].setdefault("defaultMode", 420)
+    if isinstance(v.get("hostPath"), dict):
+        v["hostPath"].setdefault("type", "")
+    if not any(k != "name" for k in v):
+        v["emptyDir"] = {}
+
+
+def _default_pod_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(key) or []:
+            _default_container(c)
+    for v in spec.get("volumes") or []:
+        _default_volume(v)
+
+
+def qos_class(spec: Obj) -> str:
+    """Guaranteed, Burstable or BestEffort (pkg/apis/core/helper/qos)."""
+    containers = [
+        c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)
+    ]
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        if requests or limits:
+            any_set = True
+        for name in ("cpu", "memory"):
+            if name not in limits or str(requests.get(name, limits[name])) != str(limits[name]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _admit_pod(pod: Obj) -> None:
+    spec = pod.setdefault("spec", {})
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    spec.setdefault("priority", 0)
+    tolerations = spec.setdefault("tolerations", [])
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        if not any(t.get("key") == key and t.get("effect") in ("NoExecute", None, "") for t in tolerations):
+            tolerations.append(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+            )
+    if MIRROR_POD_ANNOTATION in annotations:
+        return
+    sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
+    spec["serviceAccountName"] = sa
+    spec["serviceAccount"] = sa
+    if spec.get("automountServiceAccountToken") is False:
+        return
+    containers = [
+        c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)
+    ]
+    if any(
+        m.get("mountPath") == SERVICE_ACCOUNT_MOUNT for c in containers for m in c.get("volumeMounts") or []
+    ):
+        return
+    name = "kube-api-access-" + "".join(secrets.choice(_SUFFIX_CHARS) for _ in range(5))
+    spec.setdefault("volumes", []).append(_token_volume(name))
+    for c in containers:
+        c.setdefault("volumeMounts", []).append(
+            {"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT}
+        )
+
+
+def _token_volume(name: str) -> Obj:
+    """The projected volume ServiceAccount admission adds (plugin/pkg/admission/serviceaccount)."""
+    return {
+        "name": name,
+        "projected": {
+            "defaultMode": 420,
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {
+                                "path": "namespace",
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"},
+                            }
+                        ]
+                    }
+                },
+            ],
+        },
+    }
+
+
+# ---------------------------------------------------------------- services
+
+
+def _default_service_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "port" in port:
+                port.setdefault("targetPort", port["port"])

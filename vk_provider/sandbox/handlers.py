@@ -1,0 +1,584 @@
+"""HTTP handlers for the sandbox's resource endpoints: CRUD, status subresources and watch.
+
+What lives here: `ApiContext`, `dispatch(ctx, request, ri)` (routes a parsed resource request to
+get/list/watch/create/update/patch/delete/deletecollection or to a pod/serviceaccount
+subresource handler in handlers_pods.py), the body decoding with `fieldValidation`
+(Strict -> 400 strict decoding error, Warn -> `Warning` headers, Ignore), defaulting and
+validation (422 with causes), the resourceVersion rules for GET/LIST/WATCH, the watch stream
+(newline-delimited JSON, flushed per event, bookmarks, timeoutSeconds, Tables), and the JSON /
+Status / Table response helpers. Must not: implement storage semantics (store.py) or
+discovery (discovery.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from vk_provider.logging import get_logger
+from vk_provider.sandbox import errors, tables
+from vk_provider.sandbox.defaults import apply_defaults, prepare_for_create
+from vk_provider.sandbox.errors import ApiError
+from vk_provider.sandbox.patch import PatchError, apply_patch
+from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.requestinfo import RequestInfo
+from vk_provider.sandbox.resources import ResourceInfo, lookup
+from vk_provider.sandbox.store import Store, clone
+from vk_provider.sandbox.validation import (
+    unknown_field_message,
+    unknown_fields,
+    validate_mirror_pod,
+    validate_object,
+    validate_pod_update,
+)
+
+log = get_logger("sandbox.api")
+
+Obj = dict[str, Any]
+JSON = "application/json"
+TOO_LARGE_RV_WAIT = 3.0
+BOOKMARK_EVERY = 60.0
+
+
+@dataclass
+class ApiContext:
+    store: Store
+    pki: SandboxPKI
+    token_key: bytes
+
+
+# ------------------------------------------------------------------ responses
+
+
+def json_response(obj: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    headers: CIMultiDict[str] = CIMultiDict()
+    for w in warnings or []:
+        headers.add("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    return web.Response(body=body, status=status, content_type=JSON, headers=headers)
+
+
+def error_response(err: ApiError) -> web.Response:
+    response = json_response(err.status(), err.code)
+    retry = (err.details or {}).get("retryAfterSeconds")
+    if retry and err.code in (429, 503, 504):
+        response.headers["Retry-After"] = str(retry)
+    return response
+
+
+def success_status(code: int, details: Obj | None = None) -> Obj:
+    body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details is not None:
+        body["details"] = details
+    body["code"] = code
+    return body
+
+
+def not_found_resource() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def wants_table(request: web.Request) -> bool:
+    accept = request.headers.get("Accept", "")
+    return any("as=Table" in part and "g=meta.k8s.io" in part for part in accept.split(","))
+
+
+def _table(
+    request: web.Request, info: ResourceInfo, objs: list[Obj], rv: str, with_columns: bool = True
+) -> Obj:
+    include = request.query.get("includeObject", "Metadata")
+    return tables.to_table(
+        info.name,
+        objs,
+        list_meta={"resourceVersion": rv},
+        include_object=include,
+        now=datetime.now(UTC),
+        column_definitions=with_columns,
+    )
+
+
+def _list_item(obj: Obj) -> Obj:
+    """Items of a typed list carry no kind/apiVersion on the wire."""
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+# ------------------------------------------------------------------ dispatch
+
+
+async def dispatch(ctx: ApiContext, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
+    from vk_provider.sandbox import handlers_pods  # the subresources build on this module's helpers
+
+    info = lookup(ri.group, ri.version, ri.resource)
+    if info is None or (ri.namespace is not None and not info.namespaced and ri.resource != "namespaces"):
+        raise not_found_resource()
+    if ri.subresource:
+        sub = info.subresource(ri.subresource)
+        if sub is None or (len(ri.parts) > 3 and ri.subresource not in ("proxy",)):
+            raise not_found_resource()
+        handler = handlers_pods.SUBRESOURCE_HANDLERS.get((info.key, ri.subresource))
+        if handler is not None:
+            return await handler(ctx, request, ri, info)
+        if ri.verb == "get":
+            return await get_object(ctx, request, ri, info)
+        if ri.verb == "update":
+            return await update_object(ctx, request, ri, info, subresource=ri.subresource)
+        if ri.verb == "patch":
+            return await patch_object(ctx, request, ri, info, subresource=ri.subresource)
+        raise errors.method_not_allowed(request.method, f"{info.name}/{ri.subresource}")
+    if ri.verb not in info.verbs:
+        raise errors.method_not_allowed(request.method, info.name)
+    if info.namespaced and ri.verb == "create" and not ri.namespace:
+        raise not_found_resource()
+    verb_handlers: dict[str, Callable[..., Any]] = {
+        "get": get_object,
+        "list": list_objects,
+        "watch": watch_objects,
+        "create": create_object,
+        "update": update_object,
+        "patch": patch_object,
+        "delete": delete_object,
+        "deletecollection": delete_collection,
+    }
+    handler_for_verb = verb_handlers.get(ri.verb)
+    if handler_for_verb is None:
+        raise errors.method_not_allowed(request.method, info.name)
+    response: web.StreamResponse = await handler_for_verb(ctx, request, ri, info)
+    return response
+
+
+def _name_of(ri: RequestInfo, info: ResourceInfo) -> tuple[str | None, str]:
+    return (ri.namespace if info.namespaced else None), ri.name
+
+
+# ------------------------------------------------------------------ resourceVersion rules
+
+
+async def _wait_for_rv(store: Store, rv: str | None) -> None:
+    """GET/LIST with a resourceVersion newer than the store's: wait ~3 s, then 504 (cacher)."""
+    if not rv or rv == "0":
+        return
+    try:
+        wanted = int(rv)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {rv}") from None
+    deadline = asyncio.get_running_loop().time() + TOO_LARGE_RV_WAIT
+    while int(store.resource_version) < wanted:
+        if asyncio.get_running_loop().time() > deadline:
+            raise errors.timeout(
+                f"Timeout: Too large resource version: {wanted}, current: {store.resource_version}",
+                [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            )
+        await asyncio.sleep(0.05)
+
+
+def _list_options_invalid(field: str, message: str) -> ApiError:
+    return errors.invalid(
+        "ListOptions",
+        "",
+        [{"reason": "FieldValueForbidden", "message": f"Forbidden: {message}", "field": field}],
+        "meta.k8s.io",
+    )
+
+
+# ------------------------------------------------------------------ reads
+
+
+async def get_object(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    await _wait_for_rv(ctx.store, request.query.get("resourceVersion"))
+    namespace, name = _name_of(ri, info)
+    obj = await ctx.store.get(info.key, namespace, name)
+    if wants_table(request):
+        return json_response(_table(request, info, [obj], obj["metadata"]["resourceVersion"]))
+    return json_response(obj)
+
+
+async def list_objects(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    q = request.query
+    rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
+    if match and not rv:
+        raise _list_options_invalid(
+            "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"
+        )
+    if match not in ("", "Exact", "NotOlderThan"):
+        raise errors.invalid(
+            "ListOptions",
+            "",
+            [
+                {
+                    "reason": "FieldValueNotSupported",
+                    "message": f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+                    "field": "resourceVersionMatch",
+                }
+            ],
+            "meta.k8s.io",
+        )
+    if q.get("continue") and rv:
+        raise errors.bad_request("specifying resource version is not allowed when using continue")
+    exact = match == "Exact" or (
+        not match and q.get("limit") and rv not in ("", "0") and not q.get("continue")
+    )
+    await _wait_for_rv(ctx.store, rv)
+    if exact and rv != ctx.store.resource_version:
+        raise errors.expired(f"too old resource version: {rv} ({ctx.store.resource_version})")
+    items, list_rv = await ctx.store.list(
+        info.key,
+        ri.namespace if info.namespaced else None,
+        label_selector=q.get("labelSelector", ""),
+        field_selector=q.get("fieldSelector", ""),
+    )
+    if wants_table(request):
+        return json_response(_table(request, info, items, list_rv))
+    return json_response(
+        {
+            "kind": f"{info.kind}List",
+            "apiVersion": info.api_version,
+            "metadata": {"resourceVersion": list_rv},
+            "items": [_list_item(i) for i in items],
+        }
+    )
+
+
+async def watch_objects(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.StreamResponse:
+    q = request.query
+    field_selector = q.get("fieldSelector", "")
+    if ri.name:  # GET .../pods/x?watch=true watches one object
+        field_selector = ",".join(s for s in (f"metadata.name={ri.name}", field_selector) if s)
+    rv = q.get("resourceVersion", "")
+    send_initial = q.get("sendInitialEvents", "")
+    if send_initial and q.get("resourceVersionMatch") != "NotOlderThan":
+        raise _list_options_invalid(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+        )
+    initial_events = send_initial == "true"
+    if send_initial == "false" and rv in ("", "0"):
+        rv = ctx.store.resource_version
+    timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else 1800.0 * (1 + random.random())
+    bookmarks = q.get("allowWatchBookmarks", "").lower() == "true"
+    stream = ctx.store.watch(
+        info.key,
+        ri.namespace if info.namespaced else None,
+        resource_version=None if initial_events else (rv or None),
+        label_selector=q.get("labelSelector", ""),
+        field_selector=field_selector,
+        bookmark_interval=max(1.0, min(BOOKMARK_EVERY, timeout - 2)) if bookmarks else None,
+        initial_events_end=initial_events and bookmarks,
+    )
+    table = wants_table(request)
+    response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    first_row = True
+    try:
+        async with asyncio.timeout(timeout):
+            async for event in stream:
+                obj = event.object
+                if table and event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = _table(request, info, [obj], obj["metadata"]["resourceVersion"], first_row)
+                    first_row = False
+                line = json.dumps({"type": event.type, "object": obj}, separators=(",", ":")) + "\n"
+                await response.write(line.encode())
+    except (TimeoutError, ConnectionResetError):
+        pass
+    finally:
+        await _close_stream(stream)
+    return response
+
+
+async def _close_stream(stream: Any) -> None:
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+# ------------------------------------------------------------------ writes
+
+
+async def read_body(request: web.Request) -> Obj:
+    raw = await request.read()
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError as e:
+        raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+    if not isinstance(body, dict):
+        raise errors.bad_request("Object 'Kind' is missing in '" + raw.decode(errors="replace")[:200] + "'")
+    return body
+
+
+def _field_validation(request: web.Request) -> str:
+    mode = request.query.get("fieldValidation", "") or "Warn"
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise errors.bad_request(
+            f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"'
+        )
+    return mode
+
+
+def _drop_path(obj: Any, path: str) -> None:
+    tokens: list[str | int] = []
+    for segment in path.split("."):
+        name, _, rest = segment.partition("[")
+        if name:
+            tokens.append(name)
+        for index in rest.rstrip("]").split("][") if rest else []:
+            tokens.append(int(index))
+    cur = obj
+    for t in tokens[:-1]:
+        cur = cur[t]
+    last = tokens[-1]
+    if isinstance(cur, dict):
+        cur.pop(last, None)
+
+
+def decode_fields(info: ResourceInfo, obj: Obj, mode: str, warnings: list[str], prefix: str = "") -> None:
+    """Apply fieldValidation to unknown fields: Strict raises 400, Warn collects warnings; both drop them."""
+    obj["apiVersion"] = info.api_version
+    obj["kind"] = info.kind
+    unknown = unknown_fields(obj)
+    if not unknown:
+        return
+    messages = [unknown_field_message(p) for p in unknown]
+    if mode == "Strict":
+        raise errors.bad_request(
+            prefix + f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+            f"strict decoding error: {', '.join(messages)}"
+        )
+    if mode == "Warn":
+        warnings.extend(messages)
+    for p in unknown:
+        _drop_path(obj, p)
+
+
+def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:
+    name = (obj.get("metadata") or {}).get("name") or ""
+    causes = validate_object(obj, strict=False)
+    if info.key == "pods":
+        causes += validate_mirror_pod(obj, old)
+        if old is not None and subresource is None:
+            causes += validate_pod_update(old, obj)
+    if causes:
+        raise errors.invalid(info.kind, name, causes, info.group)
+
+
+def _check_identity(ri: RequestInfo, info: ResourceInfo, obj: Obj) -> None:
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    if info.namespaced:
+        body_ns = meta.get("namespace")
+        if body_ns and body_ns != ri.namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = ri.namespace
+    if ri.name and meta.get("name") and meta["name"] != ri.name:
+        raise errors.bad_request(
+            f"the name of the object ({meta['name']}) does not match the name on the URL ({ri.name})"
+        )
+    if ri.name:
+        meta["name"] = ri.name
+
+
+async def create_object(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    obj = await read_body(request)
+    mode = _field_validation(request)
+    warnings: list[str] = []
+    _check_identity(ri, info, obj)
+    decode_fields(info, obj, mode, warnings)
+    apply_defaults(info, obj)
+    prepare_for_create(info, obj)
+    if not obj["metadata"].get("name") and obj["metadata"].get("generateName"):
+        obj["metadata"]["name"] = "placeholder"  # validated as a name; the store generates the real one
+        validate(info, obj, None, None)
+        del obj["metadata"]["name"]
+    else:
+        validate(info, obj, None, None)
+    created = await ctx.store.create(info.key, obj)
+    return json_response(created, 201, warnings)
+
+
+async def write_update(
+    ctx: ApiContext, info: ResourceInfo, obj: Obj, subresource: str | None, warnings: list[str]
+) -> web.Response:
+    """Default, validate and store an update of an existing (or, where allowed, new) object."""
+    meta = obj["metadata"]
+    namespace = meta.get("namespace") if info.namespaced else None
+    try:
+        old: Obj | None = await ctx.store.get(info.key, namespace, meta.get("name") or "")
+    except ApiError as e:
+        if e.code != 404 or not info.allow_create_on_update or subresource:
+            raise
+        old = None
+    apply_defaults(info, obj)
+    if old is None:
+        prepare_for_create(info, obj)
+        validate(info, obj, None, None)
+        return json_response(await ctx.store.create(info.key, obj), 201, warnings)
+    candidate = _effective(info, old, obj, subresource)
+    validate(info, candidate, old, subresource)
+    return json_response(await ctx.store.update(info.key, obj, subresource=subresource), 200, warnings)
+
+
+def _effective(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
+    """What the update would store, for validation (status from old on the main resource, etc.)."""
+    candidate = clone(new)
+    meta = candidate["metadata"]
+    for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        if key in old["metadata"]:
+            meta[key] = old["metadata"][key]
+    if subresource in ("status", "approval"):
+        candidate["spec"] = clone(old.get("spec") or {})
+    elif info.has_status and "status" in old:
+        candidate["status"] = clone(old["status"])
+    return candidate
+
+
+async def update_object(
+    ctx: ApiContext,
+    request: web.Request,
+    ri: RequestInfo,
+    info: ResourceInfo,
+    *,
+    subresource: str | None = None,
+) -> web.Response:
+    obj = await read_body(request)
+    mode = _field_validation(request)
+    warnings: list[str] = []
+    _check_identity(ri, info, obj)
+    decode_fields(info, obj, mode, warnings)
+    return await write_update(ctx, info, obj, subresource or None, warnings)
+
+
+async def patch_object(
+    ctx: ApiContext,
+    request: web.Request,
+    ri: RequestInfo,
+    info: ResourceInfo,
+    *,
+    subresource: str | None = None,
+) -> web.Response:
+    raw = await request.read()
+    mode = _field_validation(request)
+    warnings: list[str] = []
+    namespace, name = _name_of(ri, info)
+    current = await ctx.store.get(info.key, namespace, name)
+    try:
+        patched = apply_patch(
+            current,
+            raw,
+            request.headers.get("Content-Type", ""),
+            kind=info.kind,
+            api_version=info.api_version,
+        )
+    except PatchError as e:
+        raise ApiError(e.code, e.reason, e.message) from None
+    if not isinstance(patched.get("metadata"), dict):
+        raise errors.bad_request("metadata must be an object")
+    _check_identity(ri, info, patched)
+    decode_fields(info, patched, mode, warnings)
+    return await write_update(ctx, info, patched, subresource or None, warnings)
+
+
+def _delete_options(body: Obj | None, request: web.Request) -> tuple[int | None, Obj]:
+    body = body or {}
+    grace = body.get("gracePeriodSeconds")
+    if request.query.get("gracePeriodSeconds"):
+        try:
+            grace = int(request.query["gracePeriodSeconds"])
+        except ValueError:
+            raise errors.bad_request(
+                f"invalid gracePeriodSeconds: {request.query['gracePeriodSeconds']}"
+            ) from None
+    if grace is not None and not isinstance(grace, int):
+        raise errors.bad_request("gracePeriodSeconds must be an integer")
+    return grace, body.get("preconditions") or {}
+
+
+async def delete_object(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    body = await read_body(request) if request.can_read_body and (await request.read()) else None
+    grace, preconditions = _delete_options(body, request)
+    namespace, name = _name_of(ri, info)
+    result = await perform_delete(ctx, info, namespace, name, grace, preconditions)
+    return json_response(result)
+
+
+async def perform_delete(
+    ctx: ApiContext,
+    info: ResourceInfo,
+    namespace: str | None,
+    name: str,
+    grace: int | None,
+    preconditions: Obj,
+) -> Obj:
+    """Delete and answer as the real server: the object while it still exists or for types that
+    return it, else a Success Status."""
+    obj = await ctx.store.delete(
+        info.key, namespace, name, grace_period_seconds=grace, preconditions=preconditions
+    )
+    still_there = True
+    try:
+        await ctx.store.get(info.key, namespace, name)
+    except ApiError:
+        still_there = False
+    if still_there or info.return_deleted_object:
+        return obj
+    details: Obj = {"name": name}
+    if info.group:
+        details["group"] = info.group
+    details["kind"] = info.name
+    details["uid"] = obj["metadata"]["uid"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+async def delete_collection(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    body = await read_body(request) if request.can_read_body and (await request.read()) else None
+    grace, _ = _delete_options(body, request)
+    namespace = ri.namespace if info.namespaced else None
+    items, _ = await ctx.store.list(
+        info.key,
+        namespace,
+        label_selector=request.query.get("labelSelector", ""),
+        field_selector=request.query.get("fieldSelector", ""),
+    )
+    deleted = []
+    for item in items:
+        meta = item["metadata"]
+        try:
+            deleted.append(
+                _list_item(
+                    await ctx.store.delete(
+                        info.key, meta.get("namespace"), meta["name"], grace_period_seconds=grace
+                    )
+                )
+            )
+        except ApiError as e:
+            if e.code != 404:
+                raise
+    return json_response(
+        {
+            "kind": f"{info.kind}List",
+            "apiVersion": info.api_version,
+            "metadata": {"resourceVersion": ctx.store.resource_version},
+            "items": deleted,
+        }
+    )

@@ -1,0 +1,205 @@
+"""The sandbox API server: an aiohttp application on 127.0.0.1 serving the Kubernetes API.
+
+What lives here: `SandboxServer` (start/stop, the route table, the request entry point that turns
+ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, bootstrap of the
+system namespaces and their content, and the controllers: scheduler, node lifecycle, namespace
+content), and `write_kubeconfig`. Must not: implement resource semantics (store.py, handlers*.py)
+or discovery documents (discovery.py).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from vk_provider.logging import get_logger
+from vk_provider.sandbox import discovery, errors, kubeconfig, openapi
+from vk_provider.sandbox.bootstrap import NamespaceContent, ensure_system_namespaces
+from vk_provider.sandbox.debug import SandboxDebug
+from vk_provider.sandbox.errors import ApiError
+from vk_provider.sandbox.handlers import (
+    ApiContext,
+    dispatch,
+    error_response,
+    json_response,
+    not_found_resource,
+)
+from vk_provider.sandbox.node_lifecycle import NodeLifecycle
+from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.requestinfo import RequestInfo, parse_request
+from vk_provider.sandbox.scheduler import Scheduler
+from vk_provider.sandbox.store import Store
+
+log = get_logger("sandbox.server")
+
+MAX_BODY = 3 * 1024 * 1024
+_TOKEN_KEY_FILE = "token.key"
+
+
+class _Controller(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class SandboxServer:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        state_dir: Path | None = None,
+        node_monitor_grace_seconds: float = 50.0,
+        debug: bool = False,
+        controllers: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self.store = Store(state_dir=self.state_dir)
+        self.pki = SandboxPKI(self.state_dir)
+        self.debug = SandboxDebug(self.store) if debug else None
+        self._grace = node_monitor_grace_seconds
+        self._with_controllers = controllers
+        self._controllers: list[_Controller] = []
+        self._runner: web.AppRunner | None = None
+        self._ctx = ApiContext(self.store, self.pki, self._token_key())
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _token_key(self) -> bytes:
+        if self.state_dir is None:
+            return secrets.token_bytes(32)
+        path = self.state_dir / _TOKEN_KEY_FILE
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(secrets.token_bytes(32))
+            path.chmod(0o600)
+        return path.read_bytes()
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await ensure_system_namespaces(self.store)
+        middlewares = [self.debug.middleware] if self.debug is not None else []
+        app = web.Application(client_max_size=MAX_BODY, middlewares=middlewares)
+        if self.debug is not None:
+            app.add_routes(self.debug.routes())
+        app.add_routes(
+            [
+                web.get("/version", self._version),
+                web.get("/version/", self._version),
+                *(web.get(f"/{p}", self._health) for p in ("healthz", "readyz", "livez")),
+                *(web.get(f"/{p}/{{check:.*}}", self._health) for p in ("healthz", "readyz", "livez")),
+                web.get("/openapi/v2", self._openapi_v2),
+                web.get("/openapi/v3", self._openapi_v3_index),
+                web.get("/openapi/v3/{path:.+}", self._openapi_v3_document),
+                web.route("*", "/api", self._api),
+                web.route("*", "/api/{tail:.*}", self._api),
+                web.route("*", "/apis", self._api),
+                web.route("*", "/apis/{tail:.*}", self._api),
+                web.route("*", "/{tail:.*}", self._not_found),
+            ]
+        )
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode())]
+        if self._with_controllers:
+            self._controllers += [Scheduler(self.store), NodeLifecycle(self.store, self._grace)]
+        for controller in self._controllers:
+            await controller.start()
+        log.info("sandbox API server listening on %s", self.url)
+
+    async def stop(self) -> None:
+        for controller in reversed(self._controllers):
+            await controller.stop()
+        self._controllers = []
+        self.store.close_all_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.store.close()
+
+    async def __aenter__(self) -> SandboxServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        return kubeconfig.write_kubeconfig(Path(path), self.url)
+
+    # ------------------------------------------------------------ handlers
+
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        ri = parse_request(request.method, request.path, request.query)
+        try:
+            if ri.is_resource:
+                return await dispatch(self._ctx, request, ri)
+            return self._discovery(request, ri)
+        except ApiError as e:
+            return error_response(e)
+        except Exception as e:
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return error_response(errors.internal_error(str(e)))
+
+    def _discovery(self, request: web.Request, ri: RequestInfo) -> web.Response:
+        if request.method != "GET":
+            raise errors.method_not_allowed(request.method, "discovery")
+        parts = [p for p in request.path.strip("/").split("/") if p]
+        doc: dict[str, Any] | None = None
+        if parts == ["api"]:
+            doc = discovery.api_versions(f"{self.host}:{self.port}")
+        elif parts == ["apis"]:
+            doc = discovery.api_group_list()
+        elif parts[0] == "api" and len(parts) == 2:
+            doc = discovery.api_resource_list("", parts[1])
+        elif parts[0] == "apis" and len(parts) == 2:
+            doc = discovery.api_group(parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            doc = discovery.api_resource_list(parts[1], parts[2])
+        if doc is None:
+            raise not_found_resource()
+        return json_response(doc)
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return error_response(not_found_resource())
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=json.dumps(discovery.KUBERNETES_VERSION, indent=2), content_type="application/json"
+        )
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if "protobuf" in accept and "json" not in accept:
+            # v2 is only served as JSON; kubectl reads /openapi/v3 first and needs v2 only if v3 fails.
+            return web.Response(status=406, text="only application/json is served", content_type="text/plain")
+        return json_response(openapi.openapi_v2())
+
+    async def _openapi_v3_index(self, request: web.Request) -> web.Response:
+        return json_response(openapi.openapi_v3_index())
+
+    async def _openapi_v3_document(self, request: web.Request) -> web.Response:
+        doc = openapi.openapi_v3_document(request.match_info["path"])
+        if doc is None:
+            return error_response(not_found_resource())
+        return json_response(doc)
