@@ -26,7 +26,6 @@ from typing import Any
 import yaml
 
 from vk_provider.logging import get_logger, setup_logging
-from vk_provider.sandbox.pki import SandboxPKI
 
 log = get_logger("sandbox")
 
@@ -211,10 +210,9 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
 
 def write_provider_configs(
-    state_dir: Path, user_config: dict[str, Any], nodes: list[str], kubeconfig: Path
+    state_dir: Path, user_config: dict[str, Any], nodes: list[str], kubeconfig: Path, ca_file: Path
 ) -> list[Path]:
     """Write `<state_dir>/providers/<node>.yaml` for each node (blocking); returns the paths."""
-    ca_file = SandboxPKI(state_dir).ca_cert_path
     config_dir = state_dir / "providers"
     config_dir.mkdir(exist_ok=True)
     paths = []
@@ -277,7 +275,9 @@ async def serve(args: argparse.Namespace) -> int:
     watcher: asyncio.Task[None] | None = None
     try:
         if nodes:
-            paths = await asyncio.to_thread(write_provider_configs, state_dir, user_config, nodes, kubeconfig)
+            paths = await asyncio.to_thread(
+                write_provider_configs, state_dir, user_config, nodes, kubeconfig, server.pki.ca_cert_path
+            )
             for node, path in zip(nodes, paths, strict=True):
                 await providers.start(node, path)
             watcher = asyncio.create_task(providers.watch_exits())
