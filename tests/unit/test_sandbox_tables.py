@@ -329,7 +329,7 @@ def test_simple_tables() -> None:
     assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Type", "Data", "Age"]
     assert table["rows"][0]["cells"] == ["x", "Opaque", 1, "30s"]
     lease = {"metadata": meta, "spec": {"holderIdentity": "vk-node"}}
-    assert to_table("leases.coordination.k8s.io", [lease], list_meta={}, now=NOW)["rows"][0]["cells"] == [
+    assert to_table("leases", [lease], list_meta={}, now=NOW)["rows"][0]["cells"] == [
         "x",
         "vk-node",
         "30s",
@@ -362,6 +362,30 @@ def test_service_table() -> None:
         "80:30080/TCP,53/UDP",
         "30s",
         "app=web",
+    ]
+
+
+def test_grouped_resource_names() -> None:
+    lease = {"metadata": {"name": "n1"}, "spec": {"holderIdentity": "n1"}}
+    table = to_table("leases.coordination.k8s.io", [lease], list_meta={}, now=NOW)
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Holder", "Age"]
+    csr = {
+        "metadata": {"name": "csr-1"},
+        "spec": {
+            "signerName": "kubernetes.io/kubelet-serving",
+            "username": "system:node:n1",
+            "expirationSeconds": 86400,
+        },
+        "status": {"conditions": [{"type": "Approved", "status": "True"}], "certificate": "Y2VydA=="},
+    }
+    cells = to_table("certificatesigningrequests", [csr], list_meta={}, now=NOW)["rows"][0]["cells"]
+    assert cells == [
+        "csr-1",
+        "<unknown>",
+        "kubernetes.io/kubelet-serving",
+        "system:node:n1",
+        "24h",
+        "Approved,Issued",
     ]
 
 

@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 from vk_provider.sandbox.validation import (
-    invalid_message,
     unknown_fields,
     validate_mirror_pod,
     validate_object,
@@ -158,20 +157,6 @@ def test_other_kinds() -> None:
     assert validate_object(lease) == []
 
 
-def test_invalid_message_like_the_real_server() -> None:
-    causes = [
-        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"},
-    ]
-    assert (
-        invalid_message("Pod", "web", causes)
-        == 'Pod "web" is invalid: spec.containers[0].image: Required value'
-    )
-    two = [*causes, {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers"}]
-    assert invalid_message("Pod", "web", two) == (
-        'Pod "web" is invalid: [spec.containers[0].image: Required value, spec.containers: Required value]'
-    )
-
-
 def test_pod_update_allows_image_and_toleration_additions() -> None:
     old = _pod(tolerations=[{"key": "a", "operator": "Exists"}], activeDeadlineSeconds=100)
     new = copy.deepcopy(old)
@@ -217,7 +202,8 @@ def test_mirror_pod_rules() -> None:
     assert validate_object(mirror) == []
     unbound = copy.deepcopy(mirror)
     del unbound["spec"]["nodeName"]
-    assert by_field(validate_object(unbound))["metadata.annotations[kubernetes.io/config.mirror]"][
+    assert validate_mirror_pod(mirror) == []
+    assert by_field(validate_mirror_pod(unbound))["metadata.annotations[kubernetes.io/config.mirror]"][
         "message"
     ] == ('Invalid value: "hash1": must set spec.nodeName if mirror pod annotation is set')
     plain = _pod(nodeName="vk-node")
@@ -233,5 +219,6 @@ def test_mirror_pod_rules() -> None:
     )
     changed = copy.deepcopy(mirror)
     changed["metadata"]["annotations"]["kubernetes.io/config.mirror"] = "hash2"
-    assert by_field(validate_pod_update(mirror, changed))["metadata.annotations[kubernetes.io/config.mirror]"]
+    assert by_field(validate_mirror_pod(changed, mirror))["metadata.annotations[kubernetes.io/config.mirror]"]
+    assert validate_pod_update(mirror, changed) == []
     assert validate_mirror_pod(mirror, copy.deepcopy(mirror)) == []

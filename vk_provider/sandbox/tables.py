@@ -175,13 +175,13 @@ def _columns(resource: str) -> list[Obj]:
             _age_col(),
             _col("Selector", _doc(spec, "selector"), priority=1),
         ]
-    if resource == "leases.coordination.k8s.io":
+    if resource == "leases":
         return [
             _name_col(),
             _col("Holder", _doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
             _age_col(),
         ]
-    if resource == "certificatesigningrequests.certificates.k8s.io":
+    if resource == "certificatesigningrequests":
         spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
         return [
             _name_col(),
@@ -486,8 +486,8 @@ _CELLS: dict[str, Callable[[Obj, datetime], list[Any]]] = {
     "secrets": _simple(lambda o: o.get("type", ""), lambda o: len(o.get("data") or {})),
     "serviceaccounts": _simple(lambda o: len(o.get("secrets") or [])),
     "services": _service_cells,
-    "leases.coordination.k8s.io": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
-    "certificatesigningrequests.certificates.k8s.io": _csr_cells,
+    "leases": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
+    "certificatesigningrequests": _csr_cells,
 }
 
 
@@ -521,7 +521,9 @@ def to_table(
     list_meta becomes the Table's metadata (carry `resourceVersion`: `kubectl get -w` watches from
     it). include_object is the `includeObject` query parameter: None, Metadata (default: rows carry
     PartialObjectMetadata) or Object. column_definitions=False leaves the definitions empty, as a
-    watch may after its first event."""
+    watch may after its first event. resource is the plural, with or without its group
+    ("leases" or "leases.coordination.k8s.io")."""
+    resource = resource.split(".", 1)[0]
     rows = []
     for obj in objs:
         conditions: list[Obj] = []

@@ -215,13 +215,6 @@ def not_found(field: str, value: object) -> dict[str, str]:
     return cause("FieldValueNotFound", field, f"Not found: {go_quote(value)}")
 
 
-def invalid_message(kind: str, name: str, causes: list[dict[str, str]]) -> str:
-    """The Status message of a 422 for these causes: `Pod "x" is invalid: [a: ..., b: ...]`."""
-    parts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
-    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return f'{kind} "{name}" is invalid: {joined}'
-
-
 # ---------------------------------------------------------------------------------------------
 # Schema walk (the files only use type/properties/additionalProperties/items/required/enum/oneOf/
 # format/$ref, so a direct walk is both simpler and faster than a generic JSON Schema engine)
@@ -490,12 +483,12 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
         errs = dns1123_subdomain_errors(str(node_name))
         if errs:
             out.append(invalid("spec.nodeName", node_name, "; ".join(errs)))
-    out.extend(validate_mirror_pod(pod))
     return out
 
 
 def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[str, str]]:
-    """Causes for obj against its official schema and kind rules; [] when valid.
+    """Causes for obj against its official schema and kind rules; [] when valid. The mirror-pod
+    annotation rules are not included: run validate_mirror_pod(new, old) on every pod write.
 
     strict=True also reports each undeclared field as FieldValueInvalid `unknown field "<path>"`.
     (The real server answers unknown fields under fieldValidation=Strict with a 400
@@ -553,13 +546,13 @@ def _spec_diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
 
 def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
     """Causes for changing pod old into new through the main resource (pkg/apis/core/validation
-    ValidatePodUpdate): immutable metadata, the mirror annotation and non-updatable spec fields."""
+    ValidatePodUpdate): immutable metadata and non-updatable spec fields. The mirror annotation
+    rules are validate_mirror_pod's (callers run it for every pod write, status included)."""
     out: list[dict[str, str]] = []
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     for key in ("name", "namespace", "uid", "creationTimestamp"):
         if new_meta.get(key) and new_meta.get(key) != old_meta.get(key):
             out.append(invalid(f"metadata.{key}", new_meta.get(key), "field is immutable"))
-    out.extend(validate_mirror_pod(new, old))
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     munged = copy.deepcopy(new_spec)
     for kind in ("containers", "initContainers"):
@@ -615,8 +608,8 @@ def _set_or_drop(spec: dict[str, Any], key: str, value: Any) -> None:
 
 def validate_mirror_pod(new: dict[str, Any], old: dict[str, Any] | None = None) -> list[dict[str, str]]:
     """The mirror-pod annotation rules (ValidatePodSpecificAnnotations/-Updates, reference §7.7):
-    on create a mirror pod must name its node; on update the annotation may not be added, removed
-    or changed. Applies to updates of both the main resource and pods/status."""
+    a pod with the annotation must name its node (every write); with old given (an update of the
+    main resource or of pods/status) the annotation may not be added, removed or changed."""
     out: list[dict[str, str]] = []
     new_ann = (new.get("metadata") or {}).get("annotations") or {}
     field = f"metadata.annotations[{MIRROR_POD_ANNOTATION}]"
