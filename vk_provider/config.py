@@ -69,6 +69,7 @@ class DockerConfig:
     max_concurrency: int = 8
     network: str = "bridge"
     sandbox_image: str = "registry.k8s.io/pause:3.10"
+    state_dir: str = "/var/lib/vk-provider"  # per-node files the engine bind-mounts (termination messages)
     allow: DockerAllow = field(default_factory=DockerAllow)
 
 

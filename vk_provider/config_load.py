@@ -427,6 +427,7 @@ _SCHEMA = _Section(
                     ("maxConcurrency", "max_concurrency", _PositiveInt()),
                     ("network", "network", _Str(_nonempty)),
                     ("sandboxImage", "sandbox_image", _Str(_nonempty)),
+                    ("stateDir", "state_dir", _Str(_nonempty)),
                     (
                         "allow",
                         "allow",

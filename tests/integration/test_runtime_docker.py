@@ -47,10 +47,10 @@ def container(name: str, *command: str, **fields: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def runtime(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[DockerRuntime]:
-    monkeypatch.setenv("VK_PROVIDER_STATE_DIR", str(tmp_path))
-    rt = DockerRuntime(DockerConfig(sandbox_image=test_images["pause"], max_concurrency=4), node_name)
+    config = DockerConfig(sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path))
+    rt = DockerRuntime(config, node_name)
     await rt.start()
     yield rt
     for uid in await rt.list_pods():

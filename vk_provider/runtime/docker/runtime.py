@@ -47,8 +47,6 @@ from vk_provider.runtime.types import (
 
 log = get_logger("runtime.docker")
 
-STATE_DIR_ENV = "VK_PROVIDER_STATE_DIR"
-DEFAULT_STATE_DIR = "/var/lib/vk-provider"
 # Upstream: pkg/kubelet/container/runtime.go MaxContainerTerminationMessage{Length,LogLength,LogLines}.
 MAX_TERMINATION_MESSAGE = 4096
 MAX_TERMINATION_LOG_BYTES = 2048
@@ -96,8 +94,7 @@ class DockerRuntime:
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
         local = self._engine.url.startswith("unix://")
-        root = os.environ.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR
-        self._state_dir: Path | None = Path(root) / node_name if local else None
+        self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
 
     # --- connection ---
 
