@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.patch import PatchError, apply_patch, merge_patch, strategic_merge
+from vk_provider.sandbox.patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge
 
 
 def _pod() -> dict[str, Any]:
@@ -306,23 +306,29 @@ def test_json_patch_operations() -> None:
 
 def test_json_patch_failures() -> None:
     with pytest.raises(PatchError) as e:
-        jp(_pod(), [{"op": "test", "path": "/metadata/name", "value": "other"}])
+        json_patch(_pod(), [{"op": "test", "path": "/metadata/name", "value": "other"}])
     assert (e.value.code, e.value.message) == (422, "testing value /metadata/name failed: test failed")
     with pytest.raises(PatchError) as e:
-        jp(_pod(), [{"op": "remove", "path": "/metadata/labels/nope"}])
+        json_patch(_pod(), [{"op": "remove", "path": "/metadata/labels/nope"}])
     assert e.value.code == 422
     assert e.value.message == "Unable to remove nonexistent key: nope: missing value"
     with pytest.raises(PatchError) as e:
-        jp(_pod(), [{"op": "replace", "path": "/metadata/nope", "value": 1}])
+        json_patch(_pod(), [{"op": "replace", "path": "/metadata/nope", "value": 1}])
     assert (
         e.value.message
         == "replace operation does not apply: doc is missing key: /metadata/nope: missing value"
     )
     with pytest.raises(PatchError) as e:
-        jp(_pod(), [{"op": "add", "path": "/nope/deeper", "value": 1}])
+        json_patch(_pod(), [{"op": "add", "path": "/nope/deeper", "value": 1}])
     assert (
         e.value.message == 'add operation does not apply: doc is missing path: "/nope/deeper": missing value'
     )
+    # Over HTTP the server hides the json-patch error behind its generic 422 text.
+    with pytest.raises(PatchError) as e:
+        jp(_pod(), [{"op": "test", "path": "/metadata/name", "value": "other"}])
+    assert (e.value.code, e.value.reason) == (422, "Invalid")
+    assert e.value.message == "the server rejected our request due to an error in our request"
+    assert e.value.detail == "testing value /metadata/name failed: test failed"
     with pytest.raises(PatchError) as e:
         apply_patch(_pod(), "{not json", "application/json-patch+json", kind="Pod", api_version="v1")
     assert e.value.code == 400

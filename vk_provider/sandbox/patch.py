@@ -25,15 +25,20 @@ APPLY_PATCH = "application/apply-patch+yaml"
 # What this server accepts, in the order the real server lists them in its 415 message; server-side
 # apply is not implemented, so application/apply-patch+yaml is not offered.
 SUPPORTED_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+JSON_PATCH_FAILED = "the server rejected our request due to an error in our request"
 
 
 class PatchError(Exception):
-    """A patch that cannot be applied: code 400 (malformed), 422 (cannot apply) or 415 (media type)."""
+    """A patch that cannot be applied: code 400 (malformed), 422 (cannot apply) or 415 (media type).
 
-    def __init__(self, code: int, message: str) -> None:
+    message is what the real server puts in the Status; detail, when set, is the underlying error
+    the real server does not show (JSON patch failures), for logs."""
+
+    def __init__(self, code: int, message: str, detail: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.detail = detail
 
     @property
     def reason(self) -> str:
@@ -64,7 +69,14 @@ def apply_patch(
     except (ValueError, UnicodeDecodeError) as e:
         raise PatchError(400, f"error decoding patch: {e}") from None
     if media_type == JSON_PATCH:
-        return json_patch(obj, doc)
+        try:
+            return json_patch(obj, doc)
+        except PatchError as e:
+            if e.code != 422:
+                raise
+            # The apiserver answers a failed operation with NewGenericServerResponse(422), whose
+            # message hides the json-patch error (staging/.../endpoints/handlers/patch.go).
+            raise PatchError(422, JSON_PATCH_FAILED, detail=e.message) from None
     if media_type == MERGE_PATCH:
         merged = merge_patch(obj, doc)
         if not isinstance(merged, dict):
@@ -173,7 +185,8 @@ def _remove(doc: Any, path: str, op: str = "remove") -> Any:
 
 
 def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
-    """RFC 6902 JSON patch; malformed operations are 400, operations that do not apply are 422."""
+    """RFC 6902 JSON patch; a body that is not a list of operations is 400, an operation that does
+    not apply is 422 with evanphx/json-patch's error text (apply_patch replaces it as the server does)."""
     if not isinstance(operations, list):
         raise PatchError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     doc: Any = copy.deepcopy(obj)
