@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from vk_provider.sandbox.validation import (
+    decode_errors,
     unknown_fields,
     validate_mirror_pod,
     validate_object,
@@ -222,3 +223,21 @@ def test_mirror_pod_rules() -> None:
     assert by_field(validate_mirror_pod(changed, mirror))["metadata.annotations[kubernetes.io/config.mirror]"]
     assert validate_pod_update(mirror, changed) == []
     assert validate_mirror_pod(mirror, copy.deepcopy(mirror)) == []
+
+
+def test_decode_errors_worded_like_the_go_decoder() -> None:
+    pod = _pod(hostNetwork="yes", nodeSelector="x")
+    pod["spec"]["containers"][0]["ports"][0]["containerPort"] = "80"
+    pod["metadata"]["labels"]["n"] = 1
+    assert decode_errors(pod) == [
+        "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
+        "json: cannot unmarshal string into Go struct field "
+        "ContainerPort.spec.containers.ports.containerPort of type int32",
+        "json: cannot unmarshal string into Go struct field PodSpec.spec.hostNetwork of type bool",
+        "json: cannot unmarshal string into Go struct field "
+        "PodSpec.spec.nodeSelector of type map[string]string",
+    ]
+    assert decode_errors({"apiVersion": "v1", "kind": "Pod", "spec": []}) == [
+        "json: cannot unmarshal array into Go struct field Pod.spec of type v1.PodSpec"
+    ]
+    assert decode_errors(_pod()) == []

@@ -257,60 +257,109 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _walk(
-    value: Any, schema: dict[str, Any], path: str, out: list[dict[str, str]], unknown: list[str]
-) -> None:
-    schema = resolve(schema)
-    if "oneOf" in schema:
-        types = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
-        if not _type_ok(value, types):
-            expected = " or ".join(t for t in types if t != "null")
-            out.append(
-                invalid(
-                    path, value, f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}"
-                )
-            )
-        return
-    types = _as_list(schema.get("type"))
-    if types and not _type_ok(value, types):
-        expected = next((t for t in types if t != "null"), types[0])
-        out.append(
-            invalid(
-                path,
-                _short(value),
-                f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}",
-            )
-        )
-        return
-    if value is None:
-        return
-    enum = schema.get("enum")
-    if enum is not None and value not in enum:
-        out.append(not_supported(path, value, enum))
-        return
-    if isinstance(value, dict):
+class _Walk:
+    """One schema pass: causes, undeclared field paths, and the decode errors (type mismatches as
+    the Go JSON decoder words them) of one object."""
+
+    def __init__(self) -> None:
+        self.causes: list[dict[str, str]] = []
+        self.unknown: list[str] = []
+        self.decode: list[str] = []
+
+    def walk(self, value: Any, schema: dict[str, Any], path: str, owner: str, dotted: str) -> None:
+        field_schema = schema
+        schema = resolve(schema)
+        if "oneOf" in schema:
+            types = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
+            if not _type_ok(value, types):
+                expected = " or ".join(t for t in types if t != "null")
+                self._type_error(path, value, expected, owner, dotted, field_schema)
+            return
+        types = _as_list(schema.get("type"))
+        if types and not _type_ok(value, types):
+            expected = next((t for t in types if t != "null"), types[0])
+            self._type_error(path, value, expected, owner, dotted, field_schema)
+            return
+        if value is None:
+            return
+        enum = schema.get("enum")
+        if enum is not None and value not in enum:
+            self.causes.append(not_supported(path, value, enum))
+            return
+        if isinstance(value, dict):
+            self._walk_object(value, schema, path, owner, dotted, field_schema)
+        elif isinstance(value, list):
+            items = schema.get("items")
+            if items is not None:
+                for i, item in enumerate(value):
+                    self.walk(item, items, f"{path}[{i}]", owner, dotted)
+        elif isinstance(value, str) and schema.get("format") == "byte":
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                self.causes.append(invalid(path, "<omitted>", "illegal base64 data"))
+
+    def _walk_object(
+        self,
+        value: dict[str, Any],
+        schema: dict[str, Any],
+        path: str,
+        owner: str,
+        dotted: str,
+        field: dict[str, Any],
+    ) -> None:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
+        struct = _struct_name(field) or owner
         for req in schema.get("required") or ():
             if value.get(req) is None:
-                out.append(required(_child(path, req)))
+                self.causes.append(required(_child(path, req)))
         for key, sub in value.items():
             if props is not None and key in props:
-                _walk(sub, props[key], _child(path, key), out, unknown)
+                self.walk(sub, props[key], _child(path, key), struct, _child(dotted, key))
             elif isinstance(extra, dict):
-                _walk(sub, extra, f"{path}[{key}]", out, unknown)
+                self.walk(sub, extra, f"{path}[{key}]", owner, dotted)
             elif props is not None and extra is False:
-                unknown.append(_child(path, key))
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if items is not None:
-            for i, item in enumerate(value):
-                _walk(item, items, f"{path}[{i}]", out, unknown)
-    elif isinstance(value, str) and schema.get("format") == "byte":
-        try:
-            base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            out.append(invalid(path, "<omitted>", "illegal base64 data"))
+                self.unknown.append(_child(path, key))
+
+    def _type_error(
+        self, path: str, value: Any, expected: str, owner: str, dotted: str, field: dict[str, Any]
+    ) -> None:
+        detail = f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}"
+        self.causes.append(invalid(path, _short(value), detail))
+        go_json = {"integer": "number", "boolean": "bool"}.get(_json_type(value), _json_type(value))
+        target = f"Go struct field {owner}.{dotted} of type {_go_type(field)}"
+        self.decode.append(f"json: cannot unmarshal {go_json} into {target}")
+
+
+def _struct_name(field: dict[str, Any]) -> str:
+    ref = field.get("$ref")
+    return ref.rsplit(".", 1)[-1] if isinstance(ref, str) else ""
+
+
+def _go_type(field: dict[str, Any]) -> str:
+    """The Go type of a schema as upstream spells it (v1.PodSpec, []v1.Container, int32)."""
+    ref = field.get("$ref")
+    if isinstance(ref, str):
+        parts = ref.rsplit("/", 1)[-1].split(".")
+        return f"{parts[-2]}.{parts[-1]}"
+    types = [t for t in _as_list(field.get("type")) if t != "null"]
+    kind = types[0] if types else ""
+    fmt = field.get("format")
+    if kind == "integer":
+        return str(fmt) if fmt in ("int32", "int64") else "int"
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "string":
+        return "[]uint8" if fmt == "byte" else "string"
+    if kind == "array":
+        return "[]" + _go_type(field.get("items") or {})
+    if kind == "object":
+        extra = field.get("additionalProperties")
+        return "map[string]" + (_go_type(extra) if isinstance(extra, dict) else "interface {}")
+    return "interface {}"
 
 
 def _as_list(t: Any) -> list[str]:
@@ -323,23 +372,25 @@ def _short(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else _json_type(value)
 
 
-def _schema_for(obj: dict[str, Any]) -> dict[str, Any] | None:
+def _schema_pass(obj: dict[str, Any]) -> _Walk:
     name = definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    return None if name is None else definitions()[name]
-
-
-def _schema_pass(obj: dict[str, Any]) -> tuple[list[dict[str, str]], list[str]]:
-    schema = _schema_for(obj)
-    out: list[dict[str, str]] = []
-    unknown: list[str] = []
-    if schema is not None:
-        _walk(obj, schema, "", out, unknown)
-    return out, unknown
+    result = _Walk()
+    if name is not None:
+        result.walk(obj, definitions()[name], "", name.rsplit(".", 1)[-1], "")
+    return result
 
 
 def unknown_fields(obj: dict[str, Any]) -> list[str]:
     """Paths (`spec.containers[0].foo`) of fields the official schema does not declare."""
-    return _schema_pass(obj)[1]
+    return _schema_pass(obj).unknown
+
+
+def decode_errors(obj: dict[str, Any]) -> list[str]:
+    """Type mismatches worded as the real server's decoder reports them (it answers the first with
+    400 `<Kind> in version "v1" cannot be handled as a <Kind>: <error>`), e.g.
+    `json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort
+    of type int32`. validate_object also reports each as a FieldValueInvalid cause."""
+    return _schema_pass(obj).decode
 
 
 def unknown_field_message(path: str) -> str:
@@ -494,10 +545,12 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
     (The real server answers unknown fields under fieldValidation=Strict with a 400
     `strict decoding error: unknown field "<path>"`; use unknown_fields() to build that instead.)
     """
-    schema_causes, unknown = _schema_pass(obj)
-    causes = list(schema_causes)
+    result = _schema_pass(obj)
+    causes = list(result.causes)
     if strict:
-        causes.extend(cause("FieldValueInvalid", path, unknown_field_message(path)) for path in unknown)
+        causes.extend(
+            cause("FieldValueInvalid", path, unknown_field_message(path)) for path in result.unknown
+        )
     causes.extend(_validate_metadata(obj))
     if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         causes.extend(_validate_pod(obj))
