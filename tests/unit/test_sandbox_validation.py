@@ -182,7 +182,7 @@ def test_pod_update_forbidden_spec_change() -> None:
         "`spec.tolerations` (only additions to existing tolerations),"
         "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
     )
-    assert "spec.restartPolicy" in causes[0]["message"]
+    assert '- \tspec.restartPolicy: "Always",\n+ \tspec.restartPolicy: "Never",' in causes[0]["message"]
 
 
 def test_pod_update_removing_toleration_and_raising_deadline() -> None:
@@ -194,7 +194,13 @@ def test_pod_update_removing_toleration_and_raising_deadline() -> None:
     assert causes["spec.activeDeadlineSeconds"]["message"] == (
         "Invalid value: 200: must be less than or equal to previous value"
     )
-    assert causes["spec"]["reason"] == "FieldValueForbidden"
+    assert causes["spec.tolerations"]["message"] == (
+        "Forbidden: existing toleration can not be modified except its tolerationSeconds"
+    )
+    assert "spec" not in causes
+    seconds = copy.deepcopy(old)
+    seconds["spec"]["tolerations"][0]["tolerationSeconds"] = 5
+    assert validate_pod_update(old, seconds) == []
 
 
 def test_mirror_pod_rules() -> None:

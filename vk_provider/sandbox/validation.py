@@ -593,8 +593,18 @@ def _spec_diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
         for i, (a, b) in enumerate(zip(old, new, strict=True)):
             _spec_diff(a, b, f"{path}[{i}]", lines)
         return
-    lines.append(f"-\t{path}: {json.dumps(old, sort_keys=True)}")
-    lines.append(f"+\t{path}: {json.dumps(new, sort_keys=True)}")
+    lines.append(f"- \t{path}: {json.dumps(old, sort_keys=True)},")
+    lines.append(f"+ \t{path}: {json.dumps(new, sort_keys=True)},")
+
+
+def _only_added_tolerations(old: list[Any], new: list[Any]) -> bool:
+    """validateOnlyAddedTolerations: every old toleration is still there, tolerationSeconds aside."""
+
+    def without_seconds(t: Any) -> Any:
+        return {k: v for k, v in t.items() if k != "tolerationSeconds"} if isinstance(t, dict) else t
+
+    remaining = [without_seconds(t) for t in new]
+    return all(without_seconds(t) in remaining for t in old)
 
 
 def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
@@ -633,9 +643,13 @@ def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[s
             )
         )
         _set_or_drop(munged, "activeDeadlineSeconds", old_deadline)
-    old_tols, new_tols = old_spec.get("tolerations") or [], munged.get("tolerations") or []
-    if all(t in new_tols for t in old_tols):
-        _set_or_drop(munged, "tolerations", old_spec.get("tolerations"))
+    if not _only_added_tolerations(old_spec.get("tolerations") or [], new_spec.get("tolerations") or []):
+        out.append(
+            forbidden(
+                "spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"
+            )
+        )
+    _set_or_drop(munged, "tolerations", old_spec.get("tolerations"))
     old_grace, new_grace = (
         old_spec.get("terminationGracePeriodSeconds"),
         new_spec.get("terminationGracePeriodSeconds"),
@@ -643,12 +657,15 @@ def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[s
     if isinstance(old_grace, int) and old_grace < 0 and new_grace == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
     if munged != old_spec:
-        lines: list[str] = []
+        lines = ["  core.PodSpec{"]
         _spec_diff(old_spec, munged, "spec", lines)
-        detail = f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n" + "\n".join(
-            lines
+        lines.append("  }")
+        diff = "\n".join(lines)
+        out.append(
+            forbidden(
+                "spec", f"pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n{diff}"
+            )
         )
-        out.append(forbidden("spec", detail))
     return out
 
 
