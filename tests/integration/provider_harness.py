@@ -99,7 +99,7 @@ class ProviderHarness:
         return Config(
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
             kubernetes=KubernetesConfig(kubeconfig=str(self.kubeconfig)),
-            docker=DockerConfig(sandbox_image=PAUSE),
+            docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
             pods=PodsConfig(resync_interval=60.0),
             status=StatusConfig(sync_period=self.sync_period),
         )
@@ -124,7 +124,7 @@ class ProviderHarness:
         cfg = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
             "kubernetes": {"kubeconfig": str(self.kubeconfig)},
-            "docker": {"sandboxImage": PAUSE},
+            "docker": {"sandboxImage": PAUSE, "stateDir": str(self.workdir / "state")},
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
             "logging": {"level": "info"},
         }
