@@ -185,3 +185,19 @@ def test_delete_options_grace_zero_with_uid_precondition() -> None:
         "gracePeriodSeconds": 0,
         "preconditions": {"uid": "uid-1"},
     }
+
+
+def test_patch_clears_fields_a_condition_lost() -> None:
+    api_pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "uid": "uid-1"},
+        "status": {**local(), "conditions": [cond("Ready", "False", reason="NodeNotReady", message="gone")]},
+    }
+    body = status_patch("uid-1", api_pod["status"], local())
+    assert body is not None
+    ready = next(c for c in body["status"]["conditions"] if c["type"] == "Ready")
+    assert ready["reason"] is None and ready["message"] is None
+    result = strategic_merge(api_pod, body, kind="Pod", api_version="v1")
+    shown = next(c for c in result["status"]["conditions"] if c["type"] == "Ready")
+    assert shown == cond("Ready", "True")

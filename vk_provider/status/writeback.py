@@ -101,9 +101,13 @@ def _list_patch(key: str, old: list[Any], new: list[Any]) -> dict[str, Any]:
     merge_key = _MERGE_KEYS[key]
     old_by_key = {item.get(merge_key): item for item in old}
     new_keys = [item.get(merge_key) for item in new]
-    items: list[dict[str, Any]] = [
-        item for item in new if semantic(old_by_key.get(item.get(merge_key))) != semantic(item)
-    ]
+    items: list[dict[str, Any]] = []
+    for item in new:
+        before = old_by_key.get(item.get(merge_key))
+        if semantic(before) != semantic(item):
+            # Keys the item lost are cleared explicitly: a patch item only merges into the old one.
+            cleared = {k: None for k in before or {} if k not in item}
+            items.append({**item, **cleared})
     items += [{merge_key: k, "$patch": "delete"} for k in old_by_key if k not in new_keys]
     if not items and [item.get(merge_key) for item in old] == new_keys:
         return {}
