@@ -247,3 +247,39 @@ def test_decode_errors_worded_like_the_go_decoder() -> None:
         "json: cannot unmarshal array into Go struct field Pod.spec of type v1.PodSpec"
     ]
     assert decode_errors(_pod()) == []
+
+
+def test_resources_probes_env() -> None:
+    pod = _pod()
+    c = pod["spec"]["containers"][0]
+    c["resources"] = {"limits": {"cpu": "1", "memory": "64Mi"}, "requests": {"cpu": "2", "memory": "-1"}}
+    c["livenessProbe"] = {"periodSeconds": 5}
+    c["readinessProbe"] = {"exec": {"command": ["true"]}, "tcpSocket": {"port": 80}}
+    c["env"] = [{"name": "A", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    causes = by_field(validate_object(pod))
+    assert causes["spec.containers[0].resources.requests"]["message"] == (
+        'Invalid value: "2": must be less than or equal to cpu limit of 1'
+    )
+    assert causes["spec.containers[0].resources.requests[memory]"]["message"] == (
+        'Invalid value: "-1": must be greater than or equal to 0'
+    )
+    assert (
+        causes["spec.containers[0].livenessProbe"]["message"] == "Required value: must specify a handler type"
+    )
+    assert causes["spec.containers[0].readinessProbe.tcpSocket"]["message"] == (
+        "Forbidden: may not specify more than 1 handler type"
+    )
+    assert causes["spec.containers[0].env[0].valueFrom"]["message"] == (
+        'Invalid value: "": may not be specified when `value` is not empty'
+    )
+
+
+def test_malformed_quantity_is_a_decode_error() -> None:
+    pod = _pod()
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    assert decode_errors(pod) == [
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    ]
+    assert by_field(validate_object(pod))["spec.containers[0].resources.requests[cpu]"]["reason"] == (
+        "FieldValueInvalid"
+    )

@@ -19,7 +19,11 @@ import re
 from importlib import resources
 from typing import Any
 
+from vk_provider.sandbox.quantity import parse_quantity
+
 SCHEMA_VERSION = "v1.32.0-local-strict"
+QUANTITY_REGEX = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
 QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
@@ -274,6 +278,8 @@ class _Walk:
             if not _type_ok(value, types):
                 expected = " or ".join(t for t in types if t != "null")
                 self._type_error(path, value, expected, owner, dotted, field_schema)
+            elif isinstance(value, str) and str(field_schema.get("$ref", "")).endswith(_QUANTITY_DEF):
+                self._quantity(path, value)
             return
         types = _as_list(schema.get("type"))
         if types and not _type_ok(value, types):
@@ -321,6 +327,14 @@ class _Walk:
                 self.walk(sub, extra, f"{path}[{key}]", owner, dotted)
             elif props is not None and extra is False:
                 self.unknown.append(_child(path, key))
+
+    def _quantity(self, path: str, value: str) -> None:
+        try:
+            parse_quantity(value)
+        except ValueError:
+            message = f"quantities must match the regular expression '{QUANTITY_REGEX}'"
+            self.decode.append(message)
+            self.causes.append(invalid(path, value, message))
 
     def _type_error(
         self, path: str, value: Any, expected: str, owner: str, dotted: str, field: dict[str, Any]
@@ -485,6 +499,13 @@ def _validate_containers(
         for j, env in enumerate(c.get("env") or []):
             if isinstance(env, dict) and not env.get("name"):
                 out.append(required(f"{p}.env[{j}].name"))
+            if isinstance(env, dict) and env.get("value") and env.get("valueFrom") is not None:
+                out.append(
+                    invalid(f"{p}.env[{j}].valueFrom", "", "may not be specified when `value` is not empty")
+                )
+        _validate_resources(c.get("resources") or {}, f"{p}.resources", out)
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+            _validate_handler(c.get(probe), f"{p}.{probe}", ("exec", "httpGet", "tcpSocket", "grpc"), out)
         for j, mount in enumerate(c.get("volumeMounts") or []):
             if not isinstance(mount, dict):
                 continue
@@ -492,6 +513,37 @@ def _validate_containers(
                 out.append(not_found(f"{p}.volumeMounts[{j}].name", mount["name"]))
             if not mount.get("mountPath"):
                 out.append(required(f"{p}.volumeMounts[{j}].mountPath"))
+
+
+def _validate_resources(resources: dict[str, Any], path: str, out: list[dict[str, str]]) -> None:
+    """ValidateResourceRequirements: non-negative quantities, requests no larger than limits."""
+    limits: dict[str, Any] = {}
+    for kind in ("limits", "requests"):
+        for name, quantity in (resources.get(kind) or {}).items():
+            try:
+                value = parse_quantity(quantity)
+            except (ValueError, TypeError):
+                continue  # reported by the schema pass as a decode error
+            if value < 0:
+                out.append(
+                    invalid(f"{path}.{kind}[{name}]", str(quantity), "must be greater than or equal to 0")
+                )
+            if kind == "limits":
+                limits[name] = (value, quantity)
+            elif name in limits and value > limits[name][0]:
+                detail = f"must be less than or equal to {name} limit of {limits[name][1]}"
+                out.append(invalid(f"{path}.requests", str(quantity), detail))
+
+
+def _validate_handler(probe: Any, path: str, handlers: tuple[str, ...], out: list[dict[str, str]]) -> None:
+    """validateHandler: a probe names exactly one handler type."""
+    if not isinstance(probe, dict):
+        return
+    given = [h for h in handlers if probe.get(h) is not None]
+    if not given:
+        out.append(required(path, "must specify a handler type"))
+    elif len(given) > 1:
+        out.append(forbidden(f"{path}.{given[1]}", "may not specify more than 1 handler type"))
 
 
 def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
