@@ -38,7 +38,7 @@ class Seen:
     headers: list[dict[str, str]] = field(default_factory=list)
 
 
-def _server_context(pki: SandboxPKI, tmp: Path) -> ssl.SSLContext:
+def kubelet_server_context(pki: SandboxPKI, tmp: Path) -> ssl.SSLContext:
     key = ec.generate_private_key(ec.SECP256R1())
     csr = (
         x509.CertificateSigningRequestBuilder()
@@ -133,7 +133,7 @@ async def _aiohttp_kubelet(pki: SandboxPKI, tmp: Path, seen: Seen) -> tuple[web.
     app.router.add_get("/attach/{ns}/{pod}/{ctr}", refuse)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=_server_context(pki, tmp))
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=kubelet_server_context(pki, tmp))
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, port
@@ -158,7 +158,7 @@ async def _raw_spdy_kubelet(pki: SandboxPKI, tmp: Path, seen: Seen) -> tuple[asy
             await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=_server_context(pki, tmp))
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=kubelet_server_context(pki, tmp))
     return server, server.sockets[0].getsockname()[1]
 
 
@@ -171,7 +171,7 @@ async def _api_front(pki: SandboxPKI, node_for: dict[str, dict[str, Any]]) -> tu
 
     app = web.Application()
     app.router.add_route("*", "/{kind}/{rest:.*}", route)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, handler_cancellation=True)  # as SandboxServer runs it
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

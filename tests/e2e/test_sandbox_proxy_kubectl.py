@@ -1,0 +1,114 @@
+"""The real kubectl through the sandbox API server to a stand-in kubelet: logs -f and exec.
+
+The kubelet here is a small HTTPS server that demands the sandbox's client certificate and
+speaks just enough of the kubelet API (a log stream; a v5.channel.k8s.io WebSocket exec that
+prints a line and reports Success), so the test shows what kubectl users see through the proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tests.integration.test_sandbox_proxy import kubelet_server_context
+from vk_provider.sandbox.server import SandboxServer
+
+KUBECTL = "/usr/bin/kubectl"
+NODE = "proxy-node"
+
+
+async def _kubelet(server: SandboxServer, tmp: Path, seen: list[str]) -> tuple[web.AppRunner, int]:
+    async def logs(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path_qs)
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        for i in range(3):
+            await resp.write(f"log line {i}\n".encode())
+            await asyncio.sleep(0.05)
+        return resp
+
+    async def exec_(request: web.Request) -> web.StreamResponse:
+        seen.append(request.path_qs)
+        ws = web.WebSocketResponse(protocols=("v5.channel.k8s.io",))
+        await ws.prepare(request)
+        command = " ".join(request.query.getall("command", []))
+        await ws.send_bytes(b"\x01ran: " + command.encode() + b"\n")
+        await ws.send_bytes(b'\x03{"metadata":{},"status":"Success"}')
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/containerLogs/{ns}/{pod}/{ctr}", logs)
+    app.router.add_get("/exec/{ns}/{pod}/{ctr}", exec_)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=kubelet_server_context(server.pki, tmp))
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, Path, list[str]]]:
+    server = SandboxServer(state_dir=tmp_path / "state")
+    await server.start()
+    seen: list[str] = []
+    kubelet, port = await _kubelet(server, tmp_path, seen)
+    node: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    await server.store.create("nodes", node)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "vk-test/busybox:1"}]},
+        "status": {"phase": "Running"},
+    }
+    await server.store.create("pods", pod)
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    yield server, kubeconfig, seen
+    await kubelet.cleanup()
+    await server.stop()
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+@pytest.mark.kubectl
+async def test_kubectl_logs_follow_through_proxy(sandbox: tuple[SandboxServer, Path, list[str]]) -> None:
+    _, kubeconfig, seen = sandbox
+    code, out, err = await _kubectl(kubeconfig, "logs", "-f", "web", "--tail=5")
+    assert code == 0, err
+    assert out == "log line 0\nlog line 1\nlog line 2\n"
+    assert seen == ["/containerLogs/default/web/app?follow=true&tailLines=5"]
+
+
+@pytest.mark.kubectl
+async def test_kubectl_exec_through_proxy(sandbox: tuple[SandboxServer, Path, list[str]]) -> None:
+    _, kubeconfig, seen = sandbox
+    code, out, err = await _kubectl(kubeconfig, "exec", "web", "--", "echo", "hi")
+    assert code == 0, err
+    assert out == "ran: echo hi\n"
+    assert seen[0].startswith("/exec/default/web/app?")
