@@ -260,3 +260,34 @@ async def test_container_readiness_updates_cache_and_api(ready: bool) -> None:
     conds = {c["type"]: c["status"] for c in api.pods["p"]["status"]["conditions"]}
     assert conds["Ready"] == conds["ContainersReady"] == ("True" if ready else "False")
     assert api.count("PATCH") == 1
+
+
+async def test_watch_fed_full_pass_reads_no_pods_and_repairs_observed_edits() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    sm.observe_pod(copy.deepcopy(api.pods["p"]))
+    gets = api.count("GET")
+    await sm.sync_batch(full=True)
+    assert api.count("GET") == gets and api.count("PATCH") == 1
+    tampered = copy.deepcopy(api.pods["p"])
+    next(c for c in tampered["status"]["conditions"] if c["type"] == "Ready")["status"] = "False"
+    api.pods["p"] = tampered
+    sm.observe_pod(copy.deepcopy(tampered))
+    await sm.sync_batch(full=True)
+    assert api.count("PATCH") == 2
+    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+
+
+async def test_get_pod_status_is_a_copy_and_resolves_mirror_uid() -> None:
+    api = FakeApi()
+    sm = manager(api, {"static-uid": "mirror-uid"})
+    static = make_pod(uid="static-uid", **{"kubernetes.io/config.source": "file"})
+    sm.set_pod_status(static, running_status())
+    got = sm.get_pod_status("mirror-uid")
+    assert got is not None and got["phase"] == "Running"
+    got["phase"] = "Failed"
+    assert sm.get_pod_status("static-uid")["phase"] == "Running"  # type: ignore[index]
+    assert sm.get_pod_status("unknown") is None

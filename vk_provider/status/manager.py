@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -107,8 +108,11 @@ class StatusManager:
         self._update(pod, status, force=force, finished=False)
 
     def get_pod_status(self, uid: str) -> dict[str, Any] | None:
+        """A copy of the cached status; a mirror pod's UID resolves to its static pod."""
         entry = self._statuses.get(uid)
-        return entry.status if entry is not None else None
+        if entry is None:
+            entry = next((e for e in self._statuses.values() if self._api_uid(e) == uid), None)
+        return copy.deepcopy(entry.status) if entry is not None else None
 
     def terminate_pod(self, pod: Mapping[str, Any]) -> None:
         """The pod worker is done with `pod`: mark it finished so its final delete may follow."""
