@@ -1,0 +1,98 @@
+"""What a kubectl user sees of the sandbox scheduler: the NODE column, and why a pod stays Pending."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vk_provider.sandbox.server import SandboxServer
+
+KUBECTL = "/usr/bin/kubectl"
+DEADLINE = 30.0
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  nodeSelector:
+    disk: {disk}
+  containers:
+  - name: app
+    image: vk-test/pause:1
+"""
+
+
+def _node(name: str, disk: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"disk": disk, "kubernetes.io/hostname": name}},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+        },
+    }
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, Path]]:
+    server = SandboxServer(state_dir=tmp_path / "state")
+    await server.start()
+    await server.store.create("nodes", _node("hdd-1", "hdd"))
+    await server.store.create("nodes", _node("ssd-1", "ssd"))
+    yield server, server.write_kubeconfig(tmp_path / "kubeconfig")
+    await server.stop()
+
+
+async def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def _until(kubeconfig: Path, args: list[str], wanted: str) -> str:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + DEADLINE
+    while True:
+        out = await _kubectl(kubeconfig, *args)
+        if wanted in out:
+            return out
+        if loop.time() > end:
+            raise AssertionError(f"{wanted!r} never appeared in:\n{out}")
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.kubectl
+async def test_kubectl_sees_binding_and_unschedulable_reason(sandbox: tuple[SandboxServer, Path]) -> None:
+    server, kubeconfig = sandbox
+    await _kubectl(kubeconfig, "apply", "-f", "-", stdin=POD.format(name="fast", disk="ssd"))
+    await _kubectl(kubeconfig, "apply", "-f", "-", stdin=POD.format(name="lost", disk="nvme"))
+
+    node = await _until(kubeconfig, ["get", "pod", "fast", "-o", "jsonpath={.spec.nodeName}"], "ssd-1")
+    assert node == "ssd-1"
+    described = await _until(kubeconfig, ["describe", "pod", "fast"], "Successfully assigned")
+    assert "default-scheduler  Successfully assigned default/fast to ssd-1" in described
+
+    described = await _until(kubeconfig, ["describe", "pod", "lost"], "FailedScheduling")
+    assert "Warning  FailedScheduling" in described
+    assert "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector." in described
+    wide = await _kubectl(kubeconfig, "get", "pod", "lost", "-o", "wide")
+    assert "Pending" in wide
+
+    await server.store.create("nodes", _node("nvme-1", "nvme"))
+    await _until(kubeconfig, ["get", "pod", "lost", "-o", "jsonpath={.spec.nodeName}"], "nvme-1")
