@@ -10,6 +10,7 @@ Pending with its QoS class, namespace phase, service cluster IP). Reference apis
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import secrets
 from typing import Any
@@ -30,7 +31,13 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     if info.key == "pods":
         _default_pod_spec(obj.setdefault("spec", {}))
     elif info.key == "secrets":
-        obj.setdefault("type", "Opaque")
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict):  # v1 conversion folds stringData into data
+            data = obj.setdefault("data", {})
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
     elif info.key == "services":
         _default_service_spec(obj.setdefault("spec", {}))
     elif info.key == "namespaces":

@@ -24,7 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox import errors, tables
+from vk_provider.sandbox import errors, protobuf, tables
 from vk_provider.sandbox.defaults import apply_defaults, prepare_for_create
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.patch import PatchError, apply_patch
@@ -309,7 +309,17 @@ async def _close_stream(stream: Any) -> None:
 
 
 async def read_body(request: web.Request) -> Obj:
+    media_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip().lower()
     raw = await request.read()
+    if media_type == protobuf.CONTENT_TYPE:
+        try:
+            return protobuf.decode(raw)
+        except protobuf.ProtobufError as e:
+            raise errors.unsupported_media_type(
+                f"accepted media types include: application/json ({e})"
+            ) from None
+    if media_type not in (JSON, "", "*/*"):
+        raise errors.unsupported_media_type("accepted media types include: application/json")
     try:
         body = json.loads(raw) if raw else None
     except ValueError as e:

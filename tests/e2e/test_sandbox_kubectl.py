@@ -1,0 +1,317 @@
+"""The real kubectl (v1.32) against the sandbox API server: what a user types, and what they see."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sandbox_helpers import RunningSandbox, running_sandbox
+
+pytestmark = [
+    pytest.mark.kubectl,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
+]
+
+POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  nodeSelector:
+    kubernetes.io/hostname: node-1
+  containers:
+  - name: web
+    image: vk-test/busybox:1
+    command: ["httpd", "-f"]
+"""
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+
+Kubectl = Callable[..., Awaitable[Result]]
+
+
+@dataclass
+class Env:
+    sandbox: RunningSandbox
+    kubectl: Kubectl
+    tmp: Path
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with running_sandbox(tmp_path) as sandbox:
+        environ = {**os.environ, "KUBECACHEDIR": str(tmp_path / "kubecache"), "HOME": str(tmp_path)}
+
+        async def kubectl(*args: str, stdin: str | None = None) -> Result:
+            proc = await asyncio.create_subprocess_exec(
+                "kubectl",
+                "--kubeconfig",
+                str(sandbox.kubeconfig),
+                *args,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environ,
+            )
+            async with asyncio.timeout(60):
+                out, err = await proc.communicate(stdin.encode() if stdin else None)
+            assert proc.returncode is not None
+            return Result(proc.returncode, out.decode(), err.decode())
+
+        yield Env(sandbox, kubectl, tmp_path)
+
+
+async def _ready_node(sandbox: RunningSandbox, name: str) -> None:
+    await sandbox.store.create(
+        "nodes",
+        {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}
+                ],
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "nodeInfo": {"kubeletVersion": "v1.32.0-vk"},
+            },
+        },
+    )
+
+
+async def _set_status(sandbox: RunningSandbox, name: str, **status: Any) -> None:
+    pod = await sandbox.store.get("pods", "default", name)
+    pod["status"].update(status)
+    await sandbox.store.update("pods", pod, subresource="status")
+
+
+async def _wait_for(check: Callable[[], Awaitable[bool]]) -> None:
+    async with asyncio.timeout(20):
+        while not await check():  # noqa: ASYNC110 - polling what another task (the scheduler) changes
+            await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def _kubelet(sandbox: RunningSandbox) -> AsyncIterator[None]:
+    """Plays the node's part in deletion: removes terminating pods with grace 0 and a uid precondition."""
+
+    async def finish_deletions() -> None:
+        async for event in sandbox.store.watch("pods", resource_version=sandbox.store.resource_version):
+            meta = event.object["metadata"]
+            if event.type == "MODIFIED" and meta.get("deletionTimestamp"):
+                with contextlib.suppress(Exception):
+                    await sandbox.store.delete(
+                        "pods",
+                        meta["namespace"],
+                        meta["name"],
+                        grace_period_seconds=0,
+                        preconditions={"uid": meta["uid"]},
+                    )
+
+    task = asyncio.create_task(finish_deletions())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_apply_pod_with_node_selector_and_get_wide(env: Env) -> None:
+    manifest = env.tmp / "pod.yaml"
+    manifest.write_text(POD_YAML)
+    result = await env.kubectl("apply", "-f", str(manifest))
+    assert result.rc == 0, result.err
+    assert result.out.strip() == "pod/web created"
+    pod = await env.sandbox.store.get("pods", "default", "web")
+    assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "node-1"}
+
+    await _ready_node(env.sandbox, "node-1")
+
+    async def bound() -> bool:
+        return bool((await env.sandbox.store.get("pods", "default", "web"))["spec"].get("nodeName"))
+
+    await _wait_for(bound)  # the scheduler binds it to the matching node
+    await _set_status(env.sandbox, "web", phase="Running", podIP="10.1.2.3", podIPs=[{"ip": "10.1.2.3"}])
+    result = await env.kubectl("get", "pods", "-o", "wide")
+    assert result.rc == 0, result.err
+    header, row = result.out.splitlines()
+    assert header.split()[:7] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]
+    cells = row.split()
+    assert (cells[0], cells[2], cells[5], cells[6]) == ("web", "Running", "10.1.2.3", "node-1")
+
+    again = await env.kubectl("apply", "-f", str(manifest))
+    assert again.rc == 0 and again.out.strip() == "pod/web unchanged", again.err
+
+
+async def test_get_pods_watch_prints_each_change_once(env: Env) -> None:
+    await env.kubectl("run", "web", "--image=vk-test/busybox:1", "--restart=Never")
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(env.sandbox.kubeconfig),
+        "get",
+        "pods",
+        "-w",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KUBECACHEDIR": str(env.tmp / "kubecache"), "HOME": str(env.tmp)},
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(30):
+            while len(lines) < 2:  # header + the current row
+                lines.append((await proc.stdout.readline()).decode().rstrip())
+            await _set_status(env.sandbox, "web", phase="Running")
+            lines.append((await proc.stdout.readline()).decode().rstrip())
+            await _set_status(env.sandbox, "web", phase="Succeeded")
+            lines.append((await proc.stdout.readline()).decode().rstrip())
+        # nothing printed twice: no further line within a moment
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(1.5):
+                extra = (await proc.stdout.readline()).decode().rstrip()
+                lines.append(extra)
+    finally:
+        proc.terminate()
+        await proc.wait()
+    assert lines[0].split()[:3] == ["NAME", "READY", "STATUS"]
+    statuses = [line.split()[2] for line in lines[1:]]
+    assert statuses == ["Pending", "Running", "Succeeded"], lines
+
+
+async def test_describe_pod_shows_its_events(env: Env) -> None:
+    await env.kubectl("run", "web", "--image=vk-test/busybox:1", "--restart=Never")
+    pod = await env.sandbox.store.get("pods", "default", "web")
+    await env.sandbox.store.create(
+        "events",
+        {
+            "metadata": {"name": "web.17f3a2b4c5d6e7f8", "namespace": "default"},
+            "involvedObject": {
+                "kind": "Pod",
+                "namespace": "default",
+                "name": "web",
+                "uid": pod["metadata"]["uid"],
+                "apiVersion": "v1",
+                "fieldPath": "spec.containers{web}",
+            },
+            "reason": "Pulled",
+            "message": 'Container image "vk-test/busybox:1" already present on machine',
+            "type": "Normal",
+            "source": {"component": "kubelet", "host": "node-1"},
+            "count": 1,
+            "firstTimestamp": pod["metadata"]["creationTimestamp"],
+            "lastTimestamp": pod["metadata"]["creationTimestamp"],
+        },
+    )
+    result = await env.kubectl("describe", "pod", "web")
+    assert result.rc == 0, result.err
+    events = result.out.split("Events:")[1]
+    assert "Pulled" in events and 'Container image "vk-test/busybox:1" already present on machine' in events
+    assert "kubelet" in events
+
+
+async def test_delete_pod(env: Env) -> None:
+    await env.kubectl("run", "loose", "--image=vk-test/busybox:1", "--restart=Never")
+    await env.kubectl(
+        "run",
+        "bound",
+        "--image=vk-test/busybox:1",
+        "--restart=Never",
+        "--overrides",
+        '{"spec": {"nodeName": "node-1"}}',
+    )
+    result = await env.kubectl("delete", "pod", "loose")  # unbound: immediate
+    assert result.rc == 0 and result.out.strip() == 'pod "loose" deleted', result.err
+    async with _kubelet(env.sandbox):  # bound: kubectl waits until the node finishes the deletion
+        result = await env.kubectl("delete", "pod", "bound")
+    assert result.rc == 0 and result.out.strip() == 'pod "bound" deleted', result.err
+    listed = await env.kubectl("get", "pods")
+    assert "No resources found" in listed.err
+
+
+async def test_get_nodes(env: Env) -> None:
+    await _ready_node(env.sandbox, "node-1")
+    result = await env.kubectl("get", "nodes")
+    assert result.rc == 0, result.err
+    header, row = result.out.splitlines()
+    assert header.split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert row.split()[:3] == ["node-1", "Ready", "<none>"] and row.split()[4] == "v1.32.0-vk"
+
+
+async def test_create_configmap_and_secret(env: Env) -> None:
+    result = await env.kubectl("create", "configmap", "settings", "--from-literal=mode=fast")
+    assert result.rc == 0 and result.out.strip() == "configmap/settings created", result.err
+    result = await env.kubectl("create", "secret", "generic", "creds", "--from-literal=password=s3cret")
+    assert result.rc == 0 and result.out.strip() == "secret/creds created", result.err
+    cm = await env.sandbox.store.get("configmaps", "default", "settings")
+    secret = await env.sandbox.store.get("secrets", "default", "creds")
+    assert cm["data"] == {"mode": "fast"}
+    assert secret["type"] == "Opaque" and secret["data"] == {"password": "czNjcmV0"}
+    got = await env.kubectl("get", "configmap", "settings", "-o", "jsonpath={.data.mode}")
+    assert got.out == "fast"
+
+
+async def test_api_resources(env: Env) -> None:
+    result = await env.kubectl("api-resources")
+    assert result.rc == 0, result.err
+    rows = {line.split()[0]: line.split() for line in result.out.splitlines()[1:]}
+    for name in (
+        "pods",
+        "nodes",
+        "namespaces",
+        "events",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "services",
+    ):
+        assert name in rows
+    assert rows["pods"][1:] == ["po", "v1", "true", "Pod"]
+    assert rows["leases"][1:] == ["coordination.k8s.io/v1", "true", "Lease"]
+
+
+async def test_get_namespaces_lists_the_system_ones(env: Env) -> None:
+    result = await env.kubectl("get", "namespaces", "-o", "name")
+    assert result.rc == 0, result.err
+    assert sorted(result.out.split()) == [
+        "namespace/default",
+        "namespace/kube-node-lease",
+        "namespace/kube-public",
+        "namespace/kube-system",
+    ]
+
+
+async def test_unknown_field_is_refused_as_a_validation_error(env: Env) -> None:
+    manifest = env.tmp / "bad.yaml"
+    manifest.write_text(POD_YAML.replace("  nodeSelector:", "  bogusField: 1\n  nodeSelector:"))
+    result = await env.kubectl("apply", "-f", str(manifest))
+    assert result.rc != 0
+    assert 'unknown field "spec.bogusField"' in result.err, result.err
+    assert "Error from server" in result.err
+    missing = await env.kubectl("get", "pod", "web")
+    assert missing.rc != 0 and 'pods "web" not found' in missing.err
+
+
+async def test_invalid_pod_is_refused_with_422_causes(env: Env) -> None:
+    manifest = env.tmp / "invalid.yaml"
+    manifest.write_text(POD_YAML.replace("name: web\n    image", "name: Web_1\n    image"))
+    result = await env.kubectl("apply", "-f", str(manifest))
+    assert result.rc != 0
+    assert 'The Pod "web" is invalid' in result.err and "spec.containers[0].name" in result.err, result.err
