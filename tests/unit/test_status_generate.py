@@ -514,3 +514,11 @@ def test_need_to_reconcile_pod_readiness() -> None:
     status["conditions"].append({"type": "example.com/gate", "status": "True"})
     assert need_to_reconcile_pod_readiness(pod)
     assert not need_to_reconcile_pod_readiness(make_pod(containers=["a"]))
+
+
+def test_waiting_reason_ignored_once_pod_is_deleted() -> None:
+    pod = make_pod(containers=["a"])
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    state = runtime(inst("a", ContainerRunState.EXITED, exit_code=1))
+    status = gen(pod, state, waiting={"a": ContainerWaiting("CrashLoopBackOff")})
+    assert cstatus(status, "a")["state"]["terminated"]["exitCode"] == 1

@@ -411,6 +411,8 @@ def _should_restart(
     pod: Mapping[str, Any], instance: ContainerInstance | None, role: ContainerRole, sidecar: bool
 ) -> bool:
     """kubecontainer.ShouldContainerBeRestarted for a container that is not running."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
     if instance is None:
         return True
     if instance.state == ContainerRunState.RUNNING:
