@@ -27,6 +27,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
+from vk_provider.status.cache import status_equal_by_kubelet
 from vk_provider.status.generate import generate_pod_status
 from vk_provider.status.manager import StatusManager
 
@@ -176,6 +177,8 @@ async def test_same_status_twice_writes_once(
     ready = condition(api, "Ready")
     assert ready is not None and ready["status"] == "True"
     assert manager.counters.writes == 1
+    cached = manager.get_pod_status(pod["metadata"]["uid"])
+    assert cached is not None and status_equal_by_kubelet(shown, cached)  # the API converged: no reconcile
 
 
 async def test_foreign_readiness_gate_condition_survives_writes(
