@@ -1,0 +1,70 @@
+"""What pods cost the apiserver: status writes from create to Running, and none while idle.
+
+Counted by the sandbox's request counters (GET /debug/sandbox/counters), which see every
+request the provider sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+
+pytestmark = pytest.mark.docker
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+SYNC_PERIOD = 3.0
+
+
+@pytest.fixture
+async def harness(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[ProviderHarness]:
+    async with ProviderHarness.running(node_name, tmp_path, sync_period=SYNC_PERIOD) as h:
+        yield h
+
+
+def pod_writes(counters: dict[str, Any], resource: str) -> int:
+    total = 0
+    for key, count in counters["requests"].items():
+        verb, _, what = key.partition(" ")
+        if verb in WRITE_VERBS and what == resource:
+            total += int(count)
+    return total
+
+
+def running_and_ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and container_status(pod, "main").get("ready") is True
+
+
+async def test_create_to_running_costs_at_most_3_status_writes(harness: ProviderHarness) -> None:
+    await harness.api.delete("/debug/sandbox/counters")
+    await harness.create(
+        harness.manifest("simple", [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}])
+    )
+    await harness.wait_for("simple", running_and_ready)
+    await asyncio.sleep(SYNC_PERIOD + 1)  # any write still in flight has landed
+    counters = await harness.counters()
+    writes = pod_writes(counters, "pods/status")
+    assert 1 <= writes <= 3, counters
+
+
+async def test_idle_running_pods_cost_no_pod_writes(harness: ProviderHarness) -> None:
+    names = [f"idle-{i}" for i in range(5)]
+    for name in names:
+        await harness.create(
+            harness.manifest(name, [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}])
+        )
+    for name in names:
+        await harness.wait_for(name, running_and_ready)
+    await asyncio.sleep(SYNC_PERIOD + 1)
+    await harness.api.delete("/debug/sandbox/counters")
+    await asyncio.sleep(3 * SYNC_PERIOD)  # three full status passes
+    counters = await harness.counters()
+    assert pod_writes(counters, "pods/status") == 0, counters
+    assert pod_writes(counters, "pods") == 0, counters
