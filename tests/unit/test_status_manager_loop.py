@@ -291,3 +291,18 @@ async def test_get_pod_status_is_a_copy_and_resolves_mirror_uid() -> None:
     got["phase"] = "Failed"
     assert sm.get_pod_status("static-uid")["phase"] == "Running"  # type: ignore[index]
     assert sm.get_pod_status("unknown") is None
+
+
+async def test_status_set_again_after_remove_is_written() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    sm.set_pod_status(make_pod(), running_status())
+    sm.set_pod_status(make_pod(), running_status(ready=False))
+    await sm.sync_batch(full=False)
+    sm.remove_pod("uid-1")
+    assert sm.get_pod_status("uid-1") is None
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    assert api.count("PATCH") == 2
+    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"

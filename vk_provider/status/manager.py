@@ -123,7 +123,10 @@ class StatusManager:
 
     def remove_pod(self, uid: str) -> None:
         """Forget a pod that no longer exists in any source."""
-        self._statuses.pop(uid, None)
+        entry = self._statuses.pop(uid, None)
+        if entry is not None:
+            # A later status for the same UID starts again at version 1 and must not look written.
+            self._api_versions.pop(self._api_uid(entry) or uid, None)
 
     def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None:
         self._set_flag(uid, container_name, "ready", ready)
