@@ -358,7 +358,7 @@ def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
     retain = patch.pop(_RETAIN_KEYS)
     if not isinstance(retain, list):
         raise PatchError(400, "invalid patch: the value of $retainKeys must be a list")
-    keep = set(retain)
+    keep = {_hashable(k) for k in retain}
     for k, v in patch.items():
         if v is None or k.startswith((_DELETE_PRIMITIVE, _SET_ORDER)):
             continue
@@ -494,6 +494,8 @@ def _merge_ordered_lists(
         meta = _field_meta(schema, key)
         merge_key = meta.merge_key
         patch_list = patch.pop(key, None)
+        if patch_list is not None and not isinstance(patch_list, list):
+            raise PatchError(400, f"invalid patch: {key} must be a list to be ordered by {directive}")
         original_list = original.get(key) or []
         patch_items = patch_list or []
         if merge_key:

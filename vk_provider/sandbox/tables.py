@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vk_provider.sandbox.validation import definitions
@@ -61,9 +61,10 @@ def _parse_time(value: Any) -> datetime | None:
     if not value or not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
 def _since(value: Any, now: datetime) -> str:
@@ -77,6 +78,18 @@ def _get(obj: Any, *path: str) -> Any:
             return None
         obj = obj.get(p)
     return obj
+
+
+def _obj(obj: Any, *path: str) -> Obj:
+    """The map at path, or {} (objects reach here validated, but lists may hold nulls)."""
+    value = _get(obj, *path)
+    return value if isinstance(value, dict) else {}
+
+
+def _items(obj: Any, *path: str) -> list[Obj]:
+    """The maps of the list at path, skipping anything else."""
+    value = _get(obj, *path)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,35 +234,35 @@ def _later(current: datetime | None, value: Any) -> datetime | None:
 
 def _condition_true(pod: Obj, type_: str) -> bool:
     return any(
-        c.get("type") == type_ and c.get("status") == "True" for c in _get(pod, "status", "conditions") or []
+        c.get("type") == type_ and c.get("status") == "True" for c in _items(pod, "status", "conditions")
     )
 
 
 def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
     """(reason, ready, total, restarts, last restart time) exactly as printPod computes them."""
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
+    spec = _obj(pod, "spec")
+    status = _obj(pod, "status")
     phase = status.get("phase") or ""
     reason = status.get("reason") or phase
-    for cond in status.get("conditions") or []:
+    for cond in _items(status, "conditions"):
         if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-    init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
-    total = len(spec.get("containers") or []) + sum(1 for c in init_specs.values() if _restartable(c))
+    init_specs = {c.get("name"): c for c in _items(spec, "initContainers")}
+    total = len(_items(spec, "containers")) + sum(1 for c in init_specs.values() if _restartable(c))
     ready = restarts = sidecar_restarts = 0
     last: datetime | None = None
     sidecar_last: datetime | None = None
 
     initializing = False
-    n_init = len(spec.get("initContainers") or [])
-    for i, cs in enumerate(status.get("initContainerStatuses") or []):
+    n_init = len(_items(spec, "initContainers"))
+    for i, cs in enumerate(_items(status, "initContainerStatuses")):
         restarts += int(cs.get("restartCount") or 0)
         last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
         sidecar = _restartable(init_specs.get(cs.get("name")))
         if sidecar:
             sidecar_restarts += int(cs.get("restartCount") or 0)
             sidecar_last = _later(sidecar_last, _get(cs, "lastState", "terminated", "finishedAt"))
-        state = cs.get("state") or {}
+        state = _obj(cs, "state")
         term, waiting = state.get("terminated"), state.get("waiting")
         if term is not None and term.get("exitCode", 0) == 0:
             continue
@@ -269,10 +282,10 @@ def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
     if not initializing or _condition_true(pod, "Initialized"):
         restarts, last = sidecar_restarts, sidecar_last
         has_running = False
-        for cs in reversed(status.get("containerStatuses") or []):
+        for cs in reversed(_items(status, "containerStatuses")):
             restarts += int(cs.get("restartCount") or 0)
             last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
-            state = cs.get("state") or {}
+            state = _obj(cs, "state")
             waiting, term = state.get("waiting"), state.get("terminated")
             if waiting is not None and waiting.get("reason"):
                 reason = waiting["reason"]
@@ -302,13 +315,13 @@ def _pod_row(pod: Obj, now: datetime) -> tuple[list[Any], list[Obj]]:
     restarts_cell = str(restarts)
     if restarts and last is not None:
         restarts_cell = f"{restarts} ({human_duration(now - last)} ago)"
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    ips = status.get("podIPs") or []
+    spec, status = _obj(pod, "spec"), _obj(pod, "status")
+    ips = _items(status, "podIPs")
     pod_ip = (ips[0].get("ip") if ips else "") or "<none>"
-    gates = spec.get("readinessGates") or []
+    gates = _items(spec, "readinessGates")
     gates_cell = "<none>"
     if gates:
-        conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        conds = {c.get("type"): c.get("status") for c in _items(status, "conditions")}
         true = sum(1 for g in gates if conds.get(g.get("conditionType")) == "True")
         gates_cell = f"{true}/{len(gates)}"
     cells = [
@@ -340,7 +353,7 @@ def _row_completed(reason: str, message: str) -> Obj:
 
 def node_roles(node: Obj) -> list[str]:
     roles = set()
-    for key, value in (_get(node, "metadata", "labels") or {}).items():
+    for key, value in _obj(node, "metadata", "labels").items():
         if key.startswith("node-role.kubernetes.io/"):
             role = key[len("node-role.kubernetes.io/") :]
             if role:
@@ -351,14 +364,14 @@ def node_roles(node: Obj) -> list[str]:
 
 
 def _node_address(node: Obj, type_: str) -> str:
-    for addr in _get(node, "status", "addresses") or []:
+    for addr in _items(node, "status", "addresses"):
         if addr.get("type") == type_:
             return str(addr.get("address", ""))
     return "<none>"
 
 
 def _node_cells(node: Obj, now: datetime) -> list[Any]:
-    conds = {c.get("type"): c for c in _get(node, "status", "conditions") or []}
+    conds = {c.get("type"): c for c in _items(node, "status", "conditions")}
     status = []
     if "Ready" in conds:
         status.append("Ready" if conds["Ready"].get("status") == "True" else "NotReady")
@@ -366,7 +379,7 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
         status.append("Unknown")
     if _get(node, "spec", "unschedulable"):
         status.append("SchedulingDisabled")
-    info = _get(node, "status", "nodeInfo") or {}
+    info = _obj(node, "status", "nodeInfo")
     return [
         _get(node, "metadata", "name") or "",
         ",".join(status),
@@ -395,10 +408,10 @@ def _event_cells(ev: Obj, now: datetime) -> list[Any]:
         count = series.get("count") or 0
     elif count == 0:
         count = 1
-    involved = ev.get("involvedObject") or {}
+    involved = _obj(ev, "involvedObject")
     kind = str(involved.get("kind", "")).lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = ev.get("source") or {}
+    source = _obj(ev, "source")
     component = source.get("component") or ev.get("reportingComponent") or ""
     instance = source.get("host") or ev.get("reportingInstance") or ""
     return [
@@ -416,15 +429,15 @@ def _event_cells(ev: Obj, now: datetime) -> list[Any]:
 
 
 def _service_external_ip(svc: Obj) -> str:
-    spec = svc.get("spec") or {}
+    spec = _obj(svc, "spec")
     svc_type = spec.get("type") or "ClusterIP"
     external = spec.get("externalIPs") or []
     if svc_type in ("ClusterIP", "NodePort"):
-        return ",".join(external) if external else "<none>"
+        return ",".join(str(ip) for ip in external) if external else "<none>"
     if svc_type == "LoadBalancer":
-        ingress = _get(svc, "status", "loadBalancer", "ingress") or []
-        ips = [i.get("ip") or i.get("hostname") for i in ingress if i.get("ip") or i.get("hostname")]
-        ips += external
+        ingress = _items(svc, "status", "loadBalancer", "ingress")
+        ips = [str(i.get("ip") or i.get("hostname")) for i in ingress if i.get("ip") or i.get("hostname")]
+        ips += [str(ip) for ip in external]
         return ",".join(ips) if ips else "<pending>"
     if svc_type == "ExternalName":
         return str(spec.get("externalName", ""))
@@ -432,14 +445,14 @@ def _service_external_ip(svc: Obj) -> str:
 
 
 def _service_cells(svc: Obj, now: datetime) -> list[Any]:
-    spec = svc.get("spec") or {}
+    spec = _obj(svc, "spec")
     ports = []
-    for p in spec.get("ports") or []:
+    for p in _items(spec, "ports"):
         proto = p.get("protocol", "TCP")
         ports.append(
             f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort") else f"{p.get('port')}/{proto}"
         )
-    selector = spec.get("selector") or {}
+    selector = _obj(spec, "selector")
     return [
         _get(svc, "metadata", "name") or "",
         spec.get("type") or "ClusterIP",
@@ -452,8 +465,8 @@ def _service_cells(svc: Obj, now: datetime) -> list[Any]:
 
 
 def _csr_cells(csr: Obj, now: datetime) -> list[Any]:
-    spec = csr.get("spec") or {}
-    types = {c.get("type") for c in _get(csr, "status", "conditions") or []}
+    spec = _obj(csr, "spec")
+    types = {c.get("type") for c in _items(csr, "status", "conditions")}
     condition = "Denied" if "Denied" in types else ("Approved" if "Approved" in types else "Pending")
     if "Failed" in types:
         condition += ",Failed"
@@ -503,7 +516,7 @@ def _row_object(obj: Obj, include_object: str) -> Obj | None:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata") or {},
+        "metadata": _obj(obj, "metadata"),
     }
 
 
@@ -524,6 +537,8 @@ def to_table(
     watch may after its first event. resource is the plural, with or without its group
     ("leases" or "leases.coordination.k8s.io")."""
     resource = resource.split(".", 1)[0]
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
     rows = []
     for obj in objs:
         conditions: list[Obj] = []

@@ -424,7 +424,7 @@ MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def _validate_metadata(obj: dict[str, Any]) -> list[dict[str, str]]:
-    meta = obj.get("metadata") or {}
+    meta = _dict(obj.get("metadata"))
     out: list[dict[str, str]] = []
     name = meta.get("name")
     if not name:
@@ -603,6 +603,8 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
         causes.extend(
             cause("FieldValueInvalid", path, unknown_field_message(path)) for path in result.unknown
         )
+    if result.decode:
+        return _dedupe(causes)  # the real server stops at decoding; kind rules need well-typed input
     causes.extend(_validate_metadata(obj))
     if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         causes.extend(_validate_pod(obj))
@@ -664,11 +666,11 @@ def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[s
     ValidatePodUpdate): immutable metadata and non-updatable spec fields. The mirror annotation
     rules are validate_mirror_pod's (callers run it for every pod write, status included)."""
     out: list[dict[str, str]] = []
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_meta, new_meta = _dict(old.get("metadata")), _dict(new.get("metadata"))
     for key in ("name", "namespace", "uid", "creationTimestamp"):
         if new_meta.get(key) and new_meta.get(key) != old_meta.get(key):
             out.append(invalid(f"metadata.{key}", new_meta.get(key), "field is immutable"))
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_spec, new_spec = _dict(old.get("spec")), _dict(new.get("spec"))
     munged = copy.deepcopy(new_spec)
     for kind in ("containers", "initContainers"):
         olds = old_spec.get(kind) or []
@@ -721,6 +723,10 @@ def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[s
     return out
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _set_or_drop(spec: dict[str, Any], key: str, value: Any) -> None:
     if value is None:
         spec.pop(key, None)
@@ -733,10 +739,10 @@ def validate_mirror_pod(new: dict[str, Any], old: dict[str, Any] | None = None) 
     a pod with the annotation must name its node (every write); with old given (an update of the
     main resource or of pods/status) the annotation may not be added, removed or changed."""
     out: list[dict[str, str]] = []
-    new_ann = (new.get("metadata") or {}).get("annotations") or {}
+    new_ann = _dict(_dict(new.get("metadata")).get("annotations"))
     field = f"metadata.annotations[{MIRROR_POD_ANNOTATION}]"
     if old is not None:
-        old_ann = (old.get("metadata") or {}).get("annotations") or {}
+        old_ann = _dict(_dict(old.get("metadata")).get("annotations"))
         for key, value in old_ann.items():
             if key.startswith(MIRROR_POD_ANNOTATION) and new_ann.get(key) != value:
                 out.append(
@@ -747,7 +753,7 @@ def validate_mirror_pod(new: dict[str, Any], old: dict[str, Any] | None = None) 
         for key in new_ann:
             if key.startswith(MIRROR_POD_ANNOTATION) and key not in old_ann:
                 out.append(forbidden(f"metadata.annotations[{key}]", "may not add mirror pod annotation"))
-    if MIRROR_POD_ANNOTATION in new_ann and not (new.get("spec") or {}).get("nodeName"):
+    if MIRROR_POD_ANNOTATION in new_ann and not _dict(new.get("spec")).get("nodeName"):
         out.append(
             invalid(
                 field,
