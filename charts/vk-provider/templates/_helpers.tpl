@@ -1,0 +1,85 @@
+{{/* Names, labels and the few values derived from the configuration. */}}
+
+{{- define "vk-provider.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name, at most 63 characters (a DNS-1123 label). */}}
+{{- define "vk-provider.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "vk-provider.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "vk-provider.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "vk-provider.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "vk-provider.labels" -}}
+helm.sh/chart: {{ include "vk-provider.chart" . }}
+{{ include "vk-provider.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "vk-provider.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "vk-provider.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "vk-provider.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+The provider's configuration file: .Values.config with node.name from .Values.node.name,
+its sections in the order of config.example.yaml. Sections the chart does not know are
+kept, so the provider refuses them with the key's path instead of their being dropped.
+*/}}
+{{- define "vk-provider.config" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- $node := default (dict) $config.node -}}
+{{- $_ := set $node "name" .Values.node.name -}}
+{{- $_ := set $config "node" $node -}}
+{{- $order := list "node" "kubernetes" "docker" "pods" "staticPods" "kubeletServer" "status" "logging" "metrics" -}}
+{{- range $section := $order -}}
+{{- if hasKey $config $section }}
+{{ toYaml (dict $section (get $config $section)) }}
+{{- end -}}
+{{- end -}}
+{{- range $section, $value := $config -}}
+{{- if not (has $section $order) }}
+{{ toYaml (dict $section $value) }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The kubelet API port: the port of config.kubeletServer.listen (host:port). */}}
+{{- define "vk-provider.kubeletPort" -}}
+{{- regexReplaceAll "^.*:" .Values.config.kubeletServer.listen "" -}}
+{{- end -}}
+
+{{/* The Docker socket path when the engine is local (config.docker.host empty or unix://), else "". */}}
+{{- define "vk-provider.socketPath" -}}
+{{- $host := .Values.config.docker.host | default "" -}}
+{{- if eq $host "" -}}
+{{- .Values.engine.socketPath -}}
+{{- else if hasPrefix "unix://" $host -}}
+{{- trimPrefix "unix://" $host -}}
+{{- end -}}
+{{- end -}}
