@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import shutil
@@ -315,3 +316,50 @@ async def test_invalid_pod_is_refused_with_422_causes(env: Env) -> None:
     result = await env.kubectl("apply", "-f", str(manifest))
     assert result.rc != 0
     assert 'The Pod "web" is invalid' in result.err and "spec.containers[0].name" in result.err, result.err
+
+
+def _serving_csr_yaml() -> str:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, "system:node:node-1"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+        ]
+    )
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(subject)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("node-1")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    request = base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode()
+    return (
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\n"
+        "metadata: {name: node-1-serving}\n"
+        f"spec:\n  request: {request}\n  signerName: kubernetes.io/kubelet-serving\n"
+        "  usages: [digital signature, server auth]\n"
+    )
+
+
+async def test_csr_approve_and_issue(env: Env) -> None:
+    result = await env.kubectl("create", "-f", "-", stdin=_serving_csr_yaml())
+    assert result.rc == 0, result.err
+    listed = await env.kubectl("get", "csr")
+    assert listed.out.splitlines()[1].split()[-1] == "Pending"
+    result = await env.kubectl("certificate", "approve", "node-1-serving")
+    assert result.rc == 0 and "approved" in result.out, result.err
+
+    async def issued() -> bool:
+        csr = await env.sandbox.store.get(
+            "certificatesigningrequests.certificates.k8s.io", None, "node-1-serving"
+        )
+        return bool((csr.get("status") or {}).get("certificate"))
+
+    await _wait_for(issued)
+    listed = await env.kubectl("get", "csr")
+    assert listed.out.splitlines()[1].split()[-1] == "Approved,Issued"

@@ -16,6 +16,7 @@ import secrets
 from typing import Any
 
 from vk_provider.sandbox.resources import ResourceInfo
+from vk_provider.sandbox.store import now_rfc3339
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -40,6 +41,10 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
                 data[key] = base64.b64encode(str(value).encode()).decode()
     elif info.key == "services":
         _default_service_spec(obj.setdefault("spec", {}))
+    elif info.key == "certificatesigningrequests.certificates.k8s.io":
+        for condition in (obj.get("status") or {}).get("conditions") or []:
+            if isinstance(condition, dict) and not condition.get("lastTransitionTime"):
+                condition["lastTransitionTime"] = now_rfc3339()  # csr strategy, populateConditionTimestamps
     elif info.key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         labels = obj.setdefault("metadata", {}).setdefault("labels", {})

@@ -82,8 +82,35 @@ _MESSAGES: dict[str, dict[int, _Field]] = {
         7: ("fieldPath", "string", False),
     },
     "LocalObjectReference": {1: ("name", "string", False)},
+    "CertificateSigningRequest": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("spec", "CertificateSigningRequestSpec", False),
+        3: ("status", "CertificateSigningRequestStatus", False),
+    },
+    "CertificateSigningRequestSpec": {
+        1: ("request", "bytes", False),
+        2: ("username", "string", False),
+        3: ("uid", "string", False),
+        4: ("groups", "string", True),
+        5: ("usages", "string", True),
+        7: ("signerName", "string", False),
+        8: ("expirationSeconds", "int64", False),
+    },
+    "CertificateSigningRequestStatus": {
+        1: ("conditions", "CertificateSigningRequestCondition", True),
+        2: ("certificate", "bytes", False),
+    },
+    "CertificateSigningRequestCondition": {
+        1: ("type", "string", False),
+        2: ("reason", "string", False),
+        3: ("message", "string", False),
+        4: ("lastUpdateTime", "Time", False),
+        5: ("lastTransitionTime", "Time", False),
+        6: ("status", "string", False),
+    },
 }
-DECODABLE_KINDS = ("ConfigMap", "Secret", "Namespace", "ServiceAccount")
+# kubectl create configmap|secret|namespace|serviceaccount; kubectl certificate approve|deny
+DECODABLE_KINDS = ("ConfigMap", "Secret", "Namespace", "ServiceAccount", "CertificateSigningRequest")
 
 
 class ProtobufError(ValueError):
@@ -138,10 +165,11 @@ def _map_entry(data: bytes) -> tuple[str, bytes]:
 
 
 def _scalar(type_: str, raw: int | bytes) -> Any:
+    """A scalar field in its JSON form (bytes as base64, as encoding/json writes []byte)."""
     if type_ == "string" and isinstance(raw, bytes):
         return raw.decode()
     if type_ == "bytes" and isinstance(raw, bytes):
-        return raw
+        return base64.b64encode(raw).decode()  # the JSON form of []byte
     if type_ == "bool" and isinstance(raw, int):
         return bool(raw)
     if type_ == "int64" and isinstance(raw, int):
@@ -195,7 +223,7 @@ def decode(body: bytes) -> dict[str, Any]:
     kind = type_meta.get("kind", "")
     if kind not in DECODABLE_KINDS:
         raise ProtobufError(f"protobuf decoding of {kind or 'this kind'} is not supported")
-    obj = _message(kind, envelope.get("raw", b""))
+    obj = _message(kind, base64.b64decode(envelope.get("raw", "")))
     meta = obj.setdefault("metadata", {})
     for empty in [k for k, v in meta.items() if v == 0]:
         del meta[empty]

@@ -2,8 +2,8 @@
 
 What lives here: `SandboxServer` (start/stop, the route table, the request entry point that turns
 ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, bootstrap of the
-system namespaces and their content, and the controllers: scheduler, node lifecycle, namespace
-content), and `write_kubeconfig`. Must not: implement resource semantics (store.py, handlers*.py)
+system namespaces and their content, and the controllers: scheduler, node lifecycle, CSR signer,
+namespace content), and `write_kubeconfig`. Must not: implement resource semantics (store.py, handlers*.py)
 or discovery documents (discovery.py).
 """
 
@@ -20,6 +20,7 @@ from aiohttp import web
 from vk_provider.logging import get_logger
 from vk_provider.sandbox import discovery, errors, kubeconfig, openapi
 from vk_provider.sandbox.bootstrap import NamespaceContent, ensure_system_namespaces
+from vk_provider.sandbox.csr_signer import CSRSigner
 from vk_provider.sandbox.debug import SandboxDebug
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.handlers import (
@@ -117,7 +118,11 @@ class SandboxServer:
             self.port = sockets[0].getsockname()[1]
         self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode())]
         if self._with_controllers:
-            self._controllers += [Scheduler(self.store), NodeLifecycle(self.store, self._grace)]
+            self._controllers += [
+                Scheduler(self.store),
+                NodeLifecycle(self.store, self._grace),
+                CSRSigner(self.store, self.pki),
+            ]
         for controller in self._controllers:
             await controller.start()
         log.info("sandbox API server listening on %s", self.url)
