@@ -119,9 +119,14 @@ def test_namespace_name_is_dns_label() -> None:
 def test_type_errors_and_bad_labels() -> None:
     pod = _pod()
     pod["spec"]["containers"][0]["ports"][0]["containerPort"] = "80"
-    pod["metadata"]["labels"]["bad key"] = "x"
+    pod["spec"]["containers"][0]["image"] = ""
     causes = by_field(validate_object(pod))
     assert causes["spec.containers[0].ports[0].containerPort"]["reason"] == "FieldValueInvalid"
+    # Like the real server, which stops at decoding, no kind rules run on a mistyped object.
+    assert "spec.containers[0].image" not in causes
+    pod = _pod()
+    pod["metadata"]["labels"]["bad key"] = "x"
+    causes = by_field(validate_object(pod))
     assert causes["metadata.labels"]["message"].startswith(
         'Invalid value: "bad key": name part must consist of'
     )
