@@ -124,10 +124,17 @@ async def _aiohttp_kubelet(pki: SandboxPKI, tmp: Path, seen: Seen) -> tuple[web.
                     await ws.close()
         return ws
 
+    async def log_errors(request: web.Request) -> web.Response:
+        code = int(request.match_info["pod"].removeprefix("status-"))
+        return web.Response(
+            status=code, text=f'previous terminated container "app" in pod "x" not found ({code})'
+        )
+
     async def refuse(request: web.Request) -> web.Response:
         return web.json_response({"kind": "Status", "status": "Failure", "code": 400}, status=400)
 
     app = web.Application()
+    app.router.add_get("/containerLogs/{ns}/{pod:status-.*}/{ctr}", log_errors)
     app.router.add_get("/containerLogs/{ns}/{pod}/{ctr}", logs)
     app.router.add_get("/exec/{ns}/{pod}/{ctr}", exec_ws)
     app.router.add_get("/attach/{ns}/{pod}/{ctr}", refuse)
@@ -301,3 +308,31 @@ async def test_unreachable_kubelet_gives_status(env: Env) -> None:
         ) as resp:
             body = await resp.json()
         assert body["message"].startswith("error dialing backend: dial tcp 127.0.0.1:")
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message"),
+    [
+        (400, "BadRequest", 'previous terminated container "app" in pod "x" not found (400)'),
+        (
+            500,
+            "InternalError",
+            'Internal error occurred: previous terminated container "app" in pod "x" not found (500)',
+        ),
+        (404, "NotFound", "the server could not find the requested resource ( pods/log status-404)"),
+        (
+            403,
+            "Forbidden",
+            'previous terminated container "app" in pod "x" not found (403) ( pods/log status-403)',
+        ),
+    ],
+)
+async def test_kubelet_log_errors_become_status(env: Env, code: int, reason: str, message: str) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{env.api}/aio/containerLogs/ns/status-{code}/app") as resp,
+    ):
+        assert resp.status == code
+        body = await resp.json()
+    assert body["kind"] == "Status"
+    assert (body["code"], body["reason"], body["message"]) == (code, reason, message)

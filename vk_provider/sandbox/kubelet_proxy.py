@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from typing import Any
 
 import aiohttp
@@ -22,6 +23,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_provider.logging import get_logger
+from vk_provider.sandbox import errors
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.pki import SandboxPKI
 
@@ -150,6 +152,9 @@ async def _proxy_plain(
             log.warning("kubelet unreachable: %s", message)
             return _status_response(500, message)
         async with upstream:
+            checked = await _check_log_response(upstream, target)
+            if checked is not None:
+                return checked
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
                 if key.lower() not in _DROP_RESPONSE:
@@ -163,6 +168,55 @@ async def _proxy_plain(
                 return response
             await response.write_eof()
             return response
+
+
+# The messages of NewGenericServerResponse (staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go).
+_GENERIC_RESPONSES = {
+    409: ("Conflict", "the server reported a conflict"),
+    404: ("NotFound", "the server could not find the requested resource"),
+    400: ("BadRequest", "the server rejected our request for an unknown reason"),
+    401: ("Unauthorized", "the server has asked for the client to provide credentials"),
+    405: ("MethodNotAllowed", "the server does not allow this method on the requested resource"),
+    422: ("Invalid", "the server rejected our request due to an error in our request"),
+    504: (
+        "Timeout",
+        "the server was unable to return a response in the time allotted,"
+        " but may still be processing the request",
+    ),
+    429: ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+}
+_MAX_ERROR_BODY = 50000
+
+
+def kubelet_error(code: int, body: str, pod: str) -> ApiError:
+    """A kubelet's non-2xx answer to a log request as the API error the real server returns
+    (GenericHttpResponseChecker for pods/log, staging/src/k8s.io/apiserver/pkg/registry/generic/
+    rest/response_checker.go): 500 and 400 keep the kubelet's text, the rest get the generic message."""
+    if code == 500:
+        return errors.internal_error(body)
+    if code == 400:
+        return errors.bad_request(body)
+    if code == 403:
+        reason, message = "Forbidden", body
+    elif code in _GENERIC_RESPONSES:
+        reason, message = _GENERIC_RESPONSES[code]
+    elif code >= 500:
+        # %q in Go; JSON string quoting agrees for the text a kubelet sends.
+        reason = "InternalError"
+        message = f"an error on the server ({json.dumps(body)}) has prevented the request from succeeding"
+    else:
+        reason = ""
+        message = f"the server responded with the status code {code} but did not return more information"
+    return ApiError(code, reason, f"{message} ( pods/log {pod})", {"name": pod, "kind": "pods/log"})
+
+
+async def _check_log_response(upstream: aiohttp.ClientResponse, target: str) -> web.Response | None:
+    parts = target.split("?", 1)[0].split("/")
+    if len(parts) < 4 or parts[1] != "containerLogs" or 200 <= upstream.status <= 206:
+        return None
+    body = (await upstream.content.read(_MAX_ERROR_BODY)).decode("utf-8", "replace")
+    error = kubelet_error(upstream.status, body, parts[3])
+    return web.json_response(error.status(), status=error.code)
 
 
 # -- upgrade requests -----------------------------------------------------------------------------
