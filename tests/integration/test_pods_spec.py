@@ -1,0 +1,71 @@
+"""Pod spec features on real Docker through the sandbox API: downward API IPs, preStop, deadlines."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+async def harness(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[ProviderHarness]:
+    async with ProviderHarness.running(node_name, tmp_path) as h:
+        yield h
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+async def test_pod_and_host_ip_reach_the_environment_and_command(harness: ProviderHarness) -> None:
+    env = [
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+        {"name": "WHO", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "GREETING", "value": "hi $(WHO)"},
+    ]
+    script = 'printf "%s|%s|%s|%s" "$POD_IP" "$HOST_IP" "$GREETING" "$(ARG)" > /dev/termination-log'
+    container = {
+        "name": "main",
+        "image": BUSYBOX,
+        "command": ["sh", "-c", script],
+        "env": [*env, {"name": "ARG", "value": "x"}],
+    }
+    await harness.create(harness.manifest("downward", [container], restartPolicy="Never"))
+    pod = await harness.wait_for("downward", lambda p: phase(p) == "Succeeded")
+    message = container_status(pod, "main")["state"]["terminated"]["message"]
+    assert message == f"{pod['status']['podIP']}|127.0.0.1|hi downward|x"
+
+
+async def test_pre_stop_hook_runs_before_the_stop_signal(harness: ProviderHarness) -> None:
+    container = {
+        "name": "main",
+        "image": BUSYBOX,
+        # Ignores SIGTERM: only the file written by the preStop hook makes it exit.
+        "command": ["sh", "-c", "trap '' TERM; while [ ! -f /tmp/stop ]; do sleep 0.2; done"],
+        "lifecycle": {"preStop": {"exec": {"command": ["touch", "/tmp/stop"]}}},
+    }
+    await harness.create(harness.manifest("hooked", [container], terminationGracePeriodSeconds=60))
+    await harness.wait_for("hooked", lambda p: phase(p) == "Running")
+    began = time.monotonic()
+    await harness.delete("hooked")
+    gone = await harness.wait_gone("hooked", within=45)
+    assert gone - began < 45  # the hook ended it, not SIGKILL after 60 s
+
+
+async def test_active_deadline_fails_the_pod(harness: ProviderHarness) -> None:
+    container = {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}
+    await harness.create(harness.manifest("deadline", [container], activeDeadlineSeconds=3))
+    pod = await harness.wait_for("deadline", lambda p: phase(p) == "Failed", within=60)
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+    assert pod["status"]["message"] == "Pod was active on the node longer than the specified deadline"
+    assert "terminated" in container_status(pod, "main")["state"]
