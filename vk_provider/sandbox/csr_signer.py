@@ -95,8 +95,8 @@ class CSRSigner:
                 async for event in self._store.watch(RESOURCE):
                     if event.type in ("ADDED", "MODIFIED") and wants_signing(event.object):
                         await self._sign(event.object)
-            except ApiError as exc:
-                log.warning("watch on %s failed: %s", RESOURCE, exc.message)
+            except Exception:
+                log.exception("watch on %s failed", RESOURCE)
                 await asyncio.sleep(1)
 
     async def _sign(self, csr: Obj) -> None:

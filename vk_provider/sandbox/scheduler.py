@@ -43,6 +43,16 @@ def _queue_order(pod: Obj) -> tuple[int, str, str, str]:
     return -int(priority), meta.get("creationTimestamp") or "", meta.get("namespace", ""), meta["name"]
 
 
+def _may_change_placement(event_type: str, resource: str, obj: Obj) -> bool:
+    """Whether a watch event can let a pod be placed: any node change, a pod that waits, or a
+    bound pod that goes away or finishes (its requests are freed)."""
+    if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+        return False
+    if resource == "nodes" or waits_for_scheduling(obj):
+        return True
+    return event_type == "DELETED" or not counts_against_node(obj)
+
+
 def _with_condition(pod: Obj, condition: Obj) -> Obj | None:
     """The pod's status with the PodScheduled condition set, or None when nothing changes.
 
@@ -89,10 +99,11 @@ class Scheduler:
     async def _watch(self, resource: str) -> None:
         while True:
             try:
-                async for _event in self._store.watch(resource):
-                    self._kick.set()
-            except ApiError as exc:
-                log.warning("watch on %s failed: %s", resource, exc.message)
+                async for event in self._store.watch(resource):
+                    if _may_change_placement(event.type, resource, event.object):
+                        self._kick.set()
+            except Exception:
+                log.exception("watch on %s failed", resource)
                 await asyncio.sleep(1)
             self._kick.set()  # the watch ended (closed by fault injection): look again
 
