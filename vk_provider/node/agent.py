@@ -41,7 +41,7 @@ from vk_provider.runtime.types import RuntimeFailure, RuntimeInfo
 log = get_logger("node")
 
 PING_TIMEOUT = 5.0
-START_WAIT = 5.0  # start() returns once the node is registered, or after this long
+START_WAIT = 5.0  # start() returns once the node is registered with its status, or after this long
 MAX_CONFLICT_RETRIES = 5
 
 
@@ -167,6 +167,8 @@ class NodeAgent:
             await self._register()
         await self._sync_metadata()
         await self._sync_status()
+        if not self._missing:
+            self._registered.set()  # registered and its status written: start() may return
         if scheduled and self._runtime_error is None and self._node_uid:
             await self._lease.renew(self._node_uid, self._clock())
 
@@ -228,7 +230,6 @@ class NodeAgent:
         self._node_uid = str(current["metadata"].get("uid", ""))
         self._missing = False
         self._registered_once = True
-        self._registered.set()
 
     async def _sync_metadata(self) -> None:
         """Bring labels/taints/providerID to ours after registration or when what we want changed."""

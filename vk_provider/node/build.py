@@ -119,6 +119,9 @@ def node_info(info: RuntimeInfo | None) -> dict[str, str]:
         "machineID": "",
         "systemUUID": "",
         "bootID": "",
+        # Deprecated and no longer set by the kubelet, but a required key of NodeSystemInfo
+        # (no omitempty): the kubelet's JSON carries it empty too.
+        "kubeProxyVersion": "",
     }
     if info is not None:
         result.update(
