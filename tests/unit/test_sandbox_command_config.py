@@ -34,6 +34,8 @@ def test_flags_and_defaults() -> None:
     assert (args.state_dir, args.port, args.nodes, args.no_provider, args.clean) == ("D", 8080, 3, True, True)
     assert _parse("--node-grace-seconds", "2.5").node_grace_seconds == 2.5
     assert node_names(3) == ["sandbox-1", "sandbox-2", "sandbox-3"]
+    assert node_names(2, "t-") == ["t-1", "t-2"]
+    assert _parse("--node-prefix", "t-").node_prefix == "t-"
 
 
 def test_generated_configs_keep_user_settings_and_load(tmp_path: Path) -> None:
@@ -59,6 +61,8 @@ def test_generated_configs_keep_user_settings_and_load(tmp_path: Path) -> None:
         assert raw["kubernetes"]["kubeconfig"] == str(kubeconfig)
         assert raw["kubeletServer"]["clientCAFile"] == str(tmp_path / "pki" / "ca.crt")
         assert raw["kubeletServer"]["listen"].startswith("127.0.0.1:")
+        assert raw["kubeletServer"]["auth"] == "x509"
+        assert raw["docker"]["stateDir"] == str(tmp_path / "docker")
         listens.add(raw["kubeletServer"]["listen"])
         config = load_config(path)  # the provider accepts it
         assert config.node.name == node

@@ -64,6 +64,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--config", metavar="FILE", help="provider configuration (YAML) applied to every sandbox node"
     )
+    parser.add_argument(
+        "--node-prefix",
+        default=NODE_PREFIX,
+        metavar="PREFIX",
+        help="node names are PREFIX1, PREFIX2, ... (default: sandbox-)",
+    )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
         "--clean", action="store_true", help="on exit, remove the containers of the sandbox nodes"
@@ -90,8 +96,8 @@ def run_sandbox(args: argparse.Namespace) -> int:
     return asyncio.run(serve(args))
 
 
-def node_names(count: int) -> list[str]:
-    return [f"{NODE_PREFIX}{i}" for i in range(1, count + 1)]
+def node_names(count: int, prefix: str = NODE_PREFIX) -> list[str]:
+    return [f"{prefix}{i}" for i in range(1, count + 1)]
 
 
 def _free_port() -> int:
@@ -124,7 +130,7 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def provider_config(
-    user: dict[str, Any], *, node: str, kubeconfig: Path, listen_port: int, ca_file: Path
+    user: dict[str, Any], *, node: str, kubeconfig: Path, listen_port: int, ca_file: Path, state_dir: Path
 ) -> dict[str, Any]:
     """The user's config with what the sandbox decides filled in (camelCase keys as in
     config.example.yaml): the node name, the API connection, a loopback kubelet address that the
@@ -139,6 +145,8 @@ def provider_config(
     server["clientCAFile"] = str(ca_file)
     # The sandbox serves no TokenReview/SubjectAccessReview: trust certificates of its CA.
     server.setdefault("auth", "x509")
+    # Per-container files live with the sandbox's other files unless the user says otherwise.
+    _section(config, "docker").setdefault("stateDir", str(state_dir / "docker"))
     return config
 
 
@@ -218,7 +226,12 @@ def write_provider_configs(
     paths = []
     for node in nodes:
         config = provider_config(
-            user_config, node=node, kubeconfig=kubeconfig, listen_port=_free_port(), ca_file=ca_file
+            user_config,
+            node=node,
+            kubeconfig=kubeconfig,
+            listen_port=_free_port(),
+            ca_file=ca_file,
+            state_dir=state_dir,
         )
         path = config_dir / f"{node}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -270,7 +283,7 @@ async def serve(args: argparse.Namespace) -> int:
         print(f"vk-provider sandbox: cannot start the API server: {exc}", file=sys.stderr)
         return 1
     kubeconfig = server.write_kubeconfig(state_dir / "kubeconfig")
-    nodes = [] if args.no_provider else node_names(args.nodes)
+    nodes = [] if args.no_provider else node_names(args.nodes, args.node_prefix)
     providers = _Providers()
     watcher: asyncio.Task[None] | None = None
     try:
