@@ -288,3 +288,39 @@ def test_malformed_quantity_is_a_decode_error() -> None:
     assert by_field(validate_object(pod))["spec.containers[0].resources.requests[cpu]"]["reason"] == (
         "FieldValueInvalid"
     )
+
+
+def _event(**fields: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "web.1", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": "default"},
+        "reason": "Started",
+        "message": "Started container app",
+        "type": "Normal",
+        **fields,
+    }
+
+
+def test_legacy_event_rules() -> None:
+    assert validate_object(_event()) == []
+    other_ns = _event(involvedObject={"kind": "Pod", "name": "web", "namespace": "other"})
+    assert by_field(validate_object(other_ns))["involvedObject.namespace"]["message"] == (
+        'Invalid value: "other": does not match event.namespace'
+    )
+    # A node event (cluster-scoped object) may live in "default" without eventTime ...
+    node_event = _event(involvedObject={"kind": "Node", "name": "n1"})
+    assert validate_object(node_event) == []
+    node_event["metadata"]["namespace"] = "kube-system"
+    assert "involvedObject.namespace" in by_field(validate_object(node_event))
+    # ... and in kube-system only as a "new" event, which then needs the reporting fields.
+    node_event["eventTime"] = "2026-01-01T00:00:00.000000Z"
+    causes = by_field(validate_object(node_event))
+    assert "involvedObject.namespace" not in causes
+    component = [c["message"] for c in validate_object(node_event) if c["field"] == "reportingComponent"]
+    assert component[:2] == ["Required value", 'Invalid value: "": name part must be non-empty']
+    assert causes["reportingInstance"]["reason"] == "FieldValueRequired"
+    assert causes["action"]["reason"] == "FieldValueRequired"
+    node_event.update(reportingComponent="vk-provider", reportingInstance="n1", action="Started")
+    assert validate_object(node_event) == []

@@ -109,7 +109,7 @@ def qualified_name_errors(value: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part " + _max_len_error(63))
-    if name and not _QUALIFIED_NAME_RE.match(name):
+    if not _QUALIFIED_NAME_RE.match(name):
         errs.append(
             "name part "
             + _regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
@@ -546,6 +546,36 @@ def _validate_handler(probe: Any, path: str, handlers: tuple[str, ...], out: lis
         out.append(forbidden(f"{path}.{given[1]}", "may not specify more than 1 handler type"))
 
 
+def _validate_event(ev: dict[str, Any]) -> list[dict[str, str]]:
+    """legacyValidateEvent (pkg/apis/core/validation/events.go) as applied to core/v1 requests."""
+    out: list[dict[str, str]] = []
+    namespace = str(_dict(ev.get("metadata")).get("namespace") or "")
+    involved_ns = str(_dict(ev.get("involvedObject")).get("namespace") or "")
+    mismatch = invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+    if not ev.get("eventTime"):
+        if (not involved_ns and namespace not in ("", "default")) or (
+            involved_ns and namespace != involved_ns
+        ):
+            out.append(mismatch)
+    else:
+        if not involved_ns and namespace not in ("default", "kube-system"):
+            out.append(mismatch)
+        component = str(ev.get("reportingComponent") or "")
+        if not component:
+            out.append(required("reportingComponent"))
+        out.extend(invalid("reportingComponent", component, msg) for msg in qualified_name_errors(component))
+        for key, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+            value = str(ev.get(key) or "")
+            if not value:
+                out.append(required(key))
+            if len(value) > limit:
+                out.append(invalid(key, "", f"can have at most {limit} characters"))
+        if len(str(ev.get("message") or "")) > 1024:
+            out.append(invalid("message", "", "can have at most 1024 characters"))
+    out.extend(invalid("namespace", namespace, msg) for msg in dns1123_subdomain_errors(namespace))
+    return out
+
+
 def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
     spec = pod.get("spec")
     out: list[dict[str, str]] = []
@@ -605,6 +635,10 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
         )
     if result.decode:
         return _dedupe(causes)  # the real server stops at decoding; kind rules need well-typed input
+    if obj.get("apiVersion") == "v1" and obj.get("kind") == "Event":
+        # core/v1 events get only legacyValidateEvent, no metadata checks (backwards compatibility)
+        causes.extend(_validate_event(obj))
+        return _dedupe(causes)
     causes.extend(_validate_metadata(obj))
     if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         causes.extend(_validate_pod(obj))
