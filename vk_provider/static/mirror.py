@@ -89,7 +89,7 @@ class MirrorPods:
         self._tombstones: OrderedDict[str, None] = OrderedDict()
         self._doorbell = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._wait_reason = ""  # why the last pass could not do everything, logged once
+        self._wait_reasons: dict[str, str] = {}  # "list" / "node": why that step failed, logged once
         self._waiting_logged: set[str] = set()
 
     # -- inputs ----------------------------------------------------------------------------
@@ -189,8 +189,9 @@ class MirrorPods:
             try:
                 await self._list(client)
             except ApiStatusError as exc:
-                self._waiting(f"cannot list the node's pods: {exc}")
+                self._waiting("list", f"cannot list the node's pods: {exc}")
                 return False
+            self._resumed("list")
         decisions = plan_mirrors(self._statics, list(self._view().values()))
         node: Mapping[str, Any] | None = None
         if any(d.create is not None for d in decisions):
@@ -205,20 +206,22 @@ class MirrorPods:
         try:
             node = await client.get(f"/api/v1/nodes/{self.node_name}")
         except ApiStatusError as exc:
-            self._waiting(f"cannot get the Node: {exc}")
+            self._waiting("node", f"cannot get the Node: {exc}")
             return None
         if is_deleting(node):
-            self._waiting("the Node is being deleted")
+            self._waiting("node", "the Node is being deleted")
             return None
-        if self._wait_reason:
-            log.info("the Node is there; creating mirror pods", extra={"node": self.node_name})
-            self._wait_reason = ""
+        self._resumed("node")
         return node
 
-    def _waiting(self, why: str) -> None:
-        if why != self._wait_reason:
+    def _waiting(self, step: str, why: str) -> None:
+        if self._wait_reasons.get(step) != why:
             log.info("mirror pods wait: %s; retrying with backoff", why, extra={"node": self.node_name})
-            self._wait_reason = why
+            self._wait_reasons[step] = why
+
+    def _resumed(self, step: str) -> None:
+        if why := self._wait_reasons.pop(step, ""):
+            log.info("mirror pods resume (they waited: %s)", why, extra={"node": self.node_name})
 
     async def _apply(
         self, client: KubeClient, decision: MirrorDecision, node: Mapping[str, Any] | None

@@ -1,0 +1,318 @@
+"""MirrorPods against the sandbox apiserver: create, re-create, replace, orphan deletion, late apiserver.
+
+No Docker: MirrorPods never touches containers. The test plays the Node's owner (it creates
+the Node object) and, where it says so, the API pod source (a Reflector over this node's
+pods feeding `observe` / `observed_synced`, as the provider wires it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vk_provider.config import KubernetesConfig
+from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.reflector import Reflector
+from vk_provider.sandbox.kubeconfig import write_kubeconfig
+from vk_provider.sandbox.server import SandboxServer
+from vk_provider.static.manifest import parse_manifest
+from vk_provider.static.mirror import MirrorPods
+from vk_provider.static.mirror_plan import MIRROR_ANNOTATION, build_mirror_pod
+
+DEADLINE = 30.0
+RESYNC = 2.0
+
+
+def static_pod(node: str, name: str = "web", command: str = "sleep 3600") -> dict[str, Any]:
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "containers": [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", command]}]
+        },
+    }
+    return parse_manifest(
+        json.dumps(manifest).encode(), f"/etc/manifests/{name}.yaml", node, datetime.now(UTC)
+    )
+
+
+def by_uid(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["metadata"]["uid"]: p for p in pods}
+
+
+def pod_path(pod: dict[str, Any]) -> str:
+    return f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str, deadline: float = DEADLINE) -> Any:
+    """Poll `check` until it returns something truthy; fail with `what` after `deadline` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while True:
+        result = await check()
+        if result:
+            return result
+        if loop.time() > end:
+            pytest.fail(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:
+    try:
+        return await client.get(path)
+    except ApiStatusError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+async def create_node(client: KubeClient, node: str) -> dict[str, Any]:
+    return await client.create(
+        "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
+    )
+
+
+@dataclass
+class Env:
+    server: SandboxServer
+    client: KubeClient
+    node: str
+    mirrors: MirrorPods
+
+    async def mirror_of(self, pod: dict[str, Any], *, not_uid: str = "") -> dict[str, Any] | None:
+        """The API's pod named like `pod` once it carries `pod`'s hash (and is not `not_uid`)."""
+        found = await get_or_none(self.client, pod_path(pod))
+        if found is None or found["metadata"]["uid"] == not_uid or found["metadata"].get("deletionTimestamp"):
+            return None
+        want = pod["metadata"]["annotations"]["kubernetes.io/config.hash"]
+        return found if found["metadata"]["annotations"].get(MIRROR_ANNOTATION) == want else None
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, *, fed: bool) -> AsyncIterator[Env]:
+    """The sandbox (with the Node), a client, an EventRecorder and a started MirrorPods; fed by a
+    Reflector if `fed`."""
+    node = f"vk-mirror-{uuid.uuid4().hex[:8]}"
+    server = SandboxServer(state_dir=tmp_path / "sandbox")
+    await server.start()
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+    client = await make_kube_client(KubernetesConfig(kubeconfig=str(kubeconfig)))
+    recorder = EventRecorder(client, node)
+    mirrors = MirrorPods(client, node, recorder, resync_period=RESYNC)
+    reflector = feed(client, mirrors, node) if fed else None
+    try:
+        await create_node(client, node)
+        await recorder.start()
+        if reflector is not None:
+            await reflector.start()
+        await mirrors.start()
+        yield Env(server, client, node, mirrors)
+    finally:
+        await mirrors.stop()
+        if reflector is not None:
+            await reflector.stop()
+        await recorder.stop()
+        await client.close()
+        await server.stop()
+
+
+def feed(client: KubeClient, mirrors: MirrorPods, node: str) -> Reflector:
+    """What the provider's ApiPodSource does for MirrorPods."""
+
+    async def handle(type_: str, pod: dict[str, Any]) -> None:
+        mirrors.observe(type_, pod)
+
+    async def synced() -> None:
+        mirrors.observed_synced()
+
+    return Reflector(
+        client, "/api/v1/pods", handle, params={"fieldSelector": f"spec.nodeName={node}"}, on_synced=synced
+    )
+
+
+@pytest.mark.parametrize("fed", [True, False], ids=["watch-fed", "self-listing"])
+async def test_mirror_pod_appears_with_annotations_and_owner_reference(tmp_path: Path, fed: bool) -> None:
+    async with running(tmp_path, fed=fed) as env:
+        pod = static_pod(env.node)
+        env.mirrors.set_static_pods(by_uid(pod))
+        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod")
+        node = await env.client.get(f"/api/v1/nodes/{env.node}")
+
+        meta = mirror["metadata"]
+        annotations = meta["annotations"]
+        assert annotations[MIRROR_ANNOTATION] == pod["metadata"]["uid"]
+        assert annotations["kubernetes.io/config.hash"] == pod["metadata"]["uid"]
+        assert annotations["kubernetes.io/config.source"] == "file"
+        assert "kubernetes.io/config.seen" in annotations
+        assert meta["ownerReferences"] == [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": env.node,
+                "uid": node["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+        assert meta["labels"] == {"app": "web"}
+        assert meta["uid"] != pod["metadata"]["uid"]
+        assert mirror["spec"]["nodeName"] == env.node
+        assert mirror["spec"]["containers"][0]["command"] == ["sh", "-c", "sleep 3600"]
+        await eventually(
+            lambda: asyncio.sleep(0, env.mirrors.mirror_uid(pod) == meta["uid"]),
+            "mirror_uid to name the mirror",
+        )
+
+
+@pytest.mark.parametrize("grace", [None, 0], ids=["default-grace", "grace-0"])
+async def test_deleted_mirror_pod_is_created_again(tmp_path: Path, grace: int | None) -> None:
+    async with running(tmp_path, fed=True) as env:
+        pod = static_pod(env.node)
+        env.mirrors.set_static_pods(by_uid(pod))
+        first = await eventually(lambda: env.mirror_of(pod), "the mirror pod")
+        body = {} if grace is None else {"gracePeriodSeconds": grace}
+        await env.client.delete(pod_path(pod), body)  # what `kubectl delete pod` sends
+
+        again = await eventually(
+            lambda: env.mirror_of(pod, not_uid=first["metadata"]["uid"]), "a new mirror pod after the delete"
+        )
+        assert again["metadata"]["annotations"][MIRROR_ANNOTATION] == pod["metadata"]["uid"]
+        assert len(again["metadata"]["ownerReferences"]) == 1
+
+
+async def test_changed_manifest_replaces_the_mirror_pod(tmp_path: Path) -> None:
+    async with running(tmp_path, fed=True) as env:
+        old = static_pod(env.node)
+        env.mirrors.set_static_pods(by_uid(old))
+        first = await eventually(lambda: env.mirror_of(old), "the first mirror pod")
+
+        new = static_pod(env.node, command="sleep 7200")
+        assert new["metadata"]["uid"] != old["metadata"]["uid"]
+        env.mirrors.set_static_pods(by_uid(new))
+        second = await eventually(lambda: env.mirror_of(new), "the replaced mirror pod")
+
+        assert second["metadata"]["uid"] != first["metadata"]["uid"]
+        assert second["metadata"]["annotations"][MIRROR_ANNOTATION] == new["metadata"]["uid"]
+        assert second["spec"]["containers"][0]["command"] == ["sh", "-c", "sleep 7200"]
+
+
+@pytest.mark.parametrize("fed", [True, False], ids=["watch-fed", "self-listing"])
+async def test_mirror_pods_without_static_pod_are_deleted(tmp_path: Path, fed: bool) -> None:
+    async with running(tmp_path, fed=fed) as env:
+        keep, drop = static_pod(env.node, "keep"), static_pod(env.node, "drop")
+        env.mirrors.set_static_pods(by_uid(keep, drop))
+        await eventually(lambda: env.mirror_of(drop), "the mirror pod of 'drop'")
+        kept = await eventually(lambda: env.mirror_of(keep), "the mirror pod of 'keep'")
+
+        env.mirrors.set_static_pods(by_uid(keep))
+
+        async def dropped() -> bool:
+            return await get_or_none(env.client, pod_path(drop)) is None
+
+        await eventually(dropped, "the orphaned mirror pod to be deleted")
+        still = await env.client.get(pod_path(keep))
+        assert still["metadata"]["uid"] == kept["metadata"]["uid"]
+
+
+async def test_orphan_from_an_earlier_run_is_deleted_and_api_pods_are_left_alone(tmp_path: Path) -> None:
+    async with running(tmp_path, fed=True) as env:
+        node = await env.client.get(f"/api/v1/nodes/{env.node}")
+        leftover = static_pod(env.node, "leftover")
+        await env.client.create(
+            "/api/v1/namespaces/default/pods", build_mirror_pod(leftover, env.node, node["metadata"]["uid"])
+        )
+        api_pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "user-pod", "namespace": "default"},
+            "spec": {"nodeName": env.node, "containers": [{"name": "main", "image": "vk-test/busybox:1"}]},
+        }
+        await env.client.create("/api/v1/namespaces/default/pods", api_pod)
+        env.mirrors.set_static_pods({})
+
+        async def leftover_gone() -> bool:
+            return await get_or_none(env.client, pod_path(leftover)) is None
+
+        await eventually(leftover_gone, "the leftover mirror pod to be deleted")
+        assert await get_or_none(env.client, "/api/v1/namespaces/default/pods/user-pod") is not None
+
+
+async def test_mirror_pod_waits_for_the_node(tmp_path: Path) -> None:
+    async with running(tmp_path, fed=True) as env:
+        await env.client.delete(f"/api/v1/nodes/{env.node}")
+        pod = static_pod(env.node)
+        env.mirrors.set_static_pods(by_uid(pod))
+        await asyncio.sleep(2 * RESYNC)
+        assert await get_or_none(env.client, pod_path(pod)) is None  # no Node, no mirror
+
+        await create_node(env.client, env.node)
+        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod once the Node exists")
+        node = await env.client.get(f"/api/v1/nodes/{env.node}")
+        assert mirror["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
+
+
+async def test_mirror_pods_started_while_the_apiserver_is_down(tmp_path: Path) -> None:
+    port = free_port()
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+    client = await make_kube_client(KubernetesConfig(kubeconfig=str(kubeconfig)), request_timeout=5.0)
+    node = f"vk-mirror-{uuid.uuid4().hex[:8]}"
+    mirrors = MirrorPods(client, node, None, resync_period=RESYNC)
+    reflector = feed(client, mirrors, node)
+    pod = static_pod(node)
+    server = SandboxServer(port=port, state_dir=tmp_path / "sandbox")
+    try:
+        await reflector.start()
+        await mirrors.start()  # returns at once although nobody listens on the port
+        mirrors.set_static_pods(by_uid(pod))
+        await asyncio.sleep(3.0)
+        assert mirrors.mirror_uid(pod) is None
+
+        await server.start()
+        await create_node(client, node)
+        env = Env(server, client, node, mirrors)
+        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod once the apiserver is up")
+        assert mirror["metadata"]["annotations"][MIRROR_ANNOTATION] == pod["metadata"]["uid"]
+    finally:
+        await mirrors.stop()
+        await reflector.stop()
+        await client.close()
+        await server.stop()
+
+
+async def test_refused_mirror_pod_raises_a_warning_event_on_the_node(tmp_path: Path) -> None:
+    async with running(tmp_path, fed=True) as env:
+        good = static_pod(env.node, "good")
+        bad = static_pod(env.node, "bad")
+        bad["metadata"]["namespace"] = "no-such-namespace"
+        env.mirrors.set_static_pods(by_uid(good, bad))
+
+        async def failure_events() -> list[dict[str, Any]]:
+            answer = await env.client.get("/api/v1/namespaces/default/events")
+            return [
+                e
+                for e in answer.get("items") or []
+                if e.get("reason") == "FailedCreateMirrorPod" and e["involvedObject"].get("name") == env.node
+            ]
+
+        (event,) = await eventually(failure_events, "a FailedCreateMirrorPod Event")
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["kind"] == "Node"
+        assert "no-such-namespace/bad-" in event["message"]
+        assert await eventually(lambda: env.mirror_of(good), "the good static pod's mirror")
