@@ -324,3 +324,60 @@ def test_legacy_event_rules() -> None:
     assert causes["action"]["reason"] == "FieldValueRequired"
     node_event.update(reportingComponent="vk-provider", reportingInstance="n1", action="Started")
     assert validate_object(node_event) == []
+
+
+def test_tolerations_and_taints() -> None:
+    pod = _pod(
+        tolerations=[
+            {"key": "k", "operator": "In"},
+            {"operator": "Equal", "value": "x"},
+            {"key": "k", "operator": "Exists", "value": "x"},
+            {"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5},
+            {"key": "k", "operator": "Exists", "effect": "Sometimes"},
+        ]
+    )
+    causes = validate_object(pod)
+    messages = {(c["field"], c["message"]) for c in causes}
+    assert (
+        "spec.tolerations[0].operator",
+        'Unsupported value: "In": supported values: "Equal", "Exists"',
+    ) in messages
+    assert (
+        "spec.tolerations[1].operator",
+        'Invalid value: "Equal": operator must be Exists when `key` is empty, '
+        'which means "match all values and all keys"',
+    ) in messages
+    assert (
+        "spec.tolerations[2].operator",
+        "Invalid value: \"x\": value must be empty when `operator` is 'Exists'",
+    ) in messages
+    assert (
+        "spec.tolerations[3].effect",
+        "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+    ) in messages
+    assert (
+        "spec.tolerations[4].effect",
+        'Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+    ) in messages
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "spec": {
+            "taints": [
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "effect": "NoExecute",
+                    "timeAdded": "2026-01-01T00:00:00Z",
+                },
+            ]
+        },
+    }
+    assert validate_object(node) == []
+    node["spec"]["taints"].append({"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"})
+    node["spec"]["taints"].append({"key": "x"})
+    causes = by_field(validate_object(node))
+    assert causes["spec.taints[2]"]["reason"] == "FieldValueDuplicate"
+    assert causes["spec.taints[2]"]["message"].endswith(": taints must be unique by key and effect pair")
+    assert causes["spec.taints[3].effect"]["reason"] == "FieldValueRequired"

@@ -546,6 +546,76 @@ def _validate_handler(probe: Any, path: str, handlers: tuple[str, ...], out: lis
         out.append(forbidden(f"{path}.{given[1]}", "may not specify more than 1 handler type"))
 
 
+_TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+def _validate_taints(taints: list[Any], path: str) -> list[dict[str, str]]:
+    """validateNodeTaints: qualified keys, label values, a known effect, unique (key, effect)."""
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(taints):
+        if not isinstance(taint, dict):
+            continue
+        p = f"{path}[{i}]"
+        key, value, effect = (
+            str(taint.get("key") or ""),
+            str(taint.get("value") or ""),
+            taint.get("effect") or "",
+        )
+        out.extend(invalid(f"{p}.key", key, msg) for msg in qualified_name_errors(key))
+        errs = label_value_errors(value)
+        if errs:
+            out.append(invalid(f"{p}.value", value, ";".join(errs)))
+        if not effect:
+            out.append(required(f"{p}.effect"))
+        else:
+            _enum(out, f"{p}.effect", effect, _TAINT_EFFECTS)
+        if (key, effect) in seen:
+            shown = f'core.Taint{{Key:"{key}", Value:"{value}", Effect:"{effect}", TimeAdded:<nil>}}'
+            out.append(
+                cause(
+                    "FieldValueDuplicate",
+                    p,
+                    f"Duplicate value: {shown}: taints must be unique by key and effect pair",
+                )
+            )
+        seen.add((key, effect))
+    return out
+
+
+def _validate_tolerations(tolerations: list[Any], path: str) -> list[dict[str, str]]:
+    """ValidateTolerations (pkg/apis/core/validation/validation.go)."""
+    out: list[dict[str, str]] = []
+    for i, tol in enumerate(tolerations):
+        if not isinstance(tol, dict):
+            continue
+        p = f"{path}[{i}]"
+        key, op, value, effect = (str(tol.get(k) or "") for k in ("key", "operator", "value", "effect"))
+        if key:
+            out.extend(invalid(f"{p}.key", key, msg) for msg in qualified_name_errors(key))
+        if not key and op != "Exists":
+            detail = (
+                'operator must be Exists when `key` is empty, which means "match all values and all keys"'
+            )
+            out.append(invalid(f"{p}.operator", op, detail))
+        if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
+            out.append(
+                invalid(f"{p}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set")
+            )
+        if op in ("Equal", ""):
+            errs = label_value_errors(value)
+            if errs:
+                out.append(invalid(f"{p}.operator", value, ";".join(errs)))
+        elif op == "Exists":
+            if value:
+                out.append(invalid(f"{p}.operator", value, "value must be empty when `operator` is 'Exists'"))
+        else:
+            out.append(not_supported(f"{p}.operator", op, ["Equal", "Exists"]))
+        if effect:
+            _enum(out, f"{p}.effect", effect, _TAINT_EFFECTS)
+    return out
+
+
 def _validate_event(ev: dict[str, Any]) -> list[dict[str, str]]:
     """legacyValidateEvent (pkg/apis/core/validation/events.go) as applied to core/v1 requests."""
     out: list[dict[str, str]] = []
@@ -602,6 +672,7 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
     _validate_containers(containers, "spec.containers", seen, volumes, out)
     _validate_containers(spec.get("initContainers") or [], "spec.initContainers", seen, volumes, out)
     _enum(out, "spec.restartPolicy", spec.get("restartPolicy"), _RESTART_POLICIES)
+    out.extend(_validate_tolerations(spec.get("tolerations") or [], "spec.tolerations"))
     _enum(out, "spec.dnsPolicy", spec.get("dnsPolicy"), _DNS_POLICIES)
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
@@ -642,6 +713,8 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
     causes.extend(_validate_metadata(obj))
     if obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
         causes.extend(_validate_pod(obj))
+    if obj.get("kind") == "Node" and obj.get("apiVersion") == "v1":
+        causes.extend(_validate_taints(_dict(obj.get("spec")).get("taints") or [], "spec.taints"))
     return _dedupe(causes)
 
 
