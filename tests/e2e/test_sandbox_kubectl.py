@@ -363,3 +363,29 @@ async def test_csr_approve_and_issue(env: Env) -> None:
     await _wait_for(issued)
     listed = await env.kubectl("get", "csr")
     assert listed.out.splitlines()[1].split()[-1] == "Approved,Issued"
+
+
+async def test_server_dry_run_changes_nothing(env: Env) -> None:
+    manifest = env.tmp / "pod.yaml"
+    manifest.write_text(POD_YAML)
+    assert (await env.kubectl("apply", "-f", str(manifest))).rc == 0
+    before = await env.sandbox.store.get("pods", "default", "web")
+    manifest.write_text(POD_YAML.replace("app: web", "app: other"))
+    result = await env.kubectl("apply", "-f", str(manifest), "--dry-run=server")
+    assert result.rc == 0 and result.out.strip() == "pod/web configured (server dry run)", result.err
+    result = await env.kubectl("delete", "pod", "web", "--dry-run=server")
+    assert result.rc == 0 and "(server dry run)" in result.out, result.err
+    result = await env.kubectl("run", "other", "--image=vk-test/busybox:1", "--dry-run=server")
+    assert result.rc == 0 and result.out.strip() == "pod/other created (server dry run)", result.err
+    after = await env.sandbox.store.get("pods", "default", "web")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    listed, _ = await env.sandbox.store.list("pods", "default")
+    assert [p["metadata"]["name"] for p in listed] == ["web"]
+
+
+async def test_get_all_shows_the_kubernetes_service(env: Env) -> None:
+    result = await env.kubectl("get", "services")
+    assert result.rc == 0, result.err
+    row = result.out.splitlines()[1].split()
+    assert row[:4] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>"]
+    assert row[4] == "443/TCP"

@@ -2,9 +2,11 @@
 
 What lives here: `SYSTEM_NAMESPACES` and `ensure_system_namespaces(store)` (default,
 kube-system, kube-public, kube-node-lease, as the apiserver's system-namespaces controller
-creates them), and `NamespaceContent`, the two small kube-controller-manager loops that put a
-`default` ServiceAccount (serviceaccounts-controller) and the `kube-root-ca.crt` ConfigMap
-(root-ca-cert-publisher) into every active namespace and recreate them when deleted.
+creates them), `ensure_kubernetes_service(store, port)` (the `default/kubernetes` Service the
+apiserver's endpoint reconciler keeps), and `NamespaceContent`, the two small
+kube-controller-manager loops that put a `default` ServiceAccount (serviceaccounts-controller)
+and the `kube-root-ca.crt` ConfigMap (root-ca-cert-publisher) into every active namespace
+and recreate them when deleted.
 Must not: create anything else.
 """
 
@@ -22,6 +24,7 @@ log = get_logger("sandbox.bootstrap")
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 
 
 async def ensure_system_namespaces(store: Store) -> None:
@@ -37,6 +40,39 @@ async def ensure_system_namespaces(store: Store) -> None:
                 "status": {"phase": "Active"},
             },
         )
+
+
+async def ensure_kubernetes_service(store: Store, port: int) -> None:
+    try:
+        service = await store.get("services", "default", "kubernetes")
+    except ApiError:
+        service = None
+    if service is not None:
+        if service["spec"]["ports"][0].get("targetPort") != port:
+            service["spec"]["ports"][0]["targetPort"] = port
+            await store.update("services", service)
+        return
+    await store.create(
+        "services",
+        {
+            "metadata": {
+                "name": "kubernetes",
+                "namespace": "default",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "clusterIP": KUBERNETES_SERVICE_IP,
+                "clusterIPs": [KUBERNETES_SERVICE_IP],
+                "internalTrafficPolicy": "Cluster",
+                "ipFamilies": ["IPv4"],
+                "ipFamilyPolicy": "SingleStack",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+                "sessionAffinity": "None",
+                "type": "ClusterIP",
+            },
+            "status": {"loadBalancer": {}},
+        },
+    )
 
 
 class NamespaceContent:

@@ -419,12 +419,26 @@ async def create_object(
         del obj["metadata"]["name"]
     else:
         validate(info, obj, None, None)
-    created = await ctx.store.create(info.key, obj)
+    created = await ctx.store.create(info.key, obj, dry_run=dry_run(request))
     return json_response(created, 201, warnings)
 
 
+def dry_run(request: web.Request, options: Obj | None = None) -> bool:
+    """dryRun=All in the query (or in a DeleteOptions body); other values are 400."""
+    values = [*request.query.getall("dryRun", []), *((options or {}).get("dryRun") or [])]
+    for value in values:
+        if value != "All":
+            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    return bool(values)
+
+
 async def write_update(
-    ctx: ApiContext, info: ResourceInfo, obj: Obj, subresource: str | None, warnings: list[str]
+    ctx: ApiContext,
+    info: ResourceInfo,
+    obj: Obj,
+    subresource: str | None,
+    warnings: list[str],
+    dry: bool = False,
 ) -> web.Response:
     """Default, validate and store an update of an existing (or, where allowed, new) object."""
     meta = obj["metadata"]
@@ -439,10 +453,11 @@ async def write_update(
     if old is None:
         prepare_for_create(info, obj)
         validate(info, obj, None, None)
-        return json_response(await ctx.store.create(info.key, obj), 201, warnings)
+        return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
     candidate = _effective(info, old, obj, subresource)
     validate(info, candidate, old, subresource)
-    return json_response(await ctx.store.update(info.key, obj, subresource=subresource), 200, warnings)
+    updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
+    return json_response(updated, 200, warnings)
 
 
 def _effective(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
@@ -472,7 +487,7 @@ async def update_object(
     warnings: list[str] = []
     _check_identity(ri, info, obj)
     decode_fields(info, obj, mode, warnings)
-    return await write_update(ctx, info, obj, subresource or None, warnings)
+    return await write_update(ctx, info, obj, subresource or None, warnings, dry_run(request))
 
 
 async def patch_object(
@@ -502,7 +517,7 @@ async def patch_object(
         raise errors.bad_request("metadata must be an object")
     _check_identity(ri, info, patched)
     decode_fields(info, patched, mode, warnings)
-    return await write_update(ctx, info, patched, subresource or None, warnings)
+    return await write_update(ctx, info, patched, subresource or None, warnings, dry_run(request))
 
 
 def _delete_options(body: Obj | None, request: web.Request) -> tuple[int | None, Obj]:
@@ -526,6 +541,9 @@ async def delete_object(
     body = await read_body(request) if request.can_read_body and (await request.read()) else None
     grace, preconditions = _delete_options(body, request)
     namespace, name = _name_of(ri, info)
+    if dry_run(request, body):
+        obj = await ctx.store.delete(info.key, namespace, name, preconditions=preconditions, dry_run=True)
+        return json_response(obj)
     result = await perform_delete(ctx, info, namespace, name, grace, preconditions)
     return json_response(result)
 
@@ -571,16 +589,14 @@ async def delete_collection(
         field_selector=request.query.get("fieldSelector", ""),
     )
     deleted = []
+    dry = dry_run(request, body)
     for item in items:
         meta = item["metadata"]
         try:
-            deleted.append(
-                _list_item(
-                    await ctx.store.delete(
-                        info.key, meta.get("namespace"), meta["name"], grace_period_seconds=grace
-                    )
-                )
+            gone = await ctx.store.delete(
+                info.key, meta.get("namespace"), meta["name"], grace_period_seconds=grace, dry_run=dry
             )
+            deleted.append(_list_item(gone))
         except ApiError as e:
             if e.code != 404:
                 raise

@@ -19,7 +19,11 @@ from aiohttp import web
 
 from vk_provider.logging import get_logger
 from vk_provider.sandbox import discovery, errors, kubeconfig, openapi
-from vk_provider.sandbox.bootstrap import NamespaceContent, ensure_system_namespaces
+from vk_provider.sandbox.bootstrap import (
+    NamespaceContent,
+    ensure_kubernetes_service,
+    ensure_system_namespaces,
+)
 from vk_provider.sandbox.csr_signer import CSRSigner
 from vk_provider.sandbox.debug import SandboxDebug
 from vk_provider.sandbox.errors import ApiError
@@ -116,6 +120,7 @@ class SandboxServer:
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
+        await ensure_kubernetes_service(self.store, self.port)
         self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode())]
         if self._with_controllers:
             self._controllers += [

@@ -230,7 +230,8 @@ class Store:
 
     # ------------------------------------------------------------------ CRUD
 
-    async def create(self, resource: str, obj: Obj) -> Obj:
+    async def create(self, resource: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """dry_run: check and fill in everything, store nothing (the result has no resourceVersion)."""
         info = self.info(resource)
         new = clone(obj)
         meta = _meta(new)
@@ -269,6 +270,8 @@ class Store:
         meta["creationTimestamp"] = now_rfc3339()
         for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
             meta.pop(system_field, None)
+        if dry_run:
+            return new
         return self._write("ADDED", info, new, None)
 
     def _check_namespace_open(self, info: ResourceInfo, namespace: str, name: str) -> None:
@@ -310,14 +313,17 @@ class Store:
             if namespace is None or not info.namespaced or key[0] == namespace:
                 yield bucket[key]
 
-    async def update(self, resource: str, obj: Obj, *, subresource: str | None = None) -> Obj:
+    async def update(
+        self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """dry_run: check and compute the result, store nothing."""
         info = self.info(resource)
         meta = obj.get("metadata") or {}
         name = meta.get("name") or ""
         old = self._bucket(info.key).get(self._key(info, meta.get("namespace"), name))
         if old is None:
             if info.allow_create_on_update and subresource is None:
-                return await self.create(resource, obj)
+                return await self.create(resource, obj, dry_run=dry_run)
             raise errors.not_found(info.name, name, info.group)
         old_meta = old["metadata"]
         rv = meta.get("resourceVersion")
@@ -336,6 +342,8 @@ class Store:
         new = self._merge_update(info, old, clone(obj), subresource)
         if _without_rv(new) == _without_rv(old):
             return clone(old)
+        if dry_run:
+            return new
         if self._should_delete_during_update(new, old):
             return self._write("DELETED", info, new, clone(old))
         return self._write("MODIFIED", info, new, clone(old))
@@ -408,8 +416,15 @@ class Store:
         *,
         grace_period_seconds: int | None = None,
         preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
     ) -> Obj:
-        return self._delete(self.info(resource), namespace, name, grace_period_seconds, preconditions)
+        """dry_run: check existence and preconditions, change nothing, return the object."""
+        info = self.info(resource)
+        if dry_run:
+            obj = self._require(info, namespace, name)
+            self._check_preconditions(info, obj, preconditions or {})
+            return clone(obj)
+        return self._delete(info, namespace, name, grace_period_seconds, preconditions)
 
     def _delete(
         self,
