@@ -334,3 +334,15 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     workers.start_housekeeping(0.05)
     await until(lambda: "stray" in runtime.removed)
     assert "live" not in runtime.removed
+
+
+def test_probe_results_follow_the_cached_instance_only() -> None:
+    from vk_provider.pods.workers import probe_results
+
+    pod = make_pod("p", [box("a", readinessProbe={"exec": {"command": ["true"]}}), box("b")])
+    inst = ContainerInstance("a", ContainerRole.APP, 0, "abc", "i", "", ContainerRunState.RUNNING)
+    state = PodRuntimeState("p", "default", "p", None, (inst,))
+    cached = {"containerStatuses": [{"name": "a", "ready": True, "containerID": "docker://abc"}]}
+    assert probe_results(pod, cached, state) == ({"a": True}, {})
+    restarted = {"containerStatuses": [{"name": "a", "ready": True, "containerID": "docker://old"}]}
+    assert probe_results(pod, restarted, state) == ({}, {})

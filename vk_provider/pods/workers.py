@@ -134,6 +134,38 @@ def _field_path(role: ContainerRole, name: str) -> str:
     return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
 
 
+def probe_results(
+    pod: Mapping[str, Any], cached: Mapping[str, Any] | None, state: PodRuntimeState | None
+) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Readiness / startup results the prober already put in the cached status, per container.
+
+    Only containers with the probe are listed, and only while the cached status is about the
+    same container instance (a restarted container is not ready until probed again), so
+    regenerating the status never undoes what the prober set.
+    """
+    readiness: dict[str, bool] = {}
+    started: dict[str, bool] = {}
+    old_status = cached or {}
+    statuses = [
+        *(old_status.get("containerStatuses") or []),
+        *(old_status.get("initContainerStatuses") or []),
+    ]
+    by_name = {str(s.get("name")): s for s in statuses}
+    spec = _spec(pod)
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        name = container["name"]
+        old = by_name.get(name)
+        latest = state.latest(name) if state is not None else None
+        same = latest is not None and str((old or {}).get("containerID", "")).endswith(latest.container_id)
+        if old is None or not same:
+            continue
+        if "readinessProbe" in container:
+            readiness[name] = bool(old.get("ready"))
+        if "startupProbe" in container:
+            started[name] = bool(old.get("started"))
+    return readiness, started
+
+
 def _parse_time(value: Any) -> float | None:
     if not value:
         return None
@@ -321,14 +353,16 @@ class PodWorkers:
     # ------------------------------------------------------------------ syncing
 
     def _publish(self, work: _PodWork, state: PodRuntimeState | None, terminal: bool) -> dict[str, Any]:
+        cached = self._status.get_pod_status(work.uid)
+        readiness, started = probe_results(work.pod, cached, state)
         status = generate_pod_status(
             work.pod,
             state,
             waiting=work.waiting,
             pod_is_terminal=terminal,
-            old_status=self._status.get_pod_status(work.uid),
-            readiness={},
-            started={},
+            old_status=cached,
+            readiness=readiness,
+            started=started,
             host_ip=self._host_ip(),
             now=_now(),
             terminal_reason=work.terminal_reason,
