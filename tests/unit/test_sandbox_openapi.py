@@ -65,7 +65,11 @@ def test_components_are_openapi_schemas_with_extensions() -> None:
     conditions = schemas["io.k8s.api.core.v1.PodStatus"]["properties"]["conditions"]
     assert conditions["x-kubernetes-patch-merge-key"] == "type"
     assert conditions["items"] == {"$ref": "#/components/schemas/io.k8s.api.core.v1.PodCondition"}
-    assert schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"] == "int-or-string"
+    int_or_string = schemas["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]
+    assert int_or_string["format"] == "int-or-string"
+    assert "type" not in int_or_string  # kubectl explain then names the type <IntOrString>
+    assert [o["type"] for o in int_or_string["oneOf"]] == ["string", "integer"]
+    assert "type" not in schemas["io.k8s.apimachinery.pkg.api.resource.Quantity"]
     # Every reference resolves inside the document.
     text = json.dumps(doc)
     for ref in {part.split('"')[0] for part in text.split('"$ref": "#/components/schemas/')[1:]}:
@@ -82,6 +86,7 @@ def test_v2_document() -> None:
         "$ref": "#/definitions/io.k8s.api.core.v1.PodSpec",
         "description": pod["properties"]["spec"]["description"],
     }
+    assert doc["definitions"]["io.k8s.apimachinery.pkg.api.resource.Quantity"]["type"] == "string"
     patch = doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
     assert "application/strategic-merge-patch+json" in patch["consumes"]
     assert any(p["name"] == "fieldValidation" for p in patch["parameters"])

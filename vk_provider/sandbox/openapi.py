@@ -73,20 +73,15 @@ def _convert(schema: Any, ref_prefix: str, *, wrap_refs: bool) -> Any:
 
 
 def _convert_definition(name: str, ref_prefix: str, *, v3: bool) -> Obj:
-    if name == _INT_OR_STRING:
-        return {"description": _int_or_string_doc(), "format": "int-or-string", "type": "string"}
-    if name == _QUANTITY:
-        return {"description": str(definitions()[name].get("description", "")), "type": "string"}
     converted: Obj = _convert(definitions()[name], ref_prefix, wrap_refs=v3)
+    # Upstream spells the two scalar unions differently per version: v3 keeps oneOf without a
+    # type (so `kubectl explain` shows <Quantity>/<IntOrString>), v2 declares them strings.
+    if name == _INT_OR_STRING:
+        converted["format"] = "int-or-string"
+    if name in (_INT_OR_STRING, _QUANTITY) and not v3:
+        converted.pop("oneOf", None)
+        converted["type"] = "string"
     return converted
-
-
-def _int_or_string_doc() -> str:
-    return str(
-        definitions()[_INT_OR_STRING].get(
-            "description", "IntOrString is a type that can hold an int32 or a string."
-        )
-    )
 
 
 def _refs(schema: Any, found: set[str]) -> None:
