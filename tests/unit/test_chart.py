@@ -1,0 +1,420 @@
+"""The Helm chart (charts/vk-provider): its config defaults, and what `helm template` renders.
+
+The defaults test needs no helm. The rendering tests run the real `helm` binary
+(scripts/ensure-helm.sh puts it at .venv/bin/helm) and validate every rendered object
+against the Kubernetes v1.32 schema with kubernetes_validate; without helm they are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from vk_provider.config import Config
+from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vk-provider"
+EXAMPLE = REPO / "config.example.yaml"
+CONFIG_MOUNT = "/etc/vk-provider"
+KUBERNETES_VERSION = "1.32"
+
+
+def _values() -> dict[str, Any]:
+    values: dict[str, Any] = yaml.safe_load((CHART / "values.yaml").read_text())
+    return values
+
+
+def _chart_config(values: dict[str, Any]) -> dict[str, Any]:
+    """What the ConfigMap template renders: `config` with node.name from `node.name`."""
+    config: dict[str, Any] = dict(values["config"])
+    config["node"] = {"name": values["node"]["name"], **config["node"]}
+    return config
+
+
+def _leaves(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(data, dict) and data:
+        for key, value in data.items():
+            yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, data
+
+
+# --- defaults: no helm needed --------------------------------------------------------------------
+
+
+def test_chart_config_defaults_equal_config_example_key_by_key() -> None:
+    chart = dict(_leaves(_chart_config(_values())))
+    example = dict(_leaves(yaml.safe_load(EXAMPLE.read_text())))
+    assert sorted(chart) == sorted(example), "the chart's config must have exactly the example's keys"
+    for key, value in example.items():
+        assert chart[key] == value, f"{key}: chart {chart[key]!r}, config.example.yaml {value!r}"
+    from_chart = config_from_mapping(_chart_config(_values()), "values.yaml")
+    assert from_chart == load_config(EXAMPLE) == Config()
+    assert effective_config(from_chart) == effective_config(Config())
+
+
+def test_chart_node_name_is_the_providers_default_and_config_has_no_second_one() -> None:
+    values = _values()
+    assert values["node"]["name"] == Config().node.name
+    assert "name" not in values["config"]["node"], "node.name is the one place for the Node's name"
+
+
+def test_chart_app_version_is_the_package_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert chart["apiVersion"] == "v2"
+    assert chart["appVersion"] == project["version"]
+
+
+# --- rendering with the real helm -----------------------------------------------------------------
+
+
+def _helm_binary() -> str | None:
+    for candidate in (
+        os.environ.get("HELM"),
+        str(Path(sys.executable).parent / "helm"),
+        shutil.which("helm"),
+    ):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def helm() -> str:
+    binary = _helm_binary()
+    if binary is None:
+        pytest.skip("no helm binary ($HELM, .venv/bin/helm or PATH): run scripts/ensure-helm.sh")
+    return binary
+
+
+def _render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
+    args = [helm, "template", "vk", str(chart), "--namespace", "vk-system", "--set", "node.name=docker-1"]
+    for item in sets:  # "key=value" for --set, or a whole flag such as "--set-json=key=[]"
+        args += [item] if item.startswith("--") else ["--set", item]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    objects = [doc for doc in yaml.safe_load_all(out.stdout) if doc]
+    for obj in objects:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    return objects
+
+
+def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
+    found = [
+        o
+        for o in objects
+        if o["kind"] == kind and (namespace is None or o["metadata"].get("namespace") == namespace)
+    ]
+    assert len(found) == 1, f"{len(found)} objects of kind {kind}"
+    return found[0]
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    container: dict[str, Any] = containers[0]
+    return container
+
+
+def _volumes(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    return {v["name"]: v for v in pod["volumes"]}
+
+
+def _mounts(objects: list[dict[str, Any]]) -> dict[str, str]:
+    """Mount path -> volume name."""
+    return {m["mountPath"]: m["name"] for m in _container(objects)["volumeMounts"]}
+
+
+def _env(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in _container(objects).get("env", [])}
+
+
+def _rendered_config(objects: list[dict[str, Any]], tmp_path: Path) -> Config:
+    path = tmp_path / "config.yaml"
+    path.write_text(_one(objects, "ConfigMap")["data"]["config.yaml"])
+    return load_config(path)
+
+
+def _rules(objects: list[dict[str, Any]], kind: str) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in _one(objects, kind)["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_helm_lint_is_clean(helm: str) -> None:
+    out = subprocess.run(
+        [helm, "lint", "--strict", str(CHART), "--set", "node.name=docker-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_path: Path) -> None:
+    objects = _render(helm)
+    assert sorted(o["kind"] for o in objects) == sorted(
+        [
+            "ServiceAccount",
+            "ConfigMap",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "Deployment",
+        ]
+    )
+    expected = replace(Config(), node=replace(Config().node, name="docker-1"))
+    assert _rendered_config(objects, tmp_path) == expected
+
+
+def test_set_config_values_reach_the_config_file(helm: str, tmp_path: Path) -> None:
+    objects = _render(helm, "config.logging.format=json", "config.docker.maxConcurrency=4")
+    config = _rendered_config(objects, tmp_path)
+    assert (config.logging.format, config.docker.max_concurrency) == ("json", 4)
+
+
+def test_unknown_config_keys_reach_the_provider_to_be_refused(helm: str, tmp_path: Path) -> None:
+    objects = _render(helm, "config.dockr.host=x")
+    text = _one(objects, "ConfigMap")["data"]["config.yaml"]
+    assert yaml.safe_load(text)["dockr"] == {"host": "x"}
+    with pytest.raises(ConfigError, match=r"dockr: unknown key"):
+        _rendered_config(objects, tmp_path)
+
+
+def test_deployment_runs_one_provider_with_the_config_file_and_downward_api(helm: str) -> None:
+    objects = _render(helm)
+    deployment = _one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    container = _container(objects)
+    assert container["image"] == "vk-provider:0.1.0"
+    assert container["args"] == ["run", "--config", f"{CONFIG_MOUNT}/config.yaml"]
+    assert _mounts(objects)[CONFIG_MOUNT] == "config"
+    configmap = _one(objects, "ConfigMap")["metadata"]["name"]
+    assert _volumes(objects)["config"]["configMap"]["name"] == configmap
+    assert _env(objects)["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert "NODE_IP" not in _env(objects), "status.hostIP would point the apiserver at the host's kubelet"
+    assert container["ports"] == [{"name": "kubelet", "containerPort": 10250, "protocol": "TCP"}]
+    template = deployment["spec"]["template"]
+    assert template["spec"]["serviceAccountName"] == _one(objects, "ServiceAccount")["metadata"]["name"]
+    assert template["metadata"]["annotations"]["checksum/config"]
+
+
+def test_kubelet_port_follows_kubelet_server_listen(helm: str) -> None:
+    objects = _render(helm, "config.kubeletServer.listen=[::]:11250")
+    assert _container(objects)["ports"][0]["containerPort"] == 11250
+
+
+def test_config_change_changes_the_pod_template(helm: str) -> None:
+    def checksum(*sets: str) -> str:
+        deployment = _one(_render(helm, *sets), "Deployment")
+        value: str = deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+        return value
+
+    assert checksum() != checksum("config.logging.level=debug")
+
+
+def test_local_engine_mounts_the_socket_and_the_state_dir_at_host_paths(helm: str) -> None:
+    objects = _render(helm)
+    volumes, mounts = _volumes(objects), _mounts(objects)
+    assert volumes["docker-socket"]["hostPath"] == {"path": "/var/run/docker.sock", "type": "Socket"}
+    assert mounts["/var/run/docker.sock"] == "docker-socket"
+    assert _env(objects)["DOCKER_HOST"]["value"] == "unix:///var/run/docker.sock"
+    # The engine bind-mounts termination-message files from stateDir: same path both sides.
+    state_dir = Config().docker.state_dir
+    assert volumes["state"]["hostPath"] == {"path": state_dir, "type": "DirectoryOrCreate"}
+    assert mounts[state_dir] == "state"
+
+
+def test_unix_docker_host_is_mounted_from_its_path(helm: str) -> None:
+    objects = _render(helm, "config.docker.host=unix:///run/user/1000/docker.sock")
+    assert _volumes(objects)["docker-socket"]["hostPath"]["path"] == "/run/user/1000/docker.sock"
+    assert _env(objects)["DOCKER_HOST"]["value"] == "unix:///run/user/1000/docker.sock"
+
+
+def test_remote_engine_with_tls_mounts_no_host_path(helm: str, tmp_path: Path) -> None:
+    objects = _render(helm, "config.docker.host=tcp://10.0.0.5:2376", "engine.tlsSecretName=docker-certs")
+    volumes = _volumes(objects)
+    assert not [name for name, v in volumes.items() if "hostPath" in v]
+    assert volumes["docker-tls"]["secret"] == {"secretName": "docker-certs"}
+    env = _env(objects)
+    assert "DOCKER_HOST" not in env, "docker.host in the config file names the engine"
+    assert env["DOCKER_TLS_VERIFY"]["value"] == "1"
+    assert _mounts(objects)[env["DOCKER_CERT_PATH"]["value"]] == "docker-tls"
+    assert _rendered_config(objects, tmp_path).docker.host == "tcp://10.0.0.5:2376"
+
+
+def test_scheduling_values_reach_the_providers_pod(helm: str) -> None:
+    objects = _render(
+        helm,
+        "nodeSelector.docker=present",
+        "tolerations[0].key=dedicated",
+        "tolerations[0].operator=Exists",
+    )
+    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"docker": "present"}
+    assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+
+
+# --- RBAC -------------------------------------------------------------------------------------------
+
+BASE_RULES = {
+    ("", "nodes", "get"),
+    ("", "nodes", "create"),
+    ("", "nodes", "list"),
+    ("", "nodes", "watch"),
+    ("", "nodes", "patch"),
+    ("", "nodes/status", "patch"),
+    ("", "pods", "get"),
+    ("", "pods", "list"),
+    ("", "pods", "watch"),
+    ("", "pods", "create"),
+    ("", "pods", "patch"),
+    ("", "pods", "delete"),
+    ("", "pods/status", "patch"),
+    ("", "events", "create"),
+    ("", "events", "patch"),
+    ("", "configmaps", "get"),
+    ("", "secrets", "get"),
+    ("", "services", "list"),
+    ("", "serviceaccounts/token", "create"),
+}
+WEBHOOK_RULES = {
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
+}
+CSR_RULES = {("certificates.k8s.io", "certificatesigningrequests", "create")}
+
+
+def test_rbac_grants_what_the_provider_does_and_no_more(helm: str) -> None:
+    objects = _render(helm)
+    rules = _rules(objects, "ClusterRole")
+    assert rules >= BASE_RULES | WEBHOOK_RULES
+    assert not rules & CSR_RULES
+    assert not any("*" in rule for rule in rules)
+    lease_role = _one(objects, "Role", namespace="kube-node-lease")
+    assert _rules(objects, "Role") == {
+        ("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")
+    }
+    account = _one(objects, "ServiceAccount")["metadata"]
+    subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": "vk-system"}
+    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = _one(objects, kind)
+        assert binding["subjects"] == [subject]
+        assert binding["roleRef"]["kind"] == role
+        assert binding["roleRef"]["name"] != "cluster-admin"
+    assert _one(objects, "RoleBinding")["metadata"]["namespace"] == lease_role["metadata"]["namespace"]
+
+
+def test_rbac_follows_the_kubelet_server_auth_and_tls_modes(helm: str) -> None:
+    rules = _rules(
+        _render(helm, "config.kubeletServer.auth=none", "config.kubeletServer.tls.mode=csr"), "ClusterRole"
+    )
+    assert rules >= BASE_RULES | CSR_RULES
+    assert not rules & WEBHOOK_RULES
+
+
+def test_rbac_and_service_account_can_be_left_to_the_user(helm: str) -> None:
+    objects = _render(helm, "rbac.create=false", "serviceAccount.create=false", "serviceAccount.name=vk-sa")
+    assert sorted(o["kind"] for o in objects) == ["ConfigMap", "Deployment"]
+    assert _one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "vk-sa"
+
+
+# --- NOTES.txt --------------------------------------------------------------------------------------
+
+
+def _render_notes(helm: str, tmp_path: Path, *sets: str) -> str:
+    """NOTES.txt as `helm install` prints it: rendered through `tpl` in a copy of the chart."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    (chart / "files").mkdir()
+    shutil.copy(chart / "templates" / "NOTES.txt", chart / "files" / "notes.txt")
+    (chart / "templates" / "notes-check.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n"
+        'data:\n  notes: {{ tpl (.Files.Get "files/notes.txt") . | quote }}\n'
+    )
+    objects = _render(helm, *sets, chart=chart)
+    notes: str = next(o for o in objects if o["metadata"]["name"] == "notes")["data"]["notes"]
+    return notes
+
+
+def _pod_spec_in(notes: str) -> dict[str, Any]:
+    """The indented `spec:` block NOTES.txt shows, parsed as YAML."""
+    lines = notes.splitlines()
+    start = lines.index("  spec:")
+    block = [lines[start]]
+    for line in lines[start + 1 :]:
+        if line and not line.startswith("    "):
+            break
+        block.append(line)
+    spec: dict[str, Any] = yaml.safe_load("\n".join(block))["spec"]
+    return spec
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    """k8s.io/api/core/v1 Toleration.ToleratesTaint."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("key") and t["key"] != taint["key"]:
+            continue
+        if t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        (),
+        ("config.node.taints[0].key=example.com/docker", "config.node.taints[0].effect=NoExecute"),
+    ],
+)
+def test_notes_show_a_pod_spec_that_lands_on_the_node(
+    helm: str, tmp_path: Path, sets: tuple[str, ...]
+) -> None:
+    notes = _render_notes(helm, tmp_path, *sets)
+    spec = _pod_spec_in(notes)
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "docker-1"}
+    taints = yaml.safe_load(_one(_render(helm, *sets), "ConfigMap")["data"]["config.yaml"])["node"]["taints"]
+    assert taints
+    for taint in taints:
+        assert _tolerates(spec["tolerations"], taint), taint
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {**spec, "containers": [{"name": "c", "image": "busybox"}]},
+    }
+    kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    assert "root-equivalent" in notes
+    assert "kubectl delete node docker-1" in notes
+
+
+def test_notes_for_a_remote_engine_name_it_and_warn_of_no_socket(helm: str, tmp_path: Path) -> None:
+    notes = _render_notes(
+        helm, tmp_path, "config.docker.host=tcp://10.0.0.5:2376", "--set-json=config.node.taints=[]"
+    )
+    assert "tcp://10.0.0.5:2376" in notes
+    assert "root-equivalent" not in notes
+    assert "tolerations" not in _pod_spec_in(notes)

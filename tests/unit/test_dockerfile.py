@@ -1,0 +1,134 @@
+"""The Dockerfile, checked statically (no registry is reachable here, so it cannot be built).
+
+What is checked: the entrypoint is the project's console script, every file it COPYs from
+the build context exists and is not excluded by .dockerignore, the default command uses
+the configuration path the Helm chart mounts, the version label is the package's, and the
+image bakes in no secrets.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "vk-provider"
+
+
+def _instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, with continuation lines joined and comments dropped."""
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile").read_text())
+    result = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            result.append((keyword.upper(), rest.strip()))
+    return result
+
+
+def _final_stage() -> list[tuple[str, str]]:
+    instructions = _instructions()
+    last_from = max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM")
+    return instructions[last_from:]
+
+
+def _only(stage: list[tuple[str, str]], keyword: str) -> str:
+    found = [rest for k, rest in stage if k == keyword]
+    assert len(found) == 1, f"{len(found)} {keyword} instructions in the final stage"
+    return found[0]
+
+
+def _project() -> dict[str, Any]:
+    project: dict[str, Any] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    """Docker's .dockerignore rule: the last matching pattern wins; `!` re-includes."""
+    ignored = False
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        pattern = pattern.removeprefix("!").rstrip("/")
+        if any(fnmatch.fnmatch(p, pattern) for p in prefixes):
+            ignored = not negate
+    return ignored
+
+
+def _dockerignore() -> list[str]:
+    lines = (REPO / ".dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def test_entrypoint_is_the_console_script_and_cmd_is_the_charts_config_path() -> None:
+    stage = _final_stage()
+    entrypoint = json.loads(_only(stage, "ENTRYPOINT"))
+    command = json.loads(_only(stage, "CMD"))
+    assert entrypoint == ["vk-provider"]
+    assert _project()["scripts"]["vk-provider"] == "vk_provider.cli:main"
+    # The chart passes the same arguments, and mounts its ConfigMap (key config.yaml) there.
+    deployment = (CHART / "templates" / "deployment.yaml").read_text()
+    args_line = next(line for line in deployment.splitlines() if line.strip().startswith("args:"))
+    assert yaml.safe_load(args_line.strip())["args"] == command
+    config_path = command[command.index("--config") + 1]
+    mount = re.search(r"- name: config\s+mountPath: (\S+)", deployment)
+    assert mount is not None
+    assert config_path == f"{mount.group(1)}/config.yaml"
+    configmap = (CHART / "templates" / "configmap.yaml").read_text()
+    assert "config.yaml: |" in configmap
+
+
+def test_copied_sources_exist_and_are_in_the_build_context() -> None:
+    patterns = _dockerignore()
+    sources = []
+    for keyword, rest in _instructions():
+        words = shlex.split(rest)
+        if keyword == "COPY" and not any(w.startswith("--from") for w in words):
+            sources += [w for w in words[:-1] if not w.startswith("--")]
+    assert sources, "the Dockerfile copies the project in"
+    for source in sources:
+        assert (REPO / source).exists(), f"COPY {source}: no such file in the repository"
+        assert not _ignored(source, patterns), f"COPY {source}: excluded by .dockerignore"
+    assert "vk_provider" in sources
+    # The package's readme is part of its metadata: the wheel build needs it.
+    assert _project()["readme"] in sources
+    for unwanted in (".venv", ".git", "tests", "state", ".sandbox"):
+        assert _ignored(unwanted, patterns), f"{unwanted} must stay out of the build context"
+
+
+def test_base_image_is_python_slim_of_the_supported_version() -> None:
+    base = next(rest for keyword, rest in _instructions() if keyword == "ARG" and "PYTHON_IMAGE" in rest)
+    assert base == "PYTHON_IMAGE=python:3.11-slim"
+    assert _project()["requires-python"] == ">=3.11"
+    froms = [rest for keyword, rest in _instructions() if keyword == "FROM"]
+    assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+
+
+def test_labels_carry_the_package_version() -> None:
+    stage = _final_stage()
+    version = _only(stage, "ARG")
+    assert version == f"VERSION={_project()['version']}"
+    labels = _only(stage, "LABEL")
+    for key in ("title", "description", "version", "licenses"):
+        assert f"org.opencontainers.image.{key}=" in labels
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["appVersion"] == _project()["version"]
+
+
+def test_no_secrets_or_dev_tools_are_baked_in() -> None:
+    for keyword, rest in _instructions():
+        if keyword in ("ENV", "ARG"):
+            assert not re.search(r"(?i)(token|password|secret|_key\b|credential)", rest), rest
+        if keyword == "RUN":
+            assert "[dev]" not in rest and "-e " not in rest, rest
+    if not any(keyword == "USER" for keyword, _ in _final_stage()):
+        assert "runs as root on purpose" in (REPO / "Dockerfile").read_text(), "say why it runs as root"
