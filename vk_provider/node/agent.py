@@ -262,6 +262,14 @@ class NodeAgent:
         due = time.monotonic() - self._last_status_write >= self.config.node.status_report_interval
         if not due and self._last_status_write and not status_differs(api_status, probe):
             return
+        if (
+            not due
+            and self._runtime_error is not None
+            and ready_status(api_status.get("conditions") or []) == "Unknown"
+        ):
+            # The lease stopped on purpose; the node lifecycle controller's Unknown stands until
+            # the runtime answers again (rewriting False would only ping-pong with it).
+            return
         now = self._now()
         stamped = stamp_conditions(api_status.get("conditions") or [], conditions, now)
         status = desired_status(self.config, self._info, self.node_ip, stamped)
