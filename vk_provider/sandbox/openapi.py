@@ -365,12 +365,6 @@ def openapi_v3_document(group_version_path: str) -> Obj | None:
     return None if entry is None else entry[0]
 
 
-def openapi_v3_hash(group_version_path: str) -> str | None:
-    """The hash used in the index's serverRelativeURL (for ETag / immutable caching)."""
-    entry = _v3_documents().get(group_version_path.strip("/"))
-    return None if entry is None else entry[1]
-
-
 @functools.cache
 def _v2_document() -> Obj:
     prefix = "#/definitions/"

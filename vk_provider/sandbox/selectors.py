@@ -54,9 +54,6 @@ class LabelSelector:
         labels = labels or {}
         return all(r.matches(labels) for r in self.requirements)
 
-    def empty(self) -> bool:
-        return not self.requirements
-
 
 _SPECIAL = "=!(),><"
 _KEYWORDS = {"in": "in", "notin": "notin"}
@@ -302,10 +299,6 @@ _FIELDS: dict[str, dict[str, _Getter]] = {
 }
 
 
-def selectable_fields(resource: str) -> tuple[str, ...]:
-    return tuple(_FIELDS.get(resource, _META))
-
-
 def field_value(obj: Mapping[str, Any], resource: str, field_name: str) -> str | None:
     """The selectable value of field_name on obj, or None if the resource does not support it."""
     getter = _FIELDS.get(resource, _META).get(field_name)
@@ -333,16 +326,6 @@ class FieldSelector:
             if actual is None or not r.matches(actual):
                 return False
         return True
-
-    def empty(self) -> bool:
-        return not self.requirements
-
-    def value_for(self, field_name: str) -> str | None:
-        """The value an equality requirement pins field_name to, if any (for indexed lookups)."""
-        for r in self.requirements:
-            if r.field == field_name and r.operator != "!=":
-                return r.value
-        return None
 
 
 def _split_terms(s: str) -> list[str]:

@@ -351,7 +351,7 @@ def _row_completed(reason: str, message: str) -> Obj:
 # Other kinds
 
 
-def node_roles(node: Obj) -> list[str]:
+def _node_roles(node: Obj) -> list[str]:
     roles = set()
     for key, value in _obj(node, "metadata", "labels").items():
         if key.startswith("node-role.kubernetes.io/"):
@@ -383,7 +383,7 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
     return [
         _get(node, "metadata", "name") or "",
         ",".join(status),
-        ",".join(node_roles(node)) or "<none>",
+        ",".join(_node_roles(node)) or "<none>",
         _since(_get(node, "metadata", "creationTimestamp"), now),
         info.get("kubeletVersion", ""),
         _node_address(node, "InternalIP"),
