@@ -3,8 +3,10 @@
 Lives here: the apimachinery name/label format checks (with upstream's messages, from
 `staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`), schema validation against
 kubernetes-validate's `v1.32.0-local-strict` definitions turned into metav1 StatusCause dicts,
-unknown-field detection for `fieldValidation=Strict|Warn`, and the pod rules (names, images, update
-immutability, mirror-pod annotation) from `pkg/apis/core/validation/validation.go`.
+unknown-field detection for `fieldValidation=Strict|Warn`, type mismatches worded like the Go
+decoder, and the kind rules of `pkg/apis/core/validation/` that matter here: pods (names, images,
+resources, probes, tolerations, update immutability, mirror-pod annotation), node taints and
+core/v1 events (legacyValidateEvent). The schema files are read once per process.
 Must not: touch the store, build HTTP responses or raise ApiError (callers turn causes into 422s).
 """
 
