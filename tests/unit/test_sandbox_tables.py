@@ -393,3 +393,12 @@ def test_watch_table_without_column_definitions() -> None:
     table = to_table("pods", [_pod()], list_meta={}, now=NOW, column_definitions=False)
     assert table["columnDefinitions"] == []
     assert len(table["rows"]) == 1
+
+
+def test_naive_timestamps_are_utc() -> None:
+    obj = {"metadata": {"name": "x", "creationTimestamp": "2026-01-01T11:59:00"}}
+    assert to_table("configmaps", [obj], list_meta={}, now=NOW.replace(tzinfo=None))["rows"][0]["cells"] == [
+        "x",
+        0,
+        "60s",
+    ]
