@@ -1,8 +1,7 @@
 """HTTP handlers for the sandbox's resource endpoints: CRUD, status subresources and watch.
 
-What lives here: `ApiContext`, `dispatch(ctx, request, ri)` (routes a parsed resource request to
-get/list/watch/create/update/patch/delete/deletecollection or to a pod/serviceaccount
-subresource handler in handlers_pods.py), the body decoding with `fieldValidation`
+What lives here: `ApiContext`, the verb handlers (get/list/watch/create/update/patch/delete/
+deletecollection; handlers_dispatch.py routes requests to them), the body decoding with `fieldValidation`
 (Strict -> 400 strict decoding error, Warn -> `Warning` headers, Ignore), defaulting and
 validation (422 with causes), the resourceVersion rules for GET/LIST/WATCH, the watch stream
 (newline-delimited JSON, flushed per event, bookmarks, timeoutSeconds, Tables), and the JSON /
@@ -15,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,7 +28,7 @@ from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.patch import PatchError, apply_patch
 from vk_provider.sandbox.pki import SandboxPKI
 from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo, lookup
+from vk_provider.sandbox.resources import ResourceInfo
 from vk_provider.sandbox.store import Store, clone
 from vk_provider.sandbox.validation import (
     unknown_field_message,
@@ -111,47 +109,6 @@ def _list_item(obj: Obj) -> Obj:
 
 
 # ------------------------------------------------------------------ dispatch
-
-
-async def dispatch(ctx: ApiContext, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
-    from vk_provider.sandbox import handlers_pods  # the subresources build on this module's helpers
-
-    info = lookup(ri.group, ri.version, ri.resource)
-    if info is None or (ri.namespace is not None and not info.namespaced and ri.resource != "namespaces"):
-        raise not_found_resource()
-    if ri.subresource:
-        sub = info.subresource(ri.subresource)
-        if sub is None or (len(ri.parts) > 3 and ri.subresource not in ("proxy",)):
-            raise not_found_resource()
-        handler = handlers_pods.SUBRESOURCE_HANDLERS.get((info.key, ri.subresource))
-        if handler is not None:
-            return await handler(ctx, request, ri, info)
-        if ri.verb == "get":
-            return await get_object(ctx, request, ri, info)
-        if ri.verb == "update":
-            return await update_object(ctx, request, ri, info, subresource=ri.subresource)
-        if ri.verb == "patch":
-            return await patch_object(ctx, request, ri, info, subresource=ri.subresource)
-        raise errors.method_not_allowed(request.method, f"{info.name}/{ri.subresource}")
-    if ri.verb not in info.verbs:
-        raise errors.method_not_allowed(request.method, info.name)
-    if info.namespaced and ri.verb == "create" and not ri.namespace:
-        raise not_found_resource()
-    verb_handlers: dict[str, Callable[..., Any]] = {
-        "get": get_object,
-        "list": list_objects,
-        "watch": watch_objects,
-        "create": create_object,
-        "update": update_object,
-        "patch": patch_object,
-        "delete": delete_object,
-        "deletecollection": delete_collection,
-    }
-    handler_for_verb = verb_handlers.get(ri.verb)
-    if handler_for_verb is None:
-        raise errors.method_not_allowed(request.method, info.name)
-    response: web.StreamResponse = await handler_for_verb(ctx, request, ri, info)
-    return response
 
 
 def _name_of(ri: RequestInfo, info: ResourceInfo) -> tuple[str | None, str]:

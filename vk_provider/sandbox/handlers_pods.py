@@ -1,5 +1,5 @@
 """HTTP handlers for the action subresources: pods/binding, eviction, log, exec, attach,
-portforward, and serviceaccounts/token (TokenRequest).
+portforward, nodes/proxy, and serviceaccounts/token (TokenRequest).
 
 What lives here: `SUBRESOURCE_HANDLERS`, keyed by (resource key, subresource). Binding follows
 `pkg/registry/core/pod/storage/storage.go` (BindingREST), eviction performs the graceful delete,
@@ -11,10 +11,6 @@ streaming protocols (the kubelet proxy relays them untouched) or store anything 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -37,10 +33,10 @@ from vk_provider.sandbox.kubelet_proxy import proxy_to_kubelet
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
 from vk_provider.sandbox.store import now_rfc3339
+from vk_provider.sandbox.tokens import ISSUER, sign_token
 
 Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
-ISSUER = "https://kubernetes.default.svc.cluster.local"
 MIN_TOKEN_SECONDS = 600
 DEFAULT_TOKEN_SECONDS = 3600
 _LOG_PARAMS = ("follow", "previous", "timestamps", "sinceSeconds", "sinceTime", "tailLines", "limitBytes")
@@ -210,17 +206,6 @@ async def pod_portforward(
     return await proxy_to_kubelet(request, node, f"/portForward/{ri.namespace}/{ri.name}", ctx.pki)
 
 
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def sign_token(key: bytes, claims: Obj) -> str:
-    header = _b64(json.dumps({"alg": "HS256", "kid": hashlib.sha256(key).hexdigest()[:16]}).encode())
-    payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
-    signature = hmac.new(key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
-    return f"{header}.{payload}.{_b64(signature)}"
-
-
 async def create_token(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
@@ -275,7 +260,16 @@ async def create_token(
     return json_response(response, 201)
 
 
+async def node_proxy(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.StreamResponse:
+    """nodes/<name>/proxy/<path>: the request goes to <path> on the node's kubelet."""
+    node = await ctx.store.get("nodes", None, ri.name)
+    return await proxy_to_kubelet(request, node, "/" + "/".join(ri.parts[3:]), ctx.pki)
+
+
 SUBRESOURCE_HANDLERS: dict[tuple[str, str], Handler] = {
+    ("nodes", "proxy"): node_proxy,
     ("pods", "binding"): bind_pod,
     ("pods", "eviction"): evict_pod,
     ("pods", "log"): pod_log,

@@ -103,7 +103,10 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
         "v1",
         False,
         short_names=("no",),
-        subresources=(Subresource("status", _STATUS, "Node"),),
+        subresources=(
+            Subresource("proxy", ("create", "delete", "get", "patch", "update"), "NodeProxyOptions"),
+            Subresource("status", _STATUS, "Node"),
+        ),
         return_deleted_object=True,
     ),
     ResourceInfo(
@@ -134,6 +137,17 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
         return_deleted_object=True,
     ),
     ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
+    # create-only reviews, answered and never stored (handlers_auth.py)
+    ResourceInfo("tokenreviews", "", "TokenReview", "authentication.k8s.io", "v1", False, verbs=("create",)),
+    ResourceInfo(
+        "subjectaccessreviews",
+        "",
+        "SubjectAccessReview",
+        "authorization.k8s.io",
+        "v1",
+        False,
+        verbs=("create",),
+    ),
     ResourceInfo(
         "certificatesigningrequests",
         "certificatesigningrequest",

@@ -29,11 +29,11 @@ from vk_provider.sandbox.debug import SandboxDebug
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.handlers import (
     ApiContext,
-    dispatch,
     error_response,
     json_response,
     not_found_resource,
 )
+from vk_provider.sandbox.handlers_dispatch import dispatch
 from vk_provider.sandbox.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.pki import SandboxPKI
 from vk_provider.sandbox.requestinfo import RequestInfo, parse_request

@@ -1,0 +1,105 @@
+"""HTTP handlers for the review APIs a kubelet calls to authenticate and authorize its clients.
+
+What lives here: `REVIEW_HANDLERS` for `authentication.k8s.io/v1 tokenreviews` (verifies the
+sandbox's own service account tokens, their audiences, expiry and bound pod, as
+`pkg/serviceaccount/jwt.go` and `claims.go`) and `authorization.k8s.io/v1
+subjectaccessreviews` (the sandbox authorizes like `--authorization-mode=AlwaysAllow`).
+Reviews are answered, never stored. Must not: authenticate the sandbox's own API requests
+(its API is plain HTTP on loopback and open to whoever can reach it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from vk_provider.sandbox.errors import ApiError
+from vk_provider.sandbox.handlers import ApiContext, json_response, read_body
+from vk_provider.sandbox.requestinfo import RequestInfo
+from vk_provider.sandbox.resources import ResourceInfo
+from vk_provider.sandbox.tokens import ISSUER, TokenError, verify_token
+
+Obj = dict[str, Any]
+Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
+
+
+async def _authenticate(ctx: ApiContext, token: str, wanted: list[str]) -> Obj:
+    claims = verify_token(ctx.token_key, token, time.time())
+    audiences = claims.get("aud") or []
+    matched = [a for a in (wanted or [ISSUER]) if a in audiences]
+    if not matched:
+        raise TokenError("invalid bearer token, token audiences is invalid")
+    k8s = claims.get("kubernetes.io") or {}
+    namespace = k8s.get("namespace", "")
+    sa = k8s.get("serviceaccount") or {}
+    try:
+        current = await ctx.store.get("serviceaccounts", namespace, sa.get("name", ""))
+    except ApiError:
+        raise TokenError(f'serviceaccounts "{sa.get("name", "")}" not found') from None
+    if current["metadata"]["uid"] != sa.get("uid"):
+        raise TokenError("invalid bearer token, service account UID does not match")
+    extra: dict[str, list[str]] = {
+        "authentication.kubernetes.io/credential-id": [f"JTI={claims.get('jti', '')}"]
+    }
+    pod = k8s.get("pod")
+    if pod:
+        try:
+            bound = await ctx.store.get("pods", namespace, pod.get("name", ""))
+        except ApiError:
+            raise TokenError(f'pods "{pod.get("name", "")}" not found') from None
+        if bound["metadata"]["uid"] != pod.get("uid"):
+            raise TokenError("invalid bearer token, pod UID does not match")
+        extra["authentication.kubernetes.io/pod-name"] = [pod["name"]]
+        extra["authentication.kubernetes.io/pod-uid"] = [pod["uid"]]
+    user = {
+        "username": claims.get("sub", ""),
+        "uid": sa.get("uid", ""),
+        "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"],
+        "extra": extra,
+    }
+    return {"authenticated": True, "user": user, "audiences": matched}
+
+
+async def token_review(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    body = await read_body(request)
+    spec = body.get("spec") or {}
+    try:
+        status = await _authenticate(ctx, str(spec.get("token") or ""), list(spec.get("audiences") or []))
+    except TokenError as e:
+        status = {"user": {}, "error": f"[{e}]"}
+    review = {
+        "kind": "TokenReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": status,
+    }
+    return json_response(review, 201)
+
+
+async def subject_access_review(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    body = await read_body(request)
+    review = {
+        "kind": "SubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": body.get("spec") or {},
+        "status": {
+            "allowed": True,
+            "reason": "the vk-provider sandbox authorizes every request (AlwaysAllow)",
+        },
+    }
+    return json_response(review, 201)
+
+
+REVIEW_HANDLERS: dict[str, Handler] = {
+    "tokenreviews.authentication.k8s.io": token_review,
+    "subjectaccessreviews.authorization.k8s.io": subject_access_review,
+}
