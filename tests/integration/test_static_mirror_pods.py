@@ -29,6 +29,7 @@ from vk_provider.sandbox.server import SandboxServer
 from vk_provider.static.manifest import parse_manifest
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.mirror_plan import MIRROR_ANNOTATION, build_mirror_pod
+from vk_provider.status.manager import StatusManager
 
 DEADLINE = 30.0
 RESYNC = 2.0
@@ -316,3 +317,29 @@ async def test_refused_mirror_pod_raises_a_warning_event_on_the_node(tmp_path: P
         assert event["involvedObject"]["kind"] == "Node"
         assert "no-such-namespace/bad-" in event["message"]
         assert await eventually(lambda: env.mirror_of(good), "the good static pod's mirror")
+
+
+async def test_status_manager_writes_the_static_pods_status_to_its_mirror(tmp_path: Path) -> None:
+    """The handoff the provider wires: StatusManager(mirror_uid=MirrorPods.mirror_uid)."""
+    async with running(tmp_path, fed=True) as env:
+        status = StatusManager(env.client, sync_period=1.0, mirror_uid=env.mirrors.mirror_uid)
+        await status.start()
+        try:
+            pod = static_pod(env.node)
+            env.mirrors.set_static_pods(by_uid(pod))
+            status.set_pod_status(pod, {"phase": "Running", "hostIP": "127.0.0.1", "podIP": "172.17.0.9"})
+
+            async def running_mirror(not_uid: str = "") -> dict[str, Any] | None:
+                mirror = await env.mirror_of(pod, not_uid=not_uid)
+                return mirror if mirror and (mirror.get("status") or {}).get("phase") == "Running" else None
+
+            first = await eventually(running_mirror, "the mirror pod to show the static pod's status")
+            assert first["status"]["podIP"] == "172.17.0.9"
+
+            await env.client.delete(pod_path(pod))
+            again = await eventually(
+                lambda: running_mirror(first["metadata"]["uid"]), "the re-created mirror to show the status"
+            )
+            assert again["status"]["podIP"] == "172.17.0.9"
+        finally:
+            await status.stop()
