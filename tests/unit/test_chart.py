@@ -276,6 +276,30 @@ def test_scheduling_values_reach_the_providers_pod(helm: str) -> None:
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
 
 
+def _render_error(helm: str, *sets: str) -> str:
+    args = [helm, "template", "vk", str(CHART)]
+    for item in sets:
+        args += ["--set", item]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode != 0, "helm rendered values the schema should refuse"
+    return out.stderr
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (("nodeName=docker-1",), "Additional property nodeName is not allowed"),
+        (("node.name=Docker_1",), "node.name: Does not match pattern"),
+        (("node.name=docker-1", "config.node.name=docker-2"), "config.node.name"),
+        (("node.name=docker-1", "engine.socket=/x"), "Additional property socket is not allowed"),
+    ],
+)
+def test_values_schema_refuses_typos_and_bad_node_names(
+    helm: str, sets: tuple[str, ...], message: str
+) -> None:
+    assert message in _render_error(helm, *sets)
+
+
 # --- RBAC -------------------------------------------------------------------------------------------
 
 BASE_RULES = {
