@@ -353,3 +353,117 @@ async def test_debug_counters_and_faults(tmp_path: Path) -> None:
             assert counters["requests"]["list pods"] == 1 and counters["requests"]["create pods"] == 1
             async with http.delete(f"{server.url}/debug/sandbox/counters") as response:
                 assert (await response.json())["total"] == 0
+
+
+async def _raw(server: RunningSandbox, method: str, path: str, **kwargs: Any) -> tuple[int, Any, Any]:
+    async with aiohttp.ClientSession() as http, http.request(method, server.url + path, **kwargs) as response:
+        text = await response.text()
+        body = json.loads(text) if text.startswith("{") else text
+        return response.status, body, response.headers
+
+
+async def test_streaming_list_ends_initial_events_with_a_bookmark(
+    env: tuple[RunningSandbox, client.CoreV1Api],
+) -> None:
+    server, v1 = env
+    await v1.create_namespaced_pod("default", _pod("a"))
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "1",
+    }
+    url = f"{server.url}/api/v1/namespaces/default/pods"
+    async with aiohttp.ClientSession() as http, asyncio.timeout(10), http.get(url, params=params) as response:
+        events = [json.loads(line) async for line in response.content]
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "a"
+    assert events[1]["type"] == "BOOKMARK"
+    assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    status, body, _ = await _raw(server, "GET", "/api/v1/pods?watch=true&sendInitialEvents=true")
+    assert status == 422 and "sendInitialEvents is forbidden" in body["message"]
+
+
+async def test_resource_version_rules_for_get_and_list(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    server, _ = env
+    current = int(server.store.resource_version)
+    status, body, _ = await _raw(
+        server, "GET", f"/api/v1/namespaces/default/pods?resourceVersion={current + 100}"
+    )
+    assert status == 504 and body["reason"] == "Timeout"
+    assert body["message"] == f"Timeout: Too large resource version: {current + 100}, current: {current}"
+    assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersionMatch=NotOlderThan")
+    assert status == 422 and body["details"]["kind"] == "ListOptions"
+    status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact")
+    assert status == 410 and body["reason"] == "Expired"
+    status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersion=0&limit=500")
+    assert status == 200 and body["kind"] == "PodList" and body["metadata"]["resourceVersion"] == str(current)
+
+
+async def test_field_validation_modes(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    server, _ = env
+    body = {"metadata": {"name": "cm"}, "data": {"a": "b"}, "bogus": 1}
+    url = "/api/v1/namespaces/default/configmaps"
+    status, reply, _ = await _raw(server, "POST", url + "?fieldValidation=Strict", json=body)
+    assert status == 400 and reply["reason"] == "BadRequest"
+    assert reply["message"] == (
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+        'strict decoding error: unknown field "bogus"'
+    )
+    status, reply, headers = await _raw(server, "POST", url, json=body)  # Warn is the default
+    assert status == 201 and "bogus" not in reply
+    assert headers.getall("Warning") == ['299 - "unknown field \\"bogus\\""']
+    status, reply, headers = await _raw(
+        server, "POST", url + "?fieldValidation=Ignore", json={**body, "metadata": {"name": "cm2"}}
+    )
+    assert status == 201 and "Warning" not in headers
+
+
+async def test_finalizers_and_namespace_termination(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    _, v1 = env
+    await v1.create_namespace({"metadata": {"name": "team"}})
+    await v1.create_namespaced_config_map(
+        "team", {"metadata": {"name": "held", "finalizers": ["example.com/x"]}}
+    )
+    await v1.delete_namespace("team")
+    ns = await v1.read_namespace("team")
+    assert ns.status.phase == "Terminating"
+    with pytest.raises(ApiException) as e:
+        await v1.create_namespaced_config_map("team", {"metadata": {"name": "late"}})
+    assert e.value.status == 403
+    assert "because it is being terminated" in json.loads(e.value.body)["message"]
+    held = await v1.read_namespaced_config_map("held", "team")
+    assert held.metadata.deletion_timestamp is not None
+    await v1.patch_namespaced_config_map("held", "team", {"metadata": {"finalizers": None}})
+    with pytest.raises(ApiException):
+        await v1.read_namespaced_config_map("held", "team")
+    with pytest.raises(ApiException) as e:
+        await v1.read_namespace("team")
+    assert e.value.status == 404
+
+
+async def test_fault_injection_kinds_and_close_watches(tmp_path: Path) -> None:
+    async with running_sandbox(tmp_path, controllers=False, debug=True) as server, api_client(server) as api:
+        v1 = client.CoreV1Api(api)
+        async with aiohttp.ClientSession() as http:
+            fault = {"verb": "list", "path": "/configmaps$", "code": 429, "count": 2}
+            async with http.post(f"{server.url}/debug/sandbox/faults", json=fault) as response:
+                assert response.status == 200
+        for _ in range(2):
+            with pytest.raises(ApiException) as e:
+                await v1.list_namespaced_config_map("default")
+            assert e.value.status == 429 and e.value.headers["Retry-After"] == "1"
+        await v1.list_namespaced_config_map("default")
+        assert server.debug is not None
+        server.debug.fail_next("get", "/configmaps/kube-root-ca.crt$", 409)
+        with pytest.raises(ApiException) as e:
+            await v1.read_namespaced_config_map("kube-root-ca.crt", "default")
+        assert e.value.status == 409 and json.loads(e.value.body)["reason"] == "Conflict"
+
+        stream = watch.Watch().stream(v1.list_namespaced_config_map, "default", resource_version="0")
+        first = await _events(stream, 1)
+        assert first[0]["type"] == "ADDED"
+        close = f"{server.url}/debug/sandbox/close-watches"
+        async with aiohttp.ClientSession() as http, http.post(close) as response:
+            assert (await response.json())["closed"] >= 1
