@@ -7,9 +7,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = "/usr/bin/kubectl"
@@ -79,3 +82,97 @@ def test_fresh_state_dir_serves_kubectl(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 0, err.decode()
     assert f"export KUBECONFIG={kubeconfig}" in out.decode()
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: hello
+spec:
+  nodeSelector:
+    kubernetes.io/hostname: {node}
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: vk-test/busybox:1
+    command: ["sh", "-c", "echo hello from the sandbox; sleep 3600"]
+"""
+
+
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        [KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _until(kubeconfig: Path, args: list[str], wanted: str) -> str:
+    end = time.monotonic() + DEADLINE * 2
+    while True:
+        out = _kubectl(kubeconfig, *args)
+        if wanted in out:
+            return out
+        if time.monotonic() > end:
+            raise AssertionError(f"{wanted!r} never appeared in {out!r}")
+        time.sleep(0.5)
+
+
+@pytest.mark.kubectl
+@pytest.mark.docker
+def test_sandbox_runs_providers_and_cleans_up(
+    tmp_path: Path, docker_client: Any, test_images: dict[str, str]
+) -> None:
+    prefix = f"vk-sbx-{uuid.uuid4().hex[:6]}-"
+    nodes = [f"{prefix}1", f"{prefix}2"]
+    config = tmp_path / "provider.yaml"
+    config.write_text(
+        yaml.safe_dump({"docker": {"sandboxImage": test_images["pause"]}, "node": {"taints": []}})
+    )
+    state = tmp_path / "state"
+    args = [
+        "--nodes",
+        "2",
+        "--node-prefix",
+        prefix,
+        "--state-dir",
+        str(state),
+        "--config",
+        str(config),
+        "--clean",
+    ]
+    proc = subprocess.Popen(_command(*args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        kubeconfig = state / "kubeconfig"
+        _wait_for(kubeconfig, proc)
+        ready = (
+            "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}"
+        )
+        _until(kubeconfig, ["get", "nodes", "-o", ready], f"{nodes[0]}=True")
+        _until(kubeconfig, ["get", "nodes", "-o", ready], f"{nodes[1]}=True")
+        _kubectl(kubeconfig, "apply", "-f", "-", stdin=POD.format(node=nodes[1]))
+        _until(kubeconfig, ["get", "pod", "hello", "-o", "jsonpath={.status.phase}"], "Running")
+        assert _kubectl(kubeconfig, "get", "pod", "hello", "-o", "jsonpath={.spec.nodeName}") == nodes[1]
+        labelled = docker_client.containers.list(filters={"label": f"io.vk-provider.node={nodes[1]}"})
+        assert labelled, "the pod's containers run in the local Docker engine"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=DEADLINE * 2)
+        assert proc.returncode == 0, out.decode()
+        for node in nodes:
+            left = docker_client.containers.list(all=True, filters={"label": f"io.vk-provider.node={node}"})
+            assert left == [], f"--clean left containers of {node}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for node in nodes:
+            for container in docker_client.containers.list(
+                all=True, filters={"label": f"io.vk-provider.node={node}"}
+            ):
+                container.remove(force=True, v=True)
