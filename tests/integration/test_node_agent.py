@@ -63,34 +63,40 @@ async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 3
 
 
 @contextlib.asynccontextmanager
-async def running_agent(
-    tmp_path: Path,
-    name: str,
-    *,
-    lease_seconds: int = 4,
-    docker_host: str = "",
-    debug: bool = False,
+async def agent_on(
+    sandbox: RunningSandbox, name: str, *, lease_seconds: int = 4, docker_host: str = "", **node: Any
 ) -> AsyncIterator[Running]:
-    async with running_sandbox(tmp_path, debug=debug) as sandbox:
-        config = Config(
-            node=NodeConfig(name=name, internal_ip="127.0.0.1", lease_duration_seconds=lease_seconds),
-            kubernetes=KubernetesConfig(kubeconfig=str(sandbox.kubeconfig)),
-            docker=DockerConfig(host=docker_host),
-            kubelet_server=KubeletServerConfig(listen="127.0.0.1:10999"),
-        )
-        client = await make_kube_client(config.kubernetes)
-        runtime = DockerRuntime(config.docker, name)
-        recorder = EventRecorder(client, name)
-        agent = NodeAgent(config, client, runtime, recorder)
-        await recorder.start()
-        await agent.start()
-        try:
-            yield Running(sandbox, client, agent, runtime, name)
-        finally:
-            await agent.stop()
-            await recorder.stop()
-            await runtime.close()
-            await client.close()
+    """A NodeAgent (with its client, Docker runtime and recorder) for node `name` on `sandbox`."""
+    config = Config(
+        node=NodeConfig(name=name, internal_ip="127.0.0.1", lease_duration_seconds=lease_seconds, **node),
+        kubernetes=KubernetesConfig(kubeconfig=str(sandbox.kubeconfig)),
+        docker=DockerConfig(host=docker_host),
+        kubelet_server=KubeletServerConfig(listen="127.0.0.1:10999"),
+    )
+    client = await make_kube_client(config.kubernetes)
+    runtime = DockerRuntime(config.docker, name)
+    recorder = EventRecorder(client, name)
+    agent = NodeAgent(config, client, runtime, recorder)
+    await recorder.start()
+    await agent.start()
+    try:
+        yield Running(sandbox, client, agent, runtime, name)
+    finally:
+        await agent.stop()
+        await recorder.stop()
+        await runtime.close()
+        await client.close()
+
+
+@contextlib.asynccontextmanager
+async def running_agent(
+    tmp_path: Path, name: str, *, debug: bool = False, grace: float = 50.0, **agent: Any
+) -> AsyncIterator[Running]:
+    async with (
+        running_sandbox(tmp_path, debug=debug, node_monitor_grace_seconds=grace) as sandbox,
+        agent_on(sandbox, name, **agent) as run,
+    ):
+        yield run
 
 
 async def test_node_is_ready_and_looks_like_a_kubelet_node(
@@ -267,6 +273,73 @@ async def test_unreachable_docker_makes_node_not_ready_and_stops_the_lease(
             await eventually(renewed)
     finally:
         await proxy.stop()
+
+
+async def test_lease_expiry_verdict_stands_while_docker_is_down(
+    tmp_path: Path, node_name: str, docker_client: Any
+) -> None:
+    proxy = DockerSocketProxy(tmp_path / "docker.sock")
+    await proxy.start()
+    try:
+        async with running_agent(tmp_path, node_name, docker_host=proxy.url, grace=2.0) as run:
+            await eventually(run.lease)
+            await proxy.stop()
+
+            async def unknown() -> dict[str, Any] | None:
+                ready = condition(await run.node(), "Ready")
+                return ready if ready["status"] == "Unknown" else None
+
+            verdict = await eventually(unknown)  # lease expired: the lifecycle controller says Unknown
+            assert verdict["reason"] == "NodeStatusUnknown"
+            await asyncio.sleep(3)  # several agent ticks: it does not write False over the verdict
+            assert condition(await run.node(), "Ready")["status"] == "Unknown"
+            await proxy.start()
+
+            async def ready_again() -> bool:
+                return bool(condition(await run.node(), "Ready")["status"] == "True")
+
+            await eventually(ready_again)
+    finally:
+        await proxy.stop()
+
+
+async def test_restart_takes_over_the_node_and_lifts_its_shutdown_cordon(
+    tmp_path: Path, node_name: str, docker_client: Any
+) -> None:
+    async with running_sandbox(tmp_path) as sandbox:
+        async with agent_on(sandbox, node_name, cordon_on_shutdown=True, labels={"old-ours": "x"}) as first:
+            uid = (await first.node())["metadata"]["uid"]
+        # Stopped: cordoned, and meanwhile someone edits the node.
+        client = await make_kube_client(KubernetesConfig(kubeconfig=str(sandbox.kubeconfig)))
+        try:
+            node = await client.get(f"/api/v1/nodes/{node_name}")
+            assert node["spec"]["unschedulable"] is True
+            patch = {
+                "metadata": {"labels": {"users": "keep", "kubernetes.io/hostname": "wrong"}},
+                "spec": {
+                    "taints": [
+                        {"key": "virtual-kubelet.io/provider", "value": "stale", "effect": "NoSchedule"},
+                        {"key": "user-taint", "effect": "PreferNoSchedule"},
+                    ]
+                },
+            }
+            await client.patch(f"/api/v1/nodes/{node_name}", patch, "merge")
+        finally:
+            await client.close()
+
+        async with agent_on(sandbox, node_name) as run:
+            node = await run.node()
+            assert node["metadata"]["uid"] == uid  # taken over, not re-created
+            labels = node["metadata"]["labels"]
+            assert labels["kubernetes.io/hostname"] == node_name
+            assert labels["users"] == "keep"
+            assert "old-ours" not in labels  # ours before, no longer configured
+            taints = [{k: t[k] for k in ("key", "value", "effect") if k in t} for t in node["spec"]["taints"]]
+            assert {"key": "virtual-kubelet.io/provider", "value": "docker", "effect": "NoSchedule"} in taints
+            assert {"key": "user-taint", "effect": "PreferNoSchedule"} in taints
+            assert not any(t.get("value") == "stale" for t in taints)
+            assert not node["spec"].get("unschedulable")
+            assert condition(node, "Ready")["status"] == "True"
 
 
 async def test_missing_docker_socket_registers_not_ready_without_a_lease(
