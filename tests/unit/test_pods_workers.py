@@ -346,3 +346,41 @@ def test_probe_results_follow_the_cached_instance_only() -> None:
     assert probe_results(pod, cached, state) == ({"a": True}, {})
     restarted = {"containerStatuses": [{"name": "a", "ready": True, "containerID": "docker://old"}]}
     assert probe_results(pod, restarted, state) == ({}, {})
+
+
+async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    cfg.upsert("api", make_pod("sb", [box("a")]))
+    await until(lambda: statuses.cache.get("sb", {}).get("phase") == "Running")
+    old_sandbox = runtime.pods["sb"].sandbox
+    await runtime.stop_container(old_sandbox.container_id, 1)
+    runtime.queue.put_nowait(
+        RuntimeEvent("sb", "POD", ContainerRole.SANDBOX, "die", old_sandbox.container_id)
+    )
+    await until(lambda: runtime.pods["sb"].sandbox.container_id != old_sandbox.container_id)
+    await until(
+        lambda: (
+            runtime.pods["sb"].latest("a").state == ContainerRunState.RUNNING
+            and runtime.pods["sb"].latest("a").attempt == 1
+        )
+    )
+
+
+async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    pod = make_pod("fin", [box("a")], restartPolicy="OnFailure")
+    cfg.upsert("api", pod)
+    await until(lambda: statuses.cache.get("fin", {}).get("phase") == "Running")
+    runtime.exit("fin", "a", 0)
+    await until(lambda: "fin" in statuses.terminated)
+    before = runtime.pods["fin"]
+    assert before.sandbox is not None and not before.sandbox.running
+    # A new provider whose API still shows the pod Running (its last write never landed).
+    again = Statuses()
+    workers = PodWorkers(runtime, again, Events(), getter=no_objects, host_ip=lambda: "10.0.0.1")  # type: ignore[arg-type]
+    await workers.adopt(["fin"])
+    PodConfig(workers.update).upsert("api", {**pod, "status": {"phase": "Running"}})
+    await until(lambda: "fin" in again.terminated)
+    await workers.stop()
+    assert again.cache["fin"]["phase"] == "Succeeded"
+    assert runtime.pods["fin"] == before  # no new sandbox, no new container

@@ -134,6 +134,20 @@ def _field_path(role: ContainerRole, name: str) -> str:
     return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
 
 
+def _finished(pod: Mapping[str, Any], state: PodRuntimeState) -> bool:
+    """Every app container ran and none is to run again, or an init container failed for good."""
+    if _restart_policy(pod) == "Never":
+        for container in _spec(pod).get("initContainers") or []:
+            init = state.latest(container["name"], ContainerRole.INIT)
+            if init is not None and init.state == ContainerRunState.EXITED and init.exit_code != 0:
+                return True
+    for container in _spec(pod).get("containers") or []:
+        latest = state.latest(container["name"], ContainerRole.APP)
+        if latest is None or latest.state != ContainerRunState.EXITED or _should_restart(pod, latest):
+            return False
+    return True
+
+
 def probe_results(
     pod: Mapping[str, Any], cached: Mapping[str, Any] | None, state: PodRuntimeState | None
 ) -> tuple[dict[str, bool], dict[str, bool]]:
@@ -404,10 +418,19 @@ class PodWorkers:
     async def _ensure_sandbox(self, work: _PodWork, state: PodRuntimeState | None) -> PodSandboxState | None:
         if state is not None and state.sandbox is not None and state.sandbox.running:
             return state.sandbox
-        ran_before = state is not None and bool(state.containers)
-        if ran_before and _restart_policy(work.pod) == "Never":
-            return None  # a finished Never pod does not get a new sandbox
         pod = work.pod
+        if state is not None and state.containers and _finished(pod, state):
+            return None  # a pod whose containers are all done does not get a new sandbox
+        if state is not None and state.sandbox is not None:
+            # The sandbox died: containers still running in its namespaces go with it, and
+            # restart in the new one per restartPolicy (the kubelet's podSandboxChanged).
+            stale = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
+            if stale:
+                log.info(
+                    "pod sandbox is gone; stopping %d container(s)", len(stale), extra={"pod": pod_ref(pod)}
+                )
+            grace = effective_grace_period(None, pod)
+            await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
         try:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
