@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import (
     PATCH_CONTENT_TYPES,
     ApiStatusError,
@@ -13,6 +15,7 @@ from vk_provider.kube.client import (
     TokenBucket,
     decode_event,
     encode_params,
+    kubeconfig_path,
     status_error,
 )
 
@@ -100,3 +103,18 @@ def test_patch_content_types() -> None:
         "merge": "application/merge-patch+json",
         "json": "application/json-patch+json",
     }
+
+
+def test_kubeconfig_source_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("KUBECONFIG", "/env/kubeconfig")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert kubeconfig_path(KubernetesConfig(kubeconfig="/cfg/kubeconfig")) == "/cfg/kubeconfig"
+    assert kubeconfig_path(KubernetesConfig()) == "/env/kubeconfig"
+    monkeypatch.delenv("KUBECONFIG")
+    assert kubeconfig_path(KubernetesConfig()) is None  # in-cluster
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
+    assert kubeconfig_path(KubernetesConfig()) is None  # nothing at all: in-cluster loading reports it
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("{}")
+    assert kubeconfig_path(KubernetesConfig()) == str(tmp_path / ".kube" / "config")

@@ -187,10 +187,6 @@ class KubeClient:
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
 
-    @property
-    def host(self) -> str:
-        return str(self._api.configuration.host)
-
     async def _send(
         self,
         method: str,
@@ -299,7 +295,7 @@ class KubeClient:
         await self._api.close()
 
 
-def _kubeconfig_path(cfg: KubernetesConfig) -> str | None:
+def kubeconfig_path(cfg: KubernetesConfig) -> str | None:
     """`kubernetes.kubeconfig`, else `$KUBECONFIG`; None means in-cluster (or ~/.kube/config outside one)."""
     if cfg.kubeconfig:
         return cfg.kubeconfig
@@ -316,7 +312,7 @@ async def make_kube_client(
 ) -> KubeClient:
     """Load credentials (kubeconfig file, else in-cluster) and build the client."""
     configuration = Configuration()
-    path = _kubeconfig_path(cfg)
+    path = kubeconfig_path(cfg)
     if path is not None:
         await load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
         log.info("apiserver %s (kubeconfig %s)", configuration.host, path)
