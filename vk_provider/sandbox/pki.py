@@ -116,6 +116,7 @@ class SandboxPKI:
 
     def __init__(self, state_dir: Path | None) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._client_context: ssl.SSLContext | None = None
         if state_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="vk-sandbox-pki-")
             base = Path(self._tmp.name)
@@ -209,11 +210,13 @@ class SandboxPKI:
         `--kubelet-certificate-authority` is set: `pkg/kubelet/client/kubelet_client.go`
         (`MakeTransport` with `TLSClientConfig.Insecure`) in kubernetes/kubernetes.
         """
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.load_cert_chain(str(self.client_cert_path), str(self.client_key_path))
-        return ctx
+        if self._client_context is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            ctx.load_cert_chain(str(self.client_cert_path), str(self.client_key_path))
+            self._client_context = ctx  # built once: loading the files is blocking I/O
+        return self._client_context
 
     # -- signing ------------------------------------------------------------------------------------
 
