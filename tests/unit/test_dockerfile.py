@@ -18,6 +18,9 @@ from typing import Any
 
 import yaml
 
+from vk_provider.config import Config
+from vk_provider.node.build import kubelet_port
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vk-provider"
 
@@ -103,6 +106,11 @@ def test_copied_sources_exist_and_are_in_the_build_context() -> None:
     assert _project()["readme"] in sources
     for unwanted in (".venv", ".git", "tests", "state", ".sandbox"):
         assert _ignored(unwanted, patterns), f"{unwanted} must stay out of the build context"
+
+
+def test_exposed_port_is_the_kubelet_api_port() -> None:
+    default_port = kubelet_port(Config().kubelet_server.listen)
+    assert _only(_final_stage(), "EXPOSE") == str(default_port)
 
 
 def test_base_image_is_python_slim_of_the_supported_version() -> None:
