@@ -33,7 +33,7 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
     await harness.start_sandbox()
     try:
         harness.start_provider_process()
-        names = [f"keep-{i}" for i in range(3)]
+        names = [f"keep-{i}" for i in range(9)]
         for name in names:
             await harness.create(harness.manifest(name, [sh("main", "sleep 3600")]))
         await harness.create(harness.manifest("gone", [sh("main", "sleep 3600")]))
@@ -56,6 +56,11 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
             assert new["restartCount"] == old["restartCount"] == 0
             assert new["state"]["running"]["startedAt"] == old["state"]["running"]["startedAt"]
             assert pod["status"]["startTime"] == before[name]["status"]["startTime"]
+        await asyncio.sleep(3)  # the restarted provider's first syncs and status passes are done
+        for name in names:
+            pod = await harness.get(name)
+            assert pod is not None
+            assert pod["status"] == before[name]["status"], name
         done_uid = done["metadata"]["uid"]
         for _ in range(50):
             leftovers = docker_client.containers.list(
