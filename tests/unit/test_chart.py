@@ -302,44 +302,32 @@ def test_values_schema_refuses_typos_and_bad_node_names(
 
 # --- RBAC -------------------------------------------------------------------------------------------
 
-BASE_RULES = {
-    ("", "nodes", "get"),
-    ("", "nodes", "create"),
-    ("", "nodes", "list"),
-    ("", "nodes", "watch"),
-    ("", "nodes", "patch"),
-    ("", "nodes/status", "patch"),
-    ("", "pods", "get"),
-    ("", "pods", "list"),
-    ("", "pods", "watch"),
-    ("", "pods", "create"),
-    ("", "pods", "patch"),
-    ("", "pods", "delete"),
-    ("", "pods/status", "patch"),
-    ("", "events", "create"),
-    ("", "events", "patch"),
-    ("", "configmaps", "get"),
-    ("", "secrets", "get"),
-    ("", "services", "list"),
-    ("", "serviceaccounts/token", "create"),
-}
-WEBHOOK_RULES = {
-    ("authentication.k8s.io", "tokenreviews", "create"),
-    ("authorization.k8s.io", "subjectaccessreviews", "create"),
-}
-CSR_RULES = {("certificates.k8s.io", "certificatesigningrequests", "create")}
+
+def _grants(group: str, resources: str, verbs: str) -> set[tuple[str, str, str]]:
+    return {(group, r, v) for r in resources.split() for v in verbs.split()}
+
+
+# Everything the provider may do cluster-wide (contract §11), exactly.
+BASE_RULES = (
+    _grants("", "nodes", "get list watch create patch")
+    | _grants("", "nodes/status", "update patch")
+    | _grants("", "pods", "get list watch create patch delete")
+    | _grants("", "pods/status", "update patch")
+    | _grants("", "events", "create patch")
+    | _grants("", "configmaps secrets services", "get list watch")
+    | _grants("", "serviceaccounts/token", "create")
+)
+WEBHOOK_RULES = _grants("authentication.k8s.io", "tokenreviews", "create") | _grants(
+    "authorization.k8s.io", "subjectaccessreviews", "create"
+)
+CSR_RULES = _grants("certificates.k8s.io", "certificatesigningrequests", "create get list watch")
 
 
 def test_rbac_grants_what_the_provider_does_and_no_more(helm: str) -> None:
     objects = _render(helm)
-    rules = _rules(objects, "ClusterRole")
-    assert rules >= BASE_RULES | WEBHOOK_RULES
-    assert not rules & CSR_RULES
-    assert not any("*" in rule for rule in rules)
+    assert _rules(objects, "ClusterRole") == BASE_RULES | WEBHOOK_RULES
     lease_role = _one(objects, "Role", namespace="kube-node-lease")
-    assert _rules(objects, "Role") == {
-        ("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "update")
-    }
+    assert _rules(objects, "Role") == _grants("coordination.k8s.io", "leases", "get create update")
     account = _one(objects, "ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": "vk-system"}
     for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
@@ -351,11 +339,10 @@ def test_rbac_grants_what_the_provider_does_and_no_more(helm: str) -> None:
 
 
 def test_rbac_follows_the_kubelet_server_auth_and_tls_modes(helm: str) -> None:
-    rules = _rules(
-        _render(helm, "config.kubeletServer.auth=none", "config.kubeletServer.tls.mode=csr"), "ClusterRole"
-    )
-    assert rules >= BASE_RULES | CSR_RULES
-    assert not rules & WEBHOOK_RULES
+    objects = _render(helm, "config.kubeletServer.auth=none", "config.kubeletServer.tls.mode=csr")
+    assert _rules(objects, "ClusterRole") == BASE_RULES | CSR_RULES
+    objects = _render(helm, "config.kubeletServer.auth=x509", "config.kubeletServer.clientCAFile=/ca.pem")
+    assert _rules(objects, "ClusterRole") == BASE_RULES
 
 
 def test_rbac_and_service_account_can_be_left_to_the_user(helm: str) -> None:
