@@ -342,6 +342,35 @@ async def test_restart_takes_over_the_node_and_lifts_its_shutdown_cordon(
             assert condition(node, "Ready")["status"] == "True"
 
 
+async def test_failing_status_writes_do_not_stop_the_lease(
+    tmp_path: Path, node_name: str, docker_client: Any
+) -> None:
+    async with running_agent(tmp_path, node_name, debug=True) as run:
+        debug = run.sandbox.debug
+        assert debug is not None
+        node = await run.node()
+        ready = {**condition(node, "Ready"), "message": "tampered"}
+        await run.client.patch(f"/api/v1/nodes/{node_name}/status", {"status": {"conditions": [ready]}})
+        debug.fail_next("patch", f"/nodes/{node_name}/status", 500, count=1000)
+        first = await eventually(run.lease)
+
+        async def renewed_after(previous: str) -> dict[str, Any] | None:
+            lease = await run.lease()
+            return lease if lease and lease["spec"]["renewTime"] > previous else None
+
+        await eventually(lambda: renewed_after(first["spec"]["renewTime"]))
+        second = await eventually(run.lease)
+        await eventually(lambda: renewed_after(second["spec"]["renewTime"]))
+        assert condition(await run.node(), "Ready")["message"] == "tampered"  # its writes keep failing
+        assert debug.counters()["requests"]["patch nodes/status"] >= 2
+        debug.clear_faults()
+
+        async def repaired() -> bool:
+            return bool(condition(await run.node(), "Ready")["message"] == "kubelet is posting ready status")
+
+        await eventually(repaired)
+
+
 async def test_missing_docker_socket_registers_not_ready_without_a_lease(
     tmp_path: Path, node_name: str, docker_client: Any
 ) -> None:

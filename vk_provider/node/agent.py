@@ -105,10 +105,6 @@ class NodeAgent:
         """The last Node object written or read (empty before registration)."""
         return dict(self._node or {})
 
-    @property
-    def ready(self) -> bool:
-        return self._runtime_error is None
-
     async def start(self) -> None:
         log.info("starting node agent for %s (InternalIP %s)", self.name, self.node_ip)
         self._recorder.event(self._node_ref(), "Normal", "Starting", f"Starting vk-provider {__version__}.")
@@ -163,14 +159,20 @@ class NodeAgent:
     async def _tick(self, scheduled: bool) -> None:
         if scheduled:
             await self._check_runtime()
-        if self._missing:
-            await self._register()
-        await self._sync_metadata()
-        await self._sync_status()
-        if not self._missing:
-            self._registered.set()  # registered and its status written: start() may return
+        failure: Exception | None = None
+        try:
+            if self._missing:
+                await self._register()
+            await self._sync_metadata()
+            await self._sync_status()
+            if not self._missing:
+                self._registered.set()  # registered and its status written: start() may return
+        except Exception as exc:
+            failure = exc  # the heartbeat does not depend on the status write having worked
         if scheduled and self._runtime_error is None and self._node_uid:
             await self._lease.renew(self._node_uid, self._clock())
+        if failure is not None:
+            raise failure
 
     async def _check_runtime(self) -> None:
         was = self._runtime_error
