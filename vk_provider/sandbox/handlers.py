@@ -1,19 +1,17 @@
 """HTTP handlers for the sandbox's resource endpoints: CRUD, status subresources and watch.
 
-What lives here: `ApiContext`, the verb handlers (get/list/watch/create/update/patch/delete/
-deletecollection; handlers_dispatch.py routes requests to them), the body decoding with `fieldValidation`
-(Strict -> 400 strict decoding error, Warn -> `Warning` headers, Ignore), defaulting and
-validation (422 with causes), the resourceVersion rules for GET/LIST/WATCH, the watch stream
-(newline-delimited JSON, flushed per event, bookmarks, timeoutSeconds, Tables), and the JSON /
-Status / Table response helpers. Must not: implement storage semantics (store.py) or
-discovery (discovery.py).
+What lives here: `ApiContext`, the verb handlers get/list/create/update/patch/delete/
+deletecollection (watch is in handlers_watch.py; handlers_dispatch.py routes requests), the body
+decoding (JSON, or protobuf for the kinds protobuf.py knows) with `fieldValidation` (Strict -> 400
+strict decoding error, Warn -> `Warning` headers, Ignore), defaulting and validation (422 with
+causes), dryRun, the resourceVersion rules for GET/LIST, and the JSON / Status / Table response
+helpers. Must not: implement storage semantics (store.py) or discovery (discovery.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +19,6 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
-from vk_provider.logging import get_logger
 from vk_provider.sandbox import errors, protobuf, tables
 from vk_provider.sandbox.defaults import apply_defaults, prepare_for_create
 from vk_provider.sandbox.errors import ApiError
@@ -38,12 +35,9 @@ from vk_provider.sandbox.validation import (
     validate_pod_update,
 )
 
-log = get_logger("sandbox.api")
-
 Obj = dict[str, Any]
 JSON = "application/json"
 TOO_LARGE_RV_WAIT = 3.0
-BOOKMARK_EVERY = 60.0
 
 
 @dataclass
@@ -72,12 +66,9 @@ def error_response(err: ApiError) -> web.Response:
     return response
 
 
-def success_status(code: int, details: Obj | None = None) -> Obj:
-    body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-    if details is not None:
-        body["details"] = details
-    body["code"] = code
-    return body
+def success_status(code: int) -> Obj:
+    """The Status of a write that returns no object (binding, eviction)."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
 
 
 def not_found_resource() -> ApiError:
@@ -89,7 +80,7 @@ def wants_table(request: web.Request) -> bool:
     return any("as=Table" in part and "g=meta.k8s.io" in part for part in accept.split(","))
 
 
-def _table(
+def table_of(
     request: web.Request, info: ResourceInfo, objs: list[Obj], rv: str, with_columns: bool = True
 ) -> Obj:
     include = request.query.get("includeObject", "Metadata")
@@ -106,9 +97,6 @@ def _table(
 def _list_item(obj: Obj) -> Obj:
     """Items of a typed list carry no kind/apiVersion on the wire."""
     return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
-
-
-# ------------------------------------------------------------------ dispatch
 
 
 def _name_of(ri: RequestInfo, info: ResourceInfo) -> tuple[str | None, str]:
@@ -136,7 +124,7 @@ async def _wait_for_rv(store: Store, rv: str | None) -> None:
         await asyncio.sleep(0.05)
 
 
-def _list_options_invalid(field: str, message: str) -> ApiError:
+def list_options_invalid(field: str, message: str) -> ApiError:
     return errors.invalid(
         "ListOptions",
         "",
@@ -155,7 +143,7 @@ async def get_object(
     namespace, name = _name_of(ri, info)
     obj = await ctx.store.get(info.key, namespace, name)
     if wants_table(request):
-        return json_response(_table(request, info, [obj], obj["metadata"]["resourceVersion"]))
+        return json_response(table_of(request, info, [obj], obj["metadata"]["resourceVersion"]))
     return json_response(obj)
 
 
@@ -165,7 +153,7 @@ async def list_objects(
     q = request.query
     rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
     if match and not rv:
-        raise _list_options_invalid(
+        raise list_options_invalid(
             "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"
         )
     if match not in ("", "Exact", "NotOlderThan"):
@@ -196,7 +184,7 @@ async def list_objects(
         field_selector=q.get("fieldSelector", ""),
     )
     if wants_table(request):
-        return json_response(_table(request, info, items, list_rv))
+        return json_response(table_of(request, info, items, list_rv))
     return json_response(
         {
             "kind": f"{info.kind}List",
@@ -205,61 +193,6 @@ async def list_objects(
             "items": [_list_item(i) for i in items],
         }
     )
-
-
-async def watch_objects(
-    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
-) -> web.StreamResponse:
-    q = request.query
-    field_selector = q.get("fieldSelector", "")
-    if ri.name:  # GET .../pods/x?watch=true watches one object
-        field_selector = ",".join(s for s in (f"metadata.name={ri.name}", field_selector) if s)
-    rv = q.get("resourceVersion", "")
-    send_initial = q.get("sendInitialEvents", "")
-    if send_initial and q.get("resourceVersionMatch") != "NotOlderThan":
-        raise _list_options_invalid(
-            "sendInitialEvents",
-            "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
-        )
-    initial_events = send_initial == "true"
-    if send_initial == "false" and rv in ("", "0"):
-        rv = ctx.store.resource_version
-    timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else 1800.0 * (1 + random.random())
-    bookmarks = q.get("allowWatchBookmarks", "").lower() == "true"
-    stream = ctx.store.watch(
-        info.key,
-        ri.namespace if info.namespaced else None,
-        resource_version=None if initial_events else (rv or None),
-        label_selector=q.get("labelSelector", ""),
-        field_selector=field_selector,
-        bookmark_interval=max(1.0, min(BOOKMARK_EVERY, timeout - 2)) if bookmarks else None,
-        initial_events_end=initial_events and bookmarks,
-    )
-    table = wants_table(request)
-    response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    first_row = True
-    try:
-        async with asyncio.timeout(timeout):
-            async for event in stream:
-                obj = event.object
-                if table and event.type in ("ADDED", "MODIFIED", "DELETED"):
-                    obj = _table(request, info, [obj], obj["metadata"]["resourceVersion"], first_row)
-                    first_row = False
-                line = json.dumps({"type": event.type, "object": obj}, separators=(",", ":")) + "\n"
-                await response.write(line.encode())
-    except (TimeoutError, ConnectionResetError):
-        pass
-    finally:
-        await _close_stream(stream)
-    return response
-
-
-async def _close_stream(stream: Any) -> None:
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 # ------------------------------------------------------------------ writes

@@ -23,10 +23,10 @@ from vk_provider.sandbox.handlers import (
     not_found_resource,
     patch_object,
     update_object,
-    watch_objects,
 )
 from vk_provider.sandbox.handlers_auth import REVIEW_HANDLERS
 from vk_provider.sandbox.handlers_pods import SUBRESOURCE_HANDLERS
+from vk_provider.sandbox.handlers_watch import watch_objects
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo, lookup
 
