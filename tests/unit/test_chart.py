@@ -100,11 +100,18 @@ def helm() -> str:
     return binary
 
 
-def _render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
-    args = [helm, "template", "vk", str(chart), "--namespace", "vk-system", "--set", "node.name=docker-1"]
-    for item in sets:  # "key=value" for --set, or a whole flag such as "--set-json=key=[]"
+def _helm_template(helm: str, *sets: str, chart: Path = CHART) -> subprocess.CompletedProcess[str]:
+    """`helm template` of release vk in namespace vk-system; each item of `sets` is a
+    `key=value` for --set, or a whole flag such as `--set-json=key=[]`."""
+    args = [helm, "template", "vk", str(chart), "--namespace", "vk-system"]
+    for item in sets:
         args += [item] if item.startswith("--") else ["--set", item]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+
+
+def _render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
+    """The objects rendered for node docker-1, each validated against the v1.32 schema."""
+    out = _helm_template(helm, "node.name=docker-1", *sets, chart=chart)
     assert out.returncode == 0, out.stderr
     objects = [doc for doc in yaml.safe_load_all(out.stdout) if doc]
     for obj in objects:
@@ -276,15 +283,6 @@ def test_scheduling_values_reach_the_providers_pod(helm: str) -> None:
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
 
 
-def _render_error(helm: str, *sets: str) -> str:
-    args = [helm, "template", "vk", str(CHART)]
-    for item in sets:
-        args += ["--set", item]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
-    assert out.returncode != 0, "helm rendered values the schema should refuse"
-    return out.stderr
-
-
 @pytest.mark.parametrize(
     ("sets", "message"),
     [
@@ -297,7 +295,9 @@ def _render_error(helm: str, *sets: str) -> str:
 def test_values_schema_refuses_typos_and_bad_node_names(
     helm: str, sets: tuple[str, ...], message: str
 ) -> None:
-    assert message in _render_error(helm, *sets)
+    out = _helm_template(helm, *sets)
+    assert out.returncode != 0, "helm rendered values the schema should refuse"
+    assert message in out.stderr
 
 
 # --- RBAC -------------------------------------------------------------------------------------------
