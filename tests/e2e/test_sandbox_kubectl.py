@@ -389,3 +389,10 @@ async def test_get_all_shows_the_kubernetes_service(env: Env) -> None:
     row = result.out.splitlines()[1].split()
     assert row[:4] == ["kubernetes", "ClusterIP", "10.96.0.1", "<none>"]
     assert row[4] == "443/TCP"
+
+
+async def test_auth_can_i_and_whoami(env: Env) -> None:
+    result = await env.kubectl("auth", "can-i", "create", "pods")
+    assert result.rc == 0 and result.out.strip() == "yes", result.err
+    result = await env.kubectl("auth", "whoami")
+    assert result.rc == 0 and "kubernetes-admin" in result.out, result.err

@@ -19,6 +19,8 @@ from vk_provider.sandbox.resources import ResourceInfo
 from vk_provider.sandbox.store import now_rfc3339
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+ADMIN_USER = "kubernetes-admin"
+ADMIN_GROUPS = ("kubeadm:cluster-admins", "system:authenticated")
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_TOLERATION_SECONDS = 300
 _SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
@@ -68,8 +70,8 @@ def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
     elif info.key == "certificatesigningrequests.certificates.k8s.io":
         obj["status"] = {}
         spec = obj.setdefault("spec", {})
-        spec["username"] = "kubernetes-admin"
-        spec["groups"] = ["kubeadm:cluster-admins", "system:authenticated"]
+        spec["username"] = ADMIN_USER  # the requesting user; every sandbox client is the admin
+        spec["groups"] = list(ADMIN_GROUPS)
 
 
 # ---------------------------------------------------------------- pods

@@ -2,8 +2,9 @@
 
 What lives here: `REVIEW_HANDLERS` for `authentication.k8s.io/v1 tokenreviews` (verifies the
 sandbox's own service account tokens, their audiences, expiry and bound pod, as
-`pkg/serviceaccount/jwt.go` and `claims.go`) and `authorization.k8s.io/v1
-subjectaccessreviews` (the sandbox authorizes like `--authorization-mode=AlwaysAllow`).
+`pkg/serviceaccount/jwt.go` and `claims.go`), `selfsubjectreviews` (`kubectl auth whoami`: the
+admin), and `authorization.k8s.io/v1 subjectaccessreviews` / `selfsubjectaccessreviews` (the
+sandbox authorizes like `--authorization-mode=AlwaysAllow`).
 Reviews are answered, never stored. Must not: authenticate the sandbox's own API requests
 (its API is plain HTTP on loopback and open to whoever can reach it).
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from vk_provider.sandbox.defaults import ADMIN_GROUPS, ADMIN_USER
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.handlers import ApiContext, json_response, read_body
 from vk_provider.sandbox.requestinfo import RequestInfo
@@ -82,13 +84,14 @@ async def token_review(
     return json_response(review, 201)
 
 
-async def subject_access_review(
+async def access_review(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
+    """SubjectAccessReview and SelfSubjectAccessReview (`kubectl auth can-i`): always allowed."""
     body = await read_body(request)
     review = {
-        "kind": "SubjectAccessReview",
-        "apiVersion": "authorization.k8s.io/v1",
+        "kind": info.kind,
+        "apiVersion": info.api_version,
         "metadata": {"creationTimestamp": None},
         "spec": body.get("spec") or {},
         "status": {
@@ -99,7 +102,23 @@ async def subject_access_review(
     return json_response(review, 201)
 
 
+async def self_subject_review(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.Response:
+    """`kubectl auth whoami`: the sandbox's kubeconfig carries no credentials; everyone is the admin."""
+    await read_body(request)
+    review = {
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "status": {"userInfo": {"username": ADMIN_USER, "groups": list(ADMIN_GROUPS)}},
+    }
+    return json_response(review, 201)
+
+
 REVIEW_HANDLERS: dict[str, Handler] = {
     "tokenreviews.authentication.k8s.io": token_review,
-    "subjectaccessreviews.authorization.k8s.io": subject_access_review,
+    "selfsubjectreviews.authentication.k8s.io": self_subject_review,
+    "subjectaccessreviews.authorization.k8s.io": access_review,
+    "selfsubjectaccessreviews.authorization.k8s.io": access_review,
 }

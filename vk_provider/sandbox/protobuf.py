@@ -108,9 +108,36 @@ _MESSAGES: dict[str, dict[int, _Field]] = {
         5: ("lastTransitionTime", "Time", False),
         6: ("status", "string", False),
     },
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta", False)},
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("spec", "SelfSubjectAccessReviewSpec", False),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes", False),
+        2: ("nonResourceAttributes", "NonResourceAttributes", False),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "string", False),
+        2: ("verb", "string", False),
+        3: ("group", "string", False),
+        4: ("version", "string", False),
+        5: ("resource", "string", False),
+        6: ("subresource", "string", False),
+        7: ("name", "string", False),
+    },
+    "NonResourceAttributes": {1: ("path", "string", False), 2: ("verb", "string", False)},
 }
-# kubectl create configmap|secret|namespace|serviceaccount; kubectl certificate approve|deny
-DECODABLE_KINDS = ("ConfigMap", "Secret", "Namespace", "ServiceAccount", "CertificateSigningRequest")
+# kubectl create configmap|secret|namespace|serviceaccount, certificate approve|deny, auth can-i|whoami
+DECODABLE_KINDS = (
+    "ConfigMap",
+    "Secret",
+    "Namespace",
+    "ServiceAccount",
+    "CertificateSigningRequest",
+    "SelfSubjectReview",
+    "SelfSubjectAccessReview",
+)
 
 
 class ProtobufError(ValueError):

@@ -138,15 +138,14 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
     # create-only reviews, answered and never stored (handlers_auth.py)
-    ResourceInfo("tokenreviews", "", "TokenReview", "authentication.k8s.io", "v1", False, verbs=("create",)),
-    ResourceInfo(
-        "subjectaccessreviews",
-        "",
-        "SubjectAccessReview",
-        "authorization.k8s.io",
-        "v1",
-        False,
-        verbs=("create",),
+    *(
+        ResourceInfo(name, "", kind, group, "v1", False, verbs=("create",))
+        for name, kind, group in (
+            ("tokenreviews", "TokenReview", "authentication.k8s.io"),
+            ("selfsubjectreviews", "SelfSubjectReview", "authentication.k8s.io"),
+            ("selfsubjectaccessreviews", "SelfSubjectAccessReview", "authorization.k8s.io"),
+            ("subjectaccessreviews", "SubjectAccessReview", "authorization.k8s.io"),
+        )
     ),
     ResourceInfo(
         "certificatesigningrequests",
