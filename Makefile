@@ -4,9 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck docker images install unit clean
+.PHONY: test demo lint typecheck docker images helm install unit clean
 
-test: docker images install lint
+test: docker images install helm lint
 	$(PY) -m pytest -q -ra
 
 demo: docker images install
@@ -25,6 +25,9 @@ docker:
 
 images: docker
 	bash scripts/build-test-images.sh
+
+helm: install
+	bash scripts/ensure-helm.sh $(VENV)/bin/helm
 
 lint: install
 	$(VENV)/bin/ruff check vk_provider tests
