@@ -1,0 +1,329 @@
+"""The kubelet API (`KubeletServer`) against real Docker containers: logs, exec, attach, auth, stats."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.kubeletapi import KubeletServer
+from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
+from vk_provider.sandbox.pki import SandboxPKI
+
+BUSYBOX = "vk-test/busybox:1"
+DEADLINE = 60.0
+
+
+@pytest.fixture
+async def runtime(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[DockerRuntime]:
+    config = DockerConfig(
+        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
+    )
+    rt = DockerRuntime(config, node_name)
+    await rt.start()
+    yield rt
+    for uid in await rt.list_pods():
+        await rt.remove_pod(uid)
+    await rt.close()
+
+
+async def run_pod(
+    rt: DockerRuntime,
+    name: str,
+    containers: dict[str, str],
+    *,
+    attempt: int = 0,
+    pod: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, ContainerInstance]]:
+    """Start `sh -c <script>` containers (name -> script) in a pod (new, or `pod` again)."""
+    if pod is None:
+        specs = [{"name": n, "image": BUSYBOX, "command": ["sh", "-c", s]} for n, s in containers.items()]
+        pod = {
+            "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
+            "spec": {"containers": specs},
+        }
+    sandbox = await rt.ensure_sandbox(pod)
+    started = {}
+    for c in pod["spec"]["containers"]:
+        if c["name"] not in containers:
+            continue
+        script = containers[c["name"]]
+        await rt.ensure_image(BUSYBOX, "IfNotPresent", pod)
+        started[c["name"]] = await rt.start_container(
+            ContainerLaunch(
+                pod=pod,
+                container={**c, "command": ["sh", "-c", script]},
+                role=ContainerRole.APP,
+                attempt=attempt,
+                env=(),
+                command=("sh", "-c", script),
+                args=None,
+                sandbox=sandbox,
+            )
+        )
+    return pod, started
+
+
+async def start_server(rt: DockerRuntime, node_name: str, **kwargs: Any) -> KubeletServer:
+    server = KubeletServer(KubeletServerConfig(listen="127.0.0.1:0", **kwargs), node_name, rt, "127.0.0.1")
+    await server.start()
+    return server
+
+
+@pytest.fixture
+async def kubelet(runtime: DockerRuntime, node_name: str) -> AsyncIterator[tuple[KubeletServer, str]]:
+    server = await start_server(runtime, node_name, auth="none")
+    yield server, f"https://127.0.0.1:{server.port}"
+    await server.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session:
+        yield session
+
+
+async def get_text(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
+    async with http.get(url, allow_redirects=False) as resp:
+        return resp.status, await resp.text()
+
+
+async def wait_for_log(http: aiohttp.ClientSession, url: str, needle: str) -> str:
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        status, text = await get_text(http, url)
+        if status == 200 and needle in text:
+            return text
+        assert time.monotonic() < deadline, f"{needle!r} never appeared: {status} {text!r}"
+        await asyncio.sleep(0.2)
+
+
+async def test_logs_plain_tail_timestamps_limit_and_since(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "web", {"app": "echo a; echo b; echo c; sleep 3600"})
+    url = f"{base}/containerLogs/default/web/app"
+    assert await wait_for_log(http, url, "c\n") == "a\nb\nc\n"
+    assert await get_text(http, url + "?tailLines=2") == (200, "b\nc\n")
+    assert await get_text(http, url + "?limitBytes=3") == (200, "a\nb")
+    status, text = await get_text(http, url + "?timestamps=true")
+    lines = text.splitlines()
+    assert status == 200 and [line.split(" ", 1)[1] for line in lines] == ["a", "b", "c"]
+    assert lines[0].split(" ", 1)[0].endswith("Z") and "T" in lines[0]  # RFC 3339 (nano) timestamps
+    assert await get_text(http, url + "?sinceTime=2999-01-01T00:00:00Z") == (200, "")
+    assert await get_text(http, url + "?sinceSeconds=3600") == (200, "a\nb\nc\n")
+    status, text = await get_text(http, url + "?sinceSeconds=5&sinceTime=2020-01-01T00:00:00Z")
+    assert status == 400 and "sinceTime" in text
+    status, text = await get_text(http, url + "?tailLines=-1")
+    assert status == 400 and "tailLines" in text
+
+
+async def test_logs_follow_streams_new_lines(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "ticker", {"app": "i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done"})
+    async with http.get(f"{base}/containerLogs/default/ticker/app?follow=true&tailLines=1") as resp:
+        assert resp.status == 200
+        seen: list[str] = []
+        async with asyncio.timeout(DEADLINE):
+            while len(seen) < 4:
+                seen.append((await resp.content.readline()).decode())
+    numbers = [int(line.split()[1]) for line in seen]
+    assert numbers == list(range(numbers[0], numbers[0] + 4))  # consecutive lines as they are written
+
+
+async def test_logs_previous_instance_and_errors(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    pod, _ = await run_pod(runtime, "crashy", {"app": "echo first run; exit 1"})
+    deadline = time.monotonic() + DEADLINE
+    while (state := await runtime.pod_state(pod["metadata"]["uid"])) is None or state.containers[0].state != (
+        ContainerRunState.EXITED
+    ):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    await run_pod(runtime, "crashy", {"app": "echo second run; sleep 3600"}, attempt=1, pod=pod)
+    url = f"{base}/containerLogs/default/crashy/app"
+    assert await wait_for_log(http, url, "second") == "second run\n"
+    assert await get_text(http, url + "?previous=true") == (200, "first run\n")
+
+    await run_pod(runtime, "single", {"app": "sleep 3600"})
+    assert await get_text(http, f"{base}/containerLogs/default/single/app?previous=true") == (
+        400,
+        'previous terminated container "app" in pod "single" not found\n',
+    )
+    assert await get_text(http, f"{base}/containerLogs/default/nope/app") == (
+        404,
+        'pod "nope" does not exist\n',
+    )
+    assert await get_text(http, f"{base}/containerLogs/default/single/nope") == (
+        404,
+        'container "nope" not found in pod "single"\n',
+    )
+
+
+async def test_healthz_pods_and_strict_slash(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession, node_name: str
+) -> None:
+    _, base = kubelet
+    pod, _ = await run_pod(runtime, "listed", {"app": "sleep 3600"})
+    assert await get_text(http, f"{base}/healthz") == (200, "ok")
+    async with http.get(f"{base}/healthz/", allow_redirects=False) as resp:
+        assert resp.status == 301 and resp.headers["Location"] == "/healthz"
+    async with http.get(f"{base}/pods") as resp:
+        body = await resp.json()
+    assert body["kind"] == "PodList"
+    [item] = body["items"]
+    assert item["metadata"] == {"name": "listed", "namespace": "default", "uid": pod["metadata"]["uid"]}
+    assert item["spec"]["nodeName"] == node_name
+    assert (await get_text(http, f"{base}/nothing"))[0] == 404
+
+
+async def ws_session(
+    http: aiohttp.ClientSession,
+    url: str,
+    protocol: str,
+    stdin: bytes | None = None,
+    close_stdin: bool = False,
+) -> tuple[dict[int, bytes], dict[str, Any] | None, str | None]:
+    """Run one exec/attach over WebSocket; returns (bytes per channel, the Status, the subprotocol)."""
+    out: dict[int, bytes] = {}
+    status = None
+    async with http.ws_connect(url, protocols=(protocol,)) as ws:
+        if stdin is not None:
+            await ws.send_bytes(b"\x00" + stdin)
+        if close_stdin:
+            await ws.send_bytes(b"\xff\x00")
+        async with asyncio.timeout(DEADLINE):
+            async for msg in ws:
+                assert msg.type == aiohttp.WSMsgType.BINARY
+                channel, data = msg.data[0], msg.data[1:]
+                if channel == 3:
+                    status = json.loads(data)
+                else:
+                    out[channel] = out.get(channel, b"") + data
+        return out, status, ws.protocol
+
+
+@pytest.mark.parametrize("protocol", ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+async def test_exec_over_websocket_reports_output_and_exit_code(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession, protocol: str
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "shell", {"app": "sleep 3600"})
+    query = "command=sh&command=-c&command=echo+hi%3B+echo+oops+%3E%262%3B+exit+3&output=1&error=1"
+    out, status, negotiated = await ws_session(http, f"{base}/exec/default/shell/app?{query}", protocol)
+    assert negotiated == protocol
+    assert out == {1: b"hi\n", 2: b"oops\n"}
+    assert status is not None
+    assert status["status"] == "Failure" and status["reason"] == "NonZeroExitCode"
+    assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
+
+    out, status, _ = await ws_session(http, f"{base}/exec/default/shell/app?command=true&output=1", protocol)
+    assert out == {} and status == {"metadata": {}, "status": "Success"}
+
+
+async def test_exec_stdin_with_v5_close_and_tty(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "shell", {"app": "sleep 3600"})
+    url = f"{base}/exec/default/shell/app?command=sh&command=-c&command=wc+-c&input=1&output=1"
+    out, status, _ = await ws_session(http, url, "v5.channel.k8s.io", stdin=b"hello\n", close_stdin=True)
+    assert out[1].strip() == b"6" and status == {"metadata": {}, "status": "Success"}
+
+    url = f"{base}/exec/default/shell/app?command=tty&output=1&tty=1"
+    out, status, _ = await ws_session(http, url, "v5.channel.k8s.io")
+    assert out[1].startswith(b"/dev/pts/") and status is not None and status["status"] == "Success"
+
+
+async def test_exec_refusals(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "shell", {"app": "sleep 3600"})
+    status, text = await get_text(http, f"{base}/exec/default/shell/app?command=ls&output=1")
+    assert status == 400 and "SPDY/3.1 is not implemented" in text
+    status, text = await get_text(http, f"{base}/exec/default/shell/app?command=ls")
+    assert status == 400 and "at least 1 of stdin, stdout, stderr" in text
+    status, text = await get_text(http, f"{base}/exec/default/shell/nope?command=ls&output=1")
+    assert (status, text) == (404, 'container "nope" not found in pod "shell"\n')
+
+
+async def test_attach_to_the_main_process(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    specs = [{"name": "app", "image": BUSYBOX, "stdin": True, "command": ["sh"]}]
+    pod = {
+        "metadata": {"name": "talker", "namespace": "default", "uid": str(uuid.uuid4())},
+        "spec": {"containers": specs},
+    }
+    await run_pod(runtime, "talker", {"app": "while read l; do echo got $l; done"}, pod=pod)
+    async with http.ws_connect(
+        f"{base}/attach/default/talker/app?input=1&output=1&error=1", protocols=("v5.channel.k8s.io",)
+    ) as ws:
+        await ws.send_bytes(b"\x00hello\n")
+        async with asyncio.timeout(DEADLINE):
+            msg = await ws.receive()
+    assert msg.data == b"\x01got hello\n"
+
+
+async def test_stats_summary_has_pod_cpu_and_memory(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession, node_name: str
+) -> None:
+    _, base = kubelet
+    pod, _ = await run_pod(runtime, "busy", {"app": "while true; do :; done"})
+    async with http.get(f"{base}/stats/summary") as resp:
+        await resp.json()
+    await asyncio.sleep(1)
+    async with http.get(f"{base}/stats/summary") as resp:
+        summary = await resp.json()
+    assert summary["node"]["nodeName"] == node_name
+    [p] = summary["pods"]
+    assert p["podRef"] == {"name": "busy", "namespace": "default", "uid": pod["metadata"]["uid"]}
+    [c] = p["containers"]
+    assert c["name"] == "app" and c["memory"]["workingSetBytes"] > 0
+    assert c["cpu"]["usageNanoCores"] > 100_000_000  # a busy loop uses well over 0.1 core
+    assert summary["node"]["cpu"]["usageCoreNanoSeconds"] >= c["cpu"]["usageCoreNanoSeconds"]
+
+
+async def test_x509_auth(runtime: DockerRuntime, node_name: str, tmp_path: Path) -> None:
+    pki, other = SandboxPKI(tmp_path / "pki"), SandboxPKI(tmp_path / "other")
+    for auth in ("x509", "webhook"):
+        server = await start_server(runtime, node_name, auth=auth, client_ca_file=str(pki.ca_cert_path))
+        url = f"https://127.0.0.1:{server.port}/healthz"
+        try:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as anonymous:
+                assert await get_text(anonymous, url) == (401, "Unauthorized\n")
+                async with anonymous.get(url, headers={"Authorization": "Bearer abc"}) as resp:
+                    assert resp.status == 401
+                    if auth == "webhook":
+                        assert "bearer tokens (TokenReview) are not supported" in await resp.text()
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=pki.ssl_client_context())
+            ) as ok:
+                assert await get_text(ok, url) == (200, "ok")
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=other.ssl_client_context())
+            ) as bad:
+                with pytest.raises((aiohttp.ClientError, ssl.SSLError, ConnectionError)):
+                    await get_text(bad, url)
+        finally:
+            await server.stop()

@@ -1,0 +1,43 @@
+"""Finding the runtime container a kubelet API request names, with the kubelet's error texts.
+
+What lives here: `find_pod` and `find_container` over the runtime's label-rebuilt pod
+states, raising `NotFound` / `BadRequest` with the messages the kubelet's server uses
+(`pkg/kubelet/server/server.go`: `pod %q does not exist`, `container %q not found in pod %q`).
+Must not: talk HTTP or stream anything.
+"""
+
+from __future__ import annotations
+
+from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import ContainerInstance, ContainerRole, PodRuntimeState
+
+
+class NotFound(Exception):
+    """404 with this message."""
+
+
+class BadRequest(Exception):
+    """400 with this message."""
+
+
+async def find_pod(runtime: Runtime, namespace: str, name: str) -> PodRuntimeState:
+    for state in (await runtime.list_pods()).values():
+        if state.namespace == namespace and state.name == name:
+            return state
+    raise NotFound(f'pod "{name}" does not exist')
+
+
+def find_container(pod: PodRuntimeState, container: str, *, previous: bool = False) -> ContainerInstance:
+    """The latest instance of an app or init container (or the one before it with `previous`)."""
+    roles = (ContainerRole.APP, ContainerRole.INIT)
+    for role in roles:
+        latest = pod.latest(container, role)
+        if latest is None:
+            continue
+        if not previous:
+            return latest
+        before = pod.previous(container, role)
+        if before is None:
+            raise BadRequest(f'previous terminated container "{container}" in pod "{pod.name}" not found')
+        return before
+    raise NotFound(f'container "{container}" not found in pod "{pod.name}"')

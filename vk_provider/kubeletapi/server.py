@@ -1,0 +1,155 @@
+"""`KubeletServer`: the node's kubelet HTTPS endpoint (logs, exec, attach, pods, health).
+
+What lives here: the aiohttp application with the kubelet's routes (virtual-kubelet
+`node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
+is redirected with 301 to the route without it), the error mapping (404 / 400 with the
+error text as the body, as `node/api/helpers.go`), and the listener's lifecycle on
+`kubeletServer.listen`. Must not: implement a route's protocol (logs.py, exec.py,
+stats.py) or TLS/auth details (tls.py, auth.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.kubeletapi.auth import auth_middleware
+from vk_provider.kubeletapi.docker_streams import DockerStreams
+from vk_provider.kubeletapi.exec import stream_handler
+from vk_provider.kubeletapi.logs import container_logs_handler
+from vk_provider.kubeletapi.lookup import BadRequest, NotFound
+from vk_provider.kubeletapi.pods import pod_list
+from vk_provider.kubeletapi.stats import StatsCollector
+from vk_provider.kubeletapi.tls import server_ssl_context
+from vk_provider.logging import get_logger
+from vk_provider.runtime.docker.engine import Engine
+from vk_provider.runtime.protocol import Runtime
+
+log = get_logger("kubeletapi")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` (an empty host means every address)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"kubeletServer.listen {listen!r}: expected host:port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except NotFound as exc:
+        return web.Response(status=404, text=f"{exc}\n")
+    except BadRequest as exc:
+        return web.Response(status=400, text=f"{exc}\n")
+
+
+@web.middleware
+async def _strict_slash(request: web.Request, handler: Handler) -> web.StreamResponse:
+    path = request.path
+    if len(path) > 1 and path.endswith("/") and request.match_info.http_exception is not None:
+        target = path.rstrip("/") or "/"
+        match = await request.app.router.resolve(request.clone(rel_url=target))
+        if match.http_exception is None:
+            query = f"?{request.query_string}" if request.query_string else ""
+            raise web.HTTPMovedPermanently(target + query)
+    return await handler(request)
+
+
+class KubeletServer:
+    """The kubelet API on HTTPS; `start()` binds (`port` is then the bound port), `stop()` closes."""
+
+    def __init__(
+        self,
+        config: KubeletServerConfig,
+        node_name: str,
+        runtime: Runtime,
+        node_ip: str,
+        *,
+        engine: Engine | None = None,
+    ) -> None:
+        self.config = config
+        self.node_name = node_name
+        self.runtime = runtime
+        self.node_ip = node_ip
+        # Exec, attach and stats need the Docker engine itself. Without one given, a private
+        # Engine is built from a DockerRuntime's configuration (closed again by stop()).
+        docker_config = getattr(runtime, "config", None)
+        self._own_engine = False
+        if engine is None and isinstance(docker_config, DockerConfig):
+            engine, self._own_engine = Engine(docker_config), True
+        self._engine = engine
+        self._streams = DockerStreams(self._engine) if self._engine is not None else None
+        self._stats = StatsCollector(runtime, self._engine, node_name)
+        self._runner: web.AppRunner | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.port = 0
+
+    def _app(self) -> web.Application:
+        x509 = bool(self.config.client_ca_file)
+        if self.config.auth == "webhook" and not x509:
+            log.warning(
+                "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
+            )
+        app = web.Application(middlewares=[_strict_slash, auth_middleware(self.config.auth, x509), _errors])
+        rt, streams = self.runtime, self._streams
+
+        async def healthz(_: web.Request) -> web.StreamResponse:
+            return web.Response(text="ok")
+
+        async def logs(request: web.Request) -> web.StreamResponse:
+            return await container_logs_handler(request, rt)
+
+        async def pods(_: web.Request) -> web.StreamResponse:
+            return web.json_response(pod_list(await rt.list_pods(), self.node_name))
+
+        async def exec_(request: web.Request) -> web.StreamResponse:
+            return await stream_handler(request, rt, streams, "exec")
+
+        async def attach(request: web.Request) -> web.StreamResponse:
+            return await stream_handler(request, rt, streams, "attach")
+
+        async def summary(_: web.Request) -> web.StreamResponse:
+            return web.json_response(await self._stats.summary())
+
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/pods", pods)
+        app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", logs)
+        for method in ("GET", "POST"):
+            app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_)
+            app.router.add_route(method, "/attach/{namespace}/{pod}/{container}", attach)
+        app.router.add_get("/stats/summary", summary)
+        return app
+
+    async def start(self) -> None:
+        host, port = parse_listen(self.config.listen)
+        self._scratch = tempfile.TemporaryDirectory(prefix="vk-kubelet-tls-")
+        ssl_context = server_ssl_context(self.config, self.node_name, self.node_ip, Path(self._scratch.name))
+        if self._own_engine and self._engine is not None:
+            await self._engine.connect()
+        self._runner = web.AppRunner(self._app(), access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        await site.start()
+        server: Any = site._server  # the bound port, for listen ":0"
+        self.port = int(server.sockets[0].getsockname()[1]) if server is not None else port
+        log.info("kubelet API listening on https://%s:%d (auth %s)", host, self.port, self.config.auth)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._own_engine and self._engine is not None:
+            await self._engine.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None

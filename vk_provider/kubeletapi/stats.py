@@ -1,0 +1,130 @@
+"""`GET /stats/summary`: CPU and memory of this node's pods, in the kubelet's Summary shape.
+
+What lives here: `StatsCollector`, which takes one-shot `docker stats` of each running app
+container through the engine's bounded pool, derives `usageNanoCores` from the previous
+sample of the same container, and builds `statsv1alpha1.Summary` (`kubelet/pkg/apis/stats/
+v1alpha1/types.go`): node (the sum of its pods, since the node is virtual), pods with podRef,
+containers. Pure helpers `cpu_memory` and `summary_document` do the arithmetic.
+Must not: know about HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from docker.errors import DockerException
+
+from vk_provider.runtime.docker.engine import Engine
+from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import ContainerRole, ContainerRunState
+
+
+def _rfc3339(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cpu_memory(
+    raw: Mapping[str, Any], previous: tuple[float, int] | None, now: float
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(cpu, memory) stats of one `docker stats` sample; previous is (time, usageCoreNanoSeconds)."""
+    total = int(((raw.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage") or 0)
+    cpu: dict[str, int] = {"usageCoreNanoSeconds": total}
+    if previous is not None and now > previous[0] and total >= previous[1]:
+        cpu["usageNanoCores"] = int((total - previous[1]) / (now - previous[0]))
+    mem = raw.get("memory_stats") or {}
+    usage = int(mem.get("usage") or 0)
+    detail = mem.get("stats") or {}
+    # cgroup v2 reports inactive_file, v1 total_inactive_file; working set = usage - inactive.
+    inactive = int(detail.get("inactive_file", detail.get("total_inactive_file", 0)) or 0)
+    memory = {"usageBytes": usage, "workingSetBytes": max(0, usage - inactive)}
+    if "rss" in detail or "anon" in detail:
+        memory["rssBytes"] = int(detail.get("rss", detail.get("anon", 0)) or 0)
+    return cpu, memory
+
+
+def _sum(parts: list[dict[str, int]], keys: tuple[str, ...]) -> dict[str, int]:
+    return {k: sum(p[k] for p in parts if k in p) for k in keys if any(k in p for p in parts)}
+
+
+def summary_document(
+    node_name: str, node_start: datetime, now: datetime, pods: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The Summary: pods as given (each with `containers`), node = sum of pods' cpu/memory."""
+    stamp = _rfc3339(now)
+    cpu_keys, mem_keys = (
+        ("usageNanoCores", "usageCoreNanoSeconds"),
+        ("usageBytes", "workingSetBytes", "rssBytes"),
+    )
+    for pod in pods:
+        pod["cpu"] = {"time": stamp, **_sum([c["cpu"] for c in pod["containers"]], cpu_keys)}
+        pod["memory"] = {"time": stamp, **_sum([c["memory"] for c in pod["containers"]], mem_keys)}
+    node = {
+        "nodeName": node_name,
+        "startTime": _rfc3339(node_start),
+        "cpu": {"time": stamp, **_sum([p["cpu"] for p in pods], cpu_keys)},
+        "memory": {"time": stamp, **_sum([p["memory"] for p in pods], mem_keys)},
+    }
+    return {"node": node, "pods": pods}
+
+
+class StatsCollector:
+    def __init__(self, runtime: Runtime, engine: Engine | None, node_name: str) -> None:
+        self.runtime = runtime
+        self.engine = engine
+        self.node_name = node_name
+        self.started = datetime.now(UTC)
+        self._previous: dict[str, tuple[float, int]] = {}
+
+    async def _sample(self, container_id: str) -> dict[str, Any] | None:
+        if self.engine is None:
+            return None
+        try:
+            raw: dict[str, Any] = await self.engine.call(
+                self.engine.client.api.stats, container_id, stream=False, one_shot=True
+            )
+        except DockerException:
+            return None
+        return raw
+
+    async def summary(self) -> dict[str, Any]:
+        states = await self.runtime.list_pods()
+        running = [
+            (state, c)
+            for state in states.values()
+            for c in state.containers
+            if c.role == ContainerRole.APP and c.state == ContainerRunState.RUNNING
+        ]
+        samples = await asyncio.gather(*(self._sample(c.container_id) for _, c in running))
+        now = datetime.now(UTC)
+        stamp = _rfc3339(now)
+        pods: dict[str, dict[str, Any]] = {}
+        seen: dict[str, tuple[float, int]] = {}
+        for (state, c), raw in zip(running, samples, strict=True):
+            if raw is None:
+                continue
+            cpu, memory = cpu_memory(raw, self._previous.get(c.container_id), now.timestamp())
+            seen[c.container_id] = (now.timestamp(), cpu["usageCoreNanoSeconds"])
+            pod = pods.setdefault(
+                state.uid,
+                {
+                    "podRef": {"name": state.name, "namespace": state.namespace, "uid": state.uid},
+                    "startTime": _rfc3339(state.sandbox.created_at)
+                    if state.sandbox is not None and state.sandbox.created_at is not None
+                    else stamp,
+                    "containers": [],
+                },
+            )
+            started = c.started_at or c.created_at
+            pod["containers"].append(
+                {
+                    "name": c.name,
+                    "startTime": _rfc3339(started) if started is not None else stamp,
+                    "cpu": {"time": stamp, **cpu},
+                    "memory": {"time": stamp, **memory},
+                }
+            )
+        self._previous = seen
+        return summary_document(self.node_name, self.started, now, list(pods.values()))
