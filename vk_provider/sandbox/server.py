@@ -61,11 +61,13 @@ class SandboxServer:
         node_monitor_grace_seconds: float = 50.0,
         debug: bool = False,
         controllers: bool = True,
+        watch_history: int = 10000,
     ) -> None:
+        """watch_history: how many events the log keeps for watch resumes (older RVs get 410)."""
         self.host = host
         self.port = port
         self.state_dir = Path(state_dir) if state_dir is not None else None
-        self.store = Store(state_dir=self.state_dir)
+        self.store = Store(state_dir=self.state_dir, log_size=watch_history)
         self.pki = SandboxPKI(self.state_dir)
         self.debug = SandboxDebug(self.store) if debug else None
         self._grace = node_monitor_grace_seconds
