@@ -1,0 +1,159 @@
+"""The real kubectl, through the sandbox API server's proxy, to `KubeletServer` on real Docker.
+
+A Node whose InternalIP is 127.0.0.1 and whose kubelet port is the server's; a pod bound to
+it whose containers DockerRuntime starts under the pod's uid; then `kubectl logs`, `logs -f`
+and `exec` (WebSocket v5.channel.k8s.io end to end) as a user would run them. The kubelet
+API demands the sandbox's kubelet-client certificate (auth x509 with the sandbox CA).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.kubeletapi import KubeletServer
+from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import ContainerRole
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
+
+KUBECTL = "/usr/bin/kubectl"
+BUSYBOX = "vk-test/busybox:1"
+SCRIPT = "echo hello from app; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"
+
+
+@dataclass
+class Cluster:
+    sandbox: RunningSandbox
+    kubeconfig: Path
+    kubelet: KubeletServer
+
+
+@pytest.fixture
+async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with running_sandbox(tmp_path, controllers=False) as sandbox:
+        runtime = DockerRuntime(
+            DockerConfig(
+                sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
+            ),
+            node_name,
+        )
+        await runtime.start()
+        config = KubeletServerConfig(
+            listen="127.0.0.1:0", auth="x509", client_ca_file=str(sandbox.pki.ca_cert_path)
+        )
+        kubelet = KubeletServer(config, node_name, runtime, "127.0.0.1")
+        await kubelet.start()
+        try:
+            node: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node_name},
+                "status": {
+                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                    "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+            await sandbox.store.create("nodes", node)
+            spec = {"name": "app", "image": BUSYBOX, "command": ["sh", "-c", SCRIPT]}
+            manifest = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"nodeName": node_name, "containers": [spec]},
+            }
+            (tmp_path / "pod.json").write_text(json.dumps(manifest))
+            code, out, err = await kubectl(
+                sandbox.kubeconfig, "create", "-f", str(tmp_path / "pod.json"), "-o", "json"
+            )
+            assert code == 0, err
+            pod = json.loads(out)
+            sandbox_state = await runtime.ensure_sandbox(pod)
+            await runtime.ensure_image(BUSYBOX, "IfNotPresent", pod)
+            await runtime.start_container(
+                ContainerLaunch(
+                    pod=pod,
+                    container=pod["spec"]["containers"][0],
+                    role=ContainerRole.APP,
+                    attempt=0,
+                    env=(),
+                    command=("sh", "-c", SCRIPT),
+                    args=None,
+                    sandbox=sandbox_state,
+                )
+            )
+            yield Cluster(sandbox, sandbox.kubeconfig, kubelet)
+        finally:
+            await kubelet.stop()
+            for uid in await runtime.list_pods():
+                await runtime.remove_pod(uid)
+            await runtime.close()
+
+
+async def kubectl(kubeconfig: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        code, out, err = await kubectl(cluster.kubeconfig, "logs", "web")
+        if code == 0 and "tick 1\n" in out:
+            break
+        assert asyncio.get_running_loop().time() < deadline, (code, out, err)
+        await asyncio.sleep(0.3)
+    assert out.startswith("hello from app\ntick 0\ntick 1\n")
+    code, out, err = await kubectl(cluster.kubeconfig, "logs", "web", "--tail=1")
+    assert code == 0 and out.count("\n") == 1 and out.startswith("tick "), (out, err)
+
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "logs",
+        "-f",
+        "web",
+        "--tail=1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(60):
+            lines = [(await proc.stdout.readline()).decode() for _ in range(4)]
+    finally:
+        proc.kill()
+        await proc.wait()
+    numbers = [int(line.split()[1]) for line in lines]
+    assert numbers == list(range(numbers[0], numbers[0] + 4)), lines  # new lines arrive as written
+
+
+async def test_kubectl_exec(cluster: Cluster) -> None:
+    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo hi")
+    assert (code, out) == (0, "hi\n"), err
+    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo bye; exit 3")
+    assert (code, out) == (3, "bye\n"), err
+    code, out, err = await kubectl(
+        cluster.kubeconfig, "exec", "-i", "web", "--", "wc", "-c", stdin=b"hello\n"
+    )
+    assert (code, out.strip()) == (0, "6"), err
