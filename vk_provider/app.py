@@ -3,9 +3,10 @@
 What lives here: `Provider` (the wired parts with `start()` / `stop()`, usable in-process by
 tests) and `run_provider(config)`, the entry point that runs a Provider until SIGTERM or
 SIGINT. Start order: the runtime, the event recorder, node registration, the status
-manager, the pod workers (which first adopt the containers that already exist), then the
-API pod source. Stop is the reverse and never stops the pods' containers.
-Must not: contain pod, node or status logic of its own.
+manager, the pod workers, the static pod source (when `staticPods.path` is set; its pods
+run without the apiserver), then, once the apiserver answers, adoption of the containers
+that already exist and the API pod source. Stop is the reverse and never stops the pods'
+containers. Must not: contain pod, node or status logic of its own.
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.logging import get_logger
 from vk_provider.node.agent import NodeAgent
-from vk_provider.pods.api_source import ApiPodSource, list_node_pods, make_object_getter
+from vk_provider.pods.api_source import ApiPodSource, Observer, list_node_pods, make_object_getter
 from vk_provider.pods.config import PodConfig, pod_uid
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.docker.runtime import DockerRuntime
+from vk_provider.static.mirror import MirrorPods
+from vk_provider.static.source import BadManifest, StaticPodSource
 from vk_provider.status.manager import StatusManager
 
 log = get_logger("app")
 
 ADOPT_RETRY_SECONDS = 2.0
+STATIC_SOURCE = "file"
 
 
 class Provider:
@@ -46,8 +50,10 @@ class Provider:
         self.status: StatusManager | None = None
         self.workers: PodWorkers | None = None
         self.pod_config: PodConfig | None = None
+        self.mirrors: MirrorPods | None = None
+        self.static_source: StaticPodSource | None = None
         self.source: ApiPodSource | None = None
-        self._housekeeping_gate: asyncio.Task[None] | None = None
+        self._api_task: asyncio.Task[None] | None = None
 
     def _allocatable(self) -> Mapping[str, str]:
         if self.node is None:
@@ -60,17 +66,6 @@ class Provider:
     def _host_ip(self) -> str:
         return self.node.node_ip if self.node is not None else ""
 
-    async def _api_pods(self, client: KubeClient) -> list[dict[str, Any]]:
-        """The node's pods from the API; retried until the apiserver answers (pods keep running)."""
-        while True:
-            try:
-                return await list_node_pods(client, self.node_name)
-            except Exception as exc:
-                log.warning(
-                    "cannot list the node's pods yet (%s); retrying", exc, extra={"node": self.node_name}
-                )
-                await asyncio.sleep(ADOPT_RETRY_SECONDS)
-
     async def start(self) -> None:
         cfg = self.config
         client = self.client or await make_kube_client(cfg.kubernetes)
@@ -81,7 +76,13 @@ class Provider:
         await self.recorder.start()
         self.node = NodeAgent(cfg, client, self.runtime, self.recorder)
         await self.node.start()
-        self.status = StatusManager(client, sync_period=cfg.status.sync_period)
+        if cfg.static_pods.path:
+            self.mirrors = MirrorPods(client, self.node_name, self.recorder)
+            self.status = StatusManager(
+                client, sync_period=cfg.status.sync_period, mirror_uid=self.mirrors.mirror_uid
+            )
+        else:
+            self.status = StatusManager(client, sync_period=cfg.status.sync_period)
         await self.status.start()
         self.workers = PodWorkers(
             self.runtime,
@@ -93,26 +94,86 @@ class Provider:
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
         )
-        api_pods = await self._api_pods(client)
-        await self.workers.adopt(pod_uid(p) for p in api_pods)
         await self.workers.start()
         self.pod_config = PodConfig(self.workers.update)
-        self.source = ApiPodSource(client, self.node_name, self.pod_config, observe=self.status.observe_pod)
-        await self.source.start()
-        self._housekeeping_gate = asyncio.create_task(self._start_housekeeping(), name="housekeeping gate")
+        if self.mirrors is not None:
+            await self.mirrors.start()
+            self.static_source = StaticPodSource(
+                cfg.static_pods.path,
+                self.node_name,
+                cfg.static_pods.relist_interval,
+                on_pods=self._on_static_pods,
+                on_errors=self._on_bad_manifests,
+            )
+            await self.static_source.start()
+        self._api_task = asyncio.create_task(self._run_api_source(client), name="api pod source start")
         log.info("provider started", extra={"node": self.node_name})
 
-    async def _start_housekeeping(self) -> None:
-        """Orphan clean-up may only start once the API source has listed every pod."""
-        assert self.source is not None and self.workers is not None
+    async def _on_static_pods(self, pods: dict[str, dict[str, Any]]) -> None:
+        assert self.pod_config is not None and self.mirrors is not None
+        self.pod_config.set_pods(STATIC_SOURCE, pods.values())
+        self.mirrors.set_static_pods(pods)
+
+    async def _on_bad_manifests(self, bad: list[BadManifest]) -> None:
+        """The static source logs each newly bad file; the other files keep their pods."""
+
+    async def _api_pods(self, client: KubeClient) -> list[dict[str, Any]]:
+        """The node's pods from the API; retried until the apiserver answers (pods keep running)."""
+        while True:
+            try:
+                return await list_node_pods(client, self.node_name)
+            except Exception as exc:
+                log.warning(
+                    "cannot list the node's pods yet (%s); retrying", exc, extra={"node": self.node_name}
+                )
+                await asyncio.sleep(ADOPT_RETRY_SECONDS)
+
+    async def _run_api_source(self, client: KubeClient) -> None:
+        try:
+            await self._start_api_source(client)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("the API pod source could not start", extra={"node": self.node_name})
+
+    async def _start_api_source(self, client: KubeClient) -> None:
+        """Adopt what runs (removing the containers of vanished pods), then follow the API."""
+        assert self.workers is not None and self.pod_config is not None and self.status is not None
+        api_pods = await self._api_pods(client)
+        known = {pod_uid(p) for p in api_pods} | {pod_uid(p) for p in self.pod_config.pods()}
+        await self.workers.adopt(known)
+        status = self.status
+        observers: list[Observer] = [
+            lambda type_, pod: None if type_ == "DELETED" else status.observe_pod(pod)
+        ]
+        synced = []
+        if self.mirrors is not None:
+            observers.append(self.mirrors.observe)
+            synced.append(self.mirrors.observed_synced)
+        self.source = ApiPodSource(
+            client, self.node_name, self.pod_config, observers=observers, on_synced=synced
+        )
+        await self.source.start()
         await self.source.synced.wait()
+        # Orphan clean-up may only start once every source has listed its pods.
         self.workers.start_housekeeping()
 
     async def stop(self) -> None:
         """Stop every part in reverse order; the pods' containers keep running."""
-        if self._housekeeping_gate is not None:
-            self._housekeeping_gate.cancel()
-        for part in (self.source, self.workers, self.status, self.node, self.recorder):
+        if self._api_task is not None:
+            self._api_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._api_task
+        parts = (
+            self.source,
+            self.static_source,
+            self.mirrors,
+            self.workers,
+            self.status,
+            self.node,
+            self.recorder,
+        )
+        for part in parts:
             if part is not None:
                 try:
                     await part.stop()

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from vk_provider.sandbox.server import SandboxServer
 
 from vk_provider.app import Provider
 from vk_provider.config import (
@@ -32,9 +31,11 @@ from vk_provider.config import (
     KubernetesConfig,
     NodeConfig,
     PodsConfig,
+    StaticPodsConfig,
     StatusConfig,
 )
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+from vk_provider.sandbox.server import SandboxServer
 
 BUSYBOX = "vk-test/busybox:1"
 PAUSE = "vk-test/pause:1"
@@ -71,10 +72,13 @@ def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
 
 
 class ProviderHarness:
-    def __init__(self, node_name: str, workdir: Path, *, sync_period: float = 10.0) -> None:
+    def __init__(
+        self, node_name: str, workdir: Path, *, sync_period: float = 10.0, static_dir: Path | None = None
+    ) -> None:
         self.node_name = node_name
         self.workdir = workdir
         self.sync_period = sync_period
+        self.static_dir = static_dir
         self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox")
         self.kubeconfig = workdir / "kubeconfig"
         self.client: KubeClient | None = None
@@ -102,6 +106,7 @@ class ProviderHarness:
             docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
             pods=PodsConfig(resync_interval=60.0),
             status=StatusConfig(sync_period=self.sync_period),
+            static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
         )
 
     async def start_sandbox(self) -> None:

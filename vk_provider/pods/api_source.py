@@ -2,16 +2,16 @@
 
 What lives here: `ApiPodSource`, a Reflector over `/api/v1/pods` with
 `fieldSelector=spec.nodeName=<node>` (resume, 410 relist, backoff and bookmarks are the
-Reflector's); mirror pods (annotation `kubernetes.io/config.mirror`) are ignored, since
-their static pod comes from the static source. Also `make_object_getter`, the ConfigMap
-and Secret lookups env resolution needs.
+Reflector's); mirror pods (annotation `kubernetes.io/config.mirror`) are not fed to
+PodConfig, since their static pod comes from the static source, but observers see them.
+Also `make_object_getter`, the ConfigMap and Secret lookups env resolution needs.
 Must not: start containers or write anything to the apiserver.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
@@ -28,23 +28,32 @@ def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
     return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
+Observer = Callable[[str, Mapping[str, Any]], None]
+
+
 class ApiPodSource:
-    """`observe(pod)` (the StatusManager's `observe_pod`) sees every pod event, mirror pods included."""
+    """Every `observers` entry sees every pod event `(type, pod)`, mirror pods included (the
+    StatusManager and MirrorPods follow the API this way); `on_synced` callbacks run after
+    each full list."""
 
     def __init__(
         self,
         client: KubeClient,
         node_name: str,
         config: PodConfig,
-        observe: Callable[[Mapping[str, Any]], None] | None = None,
+        *,
+        observers: Sequence[Observer] = (),
+        on_synced: Sequence[Callable[[], None]] = (),
     ) -> None:
         self._config = config
-        self._observe = observe
+        self._observers = tuple(observers)
+        self._on_synced = tuple(on_synced)
         self._reflector = Reflector(
             client,
             "/api/v1/pods",
             self._handle,
             params={"fieldSelector": f"spec.nodeName={node_name}"},
+            on_synced=self._synced,
             name=f"pods of {node_name}",
         )
 
@@ -52,9 +61,13 @@ class ApiPodSource:
     def synced(self) -> asyncio.Event:
         return self._reflector.synced
 
+    async def _synced(self) -> None:
+        for callback in self._on_synced:
+            callback()
+
     async def _handle(self, type_: str, pod: dict[str, Any]) -> None:
-        if self._observe is not None and type_ != "DELETED":
-            self._observe(pod)
+        for observe in self._observers:
+            observe(type_, pod)
         if is_mirror_pod(pod):
             return
         if type_ == "DELETED":

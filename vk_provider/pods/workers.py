@@ -633,9 +633,7 @@ class PodWorkers:
 
     async def _terminate(self, work: _PodWork) -> None:
         pod = work.pod
-        work.grace = effective_grace_period(
-            work.grace, pod, ORPHAN_GRACE_SECONDS if work.removed and work.grace is None else None
-        )
+        work.grace = effective_grace_period(work.grace, pod)
         state = await self._runtime.pod_state(work.uid)
         running = [
             c

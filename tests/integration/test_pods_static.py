@@ -1,0 +1,47 @@
+"""Static pods through the provider: a manifest file runs as containers and shows up as a mirror pod."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+
+pytestmark = pytest.mark.docker
+
+
+async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    static_dir = tmp_path / "manifests"
+    static_dir.mkdir()
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}]},
+    }
+    (static_dir / "web.yaml").write_text(yaml.safe_dump(manifest))
+    mirror_name = f"web-{node_name.lower()}"
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+        mirror = await harness.wait_for(
+            mirror_name,
+            lambda p: (
+                (p.get("status") or {}).get("phase") == "Running"
+                and container_status(p, "main").get("ready") is True
+            ),
+        )
+        assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"]
+        label = f"io.vk-provider.pod.name={mirror_name}"
+        assert docker_client.containers.list(filters={"label": label})
+        (static_dir / "web.yaml").unlink()
+        await harness.wait_gone(mirror_name, within=60)
+        for _ in range(120):
+            if not docker_client.containers.list(all=True, filters={"label": label}):
+                break
+            await asyncio.sleep(0.5)
+        assert not docker_client.containers.list(all=True, filters={"label": label})
