@@ -327,3 +327,30 @@ async def test_x509_auth(runtime: DockerRuntime, node_name: str, tmp_path: Path)
                     await get_text(bad, url)
         finally:
             await server.stop()
+
+
+async def test_port_forward_over_websocket(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "www", {"app": "httpd -f -p 8080 -h /var/www"})
+    url = f"{base}/portForward/default/www?port=8080,9"
+    deadline = time.monotonic() + DEADLINE
+    while True:  # until httpd listens
+        channels: dict[int, bytes] = {}
+        async with http.ws_connect(url, protocols=("v4.channel.k8s.io",)) as ws:
+            assert ws.protocol == "v4.channel.k8s.io"
+            await ws.send_bytes(b"\x00GET / HTTP/1.0\r\n\r\n")
+            async with asyncio.timeout(DEADLINE):
+                async for msg in ws:
+                    channels[msg.data[0]] = channels.get(msg.data[0], b"") + msg.data[1:]
+        if b"200 OK" in channels.get(0, b""):
+            break
+        assert time.monotonic() < deadline, channels
+        await asyncio.sleep(0.3)
+    # Each channel starts with its port, little-endian; port 9 has nothing listening.
+    assert channels[0][:2] == channels[1] == (8080).to_bytes(2, "little")
+    assert channels[0].startswith(b"\x90\x1fHTTP/1.1 200 OK")
+    assert channels[0].endswith(b"hello from vk-test/busybox\n")
+    assert channels[2] == (9).to_bytes(2, "little")
+    assert channels[3].startswith((9).to_bytes(2, "little") + b"error forwarding port 9 to pod ")

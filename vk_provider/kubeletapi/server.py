@@ -24,6 +24,7 @@ from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound
 from vk_provider.kubeletapi.pods import pod_list
+from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import server_ssl_context
 from vk_provider.logging import get_logger
@@ -118,6 +119,9 @@ class KubeletServer:
         async def attach(request: web.Request) -> web.StreamResponse:
             return await stream_handler(request, rt, streams, "attach")
 
+        async def port_forward(request: web.Request) -> web.StreamResponse:
+            return await port_forward_handler(request, rt, self.node_ip)
+
         async def summary(_: web.Request) -> web.StreamResponse:
             return web.json_response(await self._stats.summary())
 
@@ -127,6 +131,7 @@ class KubeletServer:
         for method in ("GET", "POST"):
             app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_)
             app.router.add_route(method, "/attach/{namespace}/{pod}/{container}", attach)
+            app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
         app.router.add_get("/stats/summary", summary)
         return app
 
