@@ -26,6 +26,7 @@ from vk_provider.pods.api_source import ApiPodSource, Observer, list_node_pods, 
 from vk_provider.pods.config import PodConfig, pod_uid
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.docker.runtime import DockerRuntime
+from vk_provider.runtime.docker.spec import spec_hash
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.source import BadManifest, StaticPodSource
 from vk_provider.status.manager import StatusManager
@@ -93,6 +94,7 @@ class Provider:
             node_allocatable=self._allocatable,
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
+            spec_hash=spec_hash,
         )
         await self.workers.start()
         self.pod_config = PodConfig(self.workers.update)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -69,3 +70,37 @@ async def test_active_deadline_fails_the_pod(harness: ProviderHarness) -> None:
     assert pod["status"]["reason"] == "DeadlineExceeded"
     assert pod["status"]["message"] == "Pod was active on the node longer than the specified deadline"
     assert "terminated" in container_status(pod, "main")["state"]
+
+
+async def test_image_update_restarts_only_that_container(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    tag = f"pods-{uuid.uuid4().hex[:8]}"
+    docker_client.images.get(BUSYBOX).tag("vk-test/busybox", tag)
+    new_image = f"vk-test/busybox:{tag}"
+    try:
+        containers = [
+            {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]},
+            {"name": "side", "image": BUSYBOX, "command": ["sleep", "3600"]},
+        ]
+        await harness.create(harness.manifest("updated", containers, terminationGracePeriodSeconds=2))
+        before = await harness.wait_for("updated", lambda p: phase(p) == "Running")
+        patch = {"spec": {"containers": [{"name": "main", "image": new_image}]}}
+        await harness.api.patch("/api/v1/namespaces/default/pods/updated", patch)
+        after = await harness.wait_for(
+            "updated",
+            lambda p: (
+                container_status(p, "main").get("image") == new_image
+                and "running" in container_status(p, "main").get("state", {})
+            ),
+        )
+        assert container_status(after, "main")["restartCount"] == 1
+        assert (
+            container_status(after, "side")["containerID"] == container_status(before, "side")["containerID"]
+        )
+        killing = await harness.wait_event("updated", "Killing")
+        assert killing["message"] == "Container main definition changed, will be restarted"
+    finally:
+        await harness.delete("updated", grace=0)
+        await harness.wait_gone("updated")
+        docker_client.images.remove(new_image, force=True)  # only the test's tag

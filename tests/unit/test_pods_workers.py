@@ -38,6 +38,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def fake_hash(container: Mapping[str, Any]) -> str:
+    return repr(sorted(container.items()))
+
+
 class MemoryRuntime:
     """Containers as records; a test ends a container with `exit(uid, name, code)`."""
 
@@ -93,6 +97,7 @@ class MemoryRuntime:
             state=ContainerRunState.RUNNING,
             created_at=_now(),
             started_at=_now(),
+            spec_hash=fake_hash(launch.container),
         )
         self._put(uid, containers=(*self.pods[uid].containers, inst))
         return inst
@@ -384,3 +389,28 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
     await workers.stop()
     assert again.cache["fin"]["phase"] == "Succeeded"
     assert runtime.pods["fin"] == before  # no new sandbox, no new container
+
+
+async def test_running_container_whose_spec_changed_is_replaced() -> None:
+    runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
+    workers = PodWorkers(
+        runtime,  # type: ignore[arg-type]
+        statuses,
+        events,
+        getter=no_objects,
+        host_ip=lambda: "10.0.0.1",
+        spec_hash=fake_hash,
+    )
+    await workers.start()
+    cfg = PodConfig(workers.update)
+    pod = make_pod("upd", [box("a"), box("b")])
+    cfg.upsert("api", pod)
+    await until(lambda: statuses.cache.get("upd", {}).get("phase") == "Running")
+    b_id = runtime.pods["upd"].latest("b").container_id
+    changed = make_pod("upd", [{**box("a"), "image": "vk-test/busybox:2"}, box("b")])
+    cfg.upsert("api", changed)
+    await until(lambda: runtime.pods["upd"].latest("a").attempt == 1)
+    await workers.stop()
+    assert runtime.pods["upd"].latest("a").image == "vk-test/busybox:2"
+    assert runtime.pods["upd"].latest("b").container_id == b_id  # untouched
+    assert ("Normal", "Killing", "Container a definition changed, will be restarted") in events.seen

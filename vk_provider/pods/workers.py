@@ -202,7 +202,10 @@ class PodWorkers:
         max_concurrent_syncs: int = 16,
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
+        spec_hash: Callable[[Mapping[str, Any]], str] | None = None,
     ) -> None:
+        """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
+        `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced."""
         self._runtime = runtime
         self._status = status
         self._recorder = recorder
@@ -212,6 +215,7 @@ class PodWorkers:
         self._sem = asyncio.Semaphore(max_concurrent_syncs)
         self._resync = resync_interval
         self._backoff = backoff or Backoff()
+        self._spec_hash = spec_hash
         self._work: dict[str, _PodWork] = {}
         self._events_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
@@ -485,6 +489,31 @@ class PodWorkers:
                 await self._start(work, container, ContainerRole.APP, 0, sandbox)
             elif instance.state != ContainerRunState.RUNNING and _should_restart(work.pod, instance):
                 await self._restart(work, container, ContainerRole.APP, instance, sandbox)
+            elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
+                await self._replace(work, container, instance, sandbox)
+
+    def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
+        if self._spec_hash is None or not instance.spec_hash:
+            return False
+        return instance.spec_hash != self._spec_hash(container)
+
+    async def _replace(
+        self,
+        work: _PodWork,
+        container: Mapping[str, Any],
+        instance: ContainerInstance,
+        sandbox: PodSandboxState,
+    ) -> None:
+        """The container's spec changed (e.g. its image): stop it and start the new definition."""
+        pod, name = work.pod, container["name"]
+        log.info("container %s definition changed, restarting it", name, extra={"pod": pod_ref(pod)})
+        message = f"Container {name} definition changed, will be restarted"
+        self._recorder.event(
+            pod, "Normal", "Killing", message, field_path=_field_path(ContainerRole.APP, name)
+        )
+        await self._runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
+        if await self._start(work, container, ContainerRole.APP, instance.attempt + 1, sandbox):
+            await self._runtime.prune_pod(work.uid)
 
     async def _restart(
         self,
