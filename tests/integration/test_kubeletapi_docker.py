@@ -302,6 +302,13 @@ async def test_stats_summary_has_pod_cpu_and_memory(
     assert c["name"] == "app" and c["memory"]["workingSetBytes"] > 0
     assert c["cpu"]["usageNanoCores"] > 100_000_000  # a busy loop uses well over 0.1 core
     assert summary["node"]["cpu"]["usageCoreNanoSeconds"] >= c["cpu"]["usageCoreNanoSeconds"]
+    async with http.get(f"{base}/metrics/resource") as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = await resp.text()
+    labels = '{container="app",namespace="default",pod="busy"}'
+    for series in ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes"):
+        assert f"{series}{labels} " in text
+    assert "node_cpu_usage_seconds_total " in text and "scrape_error 0" in text
 
 
 async def test_x509_auth(runtime: DockerRuntime, node_name: str, tmp_path: Path) -> None:

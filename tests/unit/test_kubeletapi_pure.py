@@ -20,6 +20,7 @@ from vk_provider.kubeletapi.channels import (
 )
 from vk_provider.kubeletapi.logs import LogOptions, parse_log_options
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, find_container
+from vk_provider.kubeletapi.metrics import resource_metrics
 from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.server import parse_listen
 from vk_provider.kubeletapi.stats import cpu_memory, summary_document
@@ -184,3 +185,45 @@ def test_parse_listen() -> None:
     assert parse_listen("[::1]:8443") == ("::1", 8443)
     with pytest.raises(ValueError):
         parse_listen("10250")
+
+
+def test_resource_metrics_have_the_series_metrics_server_reads() -> None:
+    stamp = "2026-01-01T00:00:00Z"
+    summary = {
+        "node": {
+            "cpu": {"time": stamp, "usageCoreNanoSeconds": 2_500_000_000},
+            "memory": {"time": stamp, "workingSetBytes": 300},
+        },
+        "pods": [
+            {
+                "podRef": {"name": "web", "namespace": "default", "uid": "u"},
+                "cpu": {"time": stamp, "usageCoreNanoSeconds": 2_500_000_000},
+                "memory": {"time": stamp, "workingSetBytes": 300},
+                "containers": [
+                    {
+                        "name": "app",
+                        "startTime": "2025-12-31T23:00:00Z",
+                        "cpu": {"time": stamp, "usageCoreNanoSeconds": 2_500_000_000},
+                        "memory": {"time": stamp, "workingSetBytes": 300},
+                    }
+                ],
+            }
+        ],
+    }
+    text = resource_metrics(summary)
+    ms = 1767225600000
+    assert f"node_cpu_usage_seconds_total 2.5 {ms}" in text
+    assert f"node_memory_working_set_bytes 300 {ms}" in text
+    assert f'pod_memory_working_set_bytes{{namespace="default",pod="web"}} 300 {ms}' in text
+    assert (
+        f'container_cpu_usage_seconds_total{{container="app",namespace="default",pod="web"}} 2.5 {ms}' in text
+    )
+    assert (
+        'container_start_time_seconds{container="app",namespace="default",pod="web"} 1.76722e+09' not in text
+    )
+    assert (
+        f'container_start_time_seconds{{container="app",namespace="default",pod="web"}} 1767222000 {ms}'
+        in text
+    )
+    assert "# TYPE container_cpu_usage_seconds_total counter" in text
+    assert text.endswith("scrape_error 0\n")

@@ -5,7 +5,7 @@ What lives here: the aiohttp application with the kubelet's routes (virtual-kube
 is redirected with 301 to the route without it), the error mapping (404 / 400 with the
 error text as the body, as `node/api/helpers.go`), and the listener's lifecycle on
 `kubeletServer.listen`. Must not: implement a route's protocol (logs.py, exec.py,
-stats.py) or TLS/auth details (tls.py, auth.py).
+portforward.py, stats.py, metrics.py) or TLS/auth details (tls.py, auth.py).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from vk_provider.kubeletapi.docker_streams import DockerStreams
 from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound
+from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
 from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
@@ -125,6 +126,10 @@ class KubeletServer:
         async def summary(_: web.Request) -> web.StreamResponse:
             return web.json_response(await self._stats.summary())
 
+        async def metrics(_: web.Request) -> web.StreamResponse:
+            text = resource_metrics(await self._stats.summary())
+            return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
+
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/pods", pods)
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", logs)
@@ -133,6 +138,7 @@ class KubeletServer:
             app.router.add_route(method, "/attach/{namespace}/{pod}/{container}", attach)
             app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
         app.router.add_get("/stats/summary", summary)
+        app.router.add_get("/metrics/resource", metrics)
         return app
 
     async def start(self) -> None:
