@@ -104,3 +104,32 @@ async def test_image_update_restarts_only_that_container(
         await harness.delete("updated", grace=0)
         await harness.wait_gone("updated")
         docker_client.images.remove(new_image, force=True)  # only the test's tag
+
+
+async def test_post_start_hook_runs_and_a_failing_one_kills_the_container(harness: ProviderHarness) -> None:
+    waits_for_hook = {
+        "name": "main",
+        "image": BUSYBOX,
+        "command": [
+            "sh",
+            "-c",
+            "while [ ! -f /tmp/ready ]; do sleep 0.1; done; cat /tmp/ready > /dev/termination-log",
+        ],
+        "lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "echo hooked > /tmp/ready"]}}},
+    }
+    await harness.create(harness.manifest("poststart", [waits_for_hook], restartPolicy="Never"))
+    done = await harness.wait_for("poststart", lambda p: phase(p) == "Succeeded")
+    assert container_status(done, "main")["state"]["terminated"]["message"] == "hooked\n"
+
+    failing = {
+        "name": "main",
+        "image": BUSYBOX,
+        "command": ["sleep", "3600"],
+        "lifecycle": {"postStart": {"exec": {"command": ["false"]}}},
+    }
+    await harness.create(
+        harness.manifest("badhook", [failing], restartPolicy="Never", terminationGracePeriodSeconds=2)
+    )
+    await harness.wait_for("badhook", lambda p: phase(p) == "Failed")
+    event = await harness.wait_event("badhook", "FailedPostStartHook")
+    assert event["message"] == "PostStartHook failed"

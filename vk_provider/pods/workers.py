@@ -656,7 +656,34 @@ class PodWorkers:
         )
         self._recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
         self._recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
+        post_start = (container.get("lifecycle") or {}).get("postStart")
+        if post_start and instance.state == ContainerRunState.RUNNING:
+            return await self._post_start(work, container, instance, post_start, sandbox.ip)
         return instance.state != ContainerRunState.EXITED or instance.exit_code == 0
+
+    async def _post_start(
+        self,
+        work: _PodWork,
+        container: Mapping[str, Any],
+        instance: ContainerInstance,
+        hook: Mapping[str, Any],
+        pod_ip: str,
+    ) -> bool:
+        """Run the postStart hook; when it fails the container is killed (and restarted per policy)."""
+        pod, name = work.pod, container["name"]
+        grace = effective_grace_period(None, pod)
+        try:
+            await asyncio.wait_for(
+                run_hook(self._runtime, container, instance.container_id, hook, grace, pod_ip), grace
+            )
+            return True
+        except (HookError, RuntimeFailure, TimeoutError) as exc:
+            log.info("postStart hook of %s failed: %s", name, exc, extra={"pod": pod_ref(pod)})
+        fp = _field_path(instance.role, name)
+        # The message stays generic so that secrets in the hook's output never reach an Event.
+        self._recorder.event(pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp)
+        await self._runtime.stop_container(instance.container_id, grace)
+        return False
 
     # ------------------------------------------------------------------ termination
 
