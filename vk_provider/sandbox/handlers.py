@@ -300,6 +300,8 @@ async def create_object(
     mode = _field_validation(request)
     warnings: list[str] = []
     _check_identity(ri, info, obj)
+    if obj["metadata"].get("resourceVersion"):
+        raise errors.bad_request("resourceVersion should not be set on objects to be created")
     decode_fields(info, obj, mode, warnings)
     apply_defaults(info, obj)
     prepare_for_create(info, obj)

@@ -698,4 +698,5 @@ def _atomic_write(path: Path, data: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(data)
+    tmp.chmod(0o600)  # it holds secrets, like etcd's data directory
     tmp.replace(path)
