@@ -467,3 +467,28 @@ async def test_fault_injection_kinds_and_close_watches(tmp_path: Path) -> None:
         close = f"{server.url}/debug/sandbox/close-watches"
         async with aiohttp.ClientSession() as http, http.post(close) as response:
             assert (await response.json())["closed"] >= 1
+
+
+async def test_mirror_pod_annotation_rules(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    _, v1 = env
+    mirror = _pod("static-web")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "hash1"}
+    with pytest.raises(ApiException) as e:
+        await v1.create_namespaced_pod("default", mirror)  # a mirror pod must name its node
+    assert e.value.status == 422
+    mirror["spec"]["nodeName"] = "node-1"
+    created = await v1.create_namespaced_pod("default", mirror)
+    assert created.spec.service_account_name is None and not created.spec.volumes
+    for changed in ({"kubernetes.io/config.mirror": "hash2"}, {"kubernetes.io/config.mirror": None}):
+        with pytest.raises(ApiException) as e:
+            await v1.patch_namespaced_pod("static-web", "default", {"metadata": {"annotations": changed}})
+        assert e.value.status == 422
+        assert "may not remove or update mirror pod annotation" in json.loads(e.value.body)["message"]
+    await v1.create_namespaced_pod("default", _pod("plain"))
+    with pytest.raises(ApiException) as e:
+        await v1.patch_namespaced_pod(
+            "plain", "default", {"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}}}
+        )
+    assert (
+        e.value.status == 422 and "may not add mirror pod annotation" in json.loads(e.value.body)["message"]
+    )
