@@ -492,3 +492,19 @@ async def test_mirror_pod_annotation_rules(env: tuple[RunningSandbox, client.Cor
     assert (
         e.value.status == 422 and "may not add mirror pod annotation" in json.loads(e.value.body)["message"]
     )
+
+
+async def test_mirror_pods_may_not_reference_service_accounts_or_secrets(
+    env: tuple[RunningSandbox, client.CoreV1Api],
+) -> None:
+    _, v1 = env
+    mirror = _pod("static-web", node="node-1")
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "hash1"}
+    mirror["spec"]["serviceAccountName"] = "default"
+    with pytest.raises(ApiException) as e:
+        await v1.create_namespaced_pod("default", mirror)
+    body = json.loads(e.value.body)
+    assert (e.value.status, body["reason"]) == (403, "Forbidden")
+    assert (
+        body["message"] == 'pods "static-web" is forbidden: a mirror pod may not reference service accounts'
+    )

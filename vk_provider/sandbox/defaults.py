@@ -230,6 +230,40 @@ def _token_volume(name: str) -> Obj:
     }
 
 
+def mirror_pod_refusal(pod: Obj) -> str | None:
+    """Why ServiceAccount admission refuses this mirror pod (None if it does not, or not a mirror).
+
+    plugin/pkg/admission/serviceaccount/admission.go: mirror pods may not reference service
+    accounts, secrets or service account token projections."""
+    meta = pod.get("metadata") or {}
+    if MIRROR_POD_ANNOTATION not in (meta.get("annotations") or {}):
+        return None
+    spec = pod.get("spec") or {}
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
+        return "a mirror pod may not reference service accounts"
+    if spec.get("imagePullSecrets"):
+        return "a mirror pod may not reference secrets"
+    for volume in spec.get("volumes") or []:
+        if isinstance(volume, dict) and volume.get("secret"):
+            return "a mirror pod may not reference secrets"
+        for source in (
+            (volume.get("projected") or {}).get("sources") or [] if isinstance(volume, dict) else []
+        ):
+            if source.get("secret"):
+                return "a mirror pod may not reference secrets"
+            if source.get("serviceAccountToken"):
+                return "a mirror pod may not use ServiceAccountToken volume projections"
+    containers = [
+        c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)
+    ]
+    for c in containers:
+        if any((e.get("valueFrom") or {}).get("secretKeyRef") for e in c.get("env") or []):
+            return "a mirror pod may not reference secrets"
+        if any(e.get("secretRef") for e in c.get("envFrom") or []):
+            return "a mirror pod may not reference secrets"
+    return None
+
+
 # ---------------------------------------------------------------- services
 
 

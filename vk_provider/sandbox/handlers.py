@@ -20,7 +20,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_provider.sandbox import errors, protobuf, tables
-from vk_provider.sandbox.defaults import apply_defaults, prepare_for_create
+from vk_provider.sandbox.defaults import apply_defaults, mirror_pod_refusal, prepare_for_create
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.patch import PatchError, apply_patch
 from vk_provider.sandbox.pki import SandboxPKI
@@ -304,6 +304,9 @@ async def create_object(
         raise errors.bad_request("resourceVersion should not be set on objects to be created")
     decode_fields(info, obj, mode, warnings)
     apply_defaults(info, obj)
+    refusal = mirror_pod_refusal(obj) if info.key == "pods" else None
+    if refusal:
+        raise errors.forbidden(info.name, obj["metadata"].get("name", ""), refusal)
     prepare_for_create(info, obj)
     if not obj["metadata"].get("name") and obj["metadata"].get("generateName"):
         obj["metadata"]["name"] = "placeholder"  # validated as a name; the store generates the real one
