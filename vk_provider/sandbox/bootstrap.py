@@ -84,9 +84,7 @@ class NamespaceContent:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        namespaces, _ = await self._store.list("namespaces")
-        for ns in namespaces:
-            await self.ensure(ns)
+        await self._ensure_all()
         self._tasks = [
             asyncio.create_task(self._follow(resource), name=f"sandbox-namespace-content-{resource}")
             for resource in ("namespaces", "serviceaccounts", "configmaps")
@@ -98,14 +96,22 @@ class NamespaceContent:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
+    async def _ensure_all(self) -> None:
+        namespaces, _ = await self._store.list("namespaces")
+        for ns in namespaces:
+            await self.ensure(ns)
+
     async def _follow(self, resource: str) -> None:
+        rv = self._store.resource_version
         while True:
             try:
-                async for event in self._store.watch(resource, resource_version=self._store.resource_version):
+                async for event in self._store.watch(resource, resource_version=rv):
                     await self._on_event(resource, event.type, event.object)
             except ApiError as e:
                 log.warning("watch on %s failed: %s", resource, e.message)
-            await asyncio.sleep(0.5)  # closed (fault injection): watch again
+            await asyncio.sleep(0.5)  # closed (fault injection): catch up, then watch again
+            rv = self._store.resource_version
+            await self._ensure_all()
 
     async def _on_event(self, resource: str, type_: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
