@@ -38,12 +38,25 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-c", LAUNCHER, "sandbox", *args]
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> None:
+def _start(args: list[str], cwd: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start the sandbox with its output (and its providers') in a file: a pipe nobody reads
+    while the test runs could fill up and block them."""
+    output = cwd / "sandbox.out"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(_command(*args), cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+    return proc, output
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=timeout)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], output: Path) -> None:
     end = time.monotonic() + DEADLINE
     while not path.exists():
         if proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"sandbox exited with {proc.returncode}: {out.decode()} {err.decode()}")
+            raise AssertionError(f"sandbox exited with {proc.returncode}: {output.read_text()}")
         if time.monotonic() > end:
             raise AssertionError(f"{path} did not appear")
         time.sleep(0.1)
@@ -53,35 +66,29 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> None:
 def test_fresh_state_dir_serves_kubectl(tmp_path: Path) -> None:
     state = tmp_path / "fresh"
     env = {**os.environ, "KUBECONFIG": str(tmp_path / "nonexistent")}
-    proc = subprocess.Popen(
-        _command("--no-provider", "--state-dir", str(state), "--port", "0"),
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc, output = _start(["--no-provider", "--state-dir", str(state), "--port", "0"], tmp_path)
     try:
         kubeconfig = state / "kubeconfig"
-        _wait_for(kubeconfig, proc)
+        _wait_for(kubeconfig, proc, output)
         result = subprocess.run(
             [KUBECTL, "--kubeconfig", str(kubeconfig), "get", "namespaces", "-o", "name"],
             capture_output=True,
             text=True,
             timeout=DEADLINE,
             check=False,
+            env=env,
         )
         assert result.returncode == 0, result.stderr
         names = {line.removeprefix("namespace/") for line in result.stdout.split()}
         assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= names
         assert (state / "pki" / "ca.crt").is_file()
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=DEADLINE)
+        code = _stop(proc, DEADLINE)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    assert f"export KUBECONFIG={kubeconfig}" in out.decode()
+            proc.wait()
+    assert code == 0, output.read_text()
+    assert f"export KUBECONFIG={kubeconfig}" in output.read_text()
 
 
 POD = """
@@ -147,10 +154,10 @@ def test_sandbox_runs_providers_and_cleans_up(
         str(config),
         "--clean",
     ]
-    proc = subprocess.Popen(_command(*args), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc, output = _start(args, tmp_path)
     try:
         kubeconfig = state / "kubeconfig"
-        _wait_for(kubeconfig, proc)
+        _wait_for(kubeconfig, proc, output)
         ready = (
             "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}"
         )
@@ -161,16 +168,14 @@ def test_sandbox_runs_providers_and_cleans_up(
         assert _kubectl(kubeconfig, "get", "pod", "hello", "-o", "jsonpath={.spec.nodeName}") == nodes[1]
         labelled = docker_client.containers.list(filters={"label": f"io.vk-provider.node={nodes[1]}"})
         assert labelled, "the pod's containers run in the local Docker engine"
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=DEADLINE * 2)
-        assert proc.returncode == 0, out.decode()
+        assert _stop(proc, DEADLINE * 2) == 0, output.read_text()
         for node in nodes:
             left = docker_client.containers.list(all=True, filters={"label": f"io.vk-provider.node={node}"})
             assert left == [], f"--clean left containers of {node}"
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
         for node in nodes:
             for container in docker_client.containers.list(
                 all=True, filters={"label": f"io.vk-provider.node={node}"}
