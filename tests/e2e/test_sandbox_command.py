@@ -1,4 +1,5 @@
-"""`vk-provider sandbox --no-provider` on a fresh state directory, driven by the real kubectl."""
+"""`vk-provider sandbox` as a user runs it: a fresh state directory with `--no-provider` serves
+the real kubectl; with providers, nodes come up Ready, a pod runs in Docker, and `--clean` tidies up."""
 
 from __future__ import annotations
 
@@ -14,28 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
 KUBECTL = "/usr/bin/kubectl"
 DEADLINE = 60.0
 
-# `cli.py` gains the subcommand from the lead; until then build the parser here.
-LAUNCHER = """
-import argparse, sys
-from vk_provider.sandbox.command import add_parser, run_sandbox
-parser = argparse.ArgumentParser(prog="vk-provider")
-add_parser(parser.add_subparsers(dest="command", required=True))
-sys.exit(run_sandbox(parser.parse_args(sys.argv[1:])))
-"""
-
 
 def _command(*args: str) -> list[str]:
-    """`python -m vk_provider sandbox ...` once cli.py has the subcommand, else the launcher."""
-    wired = subprocess.run(
-        [sys.executable, "-m", "vk_provider", "sandbox", "--help"], capture_output=True, check=False
-    )
-    if wired.returncode == 0:
-        return [sys.executable, "-m", "vk_provider", "sandbox", *args]
-    return [sys.executable, "-c", LAUNCHER, "sandbox", *args]
+    return [sys.executable, "-m", "vk_provider", "sandbox", *args]
 
 
 def _start(args: list[str], cwd: Path) -> tuple[subprocess.Popen[bytes], Path]:
