@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -166,3 +167,28 @@ def test_sandbox_runs_providers_and_cleans_up(
                 all=True, filters={"label": f"io.vk-provider.node={node}"}
             ):
                 container.remove(force=True, v=True)
+
+
+def test_port_in_use_and_bad_flags_fail_with_a_message(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            _command("--no-provider", "--state-dir", str(tmp_path / "s"), "--port", str(port)),
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+    assert result.returncode == 1
+    assert "cannot start the API server" in result.stderr
+    result = subprocess.run(
+        _command("--nodes", "0", "--state-dir", str(tmp_path / "s")),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--nodes must be at least 1" in result.stderr
