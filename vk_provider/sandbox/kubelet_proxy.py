@@ -31,6 +31,7 @@ log = get_logger("sandbox.kubelet-proxy")
 
 DEFAULT_KUBELET_PORT = 10250
 CONNECT_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0
 # kubeadm runs the apiserver with --kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname
 # (the built-in default, pkg/kubelet/client/kubelet_client.go, starts with Hostname, which a
 # virtual node's name rarely resolves to); the node's InternalIP comes first here too.
@@ -314,8 +315,9 @@ async def _proxy_upgrade(
         return _status_response(500, message)
     finally:
         writer.close()
-        with contextlib.suppress(OSError):  # ssl.SSLError is an OSError
-            await writer.wait_closed()
+        # A kubelet that never answers the TLS close_notify must not hold the handler for long.
+        with contextlib.suppress(OSError, TimeoutError):  # ssl.SSLError is an OSError
+            await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT)
 
 
 async def _pipe(
