@@ -94,6 +94,7 @@ class _PodWork:
     wake_at: float | None = None  # loop time of the next timer-driven sync
     first_seen: float = field(default_factory=time.time)
     image_failures: dict[str, float] = field(default_factory=dict)  # image -> epoch of the last failure
+    adopted: bool = False  # the first sync looked at what already ran
     task: asyncio.Task[None] | None = None
 
 
@@ -411,6 +412,13 @@ class PodWorkers:
             self._recorder.event(pod, "Warning", DEADLINE_REASON[0], DEADLINE_REASON[1])
             return True
         state = await self._runtime.pod_state(work.uid)
+        if not work.adopted:
+            work.adopted = True
+            running = [
+                c.name for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING
+            ]
+            if running:
+                log.info("adopted running container(s) %s", ", ".join(running), extra={"pod": pod_ref(pod)})
         sandbox = await self._ensure_sandbox(work, state)
         if sandbox is not None and await self._sync_init_containers(work, state, sandbox):
             await self._sync_app_containers(work, state, sandbox)
@@ -450,8 +458,6 @@ class PodWorkers:
             self._recorder.event(pod, "Warning", "FailedCreatePodSandBox", message)
             self._wake_in(work, _jitter(ERROR_RETRY_SECONDS))
             return None
-        if state is None or state.sandbox is None:
-            log.info("pod sandbox started with IP %s", sandbox.ip, extra={"pod": pod_ref(pod)})
         return sandbox
 
     async def _sync_init_containers(
