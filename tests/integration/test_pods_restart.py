@@ -58,9 +58,9 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
             assert pod["status"]["startTime"] == before[name]["status"]["startTime"]
         await asyncio.sleep(3)  # the restarted provider's first syncs and status passes are done
         for name in names:
-            pod = await harness.get(name)
-            assert pod is not None
-            assert pod["status"] == before[name]["status"], name
+            now = await harness.get(name)
+            assert now is not None
+            assert now["status"] == before[name]["status"], name
         done_uid = done["metadata"]["uid"]
         for _ in range(50):
             leftovers = docker_client.containers.list(

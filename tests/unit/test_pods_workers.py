@@ -13,14 +13,14 @@ import dataclasses
 import itertools
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers, WorkerState
-from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -36,6 +36,12 @@ _ids = itertools.count(1)
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def latest(runtime: MemoryRuntime, uid: str, name: str) -> ContainerInstance:
+    found = runtime.pods[uid].latest(name)
+    assert found is not None
+    return found
 
 
 def fake_hash(container: Mapping[str, Any]) -> str:
@@ -180,7 +186,7 @@ def box(name: str, **extra: Any) -> dict[str, Any]:
 async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]]:
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
-        runtime,  # type: ignore[arg-type]
+        cast(Runtime, runtime),
         statuses,
         events,
         getter=no_objects,
@@ -382,7 +388,9 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
     assert before.sandbox is not None and not before.sandbox.running
     # A new provider whose API still shows the pod Running (its last write never landed).
     again = Statuses()
-    workers = PodWorkers(runtime, again, Events(), getter=no_objects, host_ip=lambda: "10.0.0.1")  # type: ignore[arg-type]
+    workers = PodWorkers(
+        cast(Runtime, runtime), again, Events(), getter=no_objects, host_ip=lambda: "10.0.0.1"
+    )
     await workers.adopt(["fin"])
     PodConfig(workers.update).upsert("api", {**pod, "status": {"phase": "Running"}})
     await until(lambda: "fin" in again.terminated)
@@ -394,7 +402,7 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
 async def test_running_container_whose_spec_changed_is_replaced() -> None:
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
-        runtime,  # type: ignore[arg-type]
+        cast(Runtime, runtime),
         statuses,
         events,
         getter=no_objects,
@@ -406,11 +414,11 @@ async def test_running_container_whose_spec_changed_is_replaced() -> None:
     pod = make_pod("upd", [box("a"), box("b")])
     cfg.upsert("api", pod)
     await until(lambda: statuses.cache.get("upd", {}).get("phase") == "Running")
-    b_id = runtime.pods["upd"].latest("b").container_id
+    b_id = latest(runtime, "upd", "b").container_id
     changed = make_pod("upd", [{**box("a"), "image": "vk-test/busybox:2"}, box("b")])
     cfg.upsert("api", changed)
-    await until(lambda: runtime.pods["upd"].latest("a").attempt == 1)
+    await until(lambda: latest(runtime, "upd", "a").attempt == 1)
     await workers.stop()
-    assert runtime.pods["upd"].latest("a").image == "vk-test/busybox:2"
-    assert runtime.pods["upd"].latest("b").container_id == b_id  # untouched
+    assert latest(runtime, "upd", "a").image == "vk-test/busybox:2"
+    assert latest(runtime, "upd", "b").container_id == b_id  # untouched
     assert ("Normal", "Killing", "Container a definition changed, will be restarted") in events.seen
