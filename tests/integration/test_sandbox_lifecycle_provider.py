@@ -1,0 +1,110 @@
+"""The node lifecycle controller with a real provider: stopping it makes its node Ready=Unknown
+and tainted after the (shortened) grace period; starting it again brings the node back."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vk_provider.sandbox.command import provider_config
+from vk_provider.sandbox.server import SandboxServer
+
+GRACE = 3.0
+DEADLINE = 60.0
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+async def _eventually(check: Callable[[], Awaitable[Any]]) -> Any:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + DEADLINE
+    while True:
+        result = await check()
+        if result:
+            return result
+        if loop.time() > end:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.2)
+
+
+async def _provider(config: Path, log: Path) -> asyncio.subprocess.Process:
+    with log.open("ab") as sink:
+        return await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "vk_provider", "run", "--config", str(config), stdout=sink, stderr=sink
+        )
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    proc.terminate()
+    await asyncio.wait_for(proc.wait(), DEADLINE)
+
+
+@pytest.mark.docker
+async def test_stopped_provider_goes_unknown_and_comes_back(
+    tmp_path: Path, node_name: str, test_images: dict[str, str]
+) -> None:
+    async with SandboxServer(state_dir=tmp_path / "state", node_monitor_grace_seconds=GRACE) as server:
+        kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        config = provider_config(
+            {"docker": {"sandboxImage": test_images["pause"]}},
+            node=node_name,
+            kubeconfig=kubeconfig,
+            listen_port=port,
+            ca_file=server.pki.ca_cert_path,
+            state_dir=tmp_path / "state",
+        )
+        config_path = tmp_path / "provider.yaml"
+        config_path.write_text(yaml.safe_dump(config))
+        log = tmp_path / "provider.log"
+
+        async def node() -> dict[str, Any] | None:
+            try:
+                return await server.store.get("nodes", None, node_name)
+            except Exception:
+                return None
+
+        def ready(obj: dict[str, Any] | None) -> str | None:
+            conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+            return next((c["status"] for c in conditions if c["type"] == "Ready"), None)
+
+        def unreachable(obj: dict[str, Any]) -> set[str]:
+            return {t["effect"] for t in obj["spec"].get("taints", []) if t["key"] == UNREACHABLE}
+
+        proc = await _provider(config_path, log)
+        try:
+
+            async def is_ready() -> dict[str, Any] | None:
+                obj = await node()
+                return obj if ready(obj) == "True" else None
+
+            await _eventually(is_ready)
+            await _stop(proc)
+
+            async def is_unknown() -> dict[str, Any] | None:
+                obj = await node()
+                return obj if ready(obj) == "Unknown" and unreachable(obj or {}) else None
+
+            gone = await _eventually(is_unknown)
+            ready_condition = next(c for c in gone["status"]["conditions"] if c["type"] == "Ready")
+            assert ready_condition["reason"] == "NodeStatusUnknown"
+            assert unreachable(gone) == {"NoSchedule", "NoExecute"}
+
+            proc = await _provider(config_path, log)
+
+            async def is_back() -> dict[str, Any] | None:
+                obj = await node()
+                return obj if ready(obj) == "True" and not unreachable(obj or {}) else None
+
+            await _eventually(is_back)
+        finally:
+            if proc.returncode is None:
+                await _stop(proc)
