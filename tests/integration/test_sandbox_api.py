@@ -508,3 +508,28 @@ async def test_mirror_pods_may_not_reference_service_accounts_or_secrets(
     assert (
         body["message"] == 'pods "static-web" is forbidden: a mirror pod may not reference service accounts'
     )
+
+
+async def test_discovery_version_health_and_openapi(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    server, _ = env
+    status, body, headers = await _raw(server, "GET", "/api")
+    assert status == 200 and body["kind"] == "APIVersions" and body["versions"] == ["v1"]
+    assert headers["Content-Type"].startswith("application/json")
+    status, body, _ = await _raw(server, "GET", "/api/v1")
+    resources = {r["name"]: r for r in body["resources"]}
+    assert resources["pods"]["shortNames"] == ["po"] and "watch" in resources["pods"]["verbs"]
+    assert resources["pods/eviction"]["group"] == "policy" and resources["pods/status"]["kind"] == "Pod"
+    status, body, _ = await _raw(server, "GET", "/apis")
+    assert {g["name"] for g in body["groups"]} >= {"coordination.k8s.io", "certificates.k8s.io"}
+    status, body, _ = await _raw(server, "GET", "/apis/coordination.k8s.io/v1")
+    assert [r["name"] for r in body["resources"]] == ["leases"]
+    status, body, _ = await _raw(server, "GET", "/version")
+    assert (body["major"], body["minor"]) == ("1", "32")
+    for path in ("/healthz", "/readyz", "/livez"):
+        assert (await _raw(server, "GET", path))[:2] == (200, "ok")
+    status, body, _ = await _raw(server, "GET", "/openapi/v3")
+    assert "api/v1" in body["paths"]
+    status, body, _ = await _raw(server, "GET", body["paths"]["api/v1"]["serverRelativeURL"])
+    assert status == 200 and "components" in body
+    status, body, _ = await _raw(server, "GET", "/api/v1/widgets")
+    assert status == 404 and body["reason"] == "NotFound"
