@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, container_status
 
 pytestmark = pytest.mark.docker
 
@@ -133,3 +133,18 @@ async def test_post_start_hook_runs_and_a_failing_one_kills_the_container(harnes
     await harness.wait_for("badhook", lambda p: phase(p) == "Failed")
     event = await harness.wait_event("badhook", "FailedPostStartHook")
     assert event["message"] == "PostStartHook failed"
+
+
+async def test_readiness_gate_set_by_someone_else_makes_the_pod_ready(harness: ProviderHarness) -> None:
+    gate = "example.com/feature"
+    container = {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}
+    await harness.create(harness.manifest("gated", [container], readinessGates=[{"conditionType": gate}]))
+    waiting = await harness.wait_for("gated", lambda p: phase(p) == "Running" and bool(condition(p, "Ready")))
+    assert condition(waiting, "Ready")["status"] == "False"
+    assert condition(waiting, "Ready")["reason"] == "ReadinessGatesNotReady"
+    patch = {"status": {"conditions": [{"type": gate, "status": "True"}]}}
+    await harness.api.patch("/api/v1/namespaces/default/pods/gated/status", patch)
+    ready = await harness.wait_for(
+        "gated", lambda p: condition(p, "Ready").get("status") == "True", within=30
+    )
+    assert condition(ready, gate)["status"] == "True"

@@ -48,7 +48,7 @@ from vk_provider.runtime.types import (
     PodSpecRefused,
     RuntimeFailure,
 )
-from vk_provider.status.generate import ContainerWaiting, generate_pod_status
+from vk_provider.status.generate import ContainerWaiting, generate_pod_status, need_to_reconcile_pod_readiness
 
 log = get_logger("pods.workers")
 
@@ -302,7 +302,7 @@ class PodWorkers:
         phase = (update.pod.get("status") or {}).get("phase")
         if (update.pod.get("metadata") or {}).get("deletionTimestamp") or phase in TERMINAL_PHASES:
             work.kill = True
-        if update.kind != UpdateKind.RECONCILE or work.kill:
+        if update.kind != UpdateKind.RECONCILE or work.kill or need_to_reconcile_pod_readiness(update.pod):
             work.doorbell.set()
 
     async def _pump_events(self) -> None:
