@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,9 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             await runtime.close()
 
 
-async def kubectl(kubeconfig: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+async def kubectl(
+    kubeconfig: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         KUBECTL,
         "--kubeconfig",
@@ -109,6 +112,7 @@ async def kubectl(kubeconfig: Path, *args: str, stdin: bytes | None = None) -> t
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
     )
     out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
     return proc.returncode or 0, out.decode(), err.decode()
@@ -148,12 +152,17 @@ async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
     assert numbers == list(range(numbers[0], numbers[0] + 4)), lines  # new lines arrive as written
 
 
-async def test_kubectl_exec(cluster: Cluster) -> None:
-    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo hi")
+@pytest.mark.parametrize("websockets", ["true", "false"])  # false: kubectl speaks SPDY/3.1
+async def test_kubectl_exec(cluster: Cluster, websockets: str) -> None:
+    env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets}
+    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo hi", env=env)
     assert (code, out) == (0, "hi\n"), err
-    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo bye; exit 3")
-    assert (code, out) == (3, "bye\n"), err
     code, out, err = await kubectl(
-        cluster.kubeconfig, "exec", "-i", "web", "--", "wc", "-c", stdin=b"hello\n"
+        cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo bye; echo err >&2; exit 3", env=env
+    )
+    assert (code, out) == (3, "bye\n"), err
+    assert "err\n" in err
+    code, out, err = await kubectl(
+        cluster.kubeconfig, "exec", "-i", "web", "--", "wc", "-c", stdin=b"hello\n", env=env
     )
     assert (code, out.strip()) == (0, "6"), err

@@ -259,7 +259,7 @@ async def test_exec_refusals(
     _, base = kubelet
     await run_pod(runtime, "shell", {"app": "sleep 3600"})
     status, text = await get_text(http, f"{base}/exec/default/shell/app?command=ls&output=1")
-    assert status == 400 and "SPDY/3.1 is not implemented" in text
+    assert status == 400 and "needs a WebSocket or SPDY/3.1 upgrade" in text
     status, text = await get_text(http, f"{base}/exec/default/shell/app?command=ls")
     assert status == 400 and "at least 1 of stdin, stdout, stderr" in text
     status, text = await get_text(http, f"{base}/exec/default/shell/nope?command=ls&output=1")

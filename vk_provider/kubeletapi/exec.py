@@ -1,35 +1,42 @@
-"""`/exec/{namespace}/{pod}/{container}` and `/attach/...` over the WebSocket channel protocols.
+"""`/exec/{namespace}/{pod}/{container}` and `/attach/...`: WebSocket and SPDY/3.1 remote command.
 
 What lives here: `stream_handler`, which checks the request (options, pod, running
-container, a WebSocket upgrade offering v5/v4.channel.k8s.io), upgrades, opens a Docker
-exec or attach session and copies channel frames both ways: engine output to channels 1
-and 2, channel 0 to the process's stdin, channel 4 to a TTY resize, v5's `[255, 0]` to
-closing stdin, and at the end one Status on channel 3 (the exit code for exec) before a
-normal close. Must not: speak to Docker itself (docker_streams.py) or parse queries (channels.py).
+container), then serves either a WebSocket upgrade offering v5/v4.channel.k8s.io (one
+binary message per chunk, first byte the channel) or a SPDY/3.1 upgrade negotiating
+v4.channel.k8s.io (one SPDY stream per channel, named by its `streamType` header, as the
+kubelet's `pkg/kubelet/cri/streaming/remotecommand/httpstream.go`); and `_run`, the part
+both share: engine output to stdout/stderr, stdin and resizes to the engine, and one Status
+on the error channel at the end (the exit code for exec). Must not: speak to Docker itself
+(docker_streams.py), parse queries (channels.py) or frame SPDY (spdy.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Literal
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 from aiohttp import WSMsgType, web
 
 from vk_provider.kubeletapi import channels as ch
 from vk_provider.kubeletapi.docker_streams import DockerSession, DockerStreams, StreamError
 from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
+from vk_provider.kubeletapi.spdy import SpdySession, SpdyStream
+from vk_provider.kubeletapi.upgrade import http_upgrade, is_spdy_upgrade, negotiate, negotiation_failure
 from vk_provider.logging import get_logger
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerRunState
+from vk_provider.runtime.types import ContainerInstance, ContainerRunState
 
 log = get_logger("kubeletapi.exec")
 
 Kind = Literal["exec", "attach"]
-
-
-def _is_websocket(request: web.Request) -> bool:
-    return request.headers.get("Upgrade", "").lower() == "websocket"
+# v5 over SPDY is v4 for client-go; the kubelet offers v4 and older, and so does this one (v4 only).
+SPDY_PROTOCOLS = (ch.V4,)
+STREAM_CREATION_TIMEOUT = 30.0  # the kubelet's --stream-creation-timeout default
+Send = Callable[[int, bytes], Awaitable[None]]
+Finish = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def stream_handler(
@@ -43,11 +50,81 @@ async def stream_handler(
         raise BadRequest(f'container "{instance.name}" in pod "{pod.name}" is not running')
     if streams is None:
         raise web.HTTPNotImplemented(text=f"{kind} needs a Docker runtime")
-    if not _is_websocket(request):
-        raise BadRequest(
-            f"{kind} needs a WebSocket upgrade with subprotocol {' or '.join(ch.SUBPROTOCOLS)};"
-            " SPDY/3.1 is not implemented by this kubelet"
+    if is_spdy_upgrade(request):
+        return await _spdy(request, streams, instance, opts, kind)
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        raise BadRequest(f"{kind} needs a WebSocket or SPDY/3.1 upgrade")
+    return await _websocket(request, streams, instance, opts, kind)
+
+
+async def _open(
+    streams: DockerStreams, instance: ContainerInstance, opts: ch.StreamOptions, kind: Kind
+) -> DockerSession:
+    if kind == "exec":
+        return await streams.exec(
+            instance.container_id,
+            list(opts.command),
+            stdin=opts.stdin,
+            stdout=opts.stdout,
+            stderr=opts.stderr,
+            tty=opts.tty,
         )
+    return await streams.attach(
+        instance.container_id, stdin=opts.stdin, stdout=opts.stdout, stderr=opts.stderr
+    )
+
+
+async def _run(
+    streams: DockerStreams,
+    instance: ContainerInstance,
+    opts: ch.StreamOptions,
+    kind: Kind,
+    *,
+    send: Send,
+    incoming: Callable[[DockerSession], Awaitable[None]],
+    finish: Finish,
+) -> None:
+    """Relay one session; `incoming` returns when the client has gone away."""
+    try:
+        session = await _open(streams, instance, opts, kind)
+    except (StreamError, OSError) as exc:
+        log.info("%s in container %s failed: %s", kind, instance.container_id[:12], exc)
+        await finish(ch.error_status(str(exc)))
+        return
+
+    async def to_client() -> None:
+        async for stream, data in session.output():
+            await send(ch.STDERR if stream == 2 else ch.STDOUT, data)
+
+    output = asyncio.ensure_future(to_client())
+    client = asyncio.ensure_future(incoming(session))
+    try:
+        done, _ = await asyncio.wait((output, client), return_when=asyncio.FIRST_COMPLETED)
+        if output not in done:  # the client went away first; the process is left to itself
+            return
+        error = output.exception()
+        if error is not None and not isinstance(error, ConnectionError):
+            await finish(ch.error_status(str(error)))
+            return
+        code = await session.exit_code()
+        await finish(ch.success_status() if code is None else ch.exit_status(code, opts.command))
+    finally:
+        for task in (output, client):
+            task.cancel()
+        await asyncio.gather(output, client, return_exceptions=True)
+        await session.close()
+
+
+# -- WebSocket ------------------------------------------------------------------------------------
+
+
+async def _websocket(
+    request: web.Request,
+    streams: DockerStreams,
+    instance: ContainerInstance,
+    opts: ch.StreamOptions,
+    kind: Kind,
+) -> web.StreamResponse:
     ws = web.WebSocketResponse(protocols=ch.SUBPROTOCOLS, autoping=True, max_msg_size=0)
     ready = ws.can_prepare(request)
     if not ready.ok or ready.protocol is None:
@@ -55,45 +132,12 @@ async def stream_handler(
             f"unsupported WebSocket subprotocol; this kubelet speaks {', '.join(ch.SUBPROTOCOLS)}"
         )
     await ws.prepare(request)
-    try:
-        if kind == "exec":
-            session = await streams.exec(
-                instance.container_id,
-                list(opts.command),
-                stdin=opts.stdin,
-                stdout=opts.stdout,
-                stderr=opts.stderr,
-                tty=opts.tty,
-            )
-        else:
-            session = await streams.attach(
-                instance.container_id, stdin=opts.stdin, stdout=opts.stdout, stderr=opts.stderr
-            )
-    except (StreamError, OSError) as exc:
-        log.info("%s in %s/%s failed: %s", kind, pod.namespace, pod.name, exc)
-        await _finish(ws, ch.error_status(str(exc)))
-        return ws
-    try:
-        await _relay(ws, session, opts, v5=ready.protocol == ch.V5)
-    finally:
-        await session.close()
-    return ws
+    v5 = ready.protocol == ch.V5
 
+    async def send(channel: int, data: bytes) -> None:
+        await ws.send_bytes(ch.frame(channel, data))
 
-async def _finish(ws: web.WebSocketResponse, status: dict[str, object]) -> None:
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        await ws.send_bytes(ch.status_frame(status))
-    await ws.close()
-
-
-async def _relay(
-    ws: web.WebSocketResponse, session: DockerSession, opts: ch.StreamOptions, *, v5: bool
-) -> None:
-    async def to_client() -> None:
-        async for stream, data in session.output():
-            await ws.send_bytes(ch.frame(ch.STDERR if stream == 2 else ch.STDOUT, data))
-
-    async def from_client() -> None:
+    async def incoming(session: DockerSession) -> None:
         async for msg in ws:
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue  # the base64 text variants are not spoken here
@@ -107,19 +151,112 @@ async def _relay(
             elif channel == ch.CLOSE and v5 and payload[:1] == bytes((ch.STDIN,)):
                 session.close_stdin()
 
-    output = asyncio.ensure_future(to_client())
-    incoming = asyncio.ensure_future(from_client())
+    async def finish(status: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_bytes(ch.status_frame(status))
+        await ws.close()
+
+    await _run(streams, instance, opts, kind, send=send, incoming=incoming, finish=finish)
+    await ws.close()
+    return ws
+
+
+# -- SPDY/3.1 -------------------------------------------------------------------------------------
+
+
+def _expected_streams(opts: ch.StreamOptions) -> set[str]:
+    wanted = {"error"}
+    wanted |= {
+        name for name, on in (("stdin", opts.stdin), ("stdout", opts.stdout), ("stderr", opts.stderr)) if on
+    }
+    if opts.tty:
+        wanted.add("resize")
+    return wanted
+
+
+async def _collect(spdy: SpdySession, wanted: set[str]) -> dict[str, SpdyStream] | None:
+    """The client's streams by `streamType`, once all wanted ones exist (None if the session ends)."""
+    found: dict[str, SpdyStream] = {}
+    while not wanted <= set(found):
+        stream = await spdy.streams.get()
+        if stream is None:
+            return None
+        found[stream.headers.get("streamtype", "")] = stream
+    return found
+
+
+async def _resizes(stream: SpdyStream, session: DockerSession) -> None:
+    """The resize stream is a sequence of JSON objects `{"Width":..,"Height":..}`."""
+    decoder, pending = json.JSONDecoder(), ""
+    while chunk := await stream.reader.read(4096):
+        pending += chunk.decode("utf-8", "replace")
+        while pending.strip():
+            try:
+                size, end = decoder.raw_decode(pending.lstrip())
+            except ValueError:
+                break
+            pending = pending.lstrip()[end:]
+            parsed = ch.parse_resize(json.dumps(size).encode())
+            if parsed is not None:
+                await session.resize(*parsed)
+
+
+async def _spdy(
+    request: web.Request,
+    streams: DockerStreams,
+    instance: ContainerInstance,
+    opts: ch.StreamOptions,
+    kind: Kind,
+) -> web.StreamResponse:
+    protocol = negotiate(request, SPDY_PROTOCOLS)
+    if protocol is None:
+        return negotiation_failure(request, SPDY_PROTOCOLS)
+    response, channel = await http_upgrade(request, protocol)
+    spdy = SpdySession(channel)
+    serving = asyncio.ensure_future(spdy.serve())
     try:
-        done, _ = await asyncio.wait((output, incoming), return_when=asyncio.FIRST_COMPLETED)
-        if output not in done:  # the client went away first; the process is left to itself
-            return
-        error = output.exception()
-        if error is not None and not isinstance(error, ConnectionError):
-            await _finish(ws, ch.error_status(str(error)))
-            return
-        code = await session.exit_code()
-        await _finish(ws, ch.success_status() if code is None else ch.exit_status(code, opts.command))
+        try:
+            found = await asyncio.wait_for(_collect(spdy, _expected_streams(opts)), STREAM_CREATION_TIMEOUT)
+        except TimeoutError:
+            log.info("%s: the client did not open its streams in time", kind)
+            return response
+        if found is None:
+            return response
+        out = {ch.STDOUT: found.get("stdout"), ch.STDERR: found.get("stderr")}
+
+        async def send(number: int, data: bytes) -> None:
+            target = out.get(number)
+            if target is not None:
+                await target.write(data)
+
+        async def incoming(session: DockerSession) -> None:
+            pumps = []
+            if "stdin" in found:
+                pumps.append(asyncio.ensure_future(_stdin(found["stdin"], session)))
+            if "resize" in found:
+                pumps.append(asyncio.ensure_future(_resizes(found["resize"], session)))
+            try:
+                await asyncio.shield(serving)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+
+        async def finish(status: dict[str, Any]) -> None:
+            for stream in out.values():
+                if stream is not None:
+                    await stream.close()
+            await found["error"].write(json.dumps(status, separators=(",", ":")).encode())
+            await found["error"].close()
+
+        await _run(streams, instance, opts, kind, send=send, incoming=incoming, finish=finish)
     finally:
-        for task in (output, incoming):
-            task.cancel()
-        await asyncio.gather(output, incoming, return_exceptions=True)
+        await spdy.close()
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+    return response
+
+
+async def _stdin(stream: SpdyStream, session: DockerSession) -> None:
+    while data := await stream.reader.read(64 * 1024):
+        await session.write_stdin(data)
+    session.close_stdin()
