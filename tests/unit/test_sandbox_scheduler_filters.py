@@ -70,6 +70,7 @@ def test_which_pods_wait() -> None:
     assert waits_for_scheduling(pod(schedulerName="default-scheduler"))
     assert not waits_for_scheduling(pod(schedulerName="other"))
     assert not waits_for_scheduling(pod(nodeName="n"))
+    assert not waits_for_scheduling(pod(schedulingGates=[{"name": "example.com/wait"}]))
     done = pod()
     done["status"]["phase"] = "Succeeded"
     assert not waits_for_scheduling(done)

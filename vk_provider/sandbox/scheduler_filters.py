@@ -32,9 +32,15 @@ NO_NODES_MESSAGE = "no nodes available to schedule pods"
 
 
 def waits_for_scheduling(pod: dict[str, Any]) -> bool:
-    """A pod this scheduler must place: unbound, not terminating, not finished, ours."""
+    """A pod this scheduler must place: unbound, not terminating, not finished, not gated, ours.
+
+    Pods with `spec.schedulingGates` wait (the SchedulingGates PreEnqueue plugin); their
+    `SchedulingGated` condition comes from the API server at creation, not from here.
+    """
     spec = pod.get("spec") or {}
     if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if spec.get("schedulingGates"):
         return False
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
