@@ -55,7 +55,7 @@ async def test_create_to_running_costs_at_most_3_status_writes(harness: Provider
 
 
 async def test_idle_running_pods_cost_no_pod_writes(harness: ProviderHarness) -> None:
-    names = [f"idle-{i}" for i in range(5)]
+    names = [f"idle-{i}" for i in range(20)]
     for name in names:
         await harness.create(
             harness.manifest(name, [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}])
