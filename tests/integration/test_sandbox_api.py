@@ -533,3 +533,26 @@ async def test_discovery_version_health_and_openapi(env: tuple[RunningSandbox, c
     assert status == 200 and "components" in body
     status, body, _ = await _raw(server, "GET", "/api/v1/widgets")
     assert status == 404 and body["reason"] == "NotFound"
+
+
+async def test_aggregated_discovery_when_asked(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
+    server, _ = env
+    accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+    status, body, headers = await _raw(server, "GET", "/apis", headers={"Accept": accept})
+    assert status == 200 and headers["Content-Type"].startswith("application/json;g=apidiscovery.k8s.io;v=v2")
+    groups = {item["metadata"]["name"]: item for item in body["items"]}
+    [leases] = groups["coordination.k8s.io"]["versions"][0]["resources"]
+    assert (leases["resource"], leases["scope"], leases["responseKind"]["kind"]) == (
+        "leases",
+        "Namespaced",
+        "Lease",
+    )
+    status, body, _ = await _raw(server, "GET", "/api", headers={"Accept": accept})
+    pods = next(r for r in body["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
+    assert {s["subresource"] for s in pods["subresources"]} >= {
+        "status",
+        "binding",
+        "log",
+        "exec",
+        "eviction",
+    }

@@ -1,8 +1,9 @@
 """Discovery and server-info endpoints of the sandbox: /api, /apis, group versions, /version.
 
 What lives here: the legacy discovery documents (APIVersions, APIGroupList, APIGroup,
-APIResourceList with subresources) built from the resource registry, answered as plain
-`application/json` so client-go and kubectl use the legacy format (reference §6.1), and the
+APIResourceList with subresources) built from the resource registry (reference §6.1), the
+aggregated discovery document (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList, what kubectl 1.32
+asks `/api` and `/apis` for first; `staging/src/k8s.io/api/apidiscovery/v2/types.go`), and the
 /version body. Must not: answer resource requests.
 """
 
@@ -85,4 +86,75 @@ def api_resource_list(group: str, version: str) -> Obj | None:
         "apiVersion": "v1",
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": [entry for info in infos for entry in _resource_entries(info)],
+    }
+
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def wants_aggregated(accept: str) -> bool:
+    """Whether the Accept header asks for apidiscovery.k8s.io/v2 (before any other type)."""
+    for part in accept.split(","):
+        params = {p.strip() for p in part.split(";")[1:]}
+        if {"g=apidiscovery.k8s.io", "v=v2", "as=APIGroupDiscoveryList"} <= params:
+            return True
+        if part.strip():
+            return False
+    return False
+
+
+def _kind(group: str, version: str, kind: str) -> Obj:
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _aggregated_resource(info: ResourceInfo) -> Obj:
+    entry: Obj = {
+        "resource": info.name,
+        "responseKind": _kind(info.group, info.version, info.kind),
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": list(info.verbs),
+    }
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    if info.subresources:
+        entry["subresources"] = [
+            {
+                "subresource": sub.name,
+                "responseKind": _kind(sub.group, sub.version, sub.kind),
+                "verbs": list(sub.verbs),
+            }
+            for sub in info.subresources
+        ]
+    return entry
+
+
+def aggregated_discovery(legacy: bool) -> Obj:
+    """APIGroupDiscoveryList for /api (legacy=True, the core group) or /apis (the named groups)."""
+    groups = {"": ["v1"]} if legacy else group_versions()
+    items = []
+    for name, versions in groups.items():
+        metadata: Obj = {"creationTimestamp": None}
+        if name:
+            metadata["name"] = name
+        items.append(
+            {
+                "metadata": metadata,
+                "versions": [
+                    {
+                        "version": v,
+                        "resources": [_aggregated_resource(i) for i in in_group_version(name, v)],
+                        "freshness": "Current",
+                    }
+                    for v in versions
+                ],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
     }

@@ -175,6 +175,10 @@ class SandboxServer:
             raise errors.method_not_allowed(request.method, "discovery")
         parts = [p for p in request.path.strip("/").split("/") if p]
         doc: dict[str, Any] | None = None
+        if parts in (["api"], ["apis"]) and discovery.wants_aggregated(request.headers.get("Accept", "")):
+            response = json_response(discovery.aggregated_discovery(legacy=parts == ["api"]))
+            response.headers["Content-Type"] = discovery.AGGREGATED_CONTENT_TYPE
+            return response
         if parts == ["api"]:
             doc = discovery.api_versions(f"{self.host}:{self.port}")
         elif parts == ["apis"]:
