@@ -65,6 +65,17 @@ def test_pod_requests_take_limits_init_and_overhead() -> None:
     assert pod_requests(p) == (Fraction(101, 100), 64 * 2**20)
 
 
+def test_pod_requests_count_sidecars() -> None:
+    p = pod(
+        containers=[{"name": "app", "resources": {"requests": {"cpu": "500m"}}}],
+        initContainers=[
+            {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}},
+            {"name": "setup", "resources": {"requests": {"cpu": "1"}}},
+        ],
+    )
+    assert pod_requests(p)[0] == Fraction(6, 5)  # setup (1) runs beside the sidecar (0.2)
+
+
 def test_which_pods_wait() -> None:
     assert waits_for_scheduling(pod())
     assert waits_for_scheduling(pod(schedulerName="default-scheduler"))

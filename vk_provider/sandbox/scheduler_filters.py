@@ -55,17 +55,29 @@ def _container_request(container: dict[str, Any], resource: str) -> Fraction:
     return parse_quantity(value) if value is not None else Fraction(0)
 
 
+def _request_of(spec: dict[str, Any], resource: str) -> Fraction:
+    """`PodRequests` (staging/src/k8s.io/component-helpers/resource/helpers.go) for one resource:
+    app containers and sidecars (restartable init containers) add up; each other init container
+    runs alongside the sidecars started before it; the larger of the two, plus the overhead."""
+    running = sum((_container_request(c, resource) for c in spec.get("containers") or []), Fraction(0))
+    sidecars = Fraction(0)
+    init_peak = Fraction(0)
+    for container in spec.get("initContainers") or []:
+        request = _container_request(container, resource)
+        if container.get("restartPolicy") == "Always":
+            running += request
+            sidecars += request
+            init_peak = max(init_peak, sidecars)
+        else:
+            init_peak = max(init_peak, sidecars + request)
+    overhead = (spec.get("overhead") or {}).get(resource)
+    return max(running, init_peak) + (parse_quantity(overhead) if overhead else 0)
+
+
 def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:
-    """(cpu cores, memory bytes) as the scheduler computes them: app containers summed,
-    at least the largest init container, plus the pod overhead."""
+    """(cpu cores, memory bytes) the scheduler counts for `pod`."""
     spec = pod.get("spec") or {}
-    totals: list[Fraction] = []
-    for resource in ("cpu", "memory"):
-        app = sum((_container_request(c, resource) for c in spec.get("containers") or []), Fraction(0))
-        init = max((_container_request(c, resource) for c in spec.get("initContainers") or []), default=0)
-        overhead = (spec.get("overhead") or {}).get(resource)
-        totals.append(max(app, Fraction(init)) + (parse_quantity(overhead) if overhead else 0))
-    return totals[0], totals[1]
+    return _request_of(spec, "cpu"), _request_of(spec, "memory")
 
 
 def counts_against_node(pod: dict[str, Any]) -> bool:
