@@ -158,3 +158,30 @@ def test_least_allocated_node_wins() -> None:
         pod(containers=[{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]), [busy, idle]
     )
     assert info is idle
+
+
+def test_host_ports_conflict_per_node() -> None:
+    def with_port(port: int, ip: str = "") -> dict[str, Any]:
+        spec = {
+            "name": "c",
+            "ports": [{"containerPort": 80, "hostPort": port, **({"hostIP": ip} if ip else {})}],
+        }
+        return pod(containers=[spec])
+
+    busy = NodeInfo(node("busy"))
+    busy.add(with_port(8080))
+    free = NodeInfo(node("free"))
+    info, _ = choose_node(with_port(8080), [busy, free])
+    assert info is free
+    info, message = choose_node(with_port(8080), [busy])
+    assert info is None
+    assert message.startswith(
+        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+    )
+    assert message.endswith("1 No preemption victims found for incoming pod.")
+    info, _ = choose_node(with_port(8081), [busy])
+    assert info is busy
+    scoped = NodeInfo(node("scoped"))
+    scoped.add(with_port(9090, "127.0.0.1"))
+    assert choose_node(with_port(9090, "127.0.0.2"), [scoped])[0] is scoped
+    assert choose_node(with_port(9090), [scoped])[0] is None

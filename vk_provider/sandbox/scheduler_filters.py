@@ -1,7 +1,7 @@
 """The sandbox scheduler's decisions as pure functions over pod and node dicts.
 
 What lives here: which pods wait for scheduling, the default profile's filters in upstream
-order (NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit; upstream
+order (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit; upstream
 `pkg/scheduler/framework/plugins/*`), the choice among feasible nodes (least allocated), and
 the `FitError` message (`pkg/scheduler/framework/types.go`, `FitError.Error`).
 Must not: do I/O; the shell in `scheduler.py` lists, binds and records.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -27,7 +27,9 @@ REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_CPU = "Insufficient cpu"
 REASON_MEMORY = "Insufficient memory"
 REASON_PODS = "Too many pods"
-_RESOLVABLE_BY_PREEMPTION = {REASON_CPU, REASON_MEMORY, REASON_PODS}
+REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+_RESOLVABLE_BY_PREEMPTION = {REASON_CPU, REASON_MEMORY, REASON_PODS, REASON_PORTS}
+_ANY_IP = "0.0.0.0"
 NO_NODES_MESSAGE = "no nodes available to schedule pods"
 
 
@@ -88,6 +90,28 @@ def counts_against_node(pod: dict[str, Any]) -> bool:
     )
 
 
+def host_ports(pod: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """(protocol, hostPort, hostIP) the pod's containers and sidecars claim on their node."""
+    spec = pod.get("spec") or {}
+    containers = list(spec.get("containers") or [])
+    containers += [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    return [
+        (port.get("protocol") or "TCP", int(port["hostPort"]), port.get("hostIP") or _ANY_IP)
+        for c in containers
+        for port in c.get("ports") or []
+        if port.get("hostPort")
+    ]
+
+
+def _ports_conflict(wanted: list[tuple[str, int, str]], used: list[tuple[str, int, str]]) -> bool:
+    """NodePorts: the same protocol and port on overlapping addresses (0.0.0.0 overlaps every one)."""
+    for protocol, port, ip in wanted:
+        for used_protocol, used_port, used_ip in used:
+            if (protocol, port) == (used_protocol, used_port) and (ip == used_ip or _ANY_IP in (ip, used_ip)):
+                return True
+    return False
+
+
 @dataclass
 class NodeInfo:
     """A node with what the pods already bound to it request."""
@@ -96,6 +120,7 @@ class NodeInfo:
     cpu: Fraction = Fraction(0)
     memory: Fraction = Fraction(0)
     pods: int = 0
+    host_ports: list[tuple[str, int, str]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -106,6 +131,7 @@ class NodeInfo:
         self.cpu += cpu
         self.memory += memory
         self.pods += 1
+        self.host_ports += host_ports(pod)
 
     def allocatable(self, resource: str) -> Fraction | None:
         """Allocatable (falling back to capacity); None when the node publishes neither, which
@@ -225,6 +251,8 @@ def filter_reasons(pod: dict[str, Any], info: NodeInfo) -> list[str]:
         return [_taint_reason(taint)]
     if not matches_node_selector_and_affinity(pod, node):
         return [REASON_AFFINITY]
+    if _ports_conflict(host_ports(pod), info.host_ports):
+        return [REASON_PORTS]
     reasons = []
     max_pods = info.allocatable("pods")
     if max_pods is not None and info.pods + 1 > max_pods:
