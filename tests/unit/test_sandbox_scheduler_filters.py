@@ -62,7 +62,7 @@ def test_pod_requests_take_limits_init_and_overhead() -> None:
         initContainers=[{"name": "i", "resources": {"requests": {"cpu": "1", "memory": "1Mi"}}}],
         overhead={"cpu": "10m"},
     )
-    assert pod_requests(p) == (Fraction(101, 100), 64 * 2**20)
+    assert pod_requests(p) == (Fraction(101, 100), Fraction(64 * 2**20))
 
 
 def test_pod_requests_count_sidecars() -> None:
