@@ -73,8 +73,15 @@ def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
 
 class ProviderHarness:
     def __init__(
-        self, node_name: str, workdir: Path, *, sync_period: float = 10.0, static_dir: Path | None = None
+        self,
+        node_name: str,
+        workdir: Path,
+        *,
+        sync_period: float = 10.0,
+        resync_interval: float = 60.0,
+        static_dir: Path | None = None,
     ) -> None:
+        self.resync_interval = resync_interval
         self.node_name = node_name
         self.workdir = workdir
         self.sync_period = sync_period
@@ -104,7 +111,7 @@ class ProviderHarness:
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
             kubernetes=KubernetesConfig(kubeconfig=str(self.kubeconfig)),
             docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
-            pods=PodsConfig(resync_interval=60.0),
+            pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
         )

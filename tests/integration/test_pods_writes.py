@@ -24,7 +24,10 @@ SYNC_PERIOD = 3.0
 async def harness(
     node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path, sync_period=SYNC_PERIOD) as h:
+    # Pod workers resync every ~2 s too: idempotent syncs must not cost writes either.
+    async with ProviderHarness.running(
+        node_name, tmp_path, sync_period=SYNC_PERIOD, resync_interval=2.0
+    ) as h:
         yield h
 
 
