@@ -78,3 +78,25 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
         assert after_done is not None and phase(after_done) == "Succeeded"
     finally:
         await harness.close()
+
+
+async def test_sigterm_stops_the_provider_cleanly_and_leaves_pods_running(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    harness = ProviderHarness(node_name, tmp_path)
+    await harness.start_sandbox()
+    try:
+        harness.start_provider_process()
+        await harness.create(harness.manifest("survivor", [sh("main", "sleep 3600")]))
+        pod = await harness.wait_for("survivor", lambda p: phase(p) == "Running", within=90)
+        container_id = container_status(pod, "main")["containerID"].removeprefix("docker://")
+        process = harness.process
+        assert process is not None
+        process.terminate()
+        code = await asyncio.to_thread(process.wait, 60)
+        harness.process = None
+        assert code == 0, harness.provider_log()
+        assert docker_client.containers.get(container_id).status == "running"
+        assert "provider stopped" in harness.provider_log()
+    finally:
+        await harness.close()
