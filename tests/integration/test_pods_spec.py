@@ -148,3 +148,19 @@ async def test_readiness_gate_set_by_someone_else_makes_the_pod_ready(harness: P
         "gated", lambda p: condition(p, "Ready").get("status") == "True", within=30
     )
     assert condition(ready, gate)["status"] == "True"
+
+
+async def test_refused_spec_fails_the_pod_with_a_clear_reason(harness: ProviderHarness) -> None:
+    container = {
+        "name": "main",
+        "image": BUSYBOX,
+        "command": ["sleep", "3600"],
+        "securityContext": {"privileged": True},
+    }
+    await harness.create(harness.manifest("privileged", [container]))
+    pod = await harness.wait_for("privileged", lambda p: phase(p) == "Failed")
+    assert pod["status"]["reason"] == "Forbidden"
+    assert "securityContext.privileged" in pod["status"]["message"]
+    assert "docker.allow.privileged" in pod["status"]["message"]
+    event = await harness.wait_event("privileged", "Failed")
+    assert event["type"] == "Warning"
