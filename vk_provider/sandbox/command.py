@@ -256,7 +256,8 @@ def _banner(url: str, kubeconfig: Path, nodes: list[str]) -> str:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    """Run the sandbox until SIGINT/SIGTERM. 0 on a clean stop, 1 if it cannot start, 2 on bad usage."""
+    """Run the sandbox until SIGINT/SIGTERM. 0 on a clean stop, 1 if it cannot start (or --clean
+    cannot reach Docker), 2 on bad usage."""
     from vk_provider.sandbox.server import SandboxServer
 
     try:
@@ -305,6 +306,10 @@ async def serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     if args.clean and nodes:
-        removed = await asyncio.to_thread(remove_node_containers, nodes)
+        try:
+            removed = await asyncio.to_thread(remove_node_containers, nodes)
+        except Exception as exc:  # the Docker SDK's errors, or an engine that is not there
+            log.error("could not remove the containers of %s: %s", ", ".join(nodes), exc)
+            return 1
         log.info("removed %d container(s) of %s", removed, ", ".join(nodes))
     return 0
