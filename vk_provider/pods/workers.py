@@ -82,7 +82,6 @@ class WorkerState(StrEnum):
 class _PodWork:
     uid: str
     pod: Mapping[str, Any]
-    source: str
     doorbell: asyncio.Event = field(default_factory=asyncio.Event)
     state: WorkerState = WorkerState.SYNCING
     kill: bool = False  # termination requested (deleted, removed, terminal, deadline)
@@ -225,7 +224,7 @@ class PodWorkers:
     # ------------------------------------------------------------------ lifecycle
 
     async def adopt(self, known_uids: Iterable[str]) -> None:
-        """Before acting on any update: remove the containers of pods that no longer exist.
+        """Before acting on API pods: remove the containers of pods that no longer exist.
 
         Pods in `known_uids` (every UID some source still has) keep their containers as they
         are; their workers adopt them on their first (idempotent) sync.
@@ -293,7 +292,7 @@ class PodWorkers:
         if work is None:
             if self._closing:
                 return
-            work = _PodWork(uid=uid, pod=update.pod, source=update.source)
+            work = _PodWork(uid=uid, pod=update.pod)
             self._work[uid] = work
             work.task = asyncio.create_task(self._run(work), name=f"pod worker {pod_ref(update.pod)}")
         if work.state == WorkerState.TERMINATED:
