@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,10 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
 KUBECTL = "/usr/bin/kubectl"
 BUSYBOX = "vk-test/busybox:1"
-SCRIPT = "echo hello from app; i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"
+SCRIPT = (
+    "httpd -p 8080 -h /var/www; echo hello from app;"
+    " i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"
+)
 
 
 @dataclass
@@ -79,6 +84,9 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             )
             assert code == 0, err
             pod = json.loads(out)
+            status = ["patch", "pod", "web", "--subresource=status", "--type=merge"]
+            code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
+            assert code == 0, err  # kubectl port-forward wants a Running pod
             sandbox_state = await runtime.ensure_sandbox(pod)
             await runtime.ensure_image(BUSYBOX, "IfNotPresent", pod)
             await runtime.start_container(
@@ -166,3 +174,43 @@ async def test_kubectl_exec(cluster: Cluster, websockets: str) -> None:
         cluster.kubeconfig, "exec", "-i", "web", "--", "wc", "-c", stdin=b"hello\n", env=env
     )
     assert (code, out.strip()) == (0, "6"), err
+
+
+def http_get(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+@pytest.mark.parametrize("websockets", ["true", "false"])  # true: SPDY tunnelled in a WebSocket
+async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "port-forward",
+        "pod/web",
+        ":8080",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KUBECTL_PORT_FORWARD_WEBSOCKETS": websockets},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        async with asyncio.timeout(60):
+            line = (await proc.stdout.readline()).decode()
+        match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
+        assert match, (line, await proc.stderr.read())
+        port = int(match.group(1))
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:  # httpd may still be starting
+            try:
+                body = await asyncio.to_thread(http_get, port)
+                break
+            except OSError:
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.3)
+        assert body == "hello from vk-test/busybox\n"
+        assert await asyncio.to_thread(http_get, port) == body  # a second connection, a second stream pair
+    finally:
+        proc.kill()
+        await proc.wait()
