@@ -206,11 +206,15 @@ class Store:
             w.wake.set()
         self._schedule_save()
 
-    def _write(self, type_: str, info: ResourceInfo, obj: Obj, prev: Obj | None) -> Obj:
+    def _write(self, type_: str, info: ResourceInfo, obj: Obj) -> Obj:
+        """Store (or remove) obj, a fresh dict, at a new resourceVersion and log the event.
+
+        Stored dicts are never mutated afterwards: the log keeps them as the previous states."""
         rv = self._next_rv()
         _meta(obj)["resourceVersion"] = str(rv)
         meta = obj["metadata"]
         key = self._key(info, meta.get("namespace"), meta["name"])
+        prev = self._bucket(info.key).get(key)
         if type_ == "DELETED":
             self._bucket(info.key).pop(key, None)
         else:
@@ -272,7 +276,7 @@ class Store:
             meta.pop(system_field, None)
         if dry_run:
             return new
-        return self._write("ADDED", info, new, None)
+        return self._write("ADDED", info, new)
 
     def _check_namespace_open(self, info: ResourceInfo, namespace: str, name: str) -> None:
         ns = self._bucket("namespaces").get(("", namespace))
@@ -345,8 +349,8 @@ class Store:
         if dry_run:
             return new
         if self._should_delete_during_update(new, old):
-            return self._write("DELETED", info, new, clone(old))
-        return self._write("MODIFIED", info, new, clone(old))
+            return self._write("DELETED", info, new)
+        return self._write("MODIFIED", info, new)
 
     @staticmethod
     def _merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
@@ -451,16 +455,16 @@ class Store:
                 meta["deletionGracePeriodSeconds"] = 0
             if new == old:
                 return clone(old)
-            return self._write("MODIFIED", info, new, clone(old))
+            return self._write("MODIFIED", info, new)
         if graceful:
             if new != old:
-                written = self._write("MODIFIED", info, new, clone(old))
+                written = self._write("MODIFIED", info, new)
                 new = clone(self._require(info, namespace, name))
                 if period > 0:
                     return written
             elif period > 0:
                 return clone(old)
-        return self._write("DELETED", info, new, clone(new))
+        return self._write("DELETED", info, new)
 
     @staticmethod
     def _before_delete(info: ResourceInfo, obj: Obj, grace: int | None) -> tuple[bool, bool, int]:
@@ -523,7 +527,7 @@ class Store:
             new["metadata"]["deletionTimestamp"] = now_rfc3339()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new.setdefault("status", {})["phase"] = "Terminating"
-            result = self._write("MODIFIED", info, new, clone(ns))
+            result = self._write("MODIFIED", info, new)
         for key in list(self._objects):
             item_info = by_key(key)
             if item_info is None or not item_info.namespaced:
@@ -542,7 +546,7 @@ class Store:
             item_info = by_key(key)
             if item_info is not None and item_info.namespaced and any(k[0] == namespace for k in bucket):
                 return
-        self._write("DELETED", self.info("namespaces"), clone(ns), clone(ns))
+        self._write("DELETED", self.info("namespaces"), clone(ns))
 
     # ------------------------------------------------------------------ watch
 
