@@ -136,6 +136,9 @@ async def _proxy_plain(
     url = f"https://{_hostport(host, port)}{target}"
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_PLAIN_REQUEST}
     body = await request.read() if request.can_read_body else None
+    # The client certificate is presented and the kubelet's serving certificate is not verified,
+    # as kube-apiserver does without --kubelet-certificate-authority (kubernetes/kubernetes
+    # pkg/kubelet/client/kubelet_client.go, MakeTransport: TLSClientConfig.Insecure).
     connector = aiohttp.TCPConnector(ssl=pki.ssl_client_context(), force_close=True)
     timeout = aiohttp.ClientTimeout(total=None, connect=CONNECT_TIMEOUT, sock_connect=CONNECT_TIMEOUT)
     async with aiohttp.ClientSession(
@@ -289,7 +292,7 @@ async def _proxy_upgrade(
 ) -> web.StreamResponse:
     hostport = _hostport(host, port)
     try:
-        reader, writer = await asyncio.wait_for(
+        reader, writer = await asyncio.wait_for(  # same TLS as above: client cert, no verification
             asyncio.open_connection(host, port, ssl=pki.ssl_client_context()), CONNECT_TIMEOUT
         )
     except (TimeoutError, OSError) as exc:
