@@ -37,7 +37,8 @@ async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
         )
         assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"]
         label = f"io.vk-provider.pod.name={mirror_name}"
-        assert docker_client.containers.list(filters={"label": label})
+        # One sandbox and one app container: the mirror pod itself is never run.
+        assert len(docker_client.containers.list(filters={"label": label})) == 2
         (static_dir / "web.yaml").unlink()
         await harness.wait_gone(mirror_name, within=60)
         for _ in range(120):
