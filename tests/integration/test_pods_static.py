@@ -23,7 +23,10 @@ async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"containers": [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}]},
+        "spec": {
+            "containers": [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}],
+            "terminationGracePeriodSeconds": 2,
+        },
     }
     (static_dir / "web.yaml").write_text(yaml.safe_dump(manifest))
     mirror_name = f"web-{node_name.lower()}"
