@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, container_status
+from tests.integration.provider_harness import (
+    BUSYBOX,
+    ProviderHarness,
+    condition,
+    container_status,
+    waiting_reason,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -163,4 +169,15 @@ async def test_refused_spec_fails_the_pod_with_a_clear_reason(harness: ProviderH
     assert "securityContext.privileged" in pod["status"]["message"]
     assert "docker.allow.privileged" in pod["status"]["message"]
     event = await harness.wait_event("privileged", "Failed")
+    assert event["type"] == "Warning"
+
+
+async def test_invalid_image_name_and_never_pull_become_waiting_reasons(harness: ProviderHarness) -> None:
+    await harness.create(harness.manifest("badname", [{"name": "main", "image": "vk-test/Bad_Name:1"}]))
+    never = {"name": "main", "image": "vk-test/absent:1", "imagePullPolicy": "Never"}
+    await harness.create(harness.manifest("neverpull", [never]))
+    await harness.wait_for("badname", lambda p: waiting_reason(p, "main") == "InvalidImageName")
+    pod = await harness.wait_for("neverpull", lambda p: waiting_reason(p, "main") == "ErrImageNeverPull")
+    assert "vk-test/absent:1" in container_status(pod, "main")["state"]["waiting"]["message"]
+    event = await harness.wait_event("neverpull", "ErrImageNeverPull")
     assert event["type"] == "Warning"
