@@ -262,3 +262,32 @@ async def test_state_dir_persists_objects(tmp_path: Path) -> None:
     assert again.resource_version == store.resource_version
     events = [e async for e in again.watch("configmaps", resource_version="1")]
     assert events[0].type == "ERROR"
+
+
+async def test_bound_pod_with_finalizer_waits_for_it_after_the_final_delete() -> None:
+    store = await _store()
+    pod = _pod("web", node="n1")
+    pod["metadata"]["finalizers"] = ["example.com/hold"]
+    await store.create("pods", pod)
+    watch = store.watch("pods", resource_version=store.resource_version)
+    await store.delete("pods", "default", "web")
+    await store.delete("pods", "default", "web", grace_period_seconds=0)
+    held = await store.get("pods", "default", "web")
+    assert held["metadata"]["deletionGracePeriodSeconds"] == 0
+    assert [(await _next(watch)).type, (await _next(watch)).type] == ["MODIFIED", "MODIFIED"]
+    held["metadata"]["finalizers"] = []
+    await store.update("pods", held)
+    gone = await _next(watch)
+    assert gone.type == "DELETED" and gone.object["metadata"]["finalizers"] == []
+    with pytest.raises(ApiError):
+        await store.get("pods", "default", "web")
+
+
+async def test_dry_run_writes_nothing() -> None:
+    store = await _store()
+    rv = store.resource_version
+    preview = await store.create("pods", _pod("a"), dry_run=True)
+    assert preview["metadata"]["uid"] and "resourceVersion" not in preview["metadata"]
+    assert store.resource_version == rv
+    with pytest.raises(ApiError):
+        await store.get("pods", "default", "a")
