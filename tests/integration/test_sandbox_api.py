@@ -435,6 +435,14 @@ async def test_finalizers_and_namespace_termination(env: tuple[RunningSandbox, c
     assert "because it is being terminated" in json.loads(e.value.body)["message"]
     held = await v1.read_namespaced_config_map("held", "team")
     assert held.metadata.deletion_timestamp is not None
+    with pytest.raises(ApiException) as e:
+        await v1.patch_namespaced_config_map(
+            "held", "team", {"metadata": {"finalizers": ["example.com/x", "example.com/y"]}}
+        )
+    assert e.value.status == 422
+    assert (
+        "no new finalizers can be added if the object is being deleted" in json.loads(e.value.body)["message"]
+    )
     await v1.patch_namespaced_config_map("held", "team", {"metadata": {"finalizers": None}})
     with pytest.raises(ApiException):
         await v1.read_namespaced_config_map("held", "team")

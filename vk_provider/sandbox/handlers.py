@@ -270,6 +270,20 @@ def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | N
         causes += validate_mirror_pod(obj, old)
         if old is not None and subresource is None:
             causes += validate_pod_update(old, obj)
+    if old is not None and old["metadata"].get("deletionTimestamp"):
+        # ValidateObjectMetaUpdate: a deleting object keeps or loses finalizers, never gains any
+        kept = set(old["metadata"].get("finalizers") or [])
+        added = [f for f in (obj.get("metadata") or {}).get("finalizers") or [] if f not in kept]
+        if added:
+            found = "[]string{" + ", ".join(json.dumps(f) for f in added) + "}"
+            causes.append(
+                {
+                    "reason": "FieldValueForbidden",
+                    "message": f"Forbidden: no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {found}",
+                    "field": "metadata.finalizers",
+                }
+            )
     if causes:
         raise errors.invalid(info.kind, name, causes, info.group)
 
