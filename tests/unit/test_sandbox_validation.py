@@ -381,3 +381,25 @@ def test_tolerations_and_taints() -> None:
     assert causes["spec.taints[2]"]["reason"] == "FieldValueDuplicate"
     assert causes["spec.taints[2]"]["message"].endswith(": taints must be unique by key and effect pair")
     assert causes["spec.taints[3].effect"]["reason"] == "FieldValueRequired"
+
+
+def test_schema_required_fields_outside_hand_written_rules_are_accepted() -> None:
+    """A Node without status.nodeInfo.kubeProxyVersion is accepted, as the real server does."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.32.0", "operatingSystem": "linux"}},
+    }
+    assert validate_object(node) == []
+
+
+def test_owner_reference_fields_stay_required() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n"}]},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+    causes = by_field(validate_object(pod))
+    assert causes["metadata.ownerReferences[0].uid"]["reason"] == "FieldValueRequired"

@@ -235,6 +235,36 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# The schema's `required` lists come from Go fields without `omitempty`; the real server
+# decodes a missing one as its zero value and only refuses it where its hand-written
+# validation (pkg/apis/core/validation/validation.go, apimachinery's ValidateOwnerReferences)
+# says so. A node status without nodeInfo.kubeProxyVersion, say, is accepted. These are the
+# structs whose required fields that validation does check.
+_REQUIRED_ENFORCED = frozenset(
+    {
+        "OwnerReference",
+        "Container",
+        "EphemeralContainer",
+        "ContainerPort",
+        "EnvVar",
+        "VolumeMount",
+        "VolumeDevice",
+        "Volume",
+        "Taint",
+        "KeyToPath",
+        "ConfigMapKeySelector",
+        "SecretKeySelector",
+        "ObjectFieldSelector",
+        "ResourceFieldSelector",
+        "HTTPGetAction",
+        "TCPSocketAction",
+        "NodeSelectorRequirement",
+        "LabelSelectorRequirement",
+        "ServicePort",
+    }
+)
+
+
 def _type_ok(value: Any, types: list[str]) -> bool:
     if value is None:
         return "null" in types
@@ -319,9 +349,10 @@ class _Walk:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         struct = _struct_name(field) or owner
-        for req in schema.get("required") or ():
-            if value.get(req) is None:
-                self.causes.append(required(_child(path, req)))
+        if struct in _REQUIRED_ENFORCED:
+            for req in schema.get("required") or ():
+                if value.get(req) is None:
+                    self.causes.append(required(_child(path, req)))
         for key, sub in value.items():
             if props is not None and key in props:
                 self.walk(sub, props[key], _child(path, key), struct, _child(dotted, key))
