@@ -1,9 +1,11 @@
 """The real kubectl, through the sandbox API server's proxy, to `KubeletServer` on real Docker.
 
 A Node whose InternalIP is 127.0.0.1 and whose kubelet port is the server's; a pod bound to
-it whose containers DockerRuntime starts under the pod's uid; then `kubectl logs`, `logs -f`
-and `exec` (WebSocket v5.channel.k8s.io end to end) as a user would run them. The kubelet
-API demands the sandbox's kubelet-client certificate (auth x509 with the sandbox CA).
+it whose containers DockerRuntime starts under the pod's uid; then `kubectl logs`, `logs -f`,
+`exec` (WebSocket v5.channel.k8s.io and SPDY/3.1 end to end) and `port-forward` (SPDY in a
+WebSocket, and SPDY) as a user would run them. The kubelet
+API demands the sandbox's kubelet-client certificate and asks the sandbox for a
+SubjectAccessReview per request (auth webhook with the sandbox CA and an apiserver client).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 import pytest
 
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
-from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
+from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -55,9 +58,10 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
         )
         await runtime.start()
         config = KubeletServerConfig(
-            listen="127.0.0.1:0", auth="x509", client_ca_file=str(sandbox.pki.ca_cert_path)
+            listen="127.0.0.1:0", auth="webhook", client_ca_file=str(sandbox.pki.ca_cert_path)
         )
-        kubelet = KubeletServer(config, node_name, runtime, "127.0.0.1")
+        kube = await make_kube_client(KubernetesConfig(kubeconfig=str(sandbox.kubeconfig)))
+        kubelet = KubeletServer(config, node_name, runtime, "127.0.0.1", kube=kube)
         await kubelet.start()
         try:
             node: dict[str, Any] = {
@@ -104,6 +108,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             yield Cluster(sandbox, sandbox.kubeconfig, kubelet)
         finally:
             await kubelet.stop()
+            await kube.close()
             for uid in await runtime.list_pods():
                 await runtime.remove_pod(uid)
             await runtime.close()

@@ -1,11 +1,12 @@
-"""Authentication of kubelet API requests, as an aiohttp middleware.
+"""Authentication and authorization of kubelet API requests, as an aiohttp middleware.
 
-What lives here: `auth_middleware(mode, x509_enabled)`. `none` lets everything through;
-`x509` needs a client certificate verified by the TLS layer against `clientCAFile`;
-`webhook` is x509 first, and a bearer token (which the real kubelet checks with a
-TokenReview and SubjectAccessReview) is refused with a 401 saying so. Authenticated x509
-users are allowed everything (the real kubelet asks a SubjectAccessReview; see
-docs/kubelet-api.md). Must not: load certificates (tls.py) or know about routes.
+What lives here: `auth_middleware(mode, x509_enabled, webhook)`. `none` lets everything
+through. `x509` needs a client certificate verified by the TLS layer against `clientCAFile`
+(401 without one) and allows every authenticated user. `webhook` authenticates a client
+certificate or, with an apiserver client, a bearer token by TokenReview, then asks a
+SubjectAccessReview (403 `Forbidden (user=..., ...)` when denied), as the kubelet does;
+without an apiserver client bearer tokens get a 401 saying so and certificate users are
+allowed. Must not: load certificates (tls.py) or talk to the apiserver itself (webhook.py).
 """
 
 from __future__ import annotations
@@ -16,23 +17,27 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from vk_provider.kubeletapi.webhook import User, WebhookAuth, refusal, request_attributes
 from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.auth")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-USER_KEY = web.RequestKey("kubelet_user", str)  # the authenticated x509 common name
+USER_KEY = web.RequestKey("kubelet_user", User)  # who made the request, once authenticated
 
 
-def client_common_name(peercert: Any) -> str | None:
-    """The CN of a verified peer certificate (`ssl` dict form), or None without one."""
+def certificate_user(peercert: Any) -> User | None:
+    """The user of a verified peer certificate (`ssl` dict form): CN and O as groups; None without one."""
     if not peercert:
         return None
+    name, groups = "", []
     for rdn in peercert.get("subject", ()):
         for key, value in rdn:
             if key == "commonName":
-                return str(value)
-    return ""
+                name = str(value)
+            elif key == "organizationName":
+                groups.append(str(value))
+    return User(name=name, groups=tuple(groups))
 
 
 def _unauthorized(message: str = "Unauthorized") -> web.Response:
@@ -40,21 +45,44 @@ def _unauthorized(message: str = "Unauthorized") -> web.Response:
     return web.Response(status=401, text=message + "\n")
 
 
-def auth_middleware(mode: str, x509_enabled: bool) -> Middleware:
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    return header[7:].strip() if header[:7].lower() == "bearer " else None
+
+
+def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None = None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if mode == "none" or not x509_enabled:
+        if mode == "none" or (not x509_enabled and webhook is None):
             return await handler(request)
         transport = request.transport
-        user = client_common_name(transport.get_extra_info("peercert") if transport is not None else None)
-        if user is not None:
-            request[USER_KEY] = user
-            return await handler(request)
-        if mode == "webhook" and request.headers.get("Authorization", "").lower().startswith("bearer "):
-            log.info("refused a bearer token for %s: TokenReview is not implemented", request.path)
-            return _unauthorized(
-                "Unauthorized: bearer tokens (TokenReview) are not supported by this kubelet"
-            )
-        return _unauthorized()
+        user = certificate_user(transport.get_extra_info("peercert") if transport is not None else None)
+        token = _bearer(request) if mode == "webhook" else None
+        if user is None and token is not None:
+            if webhook is None:
+                log.info("refused a bearer token for %s: no apiserver client for TokenReview", request.path)
+                return _unauthorized(
+                    "Unauthorized: bearer tokens (TokenReview) are not supported by this kubelet"
+                )
+            try:
+                user = await webhook.authenticate_token(token)
+            except Exception as exc:  # the apiserver's error: not authenticated, as the kubelet
+                log.warning("TokenReview failed: %s", exc)
+                return _unauthorized()
+        if user is None:
+            return _unauthorized()
+        if webhook is not None:
+            verb, subresource = request_attributes(request.method, request.path)
+            try:
+                allowed, reason = await webhook.authorize(user, verb, subresource)
+            except Exception as exc:
+                log.warning("SubjectAccessReview failed: %s", exc)
+                text = refusal("Authorization error", user, verb, subresource)
+                return web.Response(status=500, text=text + "\n")
+            if not allowed:
+                log.info("denied %s %s to %s: %s", request.method, request.path, user.name, reason)
+                return web.Response(status=403, text=refusal("Forbidden", user, verb, subresource) + "\n")
+        request[USER_KEY] = user
+        return await handler(request)
 
     return middleware

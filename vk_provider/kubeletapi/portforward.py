@@ -122,8 +122,8 @@ async def _serve_spdy(channel: ByteChannel, target: _Target) -> None:
                 forwards.add(task)
                 task.add_done_callback(forwards.discard)
     finally:
-        for task in list(forwards):
-            task.cancel()
+        for forward in list(forwards):
+            forward.cancel()
         await asyncio.gather(*forwards, return_exceptions=True)
         await spdy.close()
         serving.cancel()

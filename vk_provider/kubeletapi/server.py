@@ -2,8 +2,8 @@
 
 What lives here: the aiohttp application with the kubelet's routes (virtual-kubelet
 `node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
-is redirected with 301 to the route without it), the error mapping (404 / 400 with the
-error text as the body, as `node/api/helpers.go`), and the listener's lifecycle on
+is redirected with 301 to the route without it), the error mapping (404 / 400 / 500 with
+the error text as the body, as `node/api/helpers.go`), and the listener's lifecycle on
 `kubeletServer.listen`. Must not: implement a route's protocol (logs.py, exec.py,
 portforward.py, stats.py, metrics.py) or TLS/auth details (tls.py, auth.py).
 """
@@ -28,9 +28,11 @@ from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import server_ssl_context
+from vk_provider.kubeletapi.webhook import ReviewClient, WebhookAuth
 from vk_provider.logging import get_logger
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import RuntimeFailure
 
 log = get_logger("kubeletapi")
 
@@ -53,6 +55,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.Response(status=404, text=f"{exc}\n")
     except BadRequest as exc:
         return web.Response(status=400, text=f"{exc}\n")
+    except RuntimeFailure as exc:  # the engine failed or the container vanished meanwhile
+        return web.Response(status=404 if exc.reason == "NotFound" else 500, text=f"{exc.message}\n")
 
 
 @web.middleware
@@ -78,6 +82,7 @@ class KubeletServer:
         node_ip: str,
         *,
         engine: Engine | None = None,
+        kube: ReviewClient | None = None,
     ) -> None:
         self.config = config
         self.node_name = node_name
@@ -92,17 +97,23 @@ class KubeletServer:
         self._engine = engine
         self._streams = DockerStreams(self._engine) if self._engine is not None else None
         self._stats = StatsCollector(runtime, self._engine, node_name)
+        # auth webhook with an apiserver client: TokenReview and SubjectAccessReview, as the kubelet.
+        self._webhook = (
+            WebhookAuth(kube, node_name) if kube is not None and config.auth == "webhook" else None
+        )
         self._runner: web.AppRunner | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.port = 0
 
     def _app(self) -> web.Application:
         x509 = bool(self.config.client_ca_file)
-        if self.config.auth == "webhook" and not x509:
+        if self.config.auth == "webhook" and not x509 and self._webhook is None:
             log.warning(
                 "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
             )
-        app = web.Application(middlewares=[_strict_slash, auth_middleware(self.config.auth, x509), _errors])
+        app = web.Application(
+            middlewares=[_strict_slash, auth_middleware(self.config.auth, x509, self._webhook), _errors]
+        )
         rt, streams = self.runtime, self._streams
 
         async def healthz(_: web.Request) -> web.StreamResponse:
