@@ -219,3 +219,26 @@ async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
     finally:
         proc.kill()
         await proc.wait()
+
+
+@pytest.mark.parametrize("websockets", ["true", "false"])
+async def test_kubectl_attach_streams_the_main_process(cluster: Cluster, websockets: str) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "attach",
+        "web",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets},
+    )
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(60):
+            lines = [(await proc.stdout.readline()).decode() for _ in range(3)]
+    finally:
+        proc.kill()
+        await proc.wait()
+    numbers = [int(line.split()[1]) for line in lines]
+    assert numbers == list(range(numbers[0], numbers[0] + 3)), lines
