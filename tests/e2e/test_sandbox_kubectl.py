@@ -396,3 +396,15 @@ async def test_auth_can_i_and_whoami(env: Env) -> None:
     assert result.rc == 0 and result.out.strip() == "yes", result.err
     result = await env.kubectl("auth", "whoami")
     assert result.rc == 0 and "kubernetes-admin" in result.out, result.err
+
+
+async def test_create_service_and_token(env: Env) -> None:
+    result = await env.kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
+    assert result.rc == 0 and result.out.strip() == "service/web created", result.err
+    service = await env.sandbox.store.get("services", "default", "web")
+    assert service["spec"]["ports"] == [
+        {"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}
+    ]
+    assert service["spec"]["clusterIP"].startswith("10.96.")
+    result = await env.kubectl("create", "token", "default", "--audience=vk-test", "--duration=20m")
+    assert result.rc == 0 and result.out.count(".") == 2, result.err

@@ -31,3 +31,25 @@ def test_unknown_kind_and_bad_bytes_are_refused() -> None:
         decode(pod)
     with pytest.raises(ProtobufError):
         decode(b'{"kind": "ConfigMap"}')
+
+
+# kubectl create service clusterip x --tcp=80:8080
+SERVICE = bytes.fromhex(
+    "6b3873000a0d0a02763112075365727669636512630a1b0a017812001a002200"
+    "2a003200380042005a080a0361707012017812400a1b0a0738302d3830383012"
+    "0354435018502207080010903f1a00280012080a036170701201781a00220943"
+    "6c757374657249503a00420052005a00600068001a020a001a002200"
+)
+
+
+def test_service_from_kubectl() -> None:
+    assert decode(SERVICE) == {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "x", "labels": {"app": "x"}},
+        "spec": {
+            "ports": [{"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080}],
+            "selector": {"app": "x"},
+            "type": "ClusterIP",
+        },
+    }

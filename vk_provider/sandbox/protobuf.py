@@ -108,6 +108,52 @@ _MESSAGES: dict[str, dict[int, _Field]] = {
         5: ("lastTransitionTime", "Time", False),
         6: ("status", "string", False),
     },
+    "Service": {1: ("metadata", "ObjectMeta", False), 2: ("spec", "ServiceSpec", False)},
+    "ServiceSpec": {
+        1: ("ports", "ServicePort", True),
+        2: ("selector", "map", False),
+        3: ("clusterIP", "string", False),
+        4: ("type", "string", False),
+        5: ("externalIPs", "string", True),
+        7: ("sessionAffinity", "string", False),
+        8: ("loadBalancerIP", "string", False),
+        9: ("loadBalancerSourceRanges", "string", True),
+        10: ("externalName", "string", False),
+        11: ("externalTrafficPolicy", "string", False),
+        12: ("healthCheckNodePort", "int64", False),
+        13: ("publishNotReadyAddresses", "bool", False),
+        17: ("ipFamilyPolicy", "string", False),
+        18: ("clusterIPs", "string", True),
+        19: ("ipFamilies", "string", True),
+        20: ("allocateLoadBalancerNodePorts", "bool", False),
+        21: ("loadBalancerClass", "string", False),
+        22: ("internalTrafficPolicy", "string", False),
+    },
+    "ServicePort": {
+        1: ("name", "string", False),
+        2: ("protocol", "string", False),
+        3: ("port", "int64", False),
+        4: ("targetPort", "IntOrString", False),
+        5: ("nodePort", "int64", False),
+        6: ("appProtocol", "string", False),
+    },
+    "IntOrString": {
+        1: ("type", "int64", False),
+        2: ("intVal", "int64", False),
+        3: ("strVal", "string", False),
+    },
+    "TokenRequest": {1: ("metadata", "ObjectMeta", False), 2: ("spec", "TokenRequestSpec", False)},
+    "TokenRequestSpec": {
+        1: ("audiences", "string", True),
+        3: ("boundObjectRef", "BoundObjectReference", False),
+        4: ("expirationSeconds", "int64", False),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "string", False),
+        2: ("apiVersion", "string", False),
+        3: ("name", "string", False),
+        4: ("uid", "string", False),
+    },
     "SelfSubjectReview": {1: ("metadata", "ObjectMeta", False)},
     "SelfSubjectAccessReview": {
         1: ("metadata", "ObjectMeta", False),
@@ -128,12 +174,15 @@ _MESSAGES: dict[str, dict[int, _Field]] = {
     },
     "NonResourceAttributes": {1: ("path", "string", False), 2: ("verb", "string", False)},
 }
-# kubectl create configmap|secret|namespace|serviceaccount, certificate approve|deny, auth can-i|whoami
+# kubectl create configmap|secret|namespace|serviceaccount|service|token, certificate approve|deny,
+# auth can-i|whoami
 DECODABLE_KINDS = (
     "ConfigMap",
     "Secret",
     "Namespace",
     "ServiceAccount",
+    "Service",
+    "TokenRequest",
     "CertificateSigningRequest",
     "SelfSubjectReview",
     "SelfSubjectAccessReview",
@@ -232,11 +281,13 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
             if not isinstance(raw, bytes):
                 raise ProtobufError(f"{type_} is not length-delimited")
             value = _message(type_, raw)
+            if type_ == "IntOrString":
+                value = value.get("strVal", "") if value.get("type") == 1 else value.get("intVal", 0)
         else:
             value = _scalar(type_, raw)
         if repeated:
             out.setdefault(json_name, []).append(value)
-        elif value not in ("", {}):  # the JSON form omits empty (omitempty) values
+        elif value is not False and value not in ("", {}, 0):  # what the JSON form omits (omitempty)
             out[json_name] = value
     return out
 
@@ -251,7 +302,5 @@ def decode(body: bytes) -> dict[str, Any]:
     if kind not in DECODABLE_KINDS:
         raise ProtobufError(f"protobuf decoding of {kind or 'this kind'} is not supported")
     obj = _message(kind, base64.b64decode(envelope.get("raw", "")))
-    meta = obj.setdefault("metadata", {})
-    for empty in [k for k, v in meta.items() if v == 0]:
-        del meta[empty]
+    obj.setdefault("metadata", {})
     return {"apiVersion": type_meta.get("apiVersion", "v1"), "kind": kind, **obj}

@@ -35,7 +35,7 @@ def _kid(key: bytes) -> str:
 
 
 def sign_token(key: bytes, claims: dict[str, Any]) -> str:
-    header = _b64(json.dumps({"alg": "HS256", "kid": _kid(key)}).encode())
+    header = _b64(json.dumps({"alg": "HS256", "kid": _kid(key)}, separators=(",", ":")).encode())
     payload = _b64(json.dumps(claims, separators=(",", ":")).encode())
     signature = hmac.new(key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
     return f"{header}.{payload}.{_b64(signature)}"
