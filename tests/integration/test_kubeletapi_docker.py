@@ -186,12 +186,16 @@ async def test_healthz_pods_and_strict_slash(
     assert await get_text(http, f"{base}/healthz") == (200, "ok")
     async with http.get(f"{base}/healthz/", allow_redirects=False) as resp:
         assert resp.status == 301 and resp.headers["Location"] == "/healthz"
+    async with http.get(f"{base}/runningpods?x=1", allow_redirects=False) as resp:
+        assert resp.status == 301 and resp.headers["Location"] == "/runningpods/?x=1"
     async with http.get(f"{base}/pods") as resp:
         body = await resp.json()
     assert body["kind"] == "PodList"
     [item] = body["items"]
     assert item["metadata"] == {"name": "listed", "namespace": "default", "uid": pod["metadata"]["uid"]}
     assert item["spec"]["nodeName"] == node_name
+    async with http.get(f"{base}/runningpods/") as resp:
+        assert [p["metadata"]["name"] for p in (await resp.json())["items"]] == ["listed"]
     assert (await get_text(http, f"{base}/nothing"))[0] == 404
 
 

@@ -20,11 +20,19 @@ class BadRequest(Exception):
     """400 with this message."""
 
 
+def _recency(state: PodRuntimeState) -> tuple[bool, float]:
+    sandbox = state.sandbox
+    created = sandbox.created_at.timestamp() if sandbox is not None and sandbox.created_at else 0.0
+    return (sandbox is not None and sandbox.running, created)
+
+
 async def find_pod(runtime: Runtime, namespace: str, name: str) -> PodRuntimeState:
-    for state in (await runtime.list_pods()).values():
-        if state.namespace == namespace and state.name == name:
-            return state
-    raise NotFound(f'pod "{name}" does not exist')
+    """The pod's runtime state; when a pod was re-created under the same name while the old
+    one's containers remain, the one with a running, newer sandbox."""
+    found = [s for s in (await runtime.list_pods()).values() if s.namespace == namespace and s.name == name]
+    if not found:
+        raise NotFound(f'pod "{name}" does not exist')
+    return max(found, key=_recency)
 
 
 def find_container(pod: PodRuntimeState, container: str, *, previous: bool = False) -> ContainerInstance:

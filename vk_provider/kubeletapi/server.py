@@ -61,9 +61,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def _strict_slash(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """gorilla/mux StrictSlash(true): `/a/` and `/a` redirect (301) to whichever is the route."""
     path = request.path
-    if len(path) > 1 and path.endswith("/") and request.match_info.http_exception is not None:
-        target = path.rstrip("/") or "/"
+    if len(path) > 1 and request.match_info.http_exception is not None:
+        target = path.rstrip("/") if path.endswith("/") else path + "/"
         match = await request.app.router.resolve(request.clone(rel_url=target))
         if match.http_exception is None:
             query = f"?{request.query_string}" if request.query_string else ""
@@ -143,6 +144,7 @@ class KubeletServer:
 
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/pods", pods)
+        app.router.add_get("/runningpods/", pods)  # debug: the same pods, as virtual-kubelet's GetPods
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", logs)
         for method in ("GET", "POST"):
             app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_)
