@@ -44,7 +44,9 @@ async def watch_objects(
     if send_initial == "false" and rv in ("", "0"):
         rv = ctx.store.resource_version
     try:
-        timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else 1800.0 * (1 + random.random())
+        timeout = float(q.get("timeoutSeconds") or 0)
+        if timeout <= 0:  # unset or 0: the real server's minRequestTimeout * (1 + rand)
+            timeout = 1800.0 * (1 + random.random())
     except ValueError:
         raise errors.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']}") from None
     bookmarks = q.get("allowWatchBookmarks", "").lower() == "true"
