@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from docker.errors import DockerException
 
 from vk_provider.runtime.docker.engine import Engine
+from vk_provider.runtime.types import RuntimeFailure
 
 STDOUT, STDERR = 1, 2
 EXIT_WAIT_SECONDS = 10.0
@@ -81,12 +82,17 @@ class DockerSession:
                 await self.engine.call(api.resize, self.container_id, height, width)
 
     async def exit_code(self) -> int | None:
-        """The exec's exit code once it has ended (None for attach, or if it never ends in time)."""
+        """The exec's exit code once it has ended (None for attach, or if it never ends in time).
+
+        Raises StreamError when the engine cannot say."""
         if self.exec_id is None:
             return None
         deadline = time.monotonic() + EXIT_WAIT_SECONDS
         while True:
-            result = await self.engine.call(self.engine.client.api.exec_inspect, self.exec_id)
+            try:
+                result = await self.engine.call(self.engine.client.api.exec_inspect, self.exec_id)
+            except (DockerException, RuntimeFailure) as exc:
+                raise StreamError(f"cannot read the exit code of exec {self.exec_id[:12]}: {exc}") from exc
             if not result.get("Running"):
                 code = result.get("ExitCode")
                 return None if code is None else int(code)
@@ -131,7 +137,10 @@ class DockerStreams:
         try:
             writer.write(head.encode("latin-1") + payload)
             await writer.drain()
-            status_head = await reader.readuntil(b"\r\n\r\n")
+            try:
+                status_head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+                raise StreamError(f"engine closed {path} before answering") from exc
             status_line = status_head.split(b"\r\n", 1)[0].decode("latin-1")
             parts = status_line.split(" ", 2)
             if len(parts) < 2 or parts[1] not in ("101", "200"):
@@ -149,7 +158,7 @@ class DockerStreams:
             created = await self.engine.call(
                 api.exec_create, container_id, command, stdin=stdin, stdout=stdout, stderr=stderr, tty=tty
             )
-        except DockerException as exc:
+        except (DockerException, RuntimeFailure) as exc:
             raise StreamError(str(getattr(exc, "explanation", None) or exc)) from exc
         exec_id = str(created["Id"])
         reader, writer = await self._hijack(f"/exec/{exec_id}/start", {"Detach": False, "Tty": tty})
@@ -158,7 +167,7 @@ class DockerStreams:
     async def attach(self, container_id: str, *, stdin: bool, stdout: bool, stderr: bool) -> DockerSession:
         try:
             inspect = await self.engine.call(self.engine.client.api.inspect_container, container_id)
-        except DockerException as exc:
+        except (DockerException, RuntimeFailure) as exc:
             raise StreamError(str(getattr(exc, "explanation", None) or exc)) from exc
         tty = bool((inspect.get("Config") or {}).get("Tty"))
         query = f"stream=1&stdin={int(stdin)}&stdout={int(stdout)}&stderr={int(stderr)}"

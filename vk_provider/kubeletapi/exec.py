@@ -106,7 +106,11 @@ async def _run(
         if error is not None and not isinstance(error, ConnectionError):
             await finish(ch.error_status(str(error)))
             return
-        code = await session.exit_code()
+        try:
+            code = await session.exit_code()
+        except StreamError as exc:
+            await finish(ch.error_status(str(exc)))
+            return
         await finish(ch.success_status() if code is None else ch.exit_status(code, opts.command))
     finally:
         for task in (output, client):
