@@ -153,8 +153,9 @@ class DockerStreams:
     async def exec(
         self, container_id: str, command: list[str], *, stdin: bool, stdout: bool, stderr: bool, tty: bool
     ) -> DockerSession:
-        api = self.engine.client.api
         try:
+            await self.engine.connect()  # a no-op once connected; the engine may have been down at start
+            api = self.engine.client.api
             created = await self.engine.call(
                 api.exec_create, container_id, command, stdin=stdin, stdout=stdout, stderr=stderr, tty=tty
             )
@@ -166,6 +167,7 @@ class DockerStreams:
 
     async def attach(self, container_id: str, *, stdin: bool, stdout: bool, stderr: bool) -> DockerSession:
         try:
+            await self.engine.connect()
             inspect = await self.engine.call(self.engine.client.api.inspect_container, container_id)
         except (DockerException, RuntimeFailure) as exc:
             raise StreamError(str(getattr(exc, "explanation", None) or exc)) from exc

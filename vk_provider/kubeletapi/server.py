@@ -32,7 +32,7 @@ from vk_provider.kubeletapi.webhook import ReviewClient, WebhookAuth
 from vk_provider.logging import get_logger
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import RuntimeFailure
+from vk_provider.runtime.types import RuntimeFailure, RuntimeUnavailable
 
 log = get_logger("kubeletapi")
 
@@ -159,7 +159,10 @@ class KubeletServer:
         self._scratch = tempfile.TemporaryDirectory(prefix="vk-kubelet-tls-")
         ssl_context = server_ssl_context(self.config, self.node_name, self.node_ip, Path(self._scratch.name))
         if self._own_engine and self._engine is not None:
-            await self._engine.connect()
+            try:
+                await self._engine.connect()
+            except RuntimeUnavailable as exc:  # exec/attach/stats connect again when asked
+                log.warning("kubelet API starts without the Docker engine: %s", exc)
         self._runner = web.AppRunner(self._app(), access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)

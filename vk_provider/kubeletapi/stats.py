@@ -19,7 +19,7 @@ from docker.errors import DockerException
 
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerRole, ContainerRunState
+from vk_provider.runtime.types import ContainerRole, ContainerRunState, RuntimeFailure
 
 
 def _rfc3339(t: datetime) -> str:
@@ -82,10 +82,11 @@ class StatsCollector:
         if self.engine is None:
             return None
         try:
+            await self.engine.connect()
             raw: dict[str, Any] = await self.engine.call(
                 self.engine.client.api.stats, container_id, stream=False, one_shot=True
             )
-        except DockerException:
+        except (DockerException, RuntimeFailure):
             return None
         return raw
 
