@@ -361,20 +361,37 @@ def test_probe_results_follow_the_cached_instance_only() -> None:
 
 async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
-    cfg.upsert("api", make_pod("sb", [box("a")]))
+    cfg.upsert("api", make_pod("sb", [box("a")], initContainers=[box("init")]))
+    await until(lambda: "sb" in runtime.pods and bool(runtime.pods["sb"].containers))
+    runtime.exit("sb", "init", 0)
     await until(lambda: statuses.cache.get("sb", {}).get("phase") == "Running")
     old_sandbox = runtime.pods["sb"].sandbox
+    assert old_sandbox is not None
     await runtime.stop_container(old_sandbox.container_id, 1)
     runtime.queue.put_nowait(
         RuntimeEvent("sb", "POD", ContainerRole.SANDBOX, "die", old_sandbox.container_id)
     )
-    await until(lambda: runtime.pods["sb"].sandbox.container_id != old_sandbox.container_id)
+    await until(lambda: latest(runtime, "sb", "init").attempt == 1)  # init runs again in the new sandbox
+    runtime.exit("sb", "init", 0)
     await until(
         lambda: (
-            runtime.pods["sb"].latest("a").state == ContainerRunState.RUNNING
-            and runtime.pods["sb"].latest("a").attempt == 1
+            latest(runtime, "sb", "a").state == ContainerRunState.RUNNING
+            and latest(runtime, "sb", "a").attempt == 1
         )
     )
+
+
+async def test_dead_sandbox_of_a_never_pod_fails_it(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    cfg.upsert("api", make_pod("nv", [box("a")], restartPolicy="Never"))
+    await until(lambda: statuses.cache.get("nv", {}).get("phase") == "Running")
+    sandbox = runtime.pods["nv"].sandbox
+    assert sandbox is not None
+    await runtime.stop_container(sandbox.container_id, 1)
+    runtime.queue.put_nowait(RuntimeEvent("nv", "POD", ContainerRole.SANDBOX, "die", sandbox.container_id))
+    await until(lambda: "nv" in statuses.terminated)
+    assert statuses.cache["nv"]["phase"] == "Failed"
+    assert runtime.pods["nv"].sandbox == dataclasses.replace(sandbox, running=False)
 
 
 async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:

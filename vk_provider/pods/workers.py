@@ -134,6 +134,13 @@ def _field_path(role: ContainerRole, name: str) -> str:
     return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
 
 
+def _in_sandbox(instance: ContainerInstance, sandbox: PodSandboxState) -> bool:
+    """Whether `instance` ran in `sandbox` (it was created after it), not in an earlier one."""
+    if instance.created_at is None or sandbox.created_at is None:
+        return True
+    return instance.created_at >= sandbox.created_at
+
+
 def _finished(pod: Mapping[str, Any], state: PodRuntimeState) -> bool:
     """Every app container ran and none is to run again, or an init container failed for good."""
     if _restart_policy(pod) == "Never":
@@ -442,6 +449,8 @@ class PodWorkers:
                 )
             grace = effective_grace_period(None, pod)
             await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
+            if _restart_policy(pod) == "Never":
+                return None  # as the kubelet: no new sandbox for a Never pod that ran; it ends Failed
         try:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
@@ -477,7 +486,11 @@ class PodWorkers:
                     continue
                 return False
             if instance.state == ContainerRunState.EXITED and instance.exit_code == 0 and not sidecar:
-                continue
+                if _in_sandbox(instance, sandbox):
+                    continue
+                # A new sandbox runs the init containers again, as the kubelet does.
+                await self._start(work, container, ContainerRole.INIT, instance.attempt + 1, sandbox)
+                return False
             if not sidecar and _restart_policy(work.pod) == "Never":
                 return False  # the init container failed for good: the pod is Failed
             await self._restart(work, container, ContainerRole.INIT, instance, sandbox)
