@@ -365,3 +365,15 @@ async def test_port_forward_over_websocket(
     assert channels[0].endswith(b"hello from vk-test/busybox\n")
     assert channels[2] == (9).to_bytes(2, "little")
     assert channels[3].startswith((9).to_bytes(2, "little") + b"error forwarding port 9 to pod ")
+
+
+async def test_exec_waits_for_the_process_after_its_output_closes(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    _, base = kubelet
+    await run_pod(runtime, "shell", {"app": "sleep 3600"})
+    script = "echo bye; exec >%26- 2>%26-; sleep 1; exit 4"
+    url = f"{base}/exec/default/shell/app?command=sh&command=-c&command={script}&output=1&error=1"
+    out, status, _ = await ws_session(http, url, "v5.channel.k8s.io")
+    assert out == {1: b"bye\n"}
+    assert status is not None and status["details"]["causes"][0]["message"] == "4"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.types import RuntimeFailure
 
 STDOUT, STDERR = 1, 2
-EXIT_WAIT_SECONDS = 10.0
+EXIT_POLL_FIRST, EXIT_POLL_MAX = 0.02, 1.0
 _READ_CHUNK = 64 * 1024
 
 
@@ -74,20 +73,21 @@ class DockerSession:
                 self.writer.write_eof()
 
     async def resize(self, width: int, height: int) -> None:
-        api = self.engine.client.api
-        with contextlib.suppress(DockerException):
+        with contextlib.suppress(DockerException, RuntimeFailure):
+            api = self.engine.client.api
             if self.exec_id is not None:
                 await self.engine.call(api.exec_resize, self.exec_id, height=height, width=width)
             else:
                 await self.engine.call(api.resize, self.container_id, height, width)
 
     async def exit_code(self) -> int | None:
-        """The exec's exit code once it has ended (None for attach, or if it never ends in time).
+        """The exec's exit code once the process has ended (None for attach).
 
-        Raises StreamError when the engine cannot say."""
+        The output can end before the process does (it may close its stdout); like the
+        kubelet, wait for the process. Raises StreamError when the engine cannot say."""
         if self.exec_id is None:
             return None
-        deadline = time.monotonic() + EXIT_WAIT_SECONDS
+        delay = EXIT_POLL_FIRST
         while True:
             try:
                 result = await self.engine.call(self.engine.client.api.exec_inspect, self.exec_id)
@@ -96,9 +96,8 @@ class DockerSession:
             if not result.get("Running"):
                 code = result.get("ExitCode")
                 return None if code is None else int(code)
-            if time.monotonic() > deadline:
-                return None
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, EXIT_POLL_MAX)
 
     async def close(self) -> None:
         self.writer.close()
