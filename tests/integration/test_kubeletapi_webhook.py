@@ -1,7 +1,9 @@
-"""`kubeletServer.auth: webhook` against the sandbox API server: TokenReview and SubjectAccessReview."""
+"""The kubelet API with the sandbox API server: webhook auth (TokenReview, SubjectAccessReview), tls csr."""
 
 from __future__ import annotations
 
+import asyncio
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import aiohttp
 import pytest
 
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
-from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
+from vk_provider.config import DockerConfig, KubeletServerConfig, KubeletTLS, KubernetesConfig
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.docker import DockerRuntime
@@ -65,3 +67,32 @@ async def test_bearer_tokens_are_reviewed_and_certificates_still_work(
     finally:
         await server.stop()
         await runtime.close()
+
+
+async def test_csr_mode_serves_the_cluster_signed_certificate(
+    tmp_path: Path, node_name: str, test_images: dict[str, str]
+) -> None:
+    async with running_sandbox(tmp_path) as sandbox:  # with controllers: the CSR signer
+        kube = await make_kube_client(KubernetesConfig(kubeconfig=str(sandbox.kubeconfig)))
+        runtime = DockerRuntime(
+            DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path)), node_name
+        )
+        config = KubeletServerConfig(listen="127.0.0.1:0", auth="none", tls=KubeletTLS(mode="csr"))
+        server = KubeletServer(config, node_name, runtime, "127.0.0.1", kube=kube)
+        await server.start()
+        try:
+            assert server.serving_certificate is not None
+            await asyncio.wait_for(server.serving_certificate.issued.wait(), 60)
+            # Verified against the sandbox CA, for the IP 127.0.0.1.
+            verify = ssl.create_default_context(cafile=str(sandbox.pki.ca_cert_path))
+            _, writer = await asyncio.open_connection("127.0.0.1", server.port, ssl=verify)
+            peer = writer.get_extra_info("peercert")
+            writer.close()
+            assert (("commonName", f"system:node:{node_name}"),) in peer["subject"]
+            csrs = await kube.get("/apis/certificates.k8s.io/v1/certificatesigningrequests")
+            [csr] = csrs["items"]
+            assert csr["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+            assert [c["type"] for c in csr["status"]["conditions"]] == ["Approved"]
+        finally:
+            await server.stop()
+            await kube.close()

@@ -18,6 +18,7 @@ from vk_provider.kubeletapi.channels import (
     parse_stream_options,
     status_frame,
 )
+from vk_provider.kubeletapi.csr import kubelet_serving_csr
 from vk_provider.kubeletapi.logs import LogOptions, parse_log_options
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, find_container
 from vk_provider.kubeletapi.metrics import resource_metrics
@@ -168,10 +169,18 @@ def test_self_signed_certificate_names_the_node(tmp_path: Path) -> None:
     assert b"PRIVATE KEY" in key_pem
     assert self_signed("node-b", "not-an-ip")[0]  # the name alone
     server_ssl_context(KubeletServerConfig(auth="none"), "node-a", "10.1.2.3", tmp_path)
+    # csr serves a self-signed certificate until the cluster's arrives
+    server_ssl_context(KubeletServerConfig(tls=KubeletTLS(mode="csr")), "node-a", "10.1.2.3", tmp_path)
+    key_pem, csr_pem = kubelet_serving_csr("node-a", "10.1.2.3")
+    csr = x509.load_pem_x509_csr(csr_pem)
+    assert csr.subject.rfc4514_string() == "CN=system:node:node-a,O=system:nodes"
+    csr_sans = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert csr_sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("10.1.2.3")]
+    assert b"PRIVATE KEY" in key_pem
     for bad in (
         KubeletServerConfig(auth="x509"),  # no CA
         KubeletServerConfig(auth="magic"),
-        KubeletServerConfig(tls=KubeletTLS(mode="csr")),
+        KubeletServerConfig(tls=KubeletTLS(mode="magic")),
         KubeletServerConfig(tls=KubeletTLS(mode="files")),
         KubeletServerConfig(tls=KubeletTLS(mode="files", cert_file=str(tmp_path / "no.crt"), key_file="x")),
     ):

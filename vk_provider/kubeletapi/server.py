@@ -10,6 +10,7 @@ portforward.py, stats.py, metrics.py) or TLS/auth details (tls.py, auth.py).
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,7 +19,9 @@ from typing import Any
 from aiohttp import web
 
 from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import auth_middleware
+from vk_provider.kubeletapi.csr import ServingCertificate
 from vk_provider.kubeletapi.docker_streams import DockerStreams
 from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.logs import container_logs_handler
@@ -27,8 +30,8 @@ from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
 from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
-from vk_provider.kubeletapi.tls import server_ssl_context
-from vk_provider.kubeletapi.webhook import ReviewClient, WebhookAuth
+from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
+from vk_provider.kubeletapi.webhook import WebhookAuth
 from vk_provider.logging import get_logger
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
@@ -83,7 +86,7 @@ class KubeletServer:
         node_ip: str,
         *,
         engine: Engine | None = None,
-        kube: ReviewClient | None = None,
+        kube: KubeClient | None = None,
     ) -> None:
         self.config = config
         self.node_name = node_name
@@ -102,6 +105,9 @@ class KubeletServer:
         self._webhook = (
             WebhookAuth(kube, node_name) if kube is not None and config.auth == "webhook" else None
         )
+        self._kube = kube
+        self.serving_certificate: ServingCertificate | None = None  # tls.mode csr
+        self._csr_task: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.port = 0
@@ -157,7 +163,15 @@ class KubeletServer:
     async def start(self) -> None:
         host, port = parse_listen(self.config.listen)
         self._scratch = tempfile.TemporaryDirectory(prefix="vk-kubelet-tls-")
-        ssl_context = server_ssl_context(self.config, self.node_name, self.node_ip, Path(self._scratch.name))
+        scratch = Path(self._scratch.name)
+        if self.config.tls.mode == "csr" and self._kube is None:
+            raise KubeletTLSError("kubeletServer.tls.mode csr needs an apiserver client")
+        ssl_context = server_ssl_context(self.config, self.node_name, self.node_ip, scratch)
+        if self.config.tls.mode == "csr" and self._kube is not None:
+            self.serving_certificate = ServingCertificate(
+                self._kube, self.node_name, self.node_ip, ssl_context, scratch
+            )
+            self._csr_task = asyncio.create_task(self.serving_certificate.run(), name="kubelet serving CSR")
         if self._own_engine and self._engine is not None:
             try:
                 await self._engine.connect()
@@ -172,6 +186,10 @@ class KubeletServer:
         log.info("kubelet API listening on https://%s:%d (auth %s)", host, self.port, self.config.auth)
 
     async def stop(self) -> None:
+        if self._csr_task is not None:
+            self._csr_task.cancel()
+            await asyncio.gather(self._csr_task, return_exceptions=True)
+            self._csr_task = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

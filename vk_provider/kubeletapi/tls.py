@@ -2,7 +2,8 @@
 
 What lives here: `server_ssl_context(config, node_name, node_ip, scratch)`, which loads
 `tls.certFile`/`tls.keyFile` (mode `files`) or makes a self-signed certificate for the node's
-name and IP (mode `selfSigned`, written under the caller's scratch directory), and requests a
+name and IP (mode `selfSigned`, and `csr` until csr.py has the cluster's; written under the
+caller's scratch directory), and requests a
 client certificate verified against `clientCAFile` when the auth mode uses x509
 (upstream: virtual-kubelet `node/nodeutil/tls.go`, `WithTLSConfig`/`WithCAFromPath`).
 Must not: decide whether a request is allowed (auth.py does), or serve anything.
@@ -32,13 +33,18 @@ class KubeletTLSError(ValueError):
     """The TLS or auth settings cannot be used (unknown mode, missing files, x509 without a CA)."""
 
 
+def node_sans(node_name: str, node_ip: str) -> x509.SubjectAlternativeName:
+    """The node's name, and its IP when it is one."""
+    names: list[x509.GeneralName] = [x509.DNSName(node_name)]
+    with contextlib.suppress(ValueError):  # no usable IP: the name alone
+        names.append(x509.IPAddress(ipaddress.ip_address(node_ip)))
+    return x509.SubjectAlternativeName(names)
+
+
 def self_signed(node_name: str, node_ip: str) -> tuple[bytes, bytes]:
     """A self-signed serving certificate and its key (PEM) for the node's name and IP."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{node_name}@vk-provider")])
-    sans: list[x509.GeneralName] = [x509.DNSName(node_name)]
-    with contextlib.suppress(ValueError):  # no usable IP: the name alone
-        sans.append(x509.IPAddress(ipaddress.ip_address(node_ip)))
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
@@ -48,7 +54,7 @@ def self_signed(node_name: str, node_ip: str) -> tuple[bytes, bytes]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
         .not_valid_after(now + SELF_SIGNED_VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(node_sans(node_name, node_ip), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
@@ -67,15 +73,13 @@ def _cert_and_key(
         if not config.tls.cert_file or not config.tls.key_file:
             raise KubeletTLSError("kubeletServer.tls.mode files needs certFile and keyFile")
         return config.tls.cert_file, config.tls.key_file
-    if mode == "selfSigned":
+    if mode in ("selfSigned", "csr"):  # csr: self-signed until the cluster's certificate arrives
         cert_pem, key_pem = self_signed(node_name, node_ip)
         cert_path, key_path = scratch / "kubelet.crt", scratch / "kubelet.key"
         cert_path.write_bytes(cert_pem)
         key_path.touch(mode=0o600)
         key_path.write_bytes(key_pem)
         return str(cert_path), str(key_path)
-    if mode == "csr":
-        raise KubeletTLSError("kubeletServer.tls.mode csr is not implemented yet; use selfSigned or files")
     raise KubeletTLSError(f"unknown kubeletServer.tls.mode {mode!r} (files | selfSigned | csr)")
 
 

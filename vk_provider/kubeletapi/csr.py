@@ -1,0 +1,158 @@
+"""`kubeletServer.tls.mode: csr`: a serving certificate from the cluster's kubelet-serving signer.
+
+What lives here: `kubelet_serving_csr` (pure: a key and a PKCS#10 request for
+`CN=system:node:<node>`, `O=system:nodes`, the node name and IP as SANs, as the kubelet's
+certificate manager asks) and `ServingCertificate`, which submits a
+CertificateSigningRequest (`kubernetes.io/kubelet-serving`; usages digital signature, key
+encipherment, server auth), approves it itself when its credentials allow (as Liqo and
+Admiralty do; otherwise someone runs `kubectl certificate approve`), waits for the issued
+certificate, loads it into the listener's live SSLContext (new connections get it; the
+self-signed one serves until then) and renews at 80% of its lifetime.
+Must not: serve HTTP or decide authentication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ssl
+from pathlib import Path
+from typing import Any, Protocol
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from vk_provider.kubeletapi.tls import node_sans
+from vk_provider.logging import get_logger
+
+log = get_logger("kubeletapi.csr")
+
+CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+SIGNER = "kubernetes.io/kubelet-serving"
+USAGES = ["digital signature", "key encipherment", "server auth"]
+POLL_SECONDS = 2.0
+RETRY_SECONDS = 30.0
+RENEW_AT = 0.8
+
+
+class CsrClient(Protocol):
+    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def kubelet_serving_csr(node_name: str, node_ip: str) -> tuple[bytes, bytes]:
+    """(key PEM, CSR PEM) for the node's serving certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+            x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}"),
+        ]
+    )
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(subject)
+        .add_extension(node_sans(node_name, node_ip), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return key_pem, csr.public_bytes(serialization.Encoding.PEM)
+
+
+def _condition(csr: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for cond in (csr.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind and cond.get("status", "True") == "True":
+            return dict(cond)
+    return None
+
+
+class ServingCertificate:
+    """Keeps `ctx` serving a certificate issued through a CSR; `run()` is the background loop."""
+
+    def __init__(
+        self, client: CsrClient, node_name: str, node_ip: str, ctx: ssl.SSLContext, scratch: Path
+    ) -> None:
+        self.client = client
+        self.node_name = node_name
+        self.node_ip = node_ip
+        self.ctx = ctx
+        self.scratch = scratch
+        self.issued = asyncio.Event()  # set once a cluster-signed certificate is being served
+
+    async def run(self) -> None:
+        while True:
+            try:
+                not_after, not_before = await self._obtain()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the API may be down, the CSR denied: try again later
+                log.warning("serving certificate request failed: %s; retrying in %.0fs", exc, RETRY_SECONDS)
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            lifetime = (not_after - not_before).total_seconds()
+            renew = not_before + datetime.timedelta(seconds=lifetime * RENEW_AT)
+            await asyncio.sleep(
+                max(RETRY_SECONDS, (renew - datetime.datetime.now(datetime.UTC)).total_seconds())
+            )
+
+    async def _obtain(self) -> tuple[datetime.datetime, datetime.datetime]:
+        key_pem, csr_pem = kubelet_serving_csr(self.node_name, self.node_ip)
+        created = await self.client.create(
+            CSR_PATH,
+            {
+                "apiVersion": "certificates.k8s.io/v1",
+                "kind": "CertificateSigningRequest",
+                "metadata": {"generateName": f"csr-{self.node_name}-"},
+                "spec": {
+                    "request": base64.b64encode(csr_pem).decode(),
+                    "signerName": SIGNER,
+                    "usages": USAGES,
+                },
+            },
+        )
+        name = created["metadata"]["name"]
+        await self._approve(created)
+        while True:
+            csr = await self.client.get(f"{CSR_PATH}/{name}")
+            if (denied := _condition(csr, "Denied") or _condition(csr, "Failed")) is not None:
+                raise RuntimeError(f"CSR {name} {denied.get('type')}: {denied.get('message', '')}")
+            issued = (csr.get("status") or {}).get("certificate")
+            if issued:
+                cert_pem = base64.b64decode(issued)
+                break
+            await asyncio.sleep(POLL_SECONDS)
+        cert = x509.load_pem_x509_certificates(cert_pem)[0]
+        await asyncio.to_thread(self._install, name, cert_pem, key_pem)
+        self.issued.set()
+        log.info("serving certificate from CSR %s, valid until %s", name, cert.not_valid_after_utc)
+        return cert.not_valid_after_utc, cert.not_valid_before_utc
+
+    def _install(self, name: str, cert_pem: bytes, key_pem: bytes) -> None:
+        cert_path, key_path = self.scratch / f"{name}.crt", self.scratch / f"{name}.key"
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key_pem)
+        cert_path.write_bytes(cert_pem)
+        self.ctx.load_cert_chain(str(cert_path), str(key_path))  # new handshakes get it
+
+    async def _approve(self, csr: dict[str, Any]) -> None:
+        name = csr["metadata"]["name"]
+        csr.setdefault("status", {})["conditions"] = [
+            {
+                "type": "Approved",
+                "status": "True",
+                "reason": "AutoApproved",
+                "message": f"approved by the virtual kubelet of node {self.node_name}",
+            }
+        ]
+        try:
+            await self.client.replace(f"{CSR_PATH}/{name}/approval", csr)
+        except Exception as exc:  # no approval rights: a person or a controller approves it
+            log.info("CSR %s awaits approval (kubectl certificate approve %s): %s", name, name, exc)
