@@ -304,7 +304,7 @@ async def test_stats_summary_has_pod_cpu_and_memory(
     assert p["podRef"] == {"name": "busy", "namespace": "default", "uid": pod["metadata"]["uid"]}
     [c] = p["containers"]
     assert c["name"] == "app" and c["memory"]["workingSetBytes"] > 0
-    assert c["cpu"]["usageNanoCores"] > 100_000_000  # a busy loop uses well over 0.1 core
+    assert c["cpu"]["usageNanoCores"] > 10_000_000  # a busy loop, even on a crowded machine
     assert summary["node"]["cpu"]["usageCoreNanoSeconds"] >= c["cpu"]["usageCoreNanoSeconds"]
     async with http.get(f"{base}/metrics/resource") as resp:
         assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
