@@ -157,7 +157,7 @@ async def test_errors_become_status_while_other_pods_keep_running(harness: Provi
     assert container_status(steady, "main")["restartCount"] == 0
 
 
-async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness) -> None:
+async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness, docker_client: Any) -> None:
     await harness.create(harness.manifest("crashy", [sh("main", "exit 3")]))
     seen: dict[int, float] = {}
     saw_backoff = False
@@ -177,5 +177,9 @@ async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness
     pod = await harness.get("crashy")
     assert pod is not None
     assert container_status(pod, "main")["lastState"]["terminated"]["exitCode"] == 3
+    # Only the latest instance and the one before it (for `logs --previous`) are kept.
+    labels = [f"io.vk-provider.pod.uid={pod['metadata']['uid']}", "io.vk-provider.role=app"]
+    kept = docker_client.containers.list(all=True, filters={"label": labels})
+    assert len(kept) == 2, [c.name for c in kept]
     backoff = await harness.wait_event("crashy", "BackOff")
     assert backoff["message"].startswith("Back-off restarting failed container main in pod crashy_default(")

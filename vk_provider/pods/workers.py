@@ -634,7 +634,10 @@ class PodWorkers:
         attempt: int,
         sandbox: PodSandboxState,
     ) -> bool:
-        """Pull, resolve, create and start one container; failures become its waiting reason."""
+        """Pull, resolve, create and start one container; failures become its waiting reason.
+
+        True when the container was started (it may have exited already).
+        """
         pod, name = work.pod, container["name"]
         fp = _field_path(role, name)
         if not await self._pull(work, container, role):
@@ -677,7 +680,7 @@ class PodWorkers:
         post_start = (container.get("lifecycle") or {}).get("postStart")
         if post_start and instance.state == ContainerRunState.RUNNING:
             return await self._post_start(work, container, instance, post_start, sandbox.ip)
-        return instance.state != ContainerRunState.EXITED or instance.exit_code == 0
+        return True
 
     async def _post_start(
         self,
