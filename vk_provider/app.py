@@ -40,11 +40,10 @@ STATIC_SOURCE = "file"
 class Provider:
     """The wired parts of one virtual node."""
 
-    def __init__(self, config: Config, client: KubeClient | None = None) -> None:
+    def __init__(self, config: Config) -> None:
         self.config = config
         self.node_name = config.node.name
-        self._given_client = client
-        self.client: KubeClient | None = client
+        self.client: KubeClient | None = None
         self.runtime: DockerRuntime | None = None
         self.recorder: EventRecorder | None = None
         self.node: NodeAgent | None = None
@@ -69,7 +68,7 @@ class Provider:
 
     async def start(self) -> None:
         cfg = self.config
-        client = self.client or await make_kube_client(cfg.kubernetes)
+        client = await make_kube_client(cfg.kubernetes)
         self.client = client
         self.runtime = DockerRuntime(cfg.docker, self.node_name)
         await self.runtime.start()
@@ -184,7 +183,7 @@ class Provider:
         if self.runtime is not None:
             with contextlib.suppress(Exception):
                 await self.runtime.close()
-        if self.client is not None and self._given_client is None:
+        if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
         log.info("provider stopped", extra={"node": self.node_name})
