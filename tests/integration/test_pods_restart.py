@@ -22,6 +22,14 @@ def sh(name: str, script: str) -> dict[str, Any]:
     return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script]}
 
 
+async def no_containers_left(docker_client: Any, uid: str) -> bool:
+    for _ in range(100):
+        if not docker_client.containers.list(all=True, filters={"label": f"{POD_UID_LABEL}={uid}"}):
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
 def phase(pod: dict[str, Any]) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
@@ -37,15 +45,20 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
         for name in names:
             await harness.create(harness.manifest(name, [sh("main", "sleep 3600")]))
         await harness.create(harness.manifest("gone", [sh("main", "sleep 3600")]))
+        await harness.create(
+            harness.manifest("soft", [sh("main", "sleep 3600")], terminationGracePeriodSeconds=2)
+        )
         await harness.create(harness.manifest("done", [sh("main", "exit 0")], restartPolicy="Never"))
         before: dict[str, dict[str, Any]] = {}
-        for name in [*names, "gone"]:
+        for name in [*names, "gone", "soft"]:
             before[name] = await harness.wait_for(name, lambda p: phase(p) == "Running", within=90)
         done = await harness.wait_for("done", lambda p: phase(p) == "Succeeded", within=90)
 
         harness.kill_provider_process()
         gone_uid = before["gone"]["metadata"]["uid"]
-        await harness.delete("gone", grace=0)
+        await harness.delete("gone", grace=0)  # force: gone from the API at once
+        await harness.delete("soft")  # graceful: waits for the node to stop its containers
+        soft_uid = before["soft"]["metadata"]["uid"]
         assert docker_client.containers.list(all=True, filters={"label": f"{POD_UID_LABEL}={gone_uid}"})
 
         await harness.start_provider()
@@ -61,15 +74,12 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
             now = await harness.get(name)
             assert now is not None
             assert now["status"] == before[name]["status"], name
+        await harness.wait_gone("soft", within=60)
         done_uid = done["metadata"]["uid"]
-        for _ in range(50):
-            leftovers = docker_client.containers.list(
-                all=True, filters={"label": f"{POD_UID_LABEL}={gone_uid}"}
+        for uid in (gone_uid, soft_uid):
+            assert await no_containers_left(docker_client, uid), (
+                "containers of pods deleted while down are removed"
             )
-            if not leftovers:
-                break
-            await asyncio.sleep(0.2)
-        assert not leftovers, "containers of the pod deleted while the provider was down are removed"
         ran = docker_client.containers.list(
             all=True, filters={"label": [f"{POD_UID_LABEL}={done_uid}", "io.vk-provider.role=app"]}
         )
