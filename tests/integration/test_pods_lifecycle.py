@@ -161,19 +161,20 @@ async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness
     await harness.create(harness.manifest("crashy", [sh("main", "exit 3")]))
     seen: dict[int, float] = {}
     saw_backoff = False
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and 3 not in seen:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and 4 not in seen:
         pod = await harness.get("crashy")
         assert pod is not None
         count = int(container_status(pod, "main").get("restartCount") or 0)
         seen.setdefault(count, time.monotonic())
         saw_backoff = saw_backoff or waiting_reason(pod, "main") == "CrashLoopBackOff"
         await asyncio.sleep(0.2)
-    assert {1, 2, 3} <= set(seen), seen
+    assert {1, 2, 3, 4} <= set(seen), seen
     assert saw_backoff
-    # Lower bounds of the 10 s and 20 s back-offs before the second and third restarts.
+    # Lower bounds of the 10 s, 20 s and 40 s back-offs before the second to fourth restarts.
     assert seen[2] - seen[1] >= 8
     assert seen[3] - seen[2] >= 18
+    assert seen[4] - seen[3] >= 36
     pod = await harness.get("crashy")
     assert pod is not None
     assert container_status(pod, "main")["lastState"]["terminated"]["exitCode"] == 3
