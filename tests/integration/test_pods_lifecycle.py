@@ -152,6 +152,9 @@ async def test_errors_become_status_while_other_pods_keep_running(harness: Provi
     )
     waiting = container_status(nokey, "main")["state"]["waiting"]
     assert waiting["message"] == "couldn't find key missing in ConfigMap default/cfg"
+    # Once the key exists, the next retry starts the container.
+    await harness.api.patch("/api/v1/namespaces/default/configmaps/cfg", {"data": {"missing": "found"}})
+    await harness.wait_for("nokey", lambda p: phase(p) == "Running", within=60)
     steady = await harness.wait_for("steady", lambda p: phase(p) == "Running")
     assert container_status(steady, "main")["containerID"] == steady_id
     assert container_status(steady, "main")["restartCount"] == 0
