@@ -2,10 +2,11 @@
 
 What lives here: `Provider` (the wired parts with `start()` / `stop()`, usable in-process by
 tests) and `run_provider(config)`, the entry point that runs a Provider until SIGTERM or
-SIGINT. Start order: the runtime, the event recorder, node registration, the status
-manager, the pod workers, the static pod source (when `staticPods.path` is set; its pods
-run without the apiserver), then, once the apiserver answers, adoption of the containers
-that already exist and the API pod source. Stop is the reverse and never stops the pods'
+SIGINT. Start order: the runtime, the event recorder, the kubelet API server (its bound
+port is what the Node advertises), node registration, the status manager, the pod workers,
+mirror pods, the static pod source (when `staticPods.path` is set; its pods run without the
+apiserver), then, once the apiserver answers, adoption of the containers that already exist
+and the API pod source. Stop is the reverse and never stops the pods'
 containers. Must not: contain pod, node or status logic of its own.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import os
 import signal
 from collections.abc import Mapping
 from typing import Any
@@ -20,8 +23,10 @@ from typing import Any
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kubeletapi import KubeletServer
 from vk_provider.logging import get_logger
-from vk_provider.node.agent import NodeAgent
+from vk_provider.node.agent import NodeAgent, detect_node_ip
+from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import ApiPodSource, Observer, list_node_pods, make_object_getter
 from vk_provider.pods.config import PodConfig, pod_uid
 from vk_provider.pods.workers import PodWorkers
@@ -35,6 +40,14 @@ log = get_logger("app")
 
 ADOPT_RETRY_SECONDS = 2.0
 STATIC_SOURCE = "file"
+BAD_MANIFEST_REASON = "FailedStaticPodManifest"
+
+
+def with_kubelet_port(config: Config, port: int) -> Config:
+    """The configuration with `kubeletServer.listen` naming the port actually bound (for `:0`)."""
+    host, _, _ = config.kubelet_server.listen.rpartition(":")
+    server = dataclasses.replace(config.kubelet_server, listen=f"{host}:{port}")
+    return dataclasses.replace(config, kubelet_server=server)
 
 
 class Provider:
@@ -46,6 +59,7 @@ class Provider:
         self.client: KubeClient | None = None
         self.runtime: DockerRuntime | None = None
         self.recorder: EventRecorder | None = None
+        self.kubelet: KubeletServer | None = None
         self.node: NodeAgent | None = None
         self.status: StatusManager | None = None
         self.workers: PodWorkers | None = None
@@ -54,6 +68,7 @@ class Provider:
         self.static_source: StaticPodSource | None = None
         self.source: ApiPodSource | None = None
         self._api_task: asyncio.Task[None] | None = None
+        self._reported_bad: set[tuple[str, str]] = set()
 
     def _allocatable(self) -> Mapping[str, str]:
         if self.node is None:
@@ -74,15 +89,18 @@ class Provider:
         await self.runtime.start()
         self.recorder = EventRecorder(client, self.node_name)
         await self.recorder.start()
-        self.node = NodeAgent(cfg, client, self.runtime, self.recorder)
+        node_ip = node_ip_from(cfg.node.internal_ip, os.environ) or detect_node_ip()
+        self.kubelet = KubeletServer(
+            cfg.kubelet_server, self.node_name, self.runtime, node_ip, engine=self.runtime.engine, kube=client
+        )
+        await self.kubelet.start()
+        self.node = NodeAgent(with_kubelet_port(cfg, self.kubelet.port), client, self.runtime, self.recorder)
         await self.node.start()
-        if cfg.static_pods.path:
-            self.mirrors = MirrorPods(client, self.node_name, self.recorder)
-            self.status = StatusManager(
-                client, sync_period=cfg.status.sync_period, mirror_uid=self.mirrors.mirror_uid
-            )
-        else:
-            self.status = StatusManager(client, sync_period=cfg.status.sync_period)
+        # Built even without a static pod directory, so mirrors left by an earlier run are deleted.
+        self.mirrors = MirrorPods(client, self.node_name, self.recorder)
+        self.status = StatusManager(
+            client, sync_period=cfg.status.sync_period, mirror_uid=self.mirrors.mirror_uid
+        )
         await self.status.start()
         self.workers = PodWorkers(
             self.runtime,
@@ -97,8 +115,8 @@ class Provider:
         )
         await self.workers.start()
         self.pod_config = PodConfig(self.workers.update)
-        if self.mirrors is not None:
-            await self.mirrors.start()
+        await self.mirrors.start()
+        if cfg.static_pods.path:
             self.static_source = StaticPodSource(
                 cfg.static_pods.path,
                 self.node_name,
@@ -116,7 +134,15 @@ class Provider:
         self.mirrors.set_static_pods(pods)
 
     async def _on_bad_manifests(self, bad: list[BadManifest]) -> None:
-        """The static source logs each newly bad file; the other files keep their pods."""
+        """A Warning Event on the Node for each newly bad file (the source logs it).
+
+        The other files keep their pods.
+        """
+        assert self.recorder is not None and self.node is not None
+        current = {(b.path, b.reason) for b in bad}
+        for path, reason in sorted(current - self._reported_bad):
+            self.recorder.event(self.node.node_ref(), "Warning", BAD_MANIFEST_REASON, f"{path}: {reason}")
+        self._reported_bad = current
 
     async def _api_pods(self, client: KubeClient) -> list[dict[str, Any]]:
         """The node's pods from the API; retried until the apiserver answers (pods keep running)."""
@@ -171,6 +197,7 @@ class Provider:
             self.mirrors,
             self.workers,
             self.status,
+            self.kubelet,
             self.node,
             self.recorder,
         )

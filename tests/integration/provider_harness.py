@@ -28,6 +28,7 @@ from vk_provider.app import Provider
 from vk_provider.config import (
     Config,
     DockerConfig,
+    KubeletServerConfig,
     KubernetesConfig,
     NodeConfig,
     PodsConfig,
@@ -114,6 +115,9 @@ class ProviderHarness:
             pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
+            kubelet_server=KubeletServerConfig(
+                listen="127.0.0.1:0", client_ca_file=str(self.server.pki.ca_cert_path), auth="x509"
+            ),
         )
 
     async def start_sandbox(self) -> None:
@@ -138,6 +142,11 @@ class ProviderHarness:
             "kubernetes": {"kubeconfig": str(self.kubeconfig)},
             "docker": {"sandboxImage": PAUSE, "stateDir": str(self.workdir / "state")},
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
+            "kubeletServer": {
+                "listen": "127.0.0.1:0",
+                "clientCAFile": str(self.server.pki.ca_cert_path),
+                "auth": "x509",
+            },
             "logging": {"level": "info"},
         }
         path = self.workdir / "provider.yaml"

@@ -107,7 +107,7 @@ class NodeAgent:
 
     async def start(self) -> None:
         log.info("starting node agent for %s (InternalIP %s)", self.name, self.node_ip)
-        self._recorder.event(self._node_ref(), "Normal", "Starting", f"Starting vk-provider {__version__}.")
+        self._recorder.event(self.node_ref(), "Normal", "Starting", f"Starting vk-provider {__version__}.")
         self._task = asyncio.create_task(self._run(), name=f"node agent {self.name}")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._registered.wait(), START_WAIT)
@@ -317,7 +317,8 @@ class NodeAgent:
         if force or self._node is None or _rv_number(node) >= _rv_number(self._node):
             self._node = node
 
-    def _node_ref(self) -> dict[str, Any]:
+    def node_ref(self) -> dict[str, Any]:
+        """The Node as an event's involved object (the kubelet uses the node name as its UID)."""
         return {"kind": "Node", "metadata": {"name": self.name}}
 
     def _now(self) -> str:

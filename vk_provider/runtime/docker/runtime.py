@@ -96,6 +96,11 @@ class DockerRuntime:
         local = self._engine.url.startswith("unix://")
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
 
+    @property
+    def engine(self) -> Engine:
+        """The engine connection and its bounded thread pool, shared with the kubelet API."""
+        return self._engine
+
     # --- connection ---
 
     async def start(self) -> None:
