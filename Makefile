@@ -10,7 +10,7 @@ test: docker images install helm lint
 	$(PY) -m pytest -q -ra
 
 demo: docker images install
-	$(VENV)/bin/vk-provider check-config config.example.yaml
+	bash scripts/demo.sh
 
 install: $(STAMP)
 
