@@ -1,0 +1,345 @@
+"""What a user types, end to end: `vk-provider sandbox` (control plane + one provider on the real
+Docker engine) started as a subprocess, then the real kubectl against it: the node, a two-container
+pod (logs, logs -f, exec, describe, HTTP to the pod IP), a failing pod, a delete, events, and
+SIGTERM with `--clean`.
+
+One sandbox serves the whole module; each test makes its own pods, except the read-only tests
+that share the `web` pod. The stop test starts a sandbox of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
+
+KUBECTL = "/usr/bin/kubectl"
+DEADLINE = 120.0
+NODE_LABEL = "io.vk-provider.node"
+POD_NAME_LABEL = "io.vk-provider.pod.name"
+TOLERATION = {
+    "key": "virtual-kubelet.io/provider",
+    "operator": "Equal",
+    "value": "docker",
+    "effect": "NoSchedule",
+}
+COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
+
+
+@dataclass
+class Sandbox:
+    proc: subprocess.Popen[bytes]
+    output: Path
+    state_dir: Path
+    node: str
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    def kubectl(
+        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = DEADLINE
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check:
+            assert result.returncode == 0, (args, result.stdout, result.stderr, self.log_tail())
+        return result
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the sandbox's output (its providers log there too), for failure messages."""
+        return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _until(what: str, probe: Callable[[], Any], deadline: float = DEADLINE) -> Any:
+    """Poll `probe` until it returns something truthy; fail with `what` after `deadline` seconds."""
+    end = time.monotonic() + deadline
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def _containers(docker_client: Any, node: str, **labels: str) -> list[Any]:
+    filters = [f"{NODE_LABEL}={node}", *(f"{k}={v}" for k, v in labels.items())]
+    return list(docker_client.containers.list(all=True, filters={"label": filters}))
+
+
+def _remove_node_containers(docker_client: Any, node: str) -> None:
+    for container in _containers(docker_client, node):
+        container.remove(force=True, v=True)
+
+
+def _start_sandbox(directory: Path, pause_image: str) -> Sandbox:
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "provider.yaml"
+    config.write_text(
+        yaml.safe_dump({"docker": {"sandboxImage": pause_image, "stateDir": str(directory / "docker")}})
+    )
+    prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
+    port = _free_port()
+    state_dir = directory / "state"
+    args = [
+        *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
+        *("--config", str(config), "--node-prefix", prefix, "--clean"),
+    ]
+    output = directory / "sandbox.out"
+    with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            cwd=directory,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    sandbox = Sandbox(proc, output, state_dir, f"{prefix}1")
+
+    def started() -> bool:
+        assert proc.poll() is None, f"sandbox exited with {proc.returncode}: {sandbox.log_tail()}"
+        return sandbox.kubeconfig.exists()
+
+    _until("the kubeconfig", started)
+    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    _until(
+        f"node {sandbox.node} Ready",
+        lambda: sandbox.kubectl("get", "node", sandbox.node, "-o", ready, check=False).stdout == "True",
+    )
+    return sandbox
+
+
+def _stop_sandbox(sandbox: Sandbox) -> int:
+    sandbox.proc.send_signal(signal.SIGTERM)
+    try:
+        return sandbox.proc.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        sandbox.proc.kill()
+        sandbox.proc.wait()
+        raise
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def sandbox(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
+) -> Iterator[Sandbox]:
+    sb = _start_sandbox(tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"])
+    try:
+        yield sb
+    finally:
+        if sb.proc.poll() is None:
+            _stop_sandbox(sb)
+        _remove_node_containers(docker_client, sb.node)
+
+
+def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [TOLERATION],
+            "containers": containers,
+            **spec,
+        },
+    }
+
+
+WEB = "web"
+
+
+@pytest.fixture(scope="module")
+def web(sandbox: Sandbox) -> str:
+    """A Ready pod `web`: container `counter` prints `line N` every second, `httpd` serves
+    busybox's index page on 8080. Tests only read it."""
+    containers = [
+        {"name": "counter", "image": "vk-test/busybox:1", "command": ["sh", "-c", COUNTER]},
+        {
+            "name": "httpd",
+            "image": "vk-test/busybox:1",
+            "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
+        },
+    ]
+    sandbox.apply(pod_manifest(WEB, sandbox.node, containers, terminationGracePeriodSeconds=5))
+    sandbox.kubectl("wait", "--for=condition=Ready", f"pod/{WEB}", "--timeout=120s", timeout=150)
+    return WEB
+
+
+def test_node_is_ready_with_docker_info_labels_and_taint(sandbox: Sandbox) -> None:
+    node = json.loads(sandbox.kubectl("get", "node", sandbox.node, "-o", "json").stdout)
+    info = node["status"]["nodeInfo"]
+    assert info["containerRuntimeVersion"].startswith("docker://")
+    assert info["osImage"] and info["kernelVersion"]
+    labels = node["metadata"]["labels"]
+    assert labels["type"] == "virtual-kubelet"
+    assert labels["kubernetes.io/hostname"] == sandbox.node
+    assert {"key": "virtual-kubelet.io/provider", "value": "docker", "effect": "NoSchedule"} in node["spec"][
+        "taints"
+    ]
+
+    wide = sandbox.kubectl("get", "nodes", "-o", "wide").stdout
+    header, *rows = wide.splitlines()
+    assert "OS-IMAGE" in header and "KERNEL-VERSION" in header and "CONTAINER-RUNTIME" in header
+    row = next(r for r in rows if r.split()[0] == sandbox.node)
+    assert row.split()[1] == "Ready", wide
+    assert info["osImage"] in row and info["kernelVersion"] in row and info["containerRuntimeVersion"] in row
+
+    described = sandbox.kubectl("describe", "node", sandbox.node).stdout
+    assert "virtual-kubelet.io/provider=docker:NoSchedule" in described
+
+
+def http_get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def test_pod_runs_both_containers_and_serves_http_on_its_ip(sandbox: Sandbox, web: str) -> None:
+    wide = sandbox.kubectl("get", "pods", "-o", "wide").stdout
+    row = next(r.split() for r in wide.splitlines() if r.split()[0] == web)
+    # NAME READY STATUS RESTARTS AGE IP NODE NOMINATED-NODE READINESS-GATES
+    assert row[1:3] == ["2/2", "Running"], wide
+    pod_ip = sandbox.kubectl("get", "pod", web, "-o", "jsonpath={.status.podIP}").stdout
+    assert pod_ip and row[5] == pod_ip and row[6] == sandbox.node, wide
+    body = _until(f"httpd on {pod_ip}:8080", lambda: _try_http(f"http://{pod_ip}:8080/"))
+    assert body == "hello from vk-test/busybox\n"
+
+
+def _try_http(url: str) -> str | None:
+    try:
+        return http_get(url)
+    except OSError:
+        return None
+
+
+def test_kubectl_logs_and_logs_follow(sandbox: Sandbox, web: str) -> None:
+    out = _until(
+        "two log lines",
+        lambda: (
+            (r := sandbox.kubectl("logs", web, "-c", "counter", check=False)).returncode == 0
+            and "line 1\n" in r.stdout
+            and r.stdout
+        ),
+    )
+    assert out.startswith("line 0\nline 1\n")
+
+    proc = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "logs", "-f", web, "-c", "counter", "--tail=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        # pytest-timeout bounds this read; the counter writes a line every second.
+        lines = [proc.stdout.readline().decode() for _ in range(3)]
+    finally:
+        proc.kill()
+        proc.wait()
+    numbers = [int(line.split()[1]) for line in lines]
+    assert numbers == list(range(numbers[0], numbers[0] + 3)), lines  # new lines arrive as written
+
+
+def test_kubectl_exec_exit_code_and_stdin(sandbox: Sandbox, web: str) -> None:
+    result = sandbox.kubectl("exec", web, "-c", "counter", "--", "sh", "-c", "echo hi; exit 3", check=False)
+    assert (result.returncode, result.stdout) == (3, "hi\n"), result.stderr
+    result = sandbox.kubectl("exec", "-i", web, "-c", "httpd", "--", "cat", stdin="from stdin\nline two\n")
+    assert result.stdout == "from stdin\nline two\n"
+
+
+def test_kubectl_describe_shows_kubelet_events(sandbox: Sandbox, web: str) -> None:
+    described = sandbox.kubectl("describe", "pod", web).stdout
+    events = described[described.index("Events:") :]
+    for reason in ("Scheduled", "Created", "Started"):
+        assert reason in events, described
+    assert "Pulled" in events or "Pulling" in events, described
+    assert "Started container counter" in events and "Started container httpd" in events, described
+
+
+def test_kubectl_get_events_shows_the_kubelet_source(sandbox: Sandbox, web: str) -> None:
+    wide = sandbox.kubectl(
+        "get", "events", "--field-selector", f"involvedObject.name={web}", "-o", "wide"
+    ).stdout
+    assert f"kubelet, {sandbox.node}" in wide, wide
+    events = json.loads(sandbox.kubectl("get", "events", "-o", "json").stdout)["items"]
+    started = [e for e in events if e["involvedObject"]["name"] == web and e["reason"] == "Started"]
+    assert started and all(e["source"] == {"component": "kubelet", "host": sandbox.node} for e in started)
+
+
+def test_failing_pod_with_restart_never_shows_error(sandbox: Sandbox) -> None:
+    name = "fails"
+    containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", "echo bye; exit 1"]}]
+    sandbox.apply(pod_manifest(name, sandbox.node, containers, restartPolicy="Never"))
+    phase = "jsonpath={.status.phase}"
+    _until(f"pod {name} Failed", lambda: sandbox.kubectl("get", "pod", name, "-o", phase).stdout == "Failed")
+    row = sandbox.kubectl("get", "pod", name, "--no-headers").stdout.split()
+    assert row[1:4] == ["0/1", "Error", "0"], row
+    state = json.loads(sandbox.kubectl("get", "pod", name, "-o", "json").stdout)["status"]
+    terminated = state["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
+    assert sandbox.kubectl("logs", name).stdout == "bye\n"
+
+
+def test_kubectl_delete_stops_the_containers_and_the_pod_disappears(
+    sandbox: Sandbox, docker_client: Any
+) -> None:
+    name = "doomed"
+    containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", COUNTER]}]
+    sandbox.apply(pod_manifest(name, sandbox.node, containers, terminationGracePeriodSeconds=5))
+    sandbox.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
+    assert _containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name})
+    # kubectl delete waits until the pod is gone: the shell (PID 1, no TERM handler) is killed
+    # when the 5 s grace period runs out.
+    sandbox.kubectl("delete", "pod", name, timeout=90)
+    gone = sandbox.kubectl("get", "pod", name, check=False)
+    assert gone.returncode == 1 and "NotFound" in gone.stderr, gone
+    _until(
+        f"the containers of {name} removed from Docker",
+        lambda: not _containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name}),
+    )
+
+
+def test_sigterm_stops_the_sandbox_and_clean_removes_containers(
+    tmp_path: Path, docker_client: Any, test_images: dict[str, str]
+) -> None:
+    sb = _start_sandbox(tmp_path, test_images["pause"])
+    try:
+        containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sleep", "3600"]}]
+        sb.apply(pod_manifest("left-running", sb.node, containers))
+        sb.kubectl("wait", "--for=condition=Ready", "pod/left-running", "--timeout=120s", timeout=150)
+        assert _containers(docker_client, sb.node)
+        assert _stop_sandbox(sb) == 0, sb.log_tail()
+        assert _containers(docker_client, sb.node) == [], "--clean left containers behind"
+    finally:
+        if sb.proc.poll() is None:
+            sb.proc.kill()
+            sb.proc.wait()
+        _remove_node_containers(docker_client, sb.node)
