@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -42,6 +43,13 @@ BUSYBOX = "vk-test/busybox:1"
 PAUSE = "vk-test/pause:1"
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
@@ -81,13 +89,16 @@ class ProviderHarness:
         sync_period: float = 10.0,
         resync_interval: float = 60.0,
         static_dir: Path | None = None,
+        api_port: int = 0,
     ) -> None:
         self.resync_interval = resync_interval
         self.node_name = node_name
         self.workdir = workdir
         self.sync_period = sync_period
         self.static_dir = static_dir
-        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox")
+        # api_port: a fixed port (see `free_port`) lets a test write the kubeconfig and start the
+        # provider before the sandbox listens; 0 picks a free port when the sandbox starts.
+        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox", port=api_port)
         self.kubeconfig = workdir / "kubeconfig"
         self.client: KubeClient | None = None
         self.provider: Provider | None = None
