@@ -10,6 +10,8 @@ that share the `web` pod. The stop test starts a sandbox of its own.
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
 import socket
 import subprocess
@@ -52,7 +54,12 @@ class Sandbox:
         return self.state_dir / "kubeconfig"
 
     def kubectl(
-        self, *args: str, stdin: str | None = None, check: bool = True, timeout: float = DEADLINE
+        self,
+        *args: str,
+        stdin: str | None = None,
+        check: bool = True,
+        timeout: float = DEADLINE,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
@@ -61,6 +68,7 @@ class Sandbox:
             text=True,
             timeout=timeout,
             check=False,
+            env={**os.environ, **(env or {})},
         )
         if check:
             assert result.returncode == 0, (args, result.stdout, result.stderr, self.log_tail())
@@ -264,34 +272,67 @@ def test_kubectl_logs_and_logs_follow(sandbox: Sandbox, web: str) -> None:
     finally:
         proc.kill()
         proc.wait()
+    assert proc.stderr is not None
+    assert all(lines), (lines, proc.stderr.read(), sandbox.log_tail())
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == list(range(numbers[0], numbers[0] + 3)), lines  # new lines arrive as written
 
 
-def test_kubectl_exec_exit_code_and_stdin(sandbox: Sandbox, web: str) -> None:
-    result = sandbox.kubectl("exec", web, "-c", "counter", "--", "sh", "-c", "echo hi; exit 3", check=False)
+@pytest.mark.parametrize("websockets", ["true", "false"])  # false: kubectl speaks SPDY/3.1
+def test_kubectl_exec_exit_code_and_stdin(sandbox: Sandbox, web: str, websockets: str) -> None:
+    env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets}
+    result = sandbox.kubectl(
+        "exec", web, "-c", "counter", "--", "sh", "-c", "echo hi; exit 3", check=False, env=env
+    )
     assert (result.returncode, result.stdout) == (3, "hi\n"), result.stderr
-    result = sandbox.kubectl("exec", "-i", web, "-c", "httpd", "--", "cat", stdin="from stdin\nline two\n")
+    result = sandbox.kubectl(
+        "exec", "-i", web, "-c", "httpd", "--", "cat", stdin="from stdin\nline two\n", env=env
+    )
     assert result.stdout == "from stdin\nline two\n"
 
 
+def test_kubectl_port_forward_reaches_httpd(sandbox: Sandbox, web: str) -> None:
+    proc = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "port-forward", f"pod/{web}", ":8080"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        line = proc.stdout.readline().decode()  # pytest-timeout bounds this read
+        match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
+        assert match, (line, sandbox.log_tail())
+        body = _until("a forwarded connection", lambda: _try_http(f"http://127.0.0.1:{match.group(1)}/"))
+        assert body == "hello from vk-test/busybox\n"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_kubectl_describe_shows_kubelet_events(sandbox: Sandbox, web: str) -> None:
-    described = sandbox.kubectl("describe", "pod", web).stdout
-    events = described[described.index("Events:") :]
-    for reason in ("Scheduled", "Created", "Started"):
-        assert reason in events, described
-    assert "Pulled" in events or "Pulling" in events, described
-    assert "Started container counter" in events and "Started container httpd" in events, described
+    wanted = ("Scheduled", "Created", "Started", "Started container counter", "Started container httpd")
+
+    def events() -> str | None:  # the recorder posts events in the background
+        described = sandbox.kubectl("describe", "pod", web).stdout
+        section = described[described.index("Events:") :]
+        complete = all(w in section for w in wanted) and ("Pulled" in section or "Pulling" in section)
+        return section if complete else None
+
+    section = _until("Scheduled, Pulled, Created and Started in kubectl describe", events)
+    assert "default-scheduler" in section and "kubelet" in section, section
 
 
 def test_kubectl_get_events_shows_the_kubelet_source(sandbox: Sandbox, web: str) -> None:
+    def started() -> list[dict[str, Any]]:
+        items = json.loads(sandbox.kubectl("get", "events", "-o", "json").stdout)["items"]
+        return [e for e in items if e["involvedObject"]["name"] == web and e["reason"] == "Started"]
+
+    events = _until("Started events of the web pod", started)
+    assert all(e["source"] == {"component": "kubelet", "host": sandbox.node} for e in events), events
     wide = sandbox.kubectl(
         "get", "events", "--field-selector", f"involvedObject.name={web}", "-o", "wide"
     ).stdout
     assert f"kubelet, {sandbox.node}" in wide, wide
-    events = json.loads(sandbox.kubectl("get", "events", "-o", "json").stdout)["items"]
-    started = [e for e in events if e["involvedObject"]["name"] == web and e["reason"] == "Started"]
-    assert started and all(e["source"] == {"component": "kubelet", "host": sandbox.node} for e in started)
 
 
 def test_failing_pod_with_restart_never_shows_error(sandbox: Sandbox) -> None:
@@ -325,6 +366,19 @@ def test_kubectl_delete_stops_the_containers_and_the_pod_disappears(
         f"the containers of {name} removed from Docker",
         lambda: not _containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name}),
     )
+
+
+def test_delete_ends_when_the_containers_stop_not_when_the_grace_period_ends(sandbox: Sandbox) -> None:
+    name = "quick-exit"
+    script = "trap 'echo got TERM; exit 0' TERM; while true; do sleep 1; done"
+    containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", script]}]
+    sandbox.apply(pod_manifest(name, sandbox.node, containers, terminationGracePeriodSeconds=300))
+    sandbox.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
+    # The shell exits on SIGTERM at once; a pod that stayed until its 300 s grace period ran out
+    # would make kubectl give up after its (generous) wait.
+    sandbox.kubectl("delete", "pod", name, "--timeout=120s", timeout=150)
+    gone = sandbox.kubectl("get", "pod", name, check=False)
+    assert gone.returncode == 1 and "NotFound" in gone.stderr, gone
 
 
 def test_sigterm_stops_the_sandbox_and_clean_removes_containers(
