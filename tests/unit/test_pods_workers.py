@@ -347,18 +347,6 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     assert "live" not in runtime.removed
 
 
-def test_probe_results_follow_the_cached_instance_only() -> None:
-    from vk_provider.pods.workers import probe_results
-
-    pod = make_pod("p", [box("a", readinessProbe={"exec": {"command": ["true"]}}), box("b")])
-    inst = ContainerInstance("a", ContainerRole.APP, 0, "abc", "i", "", ContainerRunState.RUNNING)
-    state = PodRuntimeState("p", "default", "p", None, (inst,))
-    cached = {"containerStatuses": [{"name": "a", "ready": True, "containerID": "docker://abc"}]}
-    assert probe_results(pod, cached, state) == ({"a": True}, {})
-    restarted = {"containerStatuses": [{"name": "a", "ready": True, "containerID": "docker://old"}]}
-    assert probe_results(pod, restarted, state) == ({}, {})
-
-
 async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     cfg.upsert("api", make_pod("sb", [box("a")], initContainers=[box("init")]))

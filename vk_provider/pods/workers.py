@@ -5,9 +5,11 @@ pod runs syncing -> terminating -> terminated. A sync is idempotent: it compares
 spec with the runtime's observed `PodRuntimeState` and does the next steps (sandbox, init
 containers one at a time to success, app containers, restarts per restartPolicy with the
 crash-loop backoff, image pulls with ImagePullBackOff), then publishes the generated status
-to the StatusManager. Termination runs preStop hooks and stops containers within the grace
-period, then publishes the terminal status. `adopt` makes a restart safe: containers of
-pods that still exist are kept as they are, those of vanished pods are stopped and removed.
+to the StatusManager with the ProbeManager's readiness / startup results; it also owns the
+pod's probe workers and kills a container whose liveness or startup probe failed.
+Termination runs preStop hooks and stops containers within the grace period, then
+publishes the terminal status. `adopt` makes a restart safe: containers of pods that still
+exist are kept as they are, those of vanished pods are stopped and removed.
 Must not: write to the apiserver (StatusManager and EventRecorder do), or know about Docker.
 """
 
@@ -37,6 +39,8 @@ from vk_provider.pods.config import PodUpdate, UpdateKind
 from vk_provider.pods.env import ObjectGetter, PodAddresses, resolve_container_env
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS, effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
+from vk_provider.probes import messages as probe_messages
+from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -64,6 +68,8 @@ class StatusSink(Protocol):
     def get_pod_status(self, uid: str) -> dict[str, Any] | None: ...
     def terminate_pod(self, pod: Mapping[str, Any]) -> None: ...
     def remove_pod(self, uid: str) -> None: ...
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None: ...
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None: ...
 
 
 class EventSink(Protocol):
@@ -155,38 +161,6 @@ def _finished(pod: Mapping[str, Any], state: PodRuntimeState) -> bool:
     return True
 
 
-def probe_results(
-    pod: Mapping[str, Any], cached: Mapping[str, Any] | None, state: PodRuntimeState | None
-) -> tuple[dict[str, bool], dict[str, bool]]:
-    """Readiness / startup results the prober already put in the cached status, per container.
-
-    Only containers with the probe are listed, and only while the cached status is about the
-    same container instance (a restarted container is not ready until probed again), so
-    regenerating the status never undoes what the prober set.
-    """
-    readiness: dict[str, bool] = {}
-    started: dict[str, bool] = {}
-    old_status = cached or {}
-    statuses = [
-        *(old_status.get("containerStatuses") or []),
-        *(old_status.get("initContainerStatuses") or []),
-    ]
-    by_name = {str(s.get("name")): s for s in statuses}
-    spec = _spec(pod)
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        name = container["name"]
-        old = by_name.get(name)
-        latest = state.latest(name) if state is not None else None
-        same = latest is not None and str((old or {}).get("containerID", "")).endswith(latest.container_id)
-        if old is None or not same:
-            continue
-        if "readinessProbe" in container:
-            readiness[name] = bool(old.get("ready"))
-        if "startupProbe" in container:
-            started[name] = bool(old.get("started"))
-    return readiness, started
-
-
 def _parse_time(value: Any) -> float | None:
     if not value:
         return None
@@ -224,6 +198,7 @@ class PodWorkers:
         self._backoff = backoff or Backoff()
         self._spec_hash = spec_hash
         self._work: dict[str, _PodWork] = {}
+        self._probes = ProbeManager(runtime, status, recorder, self._probe_changed)
         self._events_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
         self._closing = False
@@ -280,6 +255,7 @@ class PodWorkers:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._probes.stop()
 
     def states(self) -> dict[str, WorkerState]:
         return {uid: w.state for uid, w in self._work.items()}
@@ -324,6 +300,12 @@ class PodWorkers:
             except Exception:
                 log.exception("runtime event stream failed; resubscribing")
                 await asyncio.sleep(1.0)
+
+    def _probe_changed(self, uid: str) -> None:
+        """A probe result changed: sync the pod (the kubelet's handleProbeSync)."""
+        work = self._work.get(uid)
+        if work is not None:
+            work.doorbell.set()
 
     def _wake_in(self, work: _PodWork, seconds: float) -> None:
         at = asyncio.get_running_loop().time() + max(seconds, 0.0)
@@ -379,7 +361,7 @@ class PodWorkers:
 
     def _publish(self, work: _PodWork, state: PodRuntimeState | None, terminal: bool) -> dict[str, Any]:
         cached = self._status.get_pod_status(work.uid)
-        readiness, started = probe_results(work.pod, cached, state)
+        readiness, started = self._probes.pod_results(work.pod, state)
         status = generate_pod_status(
             work.pod,
             state,
@@ -417,6 +399,7 @@ class PodWorkers:
             log.info("active deadline exceeded, terminating", extra={"pod": pod_ref(pod)})
             self._recorder.event(pod, "Warning", DEADLINE_REASON[0], DEADLINE_REASON[1])
             return True
+        self._probes.add_pod(pod)
         state = await self._runtime.pod_state(work.uid)
         if not work.adopted:
             work.adopted = True
@@ -483,6 +466,7 @@ class PodWorkers:
                 continue
             if instance.state == ContainerRunState.RUNNING:
                 if sidecar:
+                    await self._kill_if_unhealthy(work, instance, sandbox.ip)
                     continue
                 return False
             if instance.state == ContainerRunState.EXITED and instance.exit_code == 0 and not sidecar:
@@ -509,6 +493,26 @@ class PodWorkers:
                 await self._restart(work, container, ContainerRole.APP, instance, sandbox)
             elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
                 await self._replace(work, container, instance, sandbox)
+            elif instance.state == ContainerRunState.RUNNING:
+                await self._kill_if_unhealthy(work, instance, sandbox.ip)
+
+    async def _kill_if_unhealthy(self, work: _PodWork, instance: ContainerInstance, pod_ip: str) -> None:
+        """Kill a running container whose liveness or startup probe failed; it restarts per policy.
+
+        Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodActions), which
+        also uses the probe's terminationGracePeriodSeconds when it has one.
+        """
+        failure = self._probes.failed_probe(work.uid, instance.name, instance.container_id)
+        if failure is None:
+            return
+        pod = work.pod
+        restart = _restart_policy(pod) != "Never" or instance.role == ContainerRole.INIT
+        message = probe_messages.kill(instance.name, failure.probe_type, restart)
+        log.info("%s", message, extra={"pod": pod_ref(pod)})
+        grace = failure.termination_grace
+        await self._kill(
+            work, instance, effective_grace_period(None, pod) if grace is None else grace, pod_ip, message
+        )
 
     def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
         if self._spec_hash is None or not instance.spec_hash:
@@ -710,6 +714,7 @@ class PodWorkers:
 
     async def _terminate(self, work: _PodWork) -> None:
         pod = work.pod
+        await self._probes.stop_liveness_and_startup(work.uid)
         work.grace = effective_grace_period(work.grace, pod)
         state = await self._runtime.pod_state(work.uid)
         running = [
@@ -729,6 +734,7 @@ class PodWorkers:
         if state is not None and state.sandbox is not None and state.sandbox.running:
             await self._runtime.stop_container(state.sandbox.container_id, SANDBOX_STOP_SECONDS)
         self._publish(work, await self._runtime.pod_state(work.uid), terminal=True)
+        await self._probes.remove_pod(work.uid)
         self._status.terminate_pod(pod)
         log.info("pod terminated", extra={"pod": pod_ref(pod)})
 
@@ -739,11 +745,15 @@ class PodWorkers:
                 return dict(container)
         return {"name": instance.name}
 
-    async def _kill(self, work: _PodWork, instance: ContainerInstance, grace: int, pod_ip: str) -> None:
+    async def _kill(
+        self, work: _PodWork, instance: ContainerInstance, grace: int, pod_ip: str, message: str = ""
+    ) -> None:
+        """Run the preStop hook, then stop the container; `message` is the Killing Event's."""
         pod = work.pod
         container = self._container_spec(pod, instance)
         fp = _field_path(instance.role, instance.name)
-        self._recorder.event(pod, "Normal", "Killing", f"Stopping container {instance.name}", field_path=fp)
+        message = message or f"Stopping container {instance.name}"
+        self._recorder.event(pod, "Normal", probe_messages.KILLING, message, field_path=fp)
         began = time.monotonic()
         pre_stop = (container.get("lifecycle") or {}).get("preStop")
         if pre_stop and instance.state == ContainerRunState.RUNNING:

@@ -1,0 +1,169 @@
+"""ProbeManager: the probe workers of every pod, and their current results.
+
+What lives here: `ProbeManager`. `add_pod` starts one `ProbeWorker` task per container and
+probe (app containers and sidecars), `stop_liveness_and_startup` / `remove_pod` / `stop`
+end them. Readiness and startup results go to the status manager's
+`set_container_readiness` / `set_container_startup` as they change; every change also
+calls `on_change(uid)` so the pod worker syncs (it kills a container whose liveness or
+startup probe failed, found with `failed_probe`, and regenerates statuses with
+`pod_results`). Must not: start or stop containers itself.
+
+Upstream: pkg/kubelet/prober/prober_manager.go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.probes.results import Result
+from vk_provider.probes.spec import ProbeType, container_probes
+from vk_provider.probes.worker import EventSink, ProbeWorker, StatusSource
+from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
+
+log = get_logger("probes")
+
+_Key = tuple[str, str, ProbeType]  # pod uid, container name, probe type
+
+
+class ProbeStatusSink(StatusSource, Protocol):
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None: ...
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A running container's liveness or startup probe failed: it is to be killed."""
+
+    probe_type: ProbeType
+    termination_grace: int | None  # the probe's terminationGracePeriodSeconds, if set
+
+
+def _probed_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    return [*sidecars, *(spec.get("containers") or [])]
+
+
+class ProbeManager:
+    def __init__(
+        self,
+        runtime: Runtime,
+        status: ProbeStatusSink,
+        recorder: EventSink,
+        on_change: Callable[[str], None],
+    ) -> None:
+        self._runtime = runtime
+        self._status = status
+        self._recorder = recorder
+        self._on_change = on_change
+        self._workers: dict[_Key, ProbeWorker] = {}
+        self._tasks: dict[_Key, asyncio.Task[None]] = {}
+
+    def add_pod(self, pod: Mapping[str, Any]) -> None:
+        """Start the workers of the pod's probes that are not running yet (idempotent)."""
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        for container in _probed_containers(pod):
+            for probe_type, spec in container_probes(container).items():
+                key = (uid, str(container["name"]), probe_type)
+                if key in self._workers:
+                    continue
+                worker = ProbeWorker(
+                    pod,
+                    container,
+                    probe_type,
+                    spec,
+                    runtime=self._runtime,
+                    status=self._status,
+                    recorder=self._recorder,
+                    on_result=self._result,
+                )
+                self._workers[key] = worker
+                self._tasks[key] = asyncio.create_task(
+                    self._run(key, worker), name=f"{probe_type.value.lower()} probe {pod_ref(pod)} {key[1]}"
+                )
+
+    async def _run(self, key: _Key, worker: ProbeWorker) -> None:
+        try:
+            await worker.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "%s probe worker of %s failed", worker.probe_type, key[1], extra={"pod": pod_ref(worker.pod)}
+            )
+        if self._workers.get(key) is worker:  # done for good: forget it (prober_manager removeWorker)
+            del self._workers[key]
+            self._tasks.pop(key, None)
+
+    def _result(self, worker: ProbeWorker, result: Result | None) -> None:
+        """A worker's published result changed (None: it has no result for any instance)."""
+        if result is not None and worker.probe_type == ProbeType.READINESS:
+            self._status.set_container_readiness(worker.uid, worker.name, result == Result.SUCCESS)
+        elif result is not None and worker.probe_type == ProbeType.STARTUP:
+            self._status.set_container_startup(worker.uid, worker.name, result == Result.SUCCESS)
+        self._on_change(worker.uid)
+
+    async def _cancel(self, keys: list[_Key]) -> None:
+        tasks = [task for key in keys if (task := self._tasks.pop(key, None)) is not None]
+        for key in keys:
+            self._workers.pop(key, None)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def stop_liveness_and_startup(self, uid: str) -> None:
+        """The pod is terminating: no more liveness or startup probes (readiness goes on)."""
+        await self._cancel([k for k in self._workers if k[0] == uid and k[2] != ProbeType.READINESS])
+
+    async def remove_pod(self, uid: str) -> None:
+        await self._cancel([k for k in self._workers if k[0] == uid])
+
+    async def stop(self) -> None:
+        await self._cancel(list(self._workers))
+
+    def pod_results(
+        self, pod: Mapping[str, Any], state: PodRuntimeState | None
+    ) -> tuple[dict[str, bool], dict[str, bool]]:
+        """(readiness, started) by container name, for `generate_pod_status`.
+
+        Only results about the container's latest instance are listed; a container whose
+        probe has no result for it yet is left out (its probe's default: not ready, not
+        started), and its worker is triggered to probe at once (prober_manager.go
+        UpdatePodStatus).
+        """
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        readiness: dict[str, bool] = {}
+        started: dict[str, bool] = {}
+        for (worker_uid, name, probe_type), worker in self._workers.items():
+            if worker_uid != uid or probe_type == ProbeType.LIVENESS:
+                continue
+            instance = state.latest(name) if state is not None else None
+            if instance is None:
+                continue
+            current = worker.state.container_id == instance.container_id
+            if current and worker.state.result is not None:
+                target = readiness if probe_type == ProbeType.READINESS else started
+                target[name] = worker.state.result == Result.SUCCESS
+            elif instance.state == ContainerRunState.RUNNING:
+                worker.trigger()
+        return readiness, started
+
+    def failed_probe(self, uid: str, name: str, container_id: str) -> ProbeFailure | None:
+        """The liveness (or startup) failure of this container instance, if it has one."""
+        for probe_type in (ProbeType.LIVENESS, ProbeType.STARTUP):
+            worker = self._workers.get((uid, name, probe_type))
+            if (
+                worker is not None
+                and worker.state.container_id == container_id
+                and worker.state.result == Result.FAILURE
+            ):
+                return ProbeFailure(probe_type, worker.state.spec.termination_grace)
+        return None

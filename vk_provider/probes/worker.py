@@ -1,0 +1,180 @@
+"""One probe worker: an asyncio task probing one container of one pod with one probe.
+
+What lives here: `ProbeWorker`, whose loop reads the container's current status from the
+status cache (as the kubelet's worker reads the status manager), follows container
+instances, probes every periodSeconds (or at once when triggered), and reports changed
+results to its owner. Must not: start or stop containers, or write statuses itself.
+
+Upstream: pkg/kubelet/prober/worker.go (run, doProbe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.probes import messages
+from vk_provider.probes.handlers import ProbeError, run_probe
+from vk_provider.probes.results import ProbeState, Result
+from vk_provider.probes.spec import ProbeSpec, ProbeType
+from vk_provider.runtime.protocol import Runtime
+
+log = get_logger("probes")
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+class StatusSource(Protocol):
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None: ...
+
+
+class EventSink(Protocol):
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None: ...
+
+
+def _container_status(status: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    for item in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]:
+        if item.get("name") == name:
+            return dict(item)
+    return None
+
+
+def _started_at(running: Mapping[str, Any]) -> float | None:
+    value = running.get("startedAt")
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _restartable(pod: Mapping[str, Any], container: Mapping[str, Any], cstatus: Mapping[str, Any]) -> bool:
+    """Whether a stopped container will run again (kubecontainer.ShouldContainerBeRestarted)."""
+    if container.get("restartPolicy") == "Always":
+        return True  # a sidecar
+    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
+    if policy == "Never":
+        return False
+    if policy == "OnFailure":
+        terminated = (cstatus.get("state") or {}).get("terminated")
+        return terminated is None or terminated.get("exitCode") != 0
+    return True
+
+
+class ProbeWorker:
+    def __init__(
+        self,
+        pod: Mapping[str, Any],
+        container: Mapping[str, Any],
+        probe_type: ProbeType,
+        spec: ProbeSpec,
+        *,
+        runtime: Runtime,
+        status: StatusSource,
+        recorder: EventSink,
+        on_result: Callable[[ProbeWorker, Result | None], None],
+    ) -> None:
+        self.pod = pod
+        self.uid = str((pod.get("metadata") or {}).get("uid", ""))
+        self.container = container
+        self.name = str(container["name"])
+        self.probe_type = probe_type
+        self.state = ProbeState(probe_type, spec)
+        self._runtime = runtime
+        self._status = status
+        self._recorder = recorder
+        self._on_result = on_result
+        self._trigger = asyncio.Event()
+        self._field_path = (
+            f"spec.containers{{{self.name}}}"
+            if any(c.get("name") == self.name for c in (pod.get("spec") or {}).get("containers") or [])
+            else f"spec.initContainers{{{self.name}}}"
+        )
+
+    def trigger(self) -> None:
+        """Probe now instead of at the next period (a new container instance was published)."""
+        self._trigger.set()
+
+    async def run(self) -> None:
+        """Probe until the pod or the container is done for good (or the task is cancelled)."""
+        while await self._do_probe():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._trigger.wait(), self.state.spec.period)
+            self._trigger.clear()
+
+    def _publish(self, result: Result | None) -> None:
+        if result is not None:
+            self._on_result(self, result)
+
+    async def _do_probe(self) -> bool:
+        """One turn; False when this worker has nothing left to probe."""
+        status = self._status.get_pod_status(self.uid)
+        if status is None:
+            return True  # nothing published yet
+        if status.get("phase") in TERMINAL_PHASES:
+            return False
+        cstatus = _container_status(status, self.name)
+        container_id = str((cstatus or {}).get("containerID") or "").split("://", 1)[-1]
+        if cstatus is None or not container_id:
+            if self.state.container_id:
+                self.state.container_gone()
+                self._on_result(self, None)
+            return True
+        self._publish(self.state.new_container(container_id))
+        if self.state.on_hold:
+            return True  # liveness / startup failed: wait for the replacement
+        running = (cstatus.get("state") or {}).get("running")
+        if running is None:
+            self._publish(self.state.container_stopped())
+            return _restartable(self.pod, self.container, cstatus)
+        started_at = _started_at(running)
+        if started_at is not None and time.time() - started_at < self.state.spec.initial_delay:
+            return True
+        if bool(cstatus.get("started")) == (self.probe_type == ProbeType.STARTUP):
+            # A started container needs no startup probe; the others wait for it to start.
+            return True
+        try:
+            outcome = await run_probe(
+                self._runtime, self.container, container_id, self.state.spec, str(status.get("podIP") or "")
+            )
+        except ProbeError as exc:
+            log.info(
+                "%s probe of %s errored: %s",
+                self.probe_type,
+                self.name,
+                exc,
+                extra={"pod": pod_ref(self.pod)},
+            )
+            self._recorder.event(
+                self.pod,
+                "Warning",
+                messages.UNHEALTHY,
+                messages.errored(self.probe_type, str(exc)),
+                field_path=self._field_path,
+            )
+            return True
+        if outcome.result == Result.FAILURE:
+            log.info(
+                "%s probe of %s failed: %s",
+                self.probe_type,
+                self.name,
+                outcome.output.strip(),
+                extra={"pod": pod_ref(self.pod)},
+            )
+            self._recorder.event(
+                self.pod,
+                "Warning",
+                messages.UNHEALTHY,
+                messages.failed(self.probe_type, outcome.output),
+                field_path=self._field_path,
+            )
+        self._publish(self.state.observe(outcome.result))
+        return True
