@@ -159,6 +159,15 @@ async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
         assert after.id == before.id
         assert container_status(second, "main")["restartCount"] == 0
 
+        # As `kubectl delete pod --force --grace-period=0`: gone at once, and back again.
+        await harness.delete(mirror_name, grace=0)
+        await harness.wait_for(
+            mirror_name,
+            lambda p: p["metadata"]["uid"] != second["metadata"]["uid"] and running_with(before.id)(p),
+            within=60,
+        )
+        assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]
+
 
 async def test_edited_manifest_replaces_the_container_and_the_mirror(
     node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
@@ -275,6 +284,17 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
 }
 
 
+def make_bad_file(static_dir: Path, name: str) -> None:
+    path, content = static_dir / name, BAD_FILES[name][0]
+    if name == "dir.yaml":
+        path.mkdir()
+    elif name == "dangling.yaml":
+        os.symlink(static_dir / "does-not-exist.yaml", path)
+    else:
+        assert content is not None
+        path.write_text(content)
+
+
 async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_fixes_are_picked_up(
     node_name: str,
     test_images: dict[str, str],
@@ -287,19 +307,14 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
     static_dir.mkdir()
     write(static_dir / "good.yaml", static_manifest("good", ["sleep", "3600"]))
     good_name = f"good-{node_name.lower()}"
+    for name in list(BAD_FILES)[: len(BAD_FILES) // 2]:  # half are there when the provider starts
+        make_bad_file(static_dir, name)
     async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
         good = await one_running_container(docker_client, node_name, good_name)
-        await harness.wait_for(good_name, running_with(good.id), within=60)
+        good_mirror = await harness.wait_for(good_name, running_with(good.id), within=60)
 
-        for name, (content, _) in BAD_FILES.items():
-            path = static_dir / name
-            if name == "dir.yaml":
-                path.mkdir()
-            elif name == "dangling.yaml":
-                os.symlink(static_dir / "does-not-exist.yaml", path)
-            else:
-                assert content is not None
-                path.write_text(content)
+        for name in list(BAD_FILES)[len(BAD_FILES) // 2 :]:  # the rest appear while it runs
+            make_bad_file(static_dir, name)
 
         async def reported() -> list[dict[str, Any]]:
             events = [e for e in await harness.events(node_name) if e.get("reason") == BAD_MANIFEST]
@@ -319,7 +334,8 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
 
         # The good pod was never touched: same container, same mirror, still running.
         assert [c.id for c in running_app_containers(docker_client, node_name, good_name)] == [good.id]
-        await harness.wait_for(good_name, running_with(good.id), within=10)
+        same = await harness.wait_for(good_name, running_with(good.id), within=10)
+        assert same["metadata"]["uid"] == good_mirror["metadata"]["uid"]
 
         # Fixing bad files is picked up without a restart.
         write(static_dir / "noname.yaml", static_manifest("named", ["sleep", "3600"]))
@@ -329,4 +345,5 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
             container = await one_running_container(docker_client, node_name, fixed_name)
             await harness.wait_for(fixed_name, running_with(container.id), within=60)
         assert [c.id for c in running_app_containers(docker_client, node_name, good_name)] == [good.id]
-        await harness.wait_for(good_name, running_with(good.id), within=10)
+        same = await harness.wait_for(good_name, running_with(good.id), within=10)
+        assert same["metadata"]["uid"] == good_mirror["metadata"]["uid"]
