@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -289,6 +291,61 @@ def test_kubectl_exec_exit_code_and_stdin(sandbox: Sandbox, web: str, websockets
         "exec", "-i", web, "-c", "httpd", "--", "cat", stdin="from stdin\nline two\n", env=env
     )
     assert result.stdout == "from stdin\nline two\n"
+
+
+def test_kubectl_exec_it_runs_an_interactive_shell_on_a_tty(sandbox: Sandbox, web: str) -> None:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "exec", "-it", web, "-c", "counter", "--", "sh"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+    )
+    os.close(slave)
+    try:
+        os.write(master, b"echo $((6*7)); tty; exit 5\n")  # the terminal buffers it for the shell
+        out = b""
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # EIO: kubectl exited and closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None:
+                break
+        code = proc.wait(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    text = out.decode(errors="replace")
+    assert code == 5, text
+    assert "\r\n42\r\n/dev/pts/" in text, text  # a terminal on both ends: CRLF, and tty names a pty
+
+
+def test_crash_loop_shows_back_off_restarts_and_previous_logs(sandbox: Sandbox) -> None:
+    name = "crashy"
+    script = "echo run; exit 2"
+    containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", script]}]
+    sandbox.apply(pod_manifest(name, sandbox.node, containers, terminationGracePeriodSeconds=2))
+
+    def backing_off() -> list[str] | None:
+        row = sandbox.kubectl("get", "pod", name, "--no-headers").stdout.split()
+        return row if row[2] == "CrashLoopBackOff" and row[3] != "0" else None
+
+    row = _until(f"pod {name} in CrashLoopBackOff", backing_off)
+    assert row[1] == "0/1", row
+    previous = sandbox.kubectl("logs", name, "--previous").stdout
+    assert previous == "run\n", previous
+    status = json.loads(sandbox.kubectl("get", "pod", name, "-o", "json").stdout)["status"]
+    last = status["containerStatuses"][0]["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (2, "Error")
+    sandbox.kubectl("delete", "pod", name, timeout=90)
 
 
 def test_kubectl_port_forward_reaches_httpd(sandbox: Sandbox, web: str) -> None:
