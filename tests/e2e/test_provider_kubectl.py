@@ -9,6 +9,7 @@ that share the `web` pod. The stop test starts a sandbox of its own.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pty
@@ -107,13 +108,42 @@ def _remove_node_containers(docker_client: Any, node: str) -> None:
 
 
 def _start_sandbox(directory: Path, pause_image: str) -> Sandbox:
+    """`vk-provider sandbox --clean` with one node, running until its node is Ready."""
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "provider.yaml"
     config.write_text(
         yaml.safe_dump({"docker": {"sandboxImage": pause_image, "stateDir": str(directory / "docker")}})
     )
     prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
-    port = _free_port()
+    for _ in range(3):  # the free port may be taken by someone else before the sandbox binds it
+        sandbox = _launch(directory, config, prefix, _free_port())
+        try:
+            _until("the kubeconfig", functools.partial(_started, sandbox))
+        except PortTaken:
+            continue
+        except BaseException:
+            _stop_sandbox(sandbox)
+            raise
+        break
+    else:
+        raise AssertionError(f"the sandbox found no free port: {sandbox.log_tail()}")
+    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    try:
+        _until(
+            f"node {sandbox.node} Ready",
+            lambda: sandbox.kubectl("get", "node", sandbox.node, "-o", ready, check=False).stdout == "True",
+        )
+    except BaseException:
+        _stop_sandbox(sandbox)
+        raise
+    return sandbox
+
+
+class PortTaken(Exception):
+    """The sandbox could not bind its --port."""
+
+
+def _launch(directory: Path, config: Path, prefix: str, port: int) -> Sandbox:
     state_dir = directory / "state"
     args = [
         *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
@@ -127,22 +157,20 @@ def _start_sandbox(directory: Path, pause_image: str) -> Sandbox:
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    sandbox = Sandbox(proc, output, state_dir, f"{prefix}1")
+    return Sandbox(proc, output, state_dir, f"{prefix}1")
 
-    def started() -> bool:
-        assert proc.poll() is None, f"sandbox exited with {proc.returncode}: {sandbox.log_tail()}"
-        return sandbox.kubeconfig.exists()
 
-    _until("the kubeconfig", started)
-    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
-    _until(
-        f"node {sandbox.node} Ready",
-        lambda: sandbox.kubectl("get", "node", sandbox.node, "-o", ready, check=False).stdout == "True",
-    )
-    return sandbox
+def _started(sandbox: Sandbox) -> bool:
+    if sandbox.proc.poll() is not None:
+        if sandbox.proc.returncode == 1 and "cannot start the API server" in sandbox.log_tail():
+            raise PortTaken
+        raise AssertionError(f"sandbox exited with {sandbox.proc.returncode}: {sandbox.log_tail()}")
+    return sandbox.kubeconfig.exists()
 
 
 def _stop_sandbox(sandbox: Sandbox) -> int:
+    if sandbox.proc.poll() is not None:
+        return sandbox.proc.returncode
     sandbox.proc.send_signal(signal.SIGTERM)
     try:
         return sandbox.proc.wait(timeout=DEADLINE)
