@@ -1,7 +1,7 @@
 """What a user types, end to end: `vk-provider sandbox` (control plane + one provider on the real
 Docker engine) started as a subprocess, then the real kubectl against it: the node, a two-container
-pod (logs, logs -f, exec, describe, HTTP to the pod IP), a failing pod, a delete, events, and
-SIGTERM with `--clean`.
+pod (HTTP to the pod IP, logs, logs -f, exec over WebSocket and SPDY, exec -it on a terminal,
+port-forward, describe, events), a failing pod, a crash loop, deletes, and SIGTERM with `--clean`.
 
 One sandbox serves the whole module; each test makes its own pods, except the read-only tests
 that share the `web` pod. The stop test starts a sandbox of its own.
@@ -256,9 +256,13 @@ def test_node_is_ready_with_docker_info_labels_and_taint(sandbox: Sandbox) -> No
     assert "virtual-kubelet.io/provider=docker:NoSchedule" in described
 
 
-def http_get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        return str(resp.read().decode())
+def _try_http(url: str) -> str | None:
+    """The body of a GET, or None while nothing answers yet."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return str(resp.read().decode())
+    except OSError:
+        return None
 
 
 def test_pod_runs_both_containers_and_serves_http_on_its_ip(sandbox: Sandbox, web: str) -> None:
@@ -270,13 +274,6 @@ def test_pod_runs_both_containers_and_serves_http_on_its_ip(sandbox: Sandbox, we
     assert pod_ip and row[5] == pod_ip and row[6] == sandbox.node, wide
     body = _until(f"httpd on {pod_ip}:8080", lambda: _try_http(f"http://{pod_ip}:8080/"))
     assert body == "hello from vk-test/busybox\n"
-
-
-def _try_http(url: str) -> str | None:
-    try:
-        return http_get(url)
-    except OSError:
-        return None
 
 
 def test_kubectl_logs_and_logs_follow(sandbox: Sandbox, web: str) -> None:
