@@ -2,7 +2,8 @@
 
 What lives here: `ResourceInfo` (plural name, kind, group, version, scope, verbs, short names,
 categories, subresources, and the registry-strategy flags the store needs) and the lookups by
-store key ("pods", "leases.coordination.k8s.io") or by URL parts. Values follow the real
+store key ("pods", "leases.coordination.k8s.io") or by URL parts; also the discovery-only entries
+of metrics.k8s.io (served by metrics.py). Values follow the real
 v1.32 discovery documents. Must not: hold objects or do I/O.
 """
 
@@ -164,6 +165,16 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
 
 RESOURCES: dict[str, ResourceInfo] = {r.key: r for r in _REGISTRY}
 
+# metrics.k8s.io: in a real cluster an aggregated API served by metrics-server. Here metrics.py
+# answers it from the kubelets' stats; it is in discovery only, never in the store (RESOURCES).
+METRICS_GROUP = "metrics.k8s.io"
+METRICS_VERSION = "v1beta1"
+_READ_ONLY = ("get", "list")
+_AGGREGATED: tuple[ResourceInfo, ...] = (
+    ResourceInfo("nodes", "node", "NodeMetrics", METRICS_GROUP, METRICS_VERSION, False, verbs=_READ_ONLY),
+    ResourceInfo("pods", "pod", "PodMetrics", METRICS_GROUP, METRICS_VERSION, True, verbs=_READ_ONLY),
+)
+
 
 def by_key(key: str) -> ResourceInfo | None:
     return RESOURCES.get(key)
@@ -175,13 +186,13 @@ def lookup(group: str, version: str, plural: str) -> ResourceInfo | None:
 
 
 def group_versions() -> dict[str, list[str]]:
-    """Non-core groups and their versions, in registry order."""
+    """Non-core groups and their versions, in registry order (aggregated groups last)."""
     groups: dict[str, list[str]] = {}
-    for info in _REGISTRY:
+    for info in (*_REGISTRY, *_AGGREGATED):
         if info.group and info.version not in groups.setdefault(info.group, []):
             groups[info.group].append(info.version)
     return groups
 
 
 def in_group_version(group: str, version: str) -> list[ResourceInfo]:
-    return [r for r in _REGISTRY if r.group == group and r.version == version]
+    return [r for r in (*_REGISTRY, *_AGGREGATED) if r.group == group and r.version == version]

@@ -3,8 +3,9 @@
 What lives here: `SandboxServer` (start/stop, the route table, the request entry point that turns
 ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, bootstrap of the
 system namespaces and their content, and the controllers: scheduler, node lifecycle, CSR signer,
-namespace content), and `write_kubeconfig`. Must not: implement resource semantics (store.py, handlers*.py)
-or discovery documents (discovery.py).
+namespace content), routing metrics.k8s.io to metrics.py, and `write_kubeconfig`. Must not:
+implement resource semantics (store.py, handlers*.py, metrics.py) or discovery documents
+(discovery.py).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from vk_provider.sandbox.handlers import (
     not_found_resource,
 )
 from vk_provider.sandbox.handlers_dispatch import dispatch
+from vk_provider.sandbox.metrics import MetricsAPI, SummaryScraper
 from vk_provider.sandbox.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.pki import SandboxPKI
 from vk_provider.sandbox.requestinfo import RequestInfo, parse_request
@@ -75,6 +77,7 @@ class SandboxServer:
         self._controllers: list[_Controller] = []
         self._runner: web.AppRunner | None = None
         self._ctx = ApiContext(self.store, self.pki, self._token_key())
+        self._metrics = MetricsAPI(self.store, SummaryScraper(self.pki))
 
     @property
     def url(self) -> str:
@@ -161,6 +164,8 @@ class SandboxServer:
     async def _api(self, request: web.Request) -> web.StreamResponse:
         ri = parse_request(request.method, request.path, request.query)
         try:
+            if self._metrics.serves(ri):
+                return await self._metrics.handle(request, ri)
             if ri.is_resource:
                 return await dispatch(self._ctx, request, ri)
             return self._discovery(request, ri)
