@@ -291,6 +291,10 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
         ),
         "'commandd' was unexpected",
     ),
+    "a-duplicate.yaml": (  # sorts before good.yaml, but good.yaml's pod already runs
+        yaml.safe_dump(static_manifest("good", ["sleep", "98"])),
+        "is already defined by",
+    ),
 }
 
 

@@ -75,26 +75,45 @@ def scan(path: str, node_name: str, now: datetime, previous: Mapping[str, Pod]) 
     else:
         files = [root]
 
-    pods: dict[str, Pod] = {}
-    owners: dict[str, str] = {}  # namespace/name -> file
+    parsed: list[tuple[str, Pod]] = []
     bad: list[BadManifest] = []
     for file in files:
         try:
-            pod = _read_one(file, node_name, now)
+            parsed.append((str(file), _read_one(file, node_name, now)))
         except ManifestError as exc:
             bad.append(BadManifest(str(file), str(exc)))
-            continue
-        meta = pod["metadata"]
-        uid, full_name = meta["uid"], f"{meta['namespace']}/{meta['name']}"
-        if full_name in owners:
-            bad.append(BadManifest(str(file), f"pod {full_name} is already defined by {owners[full_name]}"))
-            continue
-        if uid in pods:
-            bad.append(BadManifest(str(file), f"pod UID {uid} is already used by another file"))
-            continue
-        owners[full_name] = str(file)
-        pods[uid] = previous.get(uid, pod)
+    owners = _owners(parsed, previous)
+    pods: dict[str, Pod] = {}
+    for file_name, pod in parsed:
+        uid, full_name = pod["metadata"]["uid"], _full_name(pod)
+        if owners[full_name] != file_name:
+            bad.append(BadManifest(file_name, f"pod {full_name} is already defined by {owners[full_name]}"))
+        elif uid in pods:
+            bad.append(BadManifest(file_name, f"pod UID {uid} is already used by another file"))
+        else:
+            pods[uid] = previous.get(uid, pod)
+    bad.sort(key=lambda b: b.path)
     return ScanResult(pods, bad, missing=False)
+
+
+def _full_name(pod: Pod) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
+def _owners(parsed: list[tuple[str, Pod]], previous: Mapping[str, Pod]) -> dict[str, str]:
+    """Which file defines each pod (namespace/name) when several do: the one whose pod the
+    last snapshot already holds, so a newly added twin cannot replace a running pod; else
+    the first in name order."""
+    owners: dict[str, str] = {}
+    kept: set[str] = set()  # pods whose owner is the file of the last snapshot's pod
+    for file_name, pod in parsed:
+        full_name = _full_name(pod)
+        held = pod["metadata"]["uid"] in previous
+        if full_name not in owners or (held and full_name not in kept):
+            owners[full_name] = file_name
+            if held:
+                kept.add(full_name)
+    return owners
 
 
 def _read_one(file: Path, node_name: str, now: datetime) -> Pod:
