@@ -133,5 +133,8 @@ def test_the_raw_api_answers_like_metrics_server(sandbox: Sandbox, busy: str) ->
     assert container["name"] == "burn"
     assert re.fullmatch(r"\d+[num]?|0", container["usage"]["cpu"]), container
     assert re.fullmatch(r"\d+(Ki|Mi)?|\d+k", container["usage"]["memory"]), container
+    table = sandbox.kubectl("get", "pods.metrics.k8s.io", POD).stdout.splitlines()
+    assert table[0].split() == ["NAME", "CPU", "MEMORY", "WINDOW"], table
+    assert table[1].split()[0] == POD and table[1].split()[3].endswith("s"), table
     missing = sandbox.kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope", check=False)
     assert missing.returncode != 0 and 'nodes "nope" not found' in missing.stderr

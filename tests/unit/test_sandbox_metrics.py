@@ -14,6 +14,7 @@ from vk_provider.sandbox.metrics import (
     format_memory,
     go_duration,
     metrics_list,
+    metrics_table,
     node_metrics,
     pod_metrics,
 )
@@ -211,3 +212,31 @@ def test_discovery_lists_the_metrics_group_but_the_store_does_not_serve_it() -> 
         ("pods", "Namespaced", "PodMetrics"),
     ]
     assert "nodes.metrics.k8s.io" not in RESOURCES and "pods.metrics.k8s.io" not in RESOURCES
+
+
+def test_table_sums_a_pods_containers_and_shows_the_window() -> None:
+    stats = _summary([_container("app", 1_500_000, 2 * 1024 * 1024), _container("side", 500_000, 1024)])[
+        "pods"
+    ][0]
+    item = pod_metrics(POD, stats, 15.0, CREATED)
+    assert item is not None
+    table = metrics_table([item])
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "cpu", "memory", "Window"]
+    [row] = table["rows"]
+    assert row["cells"] == ["web", "2m", "2049Ki", "15s"]
+    assert row["object"] == {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": item["metadata"],
+    }
+    node = node_metrics(NODE, NodeScrape(_summary([_container("app", 1230, 4096)]), 1.0, 5.0), CREATED)
+    assert node is not None
+    assert metrics_table([node], "None")["rows"] == [{"cells": ["n1", "1230n", "4Ki", "5s"]}]
+    assert metrics_table([]) == {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": [],
+        "rows": [],
+    }

@@ -2,7 +2,7 @@
 
 What lives here: the pure conversion of kubelet Summaries (`/stats/summary`) into NodeMetrics and
 PodMetrics as metrics-server returns them (`format_cpu`, `format_memory`, `go_duration`,
-`node_metrics`, `pod_metrics`, `metrics_list`); `SummaryScraper`, which fetches each Ready
+`node_metrics`, `pod_metrics`, `metrics_list`, `metrics_table`); `SummaryScraper`, which fetches each Ready
 node's Summary over HTTPS with the sandbox's kubelet-client certificate and keeps the answers a
 few seconds; and `MetricsAPI.handle`, the get/list requests of `nodes` and `pods` with label and
 field selectors (upstream: kubernetes-sigs/metrics-server `pkg/api/node.go`, `pkg/api/pod.go`,
@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import aiohttp
@@ -23,9 +24,10 @@ from yarl import URL
 
 from vk_provider.logging import get_logger
 from vk_provider.sandbox import errors
-from vk_provider.sandbox.handlers import json_response, not_found_resource
+from vk_provider.sandbox.handlers import json_response, not_found_resource, wants_table
 from vk_provider.sandbox.kubelet_proxy import kubelet_address
 from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.quantity import parse_quantity
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import METRICS_GROUP, METRICS_VERSION
 from vk_provider.sandbox.store import Store, now_rfc3339
@@ -186,6 +188,54 @@ def metrics_list(kind: str, items: list[Obj]) -> Obj:
     }
 
 
+_TABLE_COLUMNS = [
+    {
+        "name": "Name",
+        "type": "string",
+        "format": "name",
+        "description": "Name of the resource",
+        "priority": 0,
+    },
+    {"name": "cpu", "type": "string", "format": "quantity", "description": "", "priority": 0},
+    {"name": "memory", "type": "string", "format": "quantity", "description": "", "priority": 0},
+    {"name": "Window", "type": "string", "format": "duration", "description": "", "priority": 0},
+]
+
+
+def _pod_usage(item: Obj) -> Obj:
+    """A PodMetrics' usage summed over its containers (metrics-server's table cells)."""
+    usages = [c["usage"] for c in item["containers"]]
+    cpu = sum((parse_quantity(u["cpu"]) for u in usages), Fraction(0))
+    memory = sum((parse_quantity(u["memory"]) for u in usages), Fraction(0))
+    return {"cpu": format_cpu(int(cpu * 10**9)), "memory": format_memory(int(memory))}
+
+
+def metrics_table(items: list[Obj], include_object: str = "Metadata") -> Obj:
+    """The meta.k8s.io/v1 Table `kubectl get nodes.metrics.k8s.io` gets: Name, cpu, memory,
+    Window (metrics-server `pkg/api/table.go`; no column definitions when there are no rows)."""
+    rows = []
+    for item in items:
+        usage = item["usage"] if "usage" in item else _pod_usage(item)
+        row: Obj = {"cells": [item["metadata"]["name"], usage["cpu"], usage["memory"], item["window"]]}
+        if include_object == "Object":
+            row["object"] = item
+        elif include_object != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": item["metadata"],
+            }
+        rows.append(row)
+    columns = [dict(c) for c in _TABLE_COLUMNS] if rows else []
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": columns,
+        "rows": rows,
+    }
+
+
 # -- scraping the kubelets -------------------------------------------------------------------------
 
 
@@ -249,6 +299,12 @@ class SummaryScraper:
 # -- the API -------------------------------------------------------------------------------------
 
 
+def _answer(request: web.Request, items: list[Obj], document: Obj) -> web.Response:
+    if wants_table(request):
+        return json_response(metrics_table(items, request.query.get("includeObject", "Metadata")))
+    return json_response(document)
+
+
 class MetricsAPI:
     """GET and LIST of `/apis/metrics.k8s.io/v1beta1/nodes[/name]` and
     `[/namespaces/{ns}]/pods[/name]`; other verbs are 405, other paths 404."""
@@ -289,7 +345,7 @@ class MetricsAPI:
             item = node_metrics(node, scrape, created) if scrape is not None else None
             if item is None:
                 raise errors.not_found("nodes", ri.name, METRICS_GROUP)
-            return json_response(item)
+            return _answer(request, [item], item)
         nodes, _ = await self._store.list(
             "nodes",
             label_selector=request.query.get("labelSelector", ""),
@@ -301,7 +357,7 @@ class MetricsAPI:
             if (scrape := scrapes.get(node["metadata"]["name"])) is not None
             and (item := node_metrics(node, scrape, created)) is not None
         ]
-        return json_response(metrics_list("NodeMetrics", items))
+        return _answer(request, items, metrics_list("NodeMetrics", items))
 
     async def _pods(
         self, request: web.Request, ri: RequestInfo, scrapes: dict[str, NodeScrape], created: str
@@ -322,7 +378,7 @@ class MetricsAPI:
             item = metrics_of(pod)
             if item is None:
                 raise errors.not_found("pods", f"{ri.namespace}/{ri.name}", METRICS_GROUP)
-            return json_response(item)
+            return _answer(request, [item], item)
         pods, _ = await self._store.list(
             "pods",
             ri.namespace,
@@ -330,4 +386,4 @@ class MetricsAPI:
             field_selector=request.query.get("fieldSelector", ""),
         )
         items = [item for pod in pods if (item := metrics_of(pod)) is not None]
-        return json_response(metrics_list("PodMetrics", items))
+        return _answer(request, items, metrics_list("PodMetrics", items))
