@@ -9,208 +9,48 @@ that share the `web` pod. The stop test starts a sandbox of its own.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pty
 import re
 import select
-import signal
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.e2e.sandbox_process import (
+    COUNTER,
+    DEADLINE,
+    KUBECTL,
+    POD_NAME_LABEL,
+    Sandbox,
+    node_containers,
+    pod_manifest,
+    remove_node_containers,
+    start_sandbox,
+    stop_sandbox,
+    until,
+)
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
-
-KUBECTL = "/usr/bin/kubectl"
-DEADLINE = 120.0
-NODE_LABEL = "io.vk-provider.node"
-POD_NAME_LABEL = "io.vk-provider.pod.name"
-TOLERATION = {
-    "key": "virtual-kubelet.io/provider",
-    "operator": "Equal",
-    "value": "docker",
-    "effect": "NoSchedule",
-}
-COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
-
-
-@dataclass
-class Sandbox:
-    proc: subprocess.Popen[bytes]
-    output: Path
-    state_dir: Path
-    node: str
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.state_dir / "kubeconfig"
-
-    def kubectl(
-        self,
-        *args: str,
-        stdin: str | None = None,
-        check: bool = True,
-        timeout: float = DEADLINE,
-        env: dict[str, str] | None = None,
-    ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env={**os.environ, **(env or {})},
-        )
-        if check:
-            assert result.returncode == 0, (args, result.stdout, result.stderr, self.log_tail())
-        return result
-
-    def apply(self, manifest: dict[str, Any]) -> None:
-        self.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
-
-    def log_tail(self, lines: int = 60) -> str:
-        """The end of the sandbox's output (its providers log there too), for failure messages."""
-        return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
-
-
-def _until(what: str, probe: Callable[[], Any], deadline: float = DEADLINE) -> Any:
-    """Poll `probe` until it returns something truthy; fail with `what` after `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
-def _containers(docker_client: Any, node: str, **labels: str) -> list[Any]:
-    filters = [f"{NODE_LABEL}={node}", *(f"{k}={v}" for k, v in labels.items())]
-    return list(docker_client.containers.list(all=True, filters={"label": filters}))
-
-
-def _remove_node_containers(docker_client: Any, node: str) -> None:
-    for container in _containers(docker_client, node):
-        container.remove(force=True, v=True)
-
-
-def _start_sandbox(directory: Path, pause_image: str) -> Sandbox:
-    """`vk-provider sandbox --clean` with one node, running until its node is Ready."""
-    directory.mkdir(parents=True, exist_ok=True)
-    config = directory / "provider.yaml"
-    config.write_text(
-        yaml.safe_dump({"docker": {"sandboxImage": pause_image, "stateDir": str(directory / "docker")}})
-    )
-    prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
-    for _ in range(3):  # the free port may be taken by someone else before the sandbox binds it
-        sandbox = _launch(directory, config, prefix, _free_port())
-        try:
-            _until("the kubeconfig", functools.partial(_started, sandbox))
-        except PortTaken:
-            continue
-        except BaseException:
-            _stop_sandbox(sandbox)
-            raise
-        break
-    else:
-        raise AssertionError(f"the sandbox found no free port: {sandbox.log_tail()}")
-    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
-    try:
-        _until(
-            f"node {sandbox.node} Ready",
-            lambda: sandbox.kubectl("get", "node", sandbox.node, "-o", ready, check=False).stdout == "True",
-        )
-    except BaseException:
-        _stop_sandbox(sandbox)
-        raise
-    return sandbox
-
-
-class PortTaken(Exception):
-    """The sandbox could not bind its --port."""
-
-
-def _launch(directory: Path, config: Path, prefix: str, port: int) -> Sandbox:
-    state_dir = directory / "state"
-    args = [
-        *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
-        *("--config", str(config), "--node-prefix", prefix, "--clean"),
-    ]
-    output = directory / "sandbox.out"
-    with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "vk_provider", "sandbox", *args],
-            cwd=directory,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    return Sandbox(proc, output, state_dir, f"{prefix}1")
-
-
-def _started(sandbox: Sandbox) -> bool:
-    if sandbox.proc.poll() is not None:
-        if sandbox.proc.returncode == 1 and "cannot start the API server" in sandbox.log_tail():
-            raise PortTaken
-        raise AssertionError(f"sandbox exited with {sandbox.proc.returncode}: {sandbox.log_tail()}")
-    return sandbox.kubeconfig.exists()
-
-
-def _stop_sandbox(sandbox: Sandbox) -> int:
-    if sandbox.proc.poll() is not None:
-        return sandbox.proc.returncode
-    sandbox.proc.send_signal(signal.SIGTERM)
-    try:
-        return sandbox.proc.wait(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        sandbox.proc.kill()
-        sandbox.proc.wait()
-        raise
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def sandbox(
     tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
 ) -> Iterator[Sandbox]:
-    sb = _start_sandbox(tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"])
+    sb = start_sandbox(tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"])
     try:
         yield sb
     finally:
         if sb.proc.poll() is None:
-            _stop_sandbox(sb)
-        _remove_node_containers(docker_client, sb.node)
-
-
-def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [TOLERATION],
-            "containers": containers,
-            **spec,
-        },
-    }
+            stop_sandbox(sb)
+        remove_node_containers(docker_client, sb.node)
 
 
 WEB = "web"
@@ -272,12 +112,12 @@ def test_pod_runs_both_containers_and_serves_http_on_its_ip(sandbox: Sandbox, we
     assert row[1:3] == ["2/2", "Running"], wide
     pod_ip = sandbox.kubectl("get", "pod", web, "-o", "jsonpath={.status.podIP}").stdout
     assert pod_ip and row[5] == pod_ip and row[6] == sandbox.node, wide
-    body = _until(f"httpd on {pod_ip}:8080", lambda: _try_http(f"http://{pod_ip}:8080/"))
+    body = until(f"httpd on {pod_ip}:8080", lambda: _try_http(f"http://{pod_ip}:8080/"))
     assert body == "hello from vk-test/busybox\n"
 
 
 def test_kubectl_logs_and_logs_follow(sandbox: Sandbox, web: str) -> None:
-    out = _until(
+    out = until(
         "two log lines",
         lambda: (
             (r := sandbox.kubectl("logs", web, "-c", "counter", check=False)).returncode == 0
@@ -363,7 +203,7 @@ def test_crash_loop_shows_back_off_restarts_and_previous_logs(sandbox: Sandbox) 
         row = sandbox.kubectl("get", "pod", name, "--no-headers").stdout.split()
         return row if row[2] == "CrashLoopBackOff" and row[3] != "0" else None
 
-    row = _until(f"pod {name} in CrashLoopBackOff", backing_off)
+    row = until(f"pod {name} in CrashLoopBackOff", backing_off)
     assert row[1] == "0/1", row
     previous = sandbox.kubectl("logs", name, "--previous").stdout
     assert previous == "run\n", previous
@@ -384,7 +224,7 @@ def test_kubectl_port_forward_reaches_httpd(sandbox: Sandbox, web: str) -> None:
         line = proc.stdout.readline().decode()  # pytest-timeout bounds this read
         match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
         assert match, (line, sandbox.log_tail())
-        body = _until("a forwarded connection", lambda: _try_http(f"http://127.0.0.1:{match.group(1)}/"))
+        body = until("a forwarded connection", lambda: _try_http(f"http://127.0.0.1:{match.group(1)}/"))
         assert body == "hello from vk-test/busybox\n"
     finally:
         proc.kill()
@@ -400,7 +240,7 @@ def test_kubectl_describe_shows_kubelet_events(sandbox: Sandbox, web: str) -> No
         complete = all(w in section for w in wanted) and ("Pulled" in section or "Pulling" in section)
         return section if complete else None
 
-    section = _until("Scheduled, Pulled, Created and Started in kubectl describe", events)
+    section = until("Scheduled, Pulled, Created and Started in kubectl describe", events)
     assert "default-scheduler" in section and "kubelet" in section, section
 
 
@@ -409,7 +249,7 @@ def test_kubectl_get_events_shows_the_kubelet_source(sandbox: Sandbox, web: str)
         items = json.loads(sandbox.kubectl("get", "events", "-o", "json").stdout)["items"]
         return [e for e in items if e["involvedObject"]["name"] == web and e["reason"] == "Started"]
 
-    events = _until("Started events of the web pod", started)
+    events = until("Started events of the web pod", started)
     assert all(e["source"] == {"component": "kubelet", "host": sandbox.node} for e in events), events
     wide = sandbox.kubectl(
         "get", "events", "--field-selector", f"involvedObject.name={web}", "-o", "wide"
@@ -422,7 +262,7 @@ def test_failing_pod_with_restart_never_shows_error(sandbox: Sandbox) -> None:
     containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", "echo bye; exit 1"]}]
     sandbox.apply(pod_manifest(name, sandbox.node, containers, restartPolicy="Never"))
     phase = "jsonpath={.status.phase}"
-    _until(f"pod {name} Failed", lambda: sandbox.kubectl("get", "pod", name, "-o", phase).stdout == "Failed")
+    until(f"pod {name} Failed", lambda: sandbox.kubectl("get", "pod", name, "-o", phase).stdout == "Failed")
     row = sandbox.kubectl("get", "pod", name, "--no-headers").stdout.split()
     assert row[1:4] == ["0/1", "Error", "0"], row
     state = json.loads(sandbox.kubectl("get", "pod", name, "-o", "json").stdout)["status"]
@@ -438,15 +278,15 @@ def test_kubectl_delete_stops_the_containers_and_the_pod_disappears(
     containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", COUNTER]}]
     sandbox.apply(pod_manifest(name, sandbox.node, containers, terminationGracePeriodSeconds=5))
     sandbox.kubectl("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=120s", timeout=150)
-    assert _containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name})
+    assert node_containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name})
     # kubectl delete waits until the pod is gone: the shell (PID 1, no TERM handler) is killed
     # when the 5 s grace period runs out.
     sandbox.kubectl("delete", "pod", name, timeout=90)
     gone = sandbox.kubectl("get", "pod", name, check=False)
     assert gone.returncode == 1 and "NotFound" in gone.stderr, gone
-    _until(
+    until(
         f"the containers of {name} removed from Docker",
-        lambda: not _containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name}),
+        lambda: not node_containers(docker_client, sandbox.node, **{POD_NAME_LABEL: name}),
     )
 
 
@@ -466,16 +306,16 @@ def test_delete_ends_when_the_containers_stop_not_when_the_grace_period_ends(san
 def test_sigterm_stops_the_sandbox_and_clean_removes_containers(
     tmp_path: Path, docker_client: Any, test_images: dict[str, str]
 ) -> None:
-    sb = _start_sandbox(tmp_path, test_images["pause"])
+    sb = start_sandbox(tmp_path, test_images["pause"])
     try:
         containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sleep", "3600"]}]
         sb.apply(pod_manifest("left-running", sb.node, containers))
         sb.kubectl("wait", "--for=condition=Ready", "pod/left-running", "--timeout=120s", timeout=150)
-        assert _containers(docker_client, sb.node)
-        assert _stop_sandbox(sb) == 0, sb.log_tail()
-        assert _containers(docker_client, sb.node) == [], "--clean left containers behind"
+        assert node_containers(docker_client, sb.node)
+        assert stop_sandbox(sb) == 0, sb.log_tail()
+        assert node_containers(docker_client, sb.node) == [], "--clean left containers behind"
     finally:
         if sb.proc.poll() is None:
             sb.proc.kill()
             sb.proc.wait()
-        _remove_node_containers(docker_client, sb.node)
+        remove_node_containers(docker_client, sb.node)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_provider_kubectl import (
+from tests.e2e.sandbox_process import (
     Sandbox,
-    _remove_node_containers,
-    _start_sandbox,
-    _stop_sandbox,
-    _until,
     pod_manifest,
+    remove_node_containers,
+    start_sandbox,
+    stop_sandbox,
+    until,
 )
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
@@ -34,13 +34,13 @@ RATE_DEADLINE = 90.0  # two scrapes, 5 s apart, plus a loaded machine
 def sandbox(
     tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
 ) -> Iterator[Sandbox]:
-    sb = _start_sandbox(tmp_path_factory.mktemp("metrics-kubectl"), test_images["pause"])
+    sb = start_sandbox(tmp_path_factory.mktemp("metrics-kubectl"), test_images["pause"])
     try:
         yield sb
     finally:
         if sb.proc.poll() is None:
-            _stop_sandbox(sb)
-        _remove_node_containers(docker_client, sb.node)
+            stop_sandbox(sb)
+        remove_node_containers(docker_client, sb.node)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def busy(sandbox: Sandbox, test_images: dict[str, str]) -> str:
     manifest["metadata"]["labels"] = {"app": "busy"}
     sandbox.apply(manifest)
     phase = "jsonpath={.status.phase}"
-    _until(
+    until(
         f"pod {POD} Running",
         lambda: sandbox.kubectl("get", "pod", POD, "-o", phase, check=False).stdout == "Running",
     )
@@ -93,7 +93,7 @@ def test_kubectl_top_node_shows_cpu_and_memory(sandbox: Sandbox, busy: str) -> N
         row = (rows or {}).get(sandbox.node)
         return row if row is not None and row[1] != "<unknown>" else None
 
-    row = _until("a node CPU rate in kubectl top node", node_row, RATE_DEADLINE)
+    row = until("a node CPU rate in kubectl top node", node_row, RATE_DEADLINE)
     # NAME CPU(cores) CPU(%) MEMORY(bytes) MEMORY(%)
     assert re.fullmatch(r"\d+m", row[1]) and re.fullmatch(r"\d+Mi", row[3]), row
     named = _top(sandbox, "node", sandbox.node)
@@ -106,14 +106,14 @@ def test_kubectl_top_pod_shows_the_pods_cpu_and_memory(sandbox: Sandbox, busy: s
         # the loop burns CPU: wait for a rate above zero (not on the very first one on a busy box)
         return row if row is not None and int(row[1].rstrip("m")) > 0 else None
 
-    row = _until("a pod CPU rate in kubectl top pod", busy_row, RATE_DEADLINE)
+    row = until("a pod CPU rate in kubectl top pod", busy_row, RATE_DEADLINE)
     # NAME CPU(cores) MEMORY(bytes); the limit is 100m (a little over through rounding)
     assert re.fullmatch(r"\d+m", row[1]) and int(row[1][:-1]) <= 150, row
     assert re.fullmatch(r"\d+Mi", row[2]), row
-    containers = _until("kubectl top pod --containers", lambda: _top(sandbox, "pod", POD, "--containers"))
+    containers = until("kubectl top pod --containers", lambda: _top(sandbox, "pod", POD, "--containers"))
     # POD NAME CPU(cores) MEMORY(bytes)
     assert containers[POD][1] == "burn", containers
-    selected = _until("kubectl top pod -l app=busy", lambda: _top(sandbox, "pod", "-l", "app=busy"))
+    selected = until("kubectl top pod -l app=busy", lambda: _top(sandbox, "pod", "-l", "app=busy"))
     assert list(selected) == [POD]
 
 
@@ -124,7 +124,7 @@ def test_the_raw_api_answers_like_metrics_server(sandbox: Sandbox, busy: str) ->
         result = sandbox.kubectl("get", "--raw", path, check=False)
         return json.loads(result.stdout) if result.returncode == 0 else None
 
-    doc = _until("PodMetrics of the busy pod", pod_metrics, RATE_DEADLINE)
+    doc = until("PodMetrics of the busy pod", pod_metrics, RATE_DEADLINE)
     assert doc["kind"] == "PodMetrics" and doc["apiVersion"] == "metrics.k8s.io/v1beta1"
     assert doc["metadata"]["name"] == POD and doc["metadata"]["labels"] == {"app": "busy"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["timestamp"])

@@ -1,0 +1,192 @@
+"""A `vk-provider sandbox` subprocess (control plane + one provider on the real Docker engine) for e2e tests.
+
+What lives here: `start_sandbox` / `stop_sandbox` (a unique node prefix, a free port, `--clean`;
+its output goes to a file, never an unread pipe), the `Sandbox` handle with a `kubectl` runner,
+`until` polling, the node's containers by label, and `pod_manifest` for pods scheduled onto the
+node. Must not: assert anything about the product itself; the tests do that.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KUBECTL = "/usr/bin/kubectl"
+DEADLINE = 120.0
+NODE_LABEL = "io.vk-provider.node"
+POD_NAME_LABEL = "io.vk-provider.pod.name"
+TOLERATION = {
+    "key": "virtual-kubelet.io/provider",
+    "operator": "Equal",
+    "value": "docker",
+    "effect": "NoSchedule",
+}
+COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
+
+
+@dataclass
+class Sandbox:
+    proc: subprocess.Popen[bytes]
+    output: Path
+    state_dir: Path
+    node: str
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    def kubectl(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        check: bool = True,
+        timeout: float = DEADLINE,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, **(env or {})},
+        )
+        if check:
+            assert result.returncode == 0, (args, result.stdout, result.stderr, self.log_tail())
+        return result
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of the sandbox's output (its providers log there too), for failure messages."""
+        return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
+
+
+def until(what: str, probe: Callable[[], Any], deadline: float = DEADLINE) -> Any:
+    """Poll `probe` until it returns something truthy; fail with `what` after `deadline` seconds."""
+    end = time.monotonic() + deadline
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def node_containers(docker_client: Any, node: str, **labels: str) -> list[Any]:
+    filters = [f"{NODE_LABEL}={node}", *(f"{k}={v}" for k, v in labels.items())]
+    return list(docker_client.containers.list(all=True, filters={"label": filters}))
+
+
+def remove_node_containers(docker_client: Any, node: str) -> None:
+    for container in node_containers(docker_client, node):
+        container.remove(force=True, v=True)
+
+
+def start_sandbox(directory: Path, pause_image: str) -> Sandbox:
+    """`vk-provider sandbox --clean` with one node, running until its node is Ready."""
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "provider.yaml"
+    config.write_text(
+        yaml.safe_dump({"docker": {"sandboxImage": pause_image, "stateDir": str(directory / "docker")}})
+    )
+    prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
+    for _ in range(3):  # the free port may be taken by someone else before the sandbox binds it
+        sandbox = _launch(directory, config, prefix, free_port())
+        try:
+            until("the kubeconfig", functools.partial(_started, sandbox))
+        except PortTaken:
+            continue
+        except BaseException:
+            stop_sandbox(sandbox)
+            raise
+        break
+    else:
+        raise AssertionError(f"the sandbox found no free port: {sandbox.log_tail()}")
+    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    try:
+        until(
+            f"node {sandbox.node} Ready",
+            lambda: sandbox.kubectl("get", "node", sandbox.node, "-o", ready, check=False).stdout == "True",
+        )
+    except BaseException:
+        stop_sandbox(sandbox)
+        raise
+    return sandbox
+
+
+class PortTaken(Exception):
+    """The sandbox could not bind its --port."""
+
+
+def _launch(directory: Path, config: Path, prefix: str, port: int) -> Sandbox:
+    state_dir = directory / "state"
+    args = [
+        *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
+        *("--config", str(config), "--node-prefix", prefix, "--clean"),
+    ]
+    output = directory / "sandbox.out"
+    with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            cwd=directory,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    return Sandbox(proc, output, state_dir, f"{prefix}1")
+
+
+def _started(sandbox: Sandbox) -> bool:
+    if sandbox.proc.poll() is not None:
+        if sandbox.proc.returncode == 1 and "cannot start the API server" in sandbox.log_tail():
+            raise PortTaken
+        raise AssertionError(f"sandbox exited with {sandbox.proc.returncode}: {sandbox.log_tail()}")
+    return sandbox.kubeconfig.exists()
+
+
+def stop_sandbox(sandbox: Sandbox) -> int:
+    if sandbox.proc.poll() is not None:
+        return sandbox.proc.returncode
+    sandbox.proc.send_signal(signal.SIGTERM)
+    try:
+        return sandbox.proc.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        sandbox.proc.kill()
+        sandbox.proc.wait()
+        raise
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": [TOLERATION],
+            "containers": containers,
+            **spec,
+        },
+    }
