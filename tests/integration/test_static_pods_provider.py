@@ -154,7 +154,8 @@ async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
             lambda p: p["metadata"]["uid"] != first["metadata"]["uid"] and running_with(before.id)(p),
             within=60,
         )
-        assert second["metadata"]["annotations"][MIRROR] == first["metadata"]["annotations"][MIRROR]
+        for key in (MIRROR, SEEN):
+            assert second["metadata"]["annotations"][key] == first["metadata"]["annotations"][key]
         assert "deletionTimestamp" not in second["metadata"]
         after = await one_running_container(docker_client, node_name, mirror_name)
         assert after.id == before.id
@@ -382,3 +383,24 @@ async def test_bad_file_found_while_the_apiserver_is_down_is_reported_once_it_is
         await harness.start_sandbox()
         event = await harness.wait_event(node_name, BAD_MANIFEST, within=30)
         assert event["message"].startswith(f"{static_dir / 'malformed.yaml'}: invalid YAML/JSON")
+
+
+async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    static_dir = tmp_path / "manifests"
+    static_dir.mkdir()
+    write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
+    mirror_name = f"web-{node_name.lower()}"
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+        before = await one_running_container(docker_client, node_name, mirror_name)
+        mirror = await harness.wait_for(mirror_name, running_with(before.id), within=60)
+
+        await harness.stop_provider()
+        assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]
+        await harness.start_provider()
+
+        await asyncio.sleep(5)  # a restarted provider that replaced anything would have done so by now
+        again = await harness.wait_for(mirror_name, running_with(before.id), within=60)
+        assert again["metadata"]["uid"] == mirror["metadata"]["uid"]
+        assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]

@@ -203,3 +203,21 @@ async def test_without_a_client_nothing_is_mirrored() -> None:
     assert await mirrors.reconcile()
     assert mirrors.mirror_uid(static()) is None
     await mirrors.stop()
+
+
+async def test_nothing_is_deleted_before_the_static_pods_are_known() -> None:
+    api = FakeApi()
+    existing = api.add(build_mirror_pod(static(), NODE, "node-uid"))  # left by an earlier run
+    for fed in (True, False):
+        mirrors, events = make(api, fed=fed)
+        assert await mirrors.reconcile()  # the static source has not delivered yet
+        assert api.requests == [] and events.seen == []
+
+    mirrors.set_static_pods({"h1": static()})  # the same static pod as before the restart
+    assert await mirrors.reconcile()
+    assert api.pods["web-node-a"]["metadata"]["uid"] == existing["metadata"]["uid"]
+    assert api.count("DELETE") == 0 and api.count("POST") == 0
+
+    mirrors.set_static_pods({})  # no static pods: now it is an orphan
+    assert await mirrors.reconcile()
+    assert api.pods == {}

@@ -3,11 +3,12 @@
 What lives here: `MirrorPods`, which holds the current static pods (`set_static_pods`) and
 the mirror pods of this node in the API (fed by the API pod source through `observe` /
 `observed_synced`; until that feed has synced, each pass lists the node's pods itself), and
-runs one background reconcile loop (on every change and every `resync_period` seconds) that
-applies `plan_mirrors`: deletes with grace 0 and a UID precondition, creates with the owner
-reference to the Node (only once `GET /api/v1/nodes/<node>` succeeds and the Node is not
-being deleted). It retries with backoff while the apiserver is unreachable and never blocks
-its caller. `mirror_uid(static_pod)` tells the StatusManager where a static pod's status goes.
+runs one background reconcile loop (on every change and every `resync_period` seconds,
+doing nothing until the first `set_static_pods`) that applies `plan_mirrors`: deletes with
+grace 0 and a UID precondition, creates with the owner reference to the Node (only once
+`GET /api/v1/nodes/<node>` succeeds and the Node is not being deleted). It retries with
+backoff while the apiserver is unreachable and never blocks its caller.
+`mirror_uid(static_pod)` tells the StatusManager where a static pod's status goes.
 Must not: start, stop or look at containers, or write pod status (the StatusManager does).
 
 Upstream: pkg/kubelet/pod/mirror_client.go (DeleteMirrorPod: grace 0 + UID precondition;
@@ -82,7 +83,7 @@ class MirrorPods:
         self.node_name = node_name
         self._recorder = recorder
         self._resync = resync_period
-        self._statics: dict[str, Pod] = {}
+        self._statics: dict[str, Pod] | None = None  # None until the first set_static_pods
         self._fed: dict[str, Pod] = {}  # mirror pods by UID, from observe()
         self._fed_synced = False
         self._listed: dict[str, Pod] = {}  # mirror pods by UID, from our own list (until the feed synced)
@@ -95,7 +96,10 @@ class MirrorPods:
     # -- inputs ----------------------------------------------------------------------------
 
     def set_static_pods(self, pods: Mapping[str, Mapping[str, Any]]) -> None:
-        """The complete current set of static pods, by UID."""
+        """The complete current set of static pods, by UID (`{}` when there is no static pod
+        path). Nothing is mirrored or deleted before the first call: until the static pods are
+        known, every mirror pod in the API would look orphaned (the kubelet likewise deletes
+        orphaned mirror pods only once all its pod sources are ready)."""
         self._statics = {key: dict(pod) for key, pod in pods.items()}
         self._doorbell.set()
 
@@ -182,8 +186,8 @@ class MirrorPods:
 
     async def reconcile(self) -> bool:
         """One pass; True when nothing is left to retry soon."""
-        client = self._client
-        if client is None:
+        client, statics = self._client, self._statics
+        if client is None or statics is None:
             return True
         if not self._fed_synced:
             try:
@@ -192,7 +196,7 @@ class MirrorPods:
                 self._waiting("list", f"cannot list the node's pods: {exc}")
                 return False
             self._resumed("list")
-        decisions = plan_mirrors(self._statics, list(self._view().values()))
+        decisions = plan_mirrors(statics, list(self._view().values()))
         node: Mapping[str, Any] | None = None
         if any(d.create is not None for d in decisions):
             node = await self._usable_node(client)
