@@ -404,3 +404,31 @@ async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
         again = await harness.wait_for(mirror_name, running_with(before.id), within=60)
         assert again["metadata"]["uid"] == mirror["metadata"]["uid"]
         assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="app.py: with no staticPods.path, Provider.start never calls mirrors.set_static_pods({}), "
+    "and MirrorPods does nothing until the static pods are known (so a restart keeps mirrors)",
+)
+async def test_without_a_static_pod_path_leftover_mirror_pods_are_deleted(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> None:
+    harness = ProviderHarness(node_name, tmp_path)
+    try:
+        await harness.start_sandbox()
+        leftover = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"old-{node_name}",
+                "namespace": "default",
+                "annotations": {MIRROR: "0123456789abcdef", HASH: "0123456789abcdef", SOURCE: "file"},
+            },
+            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": BUSYBOX}]},
+        }
+        await harness.create(leftover)
+        await harness.start_provider()
+        await harness.wait_gone(f"old-{node_name}", within=30)
+    finally:
+        await harness.close()
