@@ -323,7 +323,9 @@ class PodWorkers:
                 if work.wake_at is not None:
                     timeout = min(timeout, max(work.wake_at - loop.time(), 0.0))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(work.doorbell.wait(), timeout)
+                # Not wait_for: on 3.11 it can swallow a cancellation arriving as the doorbell rings.
+                async with asyncio.timeout(timeout):
+                    await work.doorbell.wait()
             work.doorbell.clear()
             try:
                 if await self._step(work):

@@ -137,7 +137,8 @@ async def _tcp(container: Mapping[str, Any], spec: ProbeSpec, pod_ip: str) -> Pr
     port = resolve_port(container, spec.handler.get("port"))
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), float(spec.timeout))
+        async with asyncio.timeout(float(spec.timeout)):
+            _, writer = await asyncio.open_connection(host, port)
     except TimeoutError:
         return ProbeOutcome(Result.FAILURE, f"dial tcp {address}: i/o timeout")
     except OSError as exc:

@@ -106,8 +106,11 @@ class ProbeWorker:
     async def run(self) -> None:
         """Probe until the pod or the container is done for good (or the task is cancelled)."""
         while await self._do_probe():
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+            # arrives as the trigger fires, and the worker would never stop.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._trigger.wait(), self.state.spec.period)
+                async with asyncio.timeout(self.state.spec.period):
+                    await self._trigger.wait()
             self._trigger.clear()
 
     def _publish(self, result: Result | None) -> None:
