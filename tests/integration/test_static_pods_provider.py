@@ -147,7 +147,10 @@ async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
         before = await one_running_container(docker_client, node_name, mirror_name)
         first = await harness.wait_for(mirror_name, running_with(before.id), within=60)
 
-        await harness.delete(mirror_name)  # as `kubectl delete pod`: the default grace period
+        # As `kubectl delete pod` sends it: the pod's default grace period, background propagation.
+        await harness.api.delete(
+            f"/api/v1/namespaces/default/pods/{mirror_name}", {"propagationPolicy": "Background"}
+        )
 
         second = await harness.wait_for(
             mirror_name,
