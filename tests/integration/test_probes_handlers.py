@@ -1,0 +1,84 @@
+"""Probe handlers against real sockets on 127.0.0.1 (no Docker): httpGet, tcpSocket, grpc."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import pytest
+from aiohttp import web
+
+from tests.integration.provider_harness import free_port
+from vk_provider.probes.handlers import GRPC_UNSUPPORTED, ProbeError, ProbeOutcome, run_probe
+from vk_provider.probes.results import Result
+from vk_provider.probes.spec import ProbeType, parse_probe
+from vk_provider.runtime.protocol import Runtime
+
+NO_RUNTIME = cast(Runtime, object())
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[tuple[int, list[dict[str, str]]]]:
+    seen: list[dict[str, str]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append(dict(request.headers))
+        if request.path == "/healthz":
+            return web.Response(text="ok")
+        if request.path == "/moved":
+            return web.Response(status=302, headers={"Location": "/nowhere"})
+        return web.Response(status=503, text="down")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    yield port, seen
+    await runner.cleanup()
+
+
+async def probe(probe: dict[str, Any], container: dict[str, Any] | None = None) -> ProbeOutcome:
+    spec = parse_probe(ProbeType.READINESS, probe)
+    return await run_probe(NO_RUNTIME, container or {"name": "c"}, "cid", spec, "127.0.0.1")
+
+
+async def test_http_get_success_failure_and_headers(server: tuple[int, list[dict[str, str]]]) -> None:
+    port, seen = server
+    container = {"name": "web", "ports": [{"name": "http", "containerPort": port}]}
+    ok = await probe(
+        {"httpGet": {"path": "healthz", "port": "http", "httpHeaders": [{"name": "x-probe", "value": "1"}]}},
+        container,
+    )
+    assert ok == ProbeOutcome(Result.SUCCESS, "ok")
+    assert seen[-1]["X-Probe"] == "1"
+    assert seen[-1]["User-Agent"].startswith("kube-probe/")
+    assert (await probe({"httpGet": {"path": "/moved", "port": port}})).result == Result.SUCCESS
+    down = await probe({"httpGet": {"path": "/", "port": port}})
+    assert down == ProbeOutcome(Result.FAILURE, "HTTP probe failed with statuscode: 503")
+
+
+async def test_http_get_refused_and_unknown_port() -> None:
+    port = free_port()
+    refused = await probe({"httpGet": {"port": port}})
+    assert refused.result == Result.FAILURE
+    assert refused.output.startswith(f'Get "http://127.0.0.1:{port}/": ')
+    with pytest.raises(ProbeError, match="couldn't find port: metrics in c"):
+        await probe({"httpGet": {"port": "metrics"}})
+
+
+async def test_tcp_socket_open_and_closed() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert (await probe({"tcpSocket": {"port": port}})).result == Result.SUCCESS
+    closed = await probe({"tcpSocket": {"port": port}})
+    assert closed == ProbeOutcome(Result.FAILURE, f"dial tcp 127.0.0.1:{port}: connect: connection refused")
+
+
+async def test_grpc_is_unsupported_and_fails() -> None:
+    assert await probe({"grpc": {"port": 9000}}) == ProbeOutcome(Result.FAILURE, GRPC_UNSUPPORTED)
