@@ -125,6 +125,8 @@ class Provider:
                 on_errors=self._on_bad_manifests,
             )
             await self.static_source.start()
+        else:
+            self.mirrors.set_static_pods({})  # no static pods: every mirror of this node is an orphan
         self._api_task = asyncio.create_task(self._run_api_source(client), name="api pod source start")
         log.info("provider started", extra={"node": self.node_name})
 

@@ -367,12 +367,6 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
         assert same["metadata"]["uid"] == good_mirror["metadata"]["uid"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube/events.py: EventRecorder gives up after 3 attempts (~3 s), and the static source "
-    "reports a bad file only when the set of bad files changes, so a bad file found while the "
-    "apiserver is down never gets its Node Event (client-go's recorder retries 12 times, 10 s apart)",
-)
 async def test_bad_file_found_while_the_apiserver_is_down_is_reported_once_it_is_up(
     node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
@@ -409,11 +403,6 @@ async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
         assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app.py: with no staticPods.path, Provider.start never calls mirrors.set_static_pods({}), "
-    "and MirrorPods does nothing until the static pods are known (so a restart keeps mirrors)",
-)
 async def test_without_a_static_pod_path_leftover_mirror_pods_are_deleted(
     node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -27,7 +28,11 @@ log = get_logger("events")
 COMPONENT = "kubelet"
 QUEUE_SIZE = 1000
 CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
-SEND_ATTEMPTS = 3
+# client-go's record package: maxTriesPerEvent 12, sleepDuration 10 s, the first sleep randomised
+# (staging/src/k8s.io/client-go/tools/record/event.go, recordToSink), so Events raised while the
+# apiserver is down still reach it once it is back.
+SEND_ATTEMPTS = 12
+RETRY_SECONDS = 10.0
 STOP_FLUSH_SECONDS = 2.0
 
 
@@ -112,9 +117,11 @@ class EventRecorder:
         node_name: str,
         *,
         queue_size: int = QUEUE_SIZE,
+        retry_seconds: float = RETRY_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._client = client
+        self._retry_seconds = retry_seconds
         self.node_name = node_name
         self._clock = clock
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
@@ -190,7 +197,8 @@ class EventRecorder:
                 if not retriable or attempt == SEND_ATTEMPTS:
                     log.warning("event %s %s not sent: %s", pending.reason, pending.ref.get("name"), exc)
                     return
-                await asyncio.sleep(2 ** (attempt - 1))
+                first = attempt == 1
+                await asyncio.sleep(random.uniform(0, self._retry_seconds) if first else self._retry_seconds)
 
     async def _create(self, pending: _Pending) -> _Sent:
         assert self._client is not None
