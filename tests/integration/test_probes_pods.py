@@ -125,3 +125,23 @@ async def test_startup_probe_gates_readiness_and_liveness(harness: ProviderHarne
     assert (status["started"], status["ready"], status["restartCount"]) == (True, True, 0)
     messages = [e["message"] for e in await harness.events("startup") if e["reason"] == "Unhealthy"]
     assert messages and all(m.startswith("Startup probe failed") for m in messages)
+
+
+async def test_sidecar_startup_probe_holds_back_the_app_containers(harness: ProviderHarness) -> None:
+    sidecar = sh(
+        "side",
+        f"sleep 4; touch /tmp/up; {LOOP}",
+        restartPolicy="Always",
+        startupProbe=exec_probe("test", "-f", "/tmp/up", failureThreshold=60),
+    )
+    await harness.create(
+        harness.manifest(
+            "sidecar", [sh("app", LOOP)], initContainers=[sidecar], terminationGracePeriodSeconds=1
+        )
+    )
+    pod = await harness.wait_for("sidecar", lambda p: running(p, "side"), within=60)
+    assert container_status(pod, "side")["started"] is False
+    assert "waiting" in container_status(pod, "app")["state"]
+    pod = await harness.wait_for("sidecar", lambda p: running(p, "app"), within=60)
+    assert container_status(pod, "side")["started"] is True
+    pod = await harness.wait_for("sidecar", ready, within=30)

@@ -463,14 +463,17 @@ class PodWorkers:
             sidecar = container.get("restartPolicy") == "Always"
             if instance is None:
                 started = await self._start(work, container, ContainerRole.INIT, 0, sandbox)
-                if not (sidecar and started):
-                    return False
+                if not (sidecar and started) or container.get("startupProbe"):
+                    return False  # a sidecar with a startup probe is waited for until it passes
                 continue
             if instance.state == ContainerRunState.RUNNING:
-                if sidecar:
-                    await self._kill_if_unhealthy(work, instance, sandbox.ip)
-                    continue
-                return False
+                if not sidecar:
+                    return False
+                await self._kill_if_unhealthy(work, instance, sandbox.ip)
+                initialized = state is not None and any(c.role == ContainerRole.APP for c in state.containers)
+                if not initialized and not self._probes.started(work.uid, name, instance.container_id):
+                    return False  # the next init / app containers wait for the sidecar to start
+                continue
             if instance.state == ContainerRunState.EXITED and instance.exit_code == 0 and not sidecar:
                 if _in_sandbox(instance, sandbox):
                     continue

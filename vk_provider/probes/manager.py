@@ -156,6 +156,13 @@ class ProbeManager:
                 worker.trigger()
         return readiness, started
 
+    def started(self, uid: str, name: str, container_id: str) -> bool:
+        """Whether this container instance has started: it has no startup probe, or it passed."""
+        worker = self._workers.get((uid, name, ProbeType.STARTUP))
+        if worker is None:
+            return True
+        return worker.state.container_id == container_id and worker.state.result == Result.SUCCESS
+
     def failed_probe(self, uid: str, name: str, container_id: str) -> ProbeFailure | None:
         """The liveness (or startup) failure of this container instance, if it has one."""
         for probe_type in (ProbeType.LIVENESS, ProbeType.STARTUP):
