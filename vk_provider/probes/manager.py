@@ -103,6 +103,14 @@ class ProbeManager:
 
     def _result(self, worker: ProbeWorker, result: Result | None) -> None:
         """A worker's published result changed (None: it has no result for any instance)."""
+        if result is not None:
+            log.info(
+                "%s probe of container %s: %s",
+                worker.probe_type.value,
+                worker.name,
+                result.value,
+                extra={"pod": pod_ref(worker.pod)},
+            )
         if result is not None and worker.probe_type == ProbeType.READINESS:
             self._status.set_container_readiness(worker.uid, worker.name, result == Result.SUCCESS)
         elif result is not None and worker.probe_type == ProbeType.STARTUP:

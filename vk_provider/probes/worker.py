@@ -149,7 +149,7 @@ class ProbeWorker:
                 self._runtime, self.container, container_id, self.state.spec, str(status.get("podIP") or "")
             )
         except ProbeError as exc:
-            log.info(
+            log.debug(
                 "%s probe of %s errored: %s",
                 self.probe_type,
                 self.name,
@@ -165,7 +165,7 @@ class ProbeWorker:
             )
             return True
         if outcome.result == Result.FAILURE:
-            log.info(
+            log.debug(
                 "%s probe of %s failed: %s",
                 self.probe_type,
                 self.name,
