@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo lint typecheck docker images helm install unit clean
 
-test: docker images install helm lint
+test: docker images install helm lint typecheck
 	$(PY) -m pytest -q -ra
 
 demo: docker images install
