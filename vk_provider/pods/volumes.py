@@ -1,0 +1,234 @@
+"""The files of a pod's API-backed volumes, as the kubelet's volume plugins compute them (pure).
+
+What lives here: `api_volumes(pod)` (the configMap, secret, downwardAPI and projected volumes),
+`referenced_objects(volume)` and `token_sources(pod, volume)` (what must be fetched first),
+and `volume_files(pod, volume, fetched, node_allocatable)`, the payload of one volume: its
+files with their content and mode. A missing non-optional object or key raises
+`VolumeSetupError` with the kubelet's message, which `failed_mount_message` turns into the
+FailedMount Event's text.
+Must not: fetch anything, touch the filesystem, or log values (they may be secrets).
+
+Upstream: pkg/volume/configmap/configmap.go and pkg/volume/secret/secret.go (MakePayload),
+pkg/volume/downwardapi/downwardapi.go (CollectData), pkg/volume/projected/projected.go
+(collectData), pkg/kubelet/token/token_manager.go.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vk_provider.pods.env import PodAddresses, _field_value, _resource_value
+from vk_provider.runtime.types import ContainerConfigError
+
+API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
+DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
+DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
+
+# A fetched ConfigMap or Secret, by (kind, name) with kind "configmap" or "secret"; None: not found.
+Objects = Mapping[tuple[str, str], Mapping[str, Any] | None]
+
+
+class VolumeSetupError(Exception):
+    """The volume cannot be set up now; `str()` is the kubelet's error text."""
+
+
+@dataclass(frozen=True)
+class VolumeFile:
+    path: str  # relative to the volume's root
+    data: bytes
+    mode: int
+
+
+@dataclass(frozen=True)
+class TokenSource:
+    """One serviceAccountToken projection: what the TokenRequest asks for."""
+
+    service_account: str
+    audience: str  # "": the apiserver's default audiences
+    expiration_seconds: int
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What the I/O layer fetched for a pod: objects, tokens, and the errors of failed token requests."""
+
+    objects: Objects
+    tokens: Mapping[TokenSource, str]
+    token_errors: Mapping[TokenSource, str]
+
+
+def api_volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [v for v in (pod.get("spec") or {}).get("volumes") or [] if any(t in v for t in API_VOLUME_TYPES)]
+
+
+def _sources(volume: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A volume as a list of projection sources (a plain volume is a projection of one source)."""
+    if "projected" in volume:
+        return list((volume.get("projected") or {}).get("sources") or [])
+    return [{k: volume.get(k) or {}} for k in ("configMap", "secret", "downwardAPI") if k in volume]
+
+
+def referenced_objects(volume: Mapping[str, Any]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for source in _sources(volume):
+        if "configMap" in source:
+            out.add(("configmap", str((source["configMap"] or {}).get("name", ""))))
+        if "secret" in source:
+            ref = source["secret"] or {}
+            out.add(("secret", str(ref.get("secretName") or ref.get("name") or "")))
+    return out
+
+
+def _service_account(pod: Mapping[str, Any]) -> str:
+    spec = pod.get("spec") or {}
+    return str(spec.get("serviceAccountName") or spec.get("serviceAccount") or "default")
+
+
+def _token_source(pod: Mapping[str, Any], projection: Mapping[str, Any]) -> TokenSource:
+    return TokenSource(
+        service_account=_service_account(pod),
+        audience=str(projection.get("audience") or ""),
+        expiration_seconds=int(projection.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS),
+    )
+
+
+def token_sources(pod: Mapping[str, Any], volume: Mapping[str, Any]) -> list[TokenSource]:
+    return [
+        _token_source(pod, s["serviceAccountToken"] or {})
+        for s in _sources(volume)
+        if "serviceAccountToken" in s
+    ]
+
+
+def token_request_body(pod: Mapping[str, Any], source: TokenSource) -> dict[str, Any]:
+    """The TokenRequest the kubelet posts: bound to the pod, with the projection's audience/TTL."""
+    meta = pod.get("metadata") or {}
+    spec: dict[str, Any] = {
+        "expirationSeconds": source.expiration_seconds,
+        "boundObjectRef": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": meta.get("name", ""),
+            "uid": meta.get("uid", ""),
+        },
+    }
+    if source.audience:
+        spec["audiences"] = [source.audience]
+    return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+
+
+def _mode(item: Mapping[str, Any], default: int) -> int:
+    mode = item.get("mode")
+    return default if mode is None else int(mode)
+
+
+def _key_payload(
+    kind: str,
+    obj: Mapping[str, Any] | None,
+    name: str,
+    ref: Mapping[str, Any],
+    default_mode: int,
+) -> list[VolumeFile]:
+    """configmap.MakePayload / secret.MakePayload: every key, or the listed items."""
+    optional = bool(ref.get("optional", False))
+    if obj is None:
+        if optional:
+            return []
+        raise VolumeSetupError(f'{kind} "{name}" not found')
+    data: dict[str, bytes] = {}
+    if kind == "secret":
+        data.update({k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()})
+        data.update({k: str(v).encode() for k, v in (obj.get("stringData") or {}).items()})
+    else:
+        data.update({k: str(v).encode() for k, v in (obj.get("data") or {}).items()})
+        data.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+    items = ref.get("items") or []
+    if not items:
+        return [VolumeFile(k, v, default_mode) for k, v in sorted(data.items())]
+    out = []
+    for item in items:
+        key = str(item.get("key", ""))
+        if key not in data:
+            if optional:
+                continue
+            if kind == "secret":
+                raise VolumeSetupError(f"references non-existent secret key: {key}")
+            raise VolumeSetupError(f"configmap references non-existent config key: {key}")
+        out.append(VolumeFile(str(item.get("path", key)), data[key], _mode(item, default_mode)))
+    return out
+
+
+def _downward_payload(
+    pod: Mapping[str, Any], ref: Mapping[str, Any], default_mode: int, node_allocatable: Mapping[str, str]
+) -> list[VolumeFile]:
+    out = []
+    for item in ref.get("items") or []:
+        try:
+            if "fieldRef" in item:
+                value = _field_value(pod, str(item["fieldRef"].get("fieldPath", "")), PodAddresses())
+            elif "resourceFieldRef" in item:
+                resource = item["resourceFieldRef"]
+                # A volume's resourceFieldRef names its container (validation requires it): with
+                # no current container, _resource_value looks it up in the pod.
+                value = _resource_value(pod, {"name": ""}, resource, node_allocatable)
+            else:
+                continue
+        except ContainerConfigError as exc:
+            raise VolumeSetupError(exc.message) from exc
+        out.append(VolumeFile(str(item.get("path", "")), value.encode(), _mode(item, default_mode)))
+    return out
+
+
+def _aggregate(errors: Sequence[str]) -> str:
+    """utilerrors.NewAggregate's text."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def volume_files(
+    pod: Mapping[str, Any],
+    volume: Mapping[str, Any],
+    fetched: Fetched,
+    node_allocatable: Mapping[str, str],
+) -> tuple[VolumeFile, ...]:
+    """The payload of one API-backed volume; raises VolumeSetupError."""
+    outer = next((volume.get(t) for t in API_VOLUME_TYPES if t in volume), None) or {}
+    mode = DEFAULT_MODE if outer.get("defaultMode") is None else int(outer["defaultMode"])
+    files: list[VolumeFile] = []
+    errors: list[str] = []
+    for source in _sources(volume):
+        try:
+            if "configMap" in source:
+                ref = source["configMap"] or {}
+                name = str(ref.get("name", ""))
+                obj = fetched.objects.get(("configmap", name))
+                files += _key_payload("configmap", obj, name, ref, mode)
+            elif "secret" in source:
+                ref = source["secret"] or {}
+                name = str(ref.get("secretName") or ref.get("name") or "")
+                obj = fetched.objects.get(("secret", name))
+                files += _key_payload("secret", obj, name, ref, mode)
+            elif "downwardAPI" in source:
+                ref = source["downwardAPI"] or {}
+                files += _downward_payload(pod, ref, mode, node_allocatable)
+            elif "serviceAccountToken" in source:
+                projection = source["serviceAccountToken"] or {}
+                token_source = _token_source(pod, projection)
+                token = fetched.tokens.get(token_source)
+                if token is None:
+                    raise VolumeSetupError(fetched.token_errors.get(token_source, "failed to fetch token"))
+                files.append(VolumeFile(str(projection.get("path", "")), token.encode(), mode))
+        except VolumeSetupError as exc:
+            if "projected" not in volume:
+                raise
+            errors.append(str(exc))  # projected.go collects every source's error
+    if errors:
+        raise VolumeSetupError(_aggregate(errors))
+    return tuple(files)
+
+
+def failed_mount_message(volume_name: str, error: str) -> str:
+    """The FailedMount Event's message (operation_generator.go, MountVolume.SetUp)."""
+    return f'MountVolume.SetUp failed for volume "{volume_name}" : {error}'
