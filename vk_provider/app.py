@@ -29,6 +29,7 @@ from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import ApiPodSource, Observer, list_node_pods, make_object_getter
 from vk_provider.pods.config import PodConfig, pod_uid
+from vk_provider.pods.volume_writer import make_token_requester
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.docker.runtime import DockerRuntime
 from vk_provider.runtime.docker.spec import spec_hash
@@ -112,6 +113,7 @@ class Provider:
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
             spec_hash=spec_hash,
+            request_token=make_token_requester(client),
         )
         await self.workers.start()
         self.pod_config = PodConfig(self.workers.update)

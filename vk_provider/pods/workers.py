@@ -2,7 +2,8 @@
 
 What lives here: `PodWorkers`, which receives PodConfig updates and runtime events, and per
 pod runs syncing -> terminating -> terminated. A sync is idempotent: it compares the pod's
-spec with the runtime's observed `PodRuntimeState` and does the next steps (sandbox, init
+spec with the runtime's observed `PodRuntimeState` and does the next steps (the API-backed
+volumes' files, with FailedMount Events while they cannot be set up; sandbox, init
 containers one at a time to success, app containers, restarts per restartPolicy with the
 crash-loop backoff, image pulls with ImagePullBackOff), then publishes the generated status
 to the StatusManager with the ProbeManager's readiness / startup results; it also owns the
@@ -39,6 +40,8 @@ from vk_provider.pods.config import PodUpdate, UpdateKind
 from vk_provider.pods.env import ObjectGetter, PodAddresses, resolve_container_env
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS, effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
+from vk_provider.pods.volume_writer import PodVolumes, TokenRequester
+from vk_provider.pods.volumes import failed_mount_message
 from vk_provider.probes import messages as probe_messages
 from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
@@ -58,6 +61,7 @@ log = get_logger("pods.workers")
 
 ERROR_RETRY_SECONDS = 10.0  # the kubelet requeues a failed sync after 10 s (0.5 jitter)
 SANDBOX_STOP_SECONDS = 2.0
+MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
 HOUSEKEEPING_SECONDS = 10.0  # the kubelet's HandlePodCleanups runs every 2 s; Docker listing costs more
 DEADLINE_REASON = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -100,6 +104,8 @@ class _PodWork:
     first_seen: float = field(default_factory=time.time)
     image_failures: dict[str, float] = field(default_factory=dict)  # image -> epoch of the last failure
     adopted: bool = False  # the first sync looked at what already ran
+    volumes_mounted: bool = False  # the API-backed volumes were set up once
+    mount_retry: float = MOUNT_RETRY_FIRST_SECONDS
     task: asyncio.Task[None] | None = None
 
 
@@ -184,9 +190,11 @@ class PodWorkers:
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
         spec_hash: Callable[[Mapping[str, Any]], str] | None = None,
+        request_token: TokenRequester | None = None,
     ) -> None:
         """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
-        `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced."""
+        `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced.
+        `request_token` posts a TokenRequest, for projected service account token volumes."""
         self._runtime = runtime
         self._status = status
         self._recorder = recorder
@@ -198,6 +206,9 @@ class PodWorkers:
         self._backoff = backoff or Backoff()
         self._spec_hash = spec_hash
         self._work: dict[str, _PodWork] = {}
+        self._volumes = PodVolumes(
+            lambda uid, name: self._runtime.volume_dir(uid, name), getter, request_token, node_allocatable
+        )
         self._probes = ProbeManager(runtime, status, recorder, self._probe_changed)
         self._events_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
@@ -352,6 +363,7 @@ class PodWorkers:
             work.state = WorkerState.TERMINATED
         if work.state == WorkerState.TERMINATED and work.removed:
             await self._runtime.remove_pod(work.uid)
+            self._volumes.forget(work.uid)
             self._status.remove_pod(work.uid)
             self._backoff.forget_prefix(pod_prefix(work.pod))
             self._work.pop(work.uid, None)
@@ -410,6 +422,9 @@ class PodWorkers:
             ]
             if running:
                 log.info("adopted running container(s) %s", ", ".join(running), extra={"pod": pod_ref(pod)})
+        if not await self._mount_volumes(work, state):
+            self._publish(work, state, terminal=False)
+            return False
         sandbox = await self._ensure_sandbox(work, state)
         if sandbox is not None and await self._sync_init_containers(work, state, sandbox):
             await self._sync_app_containers(work, state, sandbox)
@@ -417,6 +432,23 @@ class PodWorkers:
             return True
         status = self._publish(work, await self._runtime.pod_state(work.uid), terminal=False)
         return status.get("phase") in TERMINAL_PHASES
+
+    async def _mount_volumes(self, work: _PodWork, state: PodRuntimeState | None) -> bool:
+        """Write the pod's configMap, secret, downwardAPI and projected volumes (again: their content
+        follows the API). False while a volume of a pod that never ran cannot be set up: it stays
+        ContainerCreating, retried soon. Running containers keep the volume's last content."""
+        failed = await self._volumes.setup(work.pod)
+        if not failed:
+            work.volumes_mounted = True
+            work.mount_retry = MOUNT_RETRY_FIRST_SECONDS
+            return True
+        for name, error in failed.items():
+            message = failed_mount_message(name, error)
+            log.info("%s", message, extra={"pod": pod_ref(work.pod)})
+            self._recorder.event(work.pod, "Warning", "FailedMount", message)
+        self._wake_in(work, work.mount_retry)
+        work.mount_retry = min(work.mount_retry * 2, ERROR_RETRY_SECONDS)
+        return work.volumes_mounted or (state is not None and bool(state.containers))
 
     async def _ensure_sandbox(self, work: _PodWork, state: PodRuntimeState | None) -> PodSandboxState | None:
         if state is not None and state.sandbox is not None and state.sandbox.running:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from vk_provider.runtime.types import (
@@ -68,6 +69,12 @@ class Runtime(Protocol):
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends."""
+        ...
+
+    def volume_dir(self, uid: str, name: str) -> Path | None:
+        """The host directory holding the files of the pod's configMap, secret, downwardAPI or
+        projected volume `name` (written by the caller, mounted read-only by start_container);
+        None when the engine's filesystem is not reachable from here."""
         ...
 
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:

@@ -325,6 +325,14 @@ class DockerRuntime:
 
     # --- containers ---
 
+    def volume_dir(self, uid: str, name: str) -> Path | None:
+        root = self._volumes_root(uid)
+        return None if root is None else root / name
+
+    def _volumes_root(self, uid: str) -> Path | None:
+        """Where the pod's API-backed volumes live: `<state>/<node>/<uid>/volumes/<name>`."""
+        return None if self._state_dir is None else self._state_dir / uid / "volumes"
+
     def _termination_file(self, pod: Mapping[str, Any], name: str, attempt: int) -> str | None:
         """Create the empty termination-message file bind-mounted into this container instance."""
         if self._state_dir is None:
@@ -342,7 +350,14 @@ class DockerRuntime:
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
-        kwargs = sp.container_create_kwargs(launch, node_name=self.node_name, termination_file=term)
+        uid = str((launch.pod.get("metadata") or {}).get("uid", ""))
+        root = self._volumes_root(uid)
+        kwargs = sp.container_create_kwargs(
+            launch,
+            node_name=self.node_name,
+            termination_file=term,
+            volumes_root=None if root is None else str(root),
+        )
         try:
             container = await self._engine.call(self._engine.client.containers.create, **kwargs)
         except EngineErrors as exc:

@@ -33,6 +33,7 @@ QUOTA_PERIOD = 100000
 MIN_QUOTA_PERIOD = 1000
 HOSTNAME_MAX = 63
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
 
 
 @dataclass(frozen=True)
@@ -285,12 +286,19 @@ def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]
 
 
 def volume_binds(
-    pod: Mapping[str, Any], container: Mapping[str, Any], field: str, node_name: str
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    field: str,
+    node_name: str,
+    volumes_root: str | None = None,
 ) -> list[str]:
-    """Docker bind strings for the container's volumeMounts of emptyDir and hostPath volumes.
+    """Docker bind strings for the container's volumeMounts.
 
-    Volumes whose content comes from the API (configMap, secret, projected, downwardAPI)
-    are not materialised by this runtime yet; their mounts are left out.
+    emptyDir volumes are Docker volumes, hostPath volumes bind the host path. The files of
+    volumes whose content comes from the API (configMap, secret, projected, downwardAPI) were
+    written by the pod worker under `volumes_root/<volume>`; they are always mounted
+    read-only, as the kubelet does. A subPath of those binds what it names at start time
+    (it follows no later update, as with the kubelet).
     """
     volumes = {str(v["name"]): v for v in _spec(pod).get("volumes") or []}
     emptydirs = {v.pod_volume: v.docker_name for v in emptydir_volumes(pod, node_name)}
@@ -314,6 +322,13 @@ def volume_binds(
                     f"{where}.subPath: subPath on emptyDir volumes is not supported yet"
                 )
             source = emptydirs[vol["name"]]
+        elif any(t in vol for t in API_VOLUME_TYPES):
+            if volumes_root is None:
+                continue  # no host directory (remote engine): the pod worker reports FailedMount
+            source = f"{volumes_root}/{vol['name']}"
+            if sub:
+                source = f"{source}/{sub}"
+            mode = "ro"
         else:
             continue
         binds.append(f"{source}:{m['mountPath']}:{mode}")
@@ -325,6 +340,7 @@ def container_create_kwargs(
     *,
     node_name: str,
     termination_file: str | None,
+    volumes_root: str | None = None,
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox."""
     pod, c = launch.pod, launch.container
@@ -356,7 +372,7 @@ def container_create_kwargs(
         kwargs["working_dir"] = str(c["workingDir"])
     kwargs.update(resource_kwargs(c, field))
     kwargs.update(security_kwargs(pod, c))
-    binds = volume_binds(pod, c, field, node_name)
+    binds = volume_binds(pod, c, field, node_name, volumes_root)
     if termination_file:
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
         binds.append(f"{termination_file}:{path}:rw")
