@@ -97,7 +97,7 @@ async def test_repeats_are_aggregated_on_one_event() -> None:
 
 async def test_deleted_event_is_recreated_and_transient_errors_retried() -> None:
     store = MemoryEvents(fail_first=1)
-    recorder = EventRecorder(cast(KubeClient, store), "vk-1")
+    recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.05)
     await recorder.start()
     recorder.event(NODE, "Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
     for _ in range(100):
@@ -110,6 +110,21 @@ async def test_deleted_event_is_recreated_and_transient_errors_retried() -> None
     await recorder.stop()
     assert store.calls == ["POST", "POST", "PATCH", "POST"]
     assert len(store.events) == 1
+
+
+async def test_an_event_outlives_an_apiserver_outage_of_several_tries() -> None:
+    """Like client-go's recorder, an Event is tried up to 12 times before it is given up."""
+    store = MemoryEvents(fail_first=8)
+    recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.01)
+    await recorder.start()
+    recorder.event(NODE, "Warning", "FailedStaticPodManifest", "/etc/m/x.yaml: bad")
+    for _ in range(200):
+        if store.events:
+            break
+        await asyncio.sleep(0.05)
+    await recorder.stop()
+    assert len(store.events) == 1
+    assert store.calls == ["POST"] * 9
 
 
 async def test_without_client_events_are_only_logged() -> None:
