@@ -88,7 +88,7 @@ class ResolvedEnv:
     warnings: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-def _field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> str:
+def field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> str:
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     simple: dict[str, str] = {
@@ -114,7 +114,7 @@ def _field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> 
     raise ContainerConfigError(f"unsupported fieldPath: {path}")
 
 
-def _resource_value(
+def resource_value(
     pod: Mapping[str, Any],
     container: Mapping[str, Any],
     ref: Mapping[str, Any],
@@ -242,9 +242,9 @@ async def resolve_container_env(
             continue
         value: str | None
         if "fieldRef" in source:
-            value = _field_value(pod, source["fieldRef"].get("fieldPath", ""), addresses)
+            value = field_value(pod, source["fieldRef"].get("fieldPath", ""), addresses)
         elif "resourceFieldRef" in source:
-            value = _resource_value(pod, container, source["resourceFieldRef"], node_allocatable or {})
+            value = resource_value(pod, container, source["resourceFieldRef"], node_allocatable or {})
         elif "configMapKeyRef" in source:
             value = await lookups.key("configmap", source["configMapKeyRef"])
         elif "secretKeyRef" in source:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.pods.env import PodAddresses, _field_value, _resource_value
+from vk_provider.pods.env import PodAddresses, field_value, resource_value
 from vk_provider.runtime.types import ContainerConfigError
 
 API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
@@ -168,12 +168,12 @@ def _downward_payload(
     for item in ref.get("items") or []:
         try:
             if "fieldRef" in item:
-                value = _field_value(pod, str(item["fieldRef"].get("fieldPath", "")), PodAddresses())
+                value = field_value(pod, str(item["fieldRef"].get("fieldPath", "")), PodAddresses())
             elif "resourceFieldRef" in item:
                 resource = item["resourceFieldRef"]
                 # A volume's resourceFieldRef names its container (validation requires it): with
-                # no current container, _resource_value looks it up in the pod.
-                value = _resource_value(pod, {"name": ""}, resource, node_allocatable)
+                # no current container, resource_value looks it up in the pod.
+                value = resource_value(pod, {"name": ""}, resource, node_allocatable)
             else:
                 continue
         except ContainerConfigError as exc:
