@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_provider.pods.env import PodAddresses, field_value, resource_value
-from vk_provider.runtime.types import ContainerConfigError
+from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError
 
-API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
 DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
 DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
 

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+# Pod volumes whose files come from the API (written by the pods layer under
+# Runtime.volume_dir, bind-mounted read-only by the runtime).
+API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
+
 
 class ContainerRole(StrEnum):
     SANDBOX = "sandbox"

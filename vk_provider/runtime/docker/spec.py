@@ -23,7 +23,7 @@ from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.protocol import ContainerLaunch
-from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSpecRefused
+from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, ContainerRole, PodSpecRefused
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
 MIN_SHARES = 2
@@ -33,7 +33,6 @@ QUOTA_PERIOD = 100000
 MIN_QUOTA_PERIOD = 1000
 HOSTNAME_MAX = 63
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
-API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
 
 
 @dataclass(frozen=True)
