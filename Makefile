@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: test demo lint typecheck docker images helm install unit clean
 
 test: docker images install helm lint typecheck
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 demo: docker images install
 	bash scripts/demo.sh
