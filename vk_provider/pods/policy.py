@@ -1,0 +1,93 @@
+"""Pure pod and container policy helpers of the pod workers (kubelet rules, no I/O).
+
+What lives here: the restartPolicy decisions (`restart_policy`, `should_restart`, `finished`),
+the default imagePullPolicy, an Event's container fieldPath, whether a container ran in the
+current sandbox, the time and jitter helpers, and the retry constants shared by the pod
+workers and the container pipeline.
+Must not: touch the runtime, the apiserver or the event loop; keep state.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    PodRuntimeState,
+    PodSandboxState,
+)
+
+ERROR_RETRY_SECONDS = 10.0  # the kubelet requeues a failed sync after 10 s (0.5 jitter)
+SANDBOX_STOP_SECONDS = 2.0
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def jitter(seconds: float) -> float:
+    return seconds * (1.0 + 0.5 * random.random())
+
+
+def spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("spec") or {}
+
+
+def restart_policy(pod: Mapping[str, Any]) -> str:
+    return str(spec(pod).get("restartPolicy") or "Always")
+
+
+def should_restart(pod: Mapping[str, Any], instance: ContainerInstance) -> bool:
+    policy = restart_policy(pod)
+    if policy == "Never":
+        return False
+    if policy == "OnFailure":
+        return instance.state != ContainerRunState.EXITED or (instance.exit_code or 0) != 0
+    return True
+
+
+def default_pull_policy(image: str) -> str:
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return "IfNotPresent"
+    return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
+
+
+def field_path(role: ContainerRole, name: str) -> str:
+    """The Event's involvedObject.fieldPath of one container, as the kubelet sets it."""
+    return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
+
+
+def in_sandbox(instance: ContainerInstance, sandbox: PodSandboxState) -> bool:
+    """Whether `instance` ran in `sandbox` (it was created after it), not in an earlier one."""
+    if instance.created_at is None or sandbox.created_at is None:
+        return True
+    return instance.created_at >= sandbox.created_at
+
+
+def finished(pod: Mapping[str, Any], state: PodRuntimeState) -> bool:
+    """Every app container ran and none is to run again, or an init container failed for good."""
+    if restart_policy(pod) == "Never":
+        for container in spec(pod).get("initContainers") or []:
+            init = state.latest(container["name"], ContainerRole.INIT)
+            if init is not None and init.state == ContainerRunState.EXITED and init.exit_code != 0:
+                return True
+    for container in spec(pod).get("containers") or []:
+        latest = state.latest(container["name"], ContainerRole.APP)
+        if latest is None or latest.state != ContainerRunState.EXITED or should_restart(pod, latest):
+            return False
+    return True
+
+
+def parse_time(value: Any) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,68 @@
+"""The per-pod work record shared by the pod workers and the container pipeline.
+
+What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
+state, waiting reasons, image failures, next timer), `WorkerState`, `wake_in` (arm a pod's
+timer-driven sync), and the `StatusSink` / `EventSink` protocols both depend on.
+Must not: act on the runtime, the apiserver or Events; it only holds and arms state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from vk_provider.status.generate import ContainerWaiting
+
+MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
+
+
+class StatusSink(Protocol):
+    def set_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None: ...
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None: ...
+    def terminate_pod(self, pod: Mapping[str, Any]) -> None: ...
+    def remove_pod(self, uid: str) -> None: ...
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None: ...
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None: ...
+
+
+class EventSink(Protocol):
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None: ...
+
+
+class WorkerState(StrEnum):
+    SYNCING = "syncing"
+    TERMINATING = "terminating"
+    TERMINATED = "terminated"
+
+
+@dataclass
+class PodWork:
+    uid: str
+    pod: Mapping[str, Any]
+    doorbell: asyncio.Event = field(default_factory=asyncio.Event)
+    state: WorkerState = WorkerState.SYNCING
+    kill: bool = False  # termination requested (deleted, removed, terminal, deadline)
+    removed: bool = False  # gone from its source: clean up once terminated
+    grace: int | None = None
+    grace_override: int | None = None
+    terminal_reason: tuple[str, str] | None = None
+    waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
+    wake_at: float | None = None  # loop time of the next timer-driven sync
+    first_seen: float = field(default_factory=time.time)
+    image_failures: dict[str, float] = field(default_factory=dict)  # image -> epoch of the last failure
+    adopted: bool = False  # the first sync looked at what already ran
+    volumes_mounted: bool = False  # the API-backed volumes were set up once
+    mount_retry: float = MOUNT_RETRY_FIRST_SECONDS
+    task: asyncio.Task[None] | None = None
+
+
+def wake_in(work: PodWork, seconds: float) -> None:
+    """Sync `work` again within `seconds` at the latest (the earliest timer wins)."""
+    at = asyncio.get_running_loop().time() + max(seconds, 0.0)
+    work.wake_at = at if work.wake_at is None else min(work.wake_at, at)
