@@ -14,10 +14,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, Protocol
 
 from vk_provider.logging import get_logger, pod_ref
+from vk_provider.pods.policy import parse_time
 from vk_provider.probes import messages
 from vk_provider.probes.handlers import ProbeError, run_probe
 from vk_provider.probes.results import ProbeState, Result
@@ -44,16 +44,6 @@ def _container_status(status: Mapping[str, Any], name: str) -> Mapping[str, Any]
         if item.get("name") == name:
             return dict(item)
     return None
-
-
-def _started_at(running: Mapping[str, Any]) -> float | None:
-    value = running.get("startedAt")
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _restartable(pod: Mapping[str, Any], container: Mapping[str, Any], cstatus: Mapping[str, Any]) -> bool:
@@ -138,7 +128,7 @@ class ProbeWorker:
         if running is None:
             self._publish(self.state.container_stopped())
             return _restartable(self.pod, self.container, cstatus)
-        started_at = _started_at(running)
+        started_at = parse_time(running.get("startedAt"))
         if started_at is not None and time.time() - started_at < self.state.spec.initial_delay:
             return True
         if bool(cstatus.get("started")) == (self.probe_type == ProbeType.STARTUP):
