@@ -8,6 +8,7 @@ node. Must not: assert anything about the product itself; the tests do that.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,15 @@ def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec:
             **spec,
         },
     }
+
+
+@contextlib.contextmanager
+def running_sandbox(directory: Path, pause_image: str, docker_client: Any) -> Iterator[Sandbox]:
+    """A started sandbox; afterwards it is stopped and its node's containers are removed."""
+    sandbox = start_sandbox(directory, pause_image)
+    try:
+        yield sandbox
+    finally:
+        if sandbox.proc.poll() is None:
+            stop_sandbox(sandbox)
+        remove_node_containers(docker_client, sandbox.node)

@@ -32,6 +32,7 @@ from tests.e2e.sandbox_process import (
     node_containers,
     pod_manifest,
     remove_node_containers,
+    running_sandbox,
     start_sandbox,
     stop_sandbox,
     until,
@@ -44,13 +45,10 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 def sandbox(
     tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
 ) -> Iterator[Sandbox]:
-    sb = start_sandbox(tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"])
-    try:
+    with running_sandbox(
+        tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"], docker_client
+    ) as sb:
         yield sb
-    finally:
-        if sb.proc.poll() is None:
-            stop_sandbox(sb)
-        remove_node_containers(docker_client, sb.node)
 
 
 WEB = "web"

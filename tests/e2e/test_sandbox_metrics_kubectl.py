@@ -17,9 +17,7 @@ import pytest
 from tests.e2e.sandbox_process import (
     Sandbox,
     pod_manifest,
-    remove_node_containers,
-    start_sandbox,
-    stop_sandbox,
+    running_sandbox,
     until,
 )
 
@@ -34,13 +32,10 @@ RATE_DEADLINE = 90.0  # two scrapes, 5 s apart, plus a loaded machine
 def sandbox(
     tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
 ) -> Iterator[Sandbox]:
-    sb = start_sandbox(tmp_path_factory.mktemp("metrics-kubectl"), test_images["pause"])
-    try:
+    with running_sandbox(
+        tmp_path_factory.mktemp("metrics-kubectl"), test_images["pause"], docker_client
+    ) as sb:
         yield sb
-    finally:
-        if sb.proc.poll() is None:
-            stop_sandbox(sb)
-        remove_node_containers(docker_client, sb.node)
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from tests.sandbox_helpers import eventually
 from vk_provider.sandbox.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.store import Store
 
@@ -43,18 +44,6 @@ def _conditions(ready: str) -> list[dict[str, Any]]:
         }
         for t, s, r in kinds
     ]
-
-
-async def _eventually(check: Callable[[], Awaitable[Any]]) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > end:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.1)
 
 
 class Kubelet:
@@ -147,7 +136,7 @@ async def test_silent_node_goes_unknown_and_recovers(store: Store) -> None:
         node = await store.get("nodes", None, NODE)
         return node if _ready(node)["status"] == "Unknown" and _lifecycle_taints(node) else None
 
-    node = await _eventually(unknown_and_tainted)
+    node = await eventually(unknown_and_tainted, within=DEADLINE, interval=0.1)
     assert loop.time() - stopped >= GRACE  # lower bound only
     for condition in node["status"]["conditions"]:
         assert condition["status"] == "Unknown"
@@ -170,7 +159,7 @@ async def test_silent_node_goes_unknown_and_recovers(store: Store) -> None:
         node = await store.get("nodes", None, NODE)
         return node if _ready(node)["status"] == "True" and not _lifecycle_taints(node) else None
 
-    node = await _eventually(recovered)
+    node = await eventually(recovered, within=DEADLINE, interval=0.1)
     assert [t["key"] for t in node["spec"]["taints"]] == ["virtual-kubelet.io/provider"]
     await asyncio.sleep(GRACE * 1.5)
     node = await store.get("nodes", None, NODE)
@@ -189,7 +178,7 @@ async def test_not_ready_node_gets_not_ready_taints(store: Store) -> None:
     async def tainted() -> list[tuple[str, str]]:
         return _lifecycle_taints(await store.get("nodes", None, NODE))
 
-    assert await _eventually(tainted) == [
+    assert await eventually(tainted, within=DEADLINE, interval=0.1) == [
         ("node.kubernetes.io/not-ready", "NoExecute"),
         ("node.kubernetes.io/not-ready", "NoSchedule"),
     ]
@@ -229,7 +218,7 @@ async def test_pods_are_evicted_after_their_toleration(store: Store) -> None:
         pod = await store.get("pods", "default", "short")
         return pod if pod["metadata"].get("deletionTimestamp") else None
 
-    pod = await _eventually(short_evicted)
+    pod = await eventually(short_evicted, within=DEADLINE, interval=0.1)
     disruption = [c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget"]
     assert disruption[0]["reason"] == "DeletionByTaintManager"
     node = await store.get("nodes", None, NODE)

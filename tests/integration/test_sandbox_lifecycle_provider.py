@@ -6,31 +6,19 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.sandbox_helpers import eventually
 from vk_provider.sandbox.command import provider_config
 from vk_provider.sandbox.server import SandboxServer
 
 GRACE = 3.0
 DEADLINE = 60.0
 UNREACHABLE = "node.kubernetes.io/unreachable"
-
-
-async def _eventually(check: Callable[[], Awaitable[Any]]) -> Any:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > end:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.2)
 
 
 async def _provider(config: Path, log: Path) -> asyncio.subprocess.Process:
@@ -86,14 +74,14 @@ async def test_stopped_provider_goes_unknown_and_comes_back(
                 obj = await node()
                 return obj if ready(obj) == "True" else None
 
-            await _eventually(is_ready)
+            await eventually(is_ready, within=DEADLINE, interval=0.2)
             await _stop(proc)
 
             async def is_unknown() -> dict[str, Any] | None:
                 obj = await node()
                 return obj if ready(obj) == "Unknown" and unreachable(obj or {}) else None
 
-            gone = await _eventually(is_unknown)
+            gone = await eventually(is_unknown, within=DEADLINE, interval=0.2)
             ready_condition = next(c for c in gone["status"]["conditions"] if c["type"] == "Ready")
             assert ready_condition["reason"] == "NodeStatusUnknown"
             assert unreachable(gone) == {"NoSchedule", "NoExecute"}
@@ -104,7 +92,7 @@ async def test_stopped_provider_goes_unknown_and_comes_back(
                 obj = await node()
                 return obj if ready(obj) == "True" and not unreachable(obj or {}) else None
 
-            await _eventually(is_back)
+            await eventually(is_back, within=DEADLINE, interval=0.2)
         finally:
             if proc.returncode is None:
                 await _stop(proc)

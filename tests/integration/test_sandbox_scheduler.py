@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from tests.sandbox_helpers import eventually
 from vk_provider.sandbox.scheduler import Scheduler
 from vk_provider.sandbox.store import Store
 
@@ -44,19 +44,6 @@ def _pod(name: str, *, selector: dict[str, str] | None = None, cpu: str | None =
         "spec": spec,
         "status": {"phase": "Pending"},
     }
-
-
-async def _eventually(check: Callable[[], Awaitable[Any]]) -> Any:
-    """Poll `check` until it returns something truthy (generous deadline)."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > end:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -96,11 +83,11 @@ async def test_binds_only_to_matching_node(store: Store) -> None:
     async def bound() -> str | None:
         return await _bound_to(store, "web")
 
-    assert await _eventually(bound) == "ssd-node"
+    assert await eventually(bound, within=DEADLINE, interval=0.05) == "ssd-node"
     pod = await store.get("pods", "default", "web")
     condition = _condition(pod)
     assert condition is not None and condition["status"] == "True"
-    events = await _eventually(lambda: _events(store, "web", "Scheduled"))
+    events = await eventually(lambda: _events(store, "web", "Scheduled"), within=DEADLINE, interval=0.05)
     assert events[0]["type"] == "Normal"
     assert events[0]["message"] == "Successfully assigned default/web to ssd-node"
     assert events[0]["source"]["component"] == "default-scheduler"
@@ -121,7 +108,7 @@ async def test_unschedulable_pod_says_why_and_is_retried(store: Store) -> None:
         condition = _condition(await store.get("pods", "default", "fast"))
         return condition if condition and condition["status"] == "False" else None
 
-    condition = await _eventually(unschedulable)
+    condition = await eventually(unschedulable, within=DEADLINE, interval=0.05)
     expected = (
         "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
         "1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/2 nodes are available: "
@@ -129,7 +116,9 @@ async def test_unschedulable_pod_says_why_and_is_retried(store: Store) -> None:
     )
     assert condition["reason"] == "Unschedulable"
     assert condition["message"] == expected
-    events = await _eventually(lambda: _events(store, "fast", "FailedScheduling"))
+    events = await eventually(
+        lambda: _events(store, "fast", "FailedScheduling"), within=DEADLINE, interval=0.05
+    )
     assert events[0]["type"] == "Warning"
     assert events[0]["message"] == expected
     assert await _bound_to(store, "fast") is None
@@ -139,7 +128,7 @@ async def test_unschedulable_pod_says_why_and_is_retried(store: Store) -> None:
     async def bound() -> str | None:
         return await _bound_to(store, "fast")
 
-    assert await _eventually(bound) == "nvme-node"
+    assert await eventually(bound, within=DEADLINE, interval=0.05) == "nvme-node"
     condition = _condition(await store.get("pods", "default", "fast"))
     assert condition is not None and condition["status"] == "True"
 
@@ -151,14 +140,14 @@ async def test_resources_are_counted_and_freed(store: Store) -> None:
     async def first_bound() -> str | None:
         return await _bound_to(store, "first")
 
-    assert await _eventually(first_bound) == "small"
+    assert await eventually(first_bound, within=DEADLINE, interval=0.05) == "small"
     await store.create("pods", _pod("second", cpu="600m"))
 
     async def second_unschedulable() -> str | None:
         condition = _condition(await store.get("pods", "default", "second"))
         return condition["message"] if condition and condition["status"] == "False" else None
 
-    message = await _eventually(second_unschedulable)
+    message = await eventually(second_unschedulable, within=DEADLINE, interval=0.05)
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     assert message.endswith(
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
@@ -169,7 +158,7 @@ async def test_resources_are_counted_and_freed(store: Store) -> None:
     async def second_bound() -> str | None:
         return await _bound_to(store, "second")
 
-    assert await _eventually(second_bound) == "small"
+    assert await eventually(second_bound, within=DEADLINE, interval=0.05) == "small"
 
 
 async def test_ignores_other_schedulers_and_not_ready_nodes(store: Store) -> None:
@@ -185,7 +174,7 @@ async def test_ignores_other_schedulers_and_not_ready_nodes(store: Store) -> Non
         condition = _condition(await store.get("pods", "default", "plain"))
         return condition["message"] if condition else None
 
-    message = await _eventually(plain_message)
+    message = await eventually(plain_message, within=DEADLINE, interval=0.05)
     assert "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }" in message
     custom = await store.get("pods", "default", "custom")
     assert _condition(custom) is None and not custom["spec"].get("nodeName")
