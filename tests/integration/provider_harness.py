@@ -73,6 +73,15 @@ def waiting_reason(pod: dict[str, Any], name: str) -> str:
     return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
 
 
+def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
+    """A busybox container running `script` with sh -c."""
+    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
+
+
+def phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
 def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
     for item in (pod.get("status") or {}).get("conditions") or []:
         if item.get("type") == type_:

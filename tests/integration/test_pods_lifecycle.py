@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -21,28 +19,14 @@ from tests.integration.provider_harness import (
     ProviderHarness,
     condition,
     container_status,
+    phase,
+    sh,
     waiting_reason,
 )
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]
 POLITE = "trap 'sleep 1; exit 0' TERM; while true; do sleep 0.2; done"
-
-
-@pytest.fixture
-async def harness(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path) as h:
-        yield h
-
-
-def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
 
 
 async def test_init_then_two_app_containers_share_localhost_and_serve_on_the_pod_ip(

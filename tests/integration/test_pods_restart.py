@@ -12,14 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
 
 pytestmark = pytest.mark.docker
 POD_UID_LABEL = "io.vk-provider.pod.uid"
-
-
-def sh(name: str, script: str) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script]}
 
 
 async def no_containers_left(docker_client: Any, uid: str) -> bool:
@@ -28,10 +24,6 @@ async def no_containers_left(docker_client: Any, uid: str) -> bool:
             return True
         await asyncio.sleep(0.2)
     return False
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
 
 
 async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,22 +13,11 @@ from tests.integration.provider_harness import (
     ProviderHarness,
     condition,
     container_status,
+    phase,
     waiting_reason,
 )
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-async def harness(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path) as h:
-        yield h
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
 
 
 async def test_pod_and_host_ip_reach_the_environment_and_command(harness: ProviderHarness) -> None:

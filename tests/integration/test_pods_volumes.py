@@ -11,27 +11,20 @@ import asyncio
 import base64
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status, waiting_reason
+from tests.integration.provider_harness import (
+    BUSYBOX,
+    ProviderHarness,
+    container_status,
+    phase,
+    waiting_reason,
+)
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-async def harness(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path) as h:
-        yield h
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
 
 
 async def logs_of(pod: dict[str, Any], name: str, docker_client: Any) -> str:

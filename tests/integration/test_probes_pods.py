@@ -8,29 +8,15 @@ Each test runs the sandbox and the provider in-process for a unique node
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, container_status
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, container_status, sh
 
 pytestmark = pytest.mark.docker
 # sh as PID 1 ignores SIGTERM: trap it so kills and deletions are quick.
 LOOP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
-
-
-@pytest.fixture
-async def harness(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path) as h:
-        yield h
-
-
-def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
 
 
 def exec_probe(*command: str, **extra: Any) -> dict[str, Any]:

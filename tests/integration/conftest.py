@@ -1,0 +1,23 @@
+"""Fixtures for the provider's integration tests: `harness`, the sandbox plus an in-process provider.
+
+The provider runs for the test's unique `node_name` (its containers are removed afterwards by
+the `node_name` fixture) with the default harness settings; a module that needs other settings
+defines its own `harness` fixture, which takes precedence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.provider_harness import ProviderHarness
+
+
+@pytest.fixture
+async def harness(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[ProviderHarness]:
+    async with ProviderHarness.running(node_name, tmp_path) as h:
+        yield h
