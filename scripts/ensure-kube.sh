@@ -10,6 +10,7 @@
 # everything is compiled from modules served by the Go module proxy.
 #   scripts/ensure-kube.sh            # build if needed, print the bin directory
 #   scripts/ensure-kube.sh --print    # print the directory it would use, build nothing
+# <cache>/<version> links to the newest build of the version (the sandbox's default --kube-bin).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 src="$root/tools/kube"
@@ -21,7 +22,11 @@ key="$(cat "$src/go.mod" "$src/go.sum" "$src"/cmd/*/main.go | sha256sum | cut -c
 cache="${VK_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vk-provider/kube}"
 out="$cache/$version-$key"
 if [[ "${1-}" == "--print" ]]; then echo "$out/bin"; exit 0; fi
+# <cache>/<version> always points at the newest build of that version: the default
+# --kube-bin of `vk-provider sandbox --control-plane real` is <cache>/<version>/bin.
+link_current() { ln -sfn "$(basename "$out")" "$cache/$version"; }
 if [[ -x "$out/bin/kube" && -x "$out/bin/etcd" && -f "$out/bin/.complete" ]]; then
+  link_current
   echo "$out/bin"
   exit 0
 fi
@@ -56,6 +61,7 @@ for c in kube-apiserver kube-controller-manager kube-scheduler; do ln -sf kube "
 "$tmp/bin/kube-apiserver" --version >/dev/null || fail "the built kube-apiserver does not run"
 touch "$tmp/bin/.complete"
 rm -rf "$out"; mv "$tmp" "$out"
+link_current
 size="$(du -sh "$out/bin" | cut -f1)"
 echo "ensure-kube: built in $((SECONDS - start)) s ($size): $("$out/bin/kube-apiserver" --version)" >&2
 echo "$out/bin"

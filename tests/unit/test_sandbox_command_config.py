@@ -52,7 +52,7 @@ def test_generated_configs_keep_user_settings_and_load(tmp_path: Path) -> None:
     user = load_user_config(str(user_file))
     kubeconfig = tmp_path / "kubeconfig"
     ca_file = SandboxPKI(tmp_path).ca_cert_path
-    paths = write_provider_configs(tmp_path, user, node_names(2), kubeconfig, ca_file)
+    paths = write_provider_configs(tmp_path, user, dict.fromkeys(node_names(2), kubeconfig), ca_file)
     assert [p.name for p in paths] == ["sandbox-1.yaml", "sandbox-2.yaml"]
     listens = set()
     for node, path in zip(node_names(2), paths, strict=True):

@@ -3,10 +3,13 @@
 What lives here: `add_parser(subparsers)` (returns the parser), `run_sandbox(args) -> int`
 (the handler `cli.py` calls), `serve(args) -> int` (the same, as a coroutine), and
 `provider_config(...)`, which turns the user's `--config` file into one provider config per
-sandbox node. The control plane listens on 127.0.0.1 only, writes `<state-dir>/kubeconfig`, and
-the providers run as `python -m vk_provider run --config <state-dir>/providers/<node>.yaml`
-subprocesses. Ctrl-C or SIGTERM stops the providers, then the control plane; `--clean` also
-removes the providers' containers (label `io.vk-provider.node=<node>`).
+sandbox node. The control plane is the emulator (`--control-plane emulator`, the default) or the
+real upstream components (`--control-plane real`, `sandbox/real/`); either listens on 127.0.0.1
+only and writes `<state-dir>/kubeconfig`. The providers run as
+`python -m vk_provider run --config <state-dir>/providers/<node>.yaml` subprocesses; on the real
+control plane each has a kubeconfig of its own with the identity `--provider-identity` names.
+Ctrl-C or SIGTERM stops the providers, then the control plane; `--clean` also removes the
+providers' containers (label `io.vk-provider.node=<node>`).
 Must not: import the provider's internals; the sandbox meets the provider only through the
 command line, its config file and HTTP.
 """
@@ -21,11 +24,13 @@ import signal
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from vk_provider.logging import get_logger, setup_logging
+from vk_provider.sandbox.kubeconfig import Credentials
+from vk_provider.sandbox.pki import SandboxPKI
 
 log = get_logger("sandbox")
 
@@ -69,6 +74,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=NODE_PREFIX,
         metavar="PREFIX",
         help="node names are PREFIX1, PREFIX2, ... (default: sandbox-)",
+    )
+    parser.add_argument(
+        "--control-plane",
+        choices=("emulator", "real"),
+        default="emulator",
+        help="emulator: the embedded API server (starts in a second); real: the upstream kube-apiserver, "
+        "controller manager, scheduler and etcd built by scripts/ensure-kube.sh (default: emulator)",
+    )
+    parser.add_argument(
+        "--kube-bin",
+        metavar="DIR",
+        help="with --control-plane real: the directory holding etcd, kube-apiserver, "
+        "kube-controller-manager and kube-scheduler (default: the scripts/ensure-kube.sh cache)",
+    )
+    parser.add_argument(
+        "--provider-identity",
+        choices=("auto", "chart", "node"),
+        default="auto",
+        help="with --control-plane real: the providers' credentials. chart: a service account with the "
+        "Helm chart's RBAC rules; node: a kubelet's certificate (system:node:<name>) under the Node "
+        "authorizer; auto: chart when the chart and helm are at hand, else node (default: auto)",
     )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
@@ -130,11 +156,20 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def provider_config(
-    user: dict[str, Any], *, node: str, kubeconfig: Path, listen_port: int, ca_file: Path, state_dir: Path
+    user: dict[str, Any],
+    *,
+    node: str,
+    kubeconfig: Path,
+    listen_port: int,
+    ca_file: Path,
+    state_dir: Path,
+    kubelet_auth: str = "x509",
 ) -> dict[str, Any]:
     """The user's config with what the sandbox decides filled in (camelCase keys as in
     config.example.yaml): the node name, the API connection, a loopback kubelet address that the
-    sandbox's proxy dials, and the sandbox CA as the kubelet's client CA."""
+    apiserver dials, and the sandbox CA as the kubelet's client CA. `kubelet_auth` is the
+    kubelet API's auth unless the user chose one: x509 on the emulator (it serves no
+    TokenReview), webhook on the real control plane (as a kubelet)."""
     config = copy.deepcopy(user)
     node_section = _section(config, "node")
     node_section["name"] = node
@@ -143,8 +178,7 @@ def provider_config(
     server = _section(config, "kubeletServer")
     server["listen"] = f"127.0.0.1:{listen_port}"
     server["clientCAFile"] = str(ca_file)
-    # The sandbox serves no TokenReview/SubjectAccessReview: trust certificates of its CA.
-    server.setdefault("auth", "x509")
+    server.setdefault("auth", kubelet_auth)
     # Per-container files live with the sandbox's other files unless the user says otherwise.
     _section(config, "docker").setdefault("stateDir", str(state_dir / "docker"))
     return config
@@ -218,13 +252,18 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
 
 def write_provider_configs(
-    state_dir: Path, user_config: dict[str, Any], nodes: list[str], kubeconfig: Path, ca_file: Path
+    state_dir: Path,
+    user_config: dict[str, Any],
+    kubeconfigs: dict[str, Path],
+    ca_file: Path,
+    kubelet_auth: str = "x509",
 ) -> list[Path]:
-    """Write `<state_dir>/providers/<node>.yaml` for each node (blocking); returns the paths."""
+    """Write `<state_dir>/providers/<node>.yaml` for each node of `kubeconfigs` (blocking);
+    returns the paths."""
     config_dir = state_dir / "providers"
     config_dir.mkdir(exist_ok=True)
     paths = []
-    for node in nodes:
+    for node, kubeconfig in kubeconfigs.items():
         config = provider_config(
             user_config,
             node=node,
@@ -232,6 +271,7 @@ def write_provider_configs(
             listen_port=_free_port(),
             ca_file=ca_file,
             state_dir=state_dir,
+            kubelet_auth=kubelet_auth,
         )
         path = config_dir / f"{node}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -255,10 +295,98 @@ def _banner(url: str, kubeconfig: Path, nodes: list[str]) -> str:
     return "\n".join(lines)
 
 
+class ControlPlane(Protocol):
+    """What the command needs of the emulator (`SandboxServer`) and of `RealControlPlane`."""
+
+    @property
+    def pki(self) -> SandboxPKI: ...
+
+    @property
+    def url(self) -> str: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def write_kubeconfig(self, path: Path) -> Path: ...
+
+
+def _control_plane(args: argparse.Namespace, state_dir: Path) -> ControlPlane:
+    if args.control_plane == "real":
+        from vk_provider.sandbox.real.cluster import RealControlPlane
+
+        return RealControlPlane(
+            state_dir=state_dir,
+            port=args.port,
+            kube_bin=Path(args.kube_bin) if args.kube_bin else None,
+            node_monitor_grace_seconds=args.node_grace_seconds,
+        )
+    from vk_provider.sandbox.server import SandboxServer
+
+    return SandboxServer(
+        host="127.0.0.1",
+        port=args.port,
+        state_dir=state_dir,
+        node_monitor_grace_seconds=args.node_grace_seconds,
+        debug=args.debug,
+    )
+
+
+def _chart_values(user_config: dict[str, Any]) -> dict[str, str]:
+    """The chart values that decide its RBAC, as the providers will be configured."""
+    server = user_config.get("kubeletServer") or {}
+    tls = server.get("tls") or {}
+    return {
+        "config.kubeletServer.auth": str(server.get("auth") or "webhook"),
+        "config.kubeletServer.tls.mode": str(tls.get("mode") or "selfSigned"),
+    }
+
+
+async def _real_provider_kubeconfigs(
+    args: argparse.Namespace, plane: ControlPlane, state_dir: Path, nodes: list[str], user: dict[str, Any]
+) -> dict[str, Path]:
+    """One kubeconfig per node with the identity --provider-identity asks for (real control plane)."""
+    from vk_provider.sandbox.real import identities
+    from vk_provider.sandbox.real.cluster import RealControlPlane
+
+    assert isinstance(plane, RealControlPlane) and plane.admin is not None
+    config_dir = state_dir / "providers"
+    config_dir.mkdir(exist_ok=True)
+    tools = identities.find_chart_tools()
+    identity = args.provider_identity
+    if identity == "auto":
+        identity = "chart" if tools is not None else "node"
+    if identity == "node":
+        log.info("providers run as kubelets: system:node:<name> under the Node authorizer")
+        return {
+            node: plane.write_kubeconfig(
+                config_dir / f"{node}.kubeconfig", identities.node_identity(plane.pki, node)
+            )
+            for node in nodes
+        }
+    if tools is None:
+        raise SandboxUsageError(
+            "--provider-identity chart needs charts/vk-provider of a source checkout and helm "
+            "(on PATH or next to this Python); use --provider-identity node"
+        )
+    objects = await asyncio.to_thread(identities.render_chart_rbac, tools, _chart_values(user))
+    credentials: Credentials = await identities.chart_identity(plane.admin, objects, plane.pki.ca_cert_path)
+    log.info(
+        "providers run as service account %s/%s with the RBAC rules of %s",
+        identities.CHART_NAMESPACE,
+        next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"),
+        tools.chart,
+    )
+    path = plane.write_kubeconfig(config_dir / "chart-identity.kubeconfig", credentials)
+    return dict.fromkeys(nodes, path)
+
+
 async def serve(args: argparse.Namespace) -> int:
     """Run the sandbox until SIGINT/SIGTERM. 0 on a clean stop, 1 if it cannot start (or --clean
     cannot reach Docker), 2 on bad usage."""
-    from vk_provider.sandbox.server import SandboxServer
+    from vk_provider.sandbox.real.admin import ApiError
+    from vk_provider.sandbox.real.cluster import ControlPlaneError
+    from vk_provider.sandbox.real.identities import IdentityError
 
     try:
         state_dir, user_config = await asyncio.to_thread(_prepare, args)
@@ -271,38 +399,51 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stopping.set)
 
-    server = SandboxServer(
-        host="127.0.0.1",
-        port=args.port,
-        state_dir=state_dir,
-        node_monitor_grace_seconds=args.node_grace_seconds,
-        debug=args.debug,
-    )
+    plane = _control_plane(args, state_dir)
     try:
-        await server.start()
-    except OSError as exc:
+        await plane.start()
+    except (OSError, ControlPlaneError) as exc:
         print(f"vk-provider sandbox: cannot start the API server: {exc}", file=sys.stderr)
+        await plane.stop()
         return 1
-    kubeconfig = server.write_kubeconfig(state_dir / "kubeconfig")
+    kubeconfig = plane.write_kubeconfig(state_dir / "kubeconfig")
     nodes = [] if args.no_provider else node_names(args.nodes, args.node_prefix)
     providers = _Providers()
     watcher: asyncio.Task[None] | None = None
+    code = 0
     try:
         if nodes:
+            real = args.control_plane == "real"
+            kubeconfigs = (
+                await _real_provider_kubeconfigs(args, plane, state_dir, nodes, user_config)
+                if real
+                else dict.fromkeys(nodes, kubeconfig)
+            )
             paths = await asyncio.to_thread(
-                write_provider_configs, state_dir, user_config, nodes, kubeconfig, server.pki.ca_cert_path
+                write_provider_configs,
+                state_dir,
+                user_config,
+                kubeconfigs,
+                plane.pki.ca_cert_path,
+                "webhook" if real else "x509",
             )
             for node, path in zip(nodes, paths, strict=True):
                 await providers.start(node, path)
             watcher = asyncio.create_task(providers.watch_exits())
-        print(_banner(server.url, kubeconfig, nodes), flush=True)
+        print(_banner(plane.url, kubeconfig, nodes), flush=True)
         await stopping.wait()
         log.info("stopping the sandbox")
+    except SandboxUsageError as exc:
+        print(f"vk-provider sandbox: {exc}", file=sys.stderr)
+        code = 2
+    except (IdentityError, ApiError) as exc:
+        print(f"vk-provider sandbox: cannot set up the providers' credentials: {exc}", file=sys.stderr)
+        code = 1
     finally:
         if watcher is not None:
             watcher.cancel()
         await providers.stop()
-        await server.stop()
+        await plane.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     if args.clean and nodes:
@@ -312,4 +453,4 @@ async def serve(args: argparse.Namespace) -> int:
             log.error("could not remove the containers of %s: %s", ", ".join(nodes), exc)
             return 1
         log.info("removed %d container(s) of %s", removed, ", ".join(nodes))
-    return 0
+    return code

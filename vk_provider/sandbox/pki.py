@@ -182,26 +182,7 @@ class SandboxPKI:
     # -- client certificate -------------------------------------------------------------------------
 
     def _ensure_client_cert(self) -> None:
-        if self.client_cert_path.exists() and self.client_key_path.exists():
-            cert = x509.load_pem_x509_certificate(self.client_cert_path.read_bytes())
-            if cert.issuer == self._ca_cert.subject and cert.not_valid_after_utc > _now():
-                return
-        key = _new_key()
-        subject = x509.Name(
-            [
-                x509.NameAttribute(NameOID.ORGANIZATION_NAME, CLIENT_ORGANIZATION),
-                x509.NameAttribute(NameOID.COMMON_NAME, CLIENT_COMMON_NAME),
-            ]
-        )
-        cert = self._issue(
-            subject,
-            key.public_key(),
-            ["digital signature", "key encipherment", "client auth"],
-            sans=None,
-            seconds=DEFAULT_SIGNING_SECONDS,
-        )
-        _write(self.client_key_path, _key_pem(key), private=True)
-        _write(self.client_cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+        self.issue_pair(self.client_cert_path.stem, CLIENT_COMMON_NAME, [CLIENT_ORGANIZATION])
 
     def ssl_client_context(self) -> ssl.SSLContext:
         """TLS context for dialling a kubelet: presents the kubelet-client certificate.
@@ -217,6 +198,43 @@ class SandboxPKI:
             ctx.load_cert_chain(str(self.client_cert_path), str(self.client_key_path))
             self._client_context = ctx  # built once: loading the files is blocking I/O
         return self._client_context
+
+    def issue_pair(
+        self,
+        name: str,
+        common_name: str,
+        organizations: Iterable[str] = (),
+        *,
+        server: bool = False,
+        dns_names: Iterable[str] = (),
+        ips: Iterable[str] = (),
+    ) -> tuple[Path, Path]:
+        """Issue a key and certificate from the CA as `<name>.crt` / `<name>.key` (the key 0600).
+
+        A client certificate unless `server` (then `server auth` with the given subject
+        alternative names). An existing pair of the same CA that is still valid is kept.
+        Returns (certificate path, key path).
+        """
+        cert_path, key_path = self.dir / f"{name}.crt", self.dir / f"{name}.key"
+        if cert_path.exists() and key_path.exists():
+            cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+            if cert.issuer == self._ca_cert.subject and cert.not_valid_after_utc > _now():
+                return cert_path, key_path
+        attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+        subject = x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+        names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+        key = _new_key()
+        cert = self._issue(
+            subject,
+            key.public_key(),
+            ["digital signature", "key encipherment", "server auth" if server else "client auth"],
+            sans=x509.SubjectAlternativeName(names) if names else None,
+            seconds=DEFAULT_SIGNING_SECONDS,
+        )
+        _write(key_path, _key_pem(key), private=True)
+        _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), private=False)
+        return cert_path, key_path
 
     # -- signing ------------------------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""The real control plane's pure parts: component command lines, its PKI, kubeconfigs with credentials."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from vk_provider.kube_version import KUBE_VERSION
+from vk_provider.sandbox.kubeconfig import Credentials, kubeconfig_dict
+from vk_provider.sandbox.real.cluster import default_kube_bin, missing_binaries
+from vk_provider.sandbox.real.components import (
+    SERVICE_IP,
+    Files,
+    Ports,
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+    scheduler_args,
+)
+from vk_provider.sandbox.real.pki import ClusterPKI
+
+PORTS = Ports(etcd_client=2379, etcd_peer=2380, apiserver=6443, controller_manager=10257, scheduler=10259)
+
+
+def files(tmp: Path) -> Files:
+    p = tmp / "pki"
+    return Files(
+        etcd_data=tmp / "etcd",
+        ca_cert=p / "ca.crt",
+        ca_key=p / "ca.key",
+        apiserver_cert=p / "apiserver.crt",
+        apiserver_key=p / "apiserver.key",
+        kubelet_client_cert=p / "kubelet-client.crt",
+        kubelet_client_key=p / "kubelet-client.key",
+        sa_key=p / "sa.key",
+        sa_pub=p / "sa.pub",
+        controller_manager_kubeconfig=tmp / "cm.kubeconfig",
+        scheduler_kubeconfig=tmp / "sched.kubeconfig",
+    )
+
+
+def test_apiserver_runs_like_a_kubeadm_one_on_loopback(tmp_path: Path) -> None:
+    args = apiserver_args(Path("/bin"), PORTS, files(tmp_path))
+    assert args[0] == "/bin/kube-apiserver"
+    for flag in (
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--bind-address=127.0.0.1",
+        "--secure-port=6443",
+        "--etcd-servers=http://127.0.0.1:2379",
+        f"--kubelet-client-certificate={tmp_path / 'pki' / 'kubelet-client.crt'}",
+        f"--service-account-signing-key-file={tmp_path / 'pki' / 'sa.key'}",
+    ):
+        assert flag in args
+
+
+def test_controller_manager_signs_csrs_and_watches_nodes_with_the_grace_period(tmp_path: Path) -> None:
+    args = controller_manager_args(Path("/bin"), PORTS, files(tmp_path), 20.0)
+    assert f"--cluster-signing-key-file={tmp_path / 'pki' / 'ca.key'}" in args
+    assert "--node-monitor-grace-period=20s" in args
+    assert "--leader-elect=false" in args and "--controllers=*" in args
+    assert "--use-service-account-credentials=true" in args
+
+
+def test_etcd_and_scheduler_listen_on_loopback_only(tmp_path: Path) -> None:
+    etcd = etcd_args(Path("/bin"), PORTS, files(tmp_path))
+    assert "--listen-client-urls=http://127.0.0.1:2379" in etcd
+    assert f"--data-dir={tmp_path / 'etcd'}" in etcd
+    scheduler = scheduler_args(Path("/bin"), PORTS, files(tmp_path))
+    assert "--bind-address=127.0.0.1" in scheduler and "--leader-elect=false" in scheduler
+
+
+def _subject(path: Path) -> tuple[str, list[str]]:
+    cert = x509.load_pem_x509_certificate(path.read_bytes())
+    cn = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    return str(cn), [str(o) for o in orgs]
+
+
+def test_cluster_pki_issues_the_identities_the_components_and_kubelets_use(tmp_path: Path) -> None:
+    pki = ClusterPKI(tmp_path, SERVICE_IP)
+    assert _subject(pki.admin[0]) == ("vk-sandbox-admin", ["system:masters"])
+    assert _subject(pki.controller_manager[0]) == ("system:kube-controller-manager", [])
+    assert _subject(pki.node_identity("docker-1")[0]) == ("system:node:docker-1", ["system:nodes"])
+    serving = x509.load_pem_x509_certificate(pki.apiserver[0].read_bytes())
+    sans = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "kubernetes.default.svc" in sans.get_values_for_type(x509.DNSName)
+    assert {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", SERVICE_IP}
+    assert (pki.sa_key_path.stat().st_mode & 0o777) == 0o600
+    assert (pki.admin[1].stat().st_mode & 0o777) == 0o600
+    before = pki.admin[0].read_bytes()
+    assert ClusterPKI(tmp_path, SERVICE_IP).admin[0].read_bytes() == before  # reused, not re-issued
+
+
+def test_kubeconfig_names_the_ca_and_the_credentials(tmp_path: Path) -> None:
+    cert = kubeconfig_dict(
+        "https://127.0.0.1:6443", Credentials(tmp_path / "ca", tmp_path / "c", tmp_path / "k")
+    )
+    assert cert["clusters"][0]["cluster"]["certificate-authority"] == str(tmp_path / "ca")
+    assert cert["users"][0]["user"] == {
+        "client-certificate": str(tmp_path / "c"),
+        "client-key": str(tmp_path / "k"),
+    }
+    token = kubeconfig_dict("https://x", Credentials(tmp_path / "ca", token="abc"))
+    assert token["users"][0]["user"] == {"token": "abc"}
+    assert yaml.safe_load(yaml.safe_dump(kubeconfig_dict("http://127.0.0.1:1")))["users"][0]["user"] == {}
+
+
+def test_missing_binaries_are_named(tmp_path: Path) -> None:
+    (tmp_path / "etcd").write_text("")
+    (tmp_path / "etcd").chmod(0o755)
+    assert missing_binaries(tmp_path) == ["kube-apiserver", "kube-controller-manager", "kube-scheduler"]
+
+
+def test_default_kube_bin_is_the_ensure_kube_link_of_the_pinned_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VK_KUBE_CACHE", str(tmp_path))
+    assert default_kube_bin() == tmp_path / KUBE_VERSION / "bin"

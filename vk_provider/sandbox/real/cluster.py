@@ -1,0 +1,205 @@
+"""`RealControlPlane`: etcd, kube-apiserver, kube-controller-manager and kube-scheduler on loopback.
+
+What lives here: the control plane's lifecycle. `start()` makes the PKI, picks free ports,
+writes the components' kubeconfigs, starts etcd (data in a fresh temporary directory), then
+the apiserver, waits for `/readyz`, then the controller manager and the scheduler and waits
+for their `/healthz`; a component that exits or never gets ready raises `ControlPlaneError`
+with the end of its log. `stop()` stops them in reverse order. `write_kubeconfig(path)`
+writes the admin kubeconfig. Logs are in `<state_dir>/logs/<component>.log`.
+`default_kube_bin()` is where `scripts/ensure-kube.sh` leaves the binaries.
+Must not: start providers (command.py does) or import the emulator's server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import ssl
+import tempfile
+from pathlib import Path
+
+import aiohttp
+
+from vk_provider.kube_version import KUBE_VERSION
+from vk_provider.logging import get_logger
+from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
+from vk_provider.sandbox.real.admin import AdminAPI
+from vk_provider.sandbox.real.components import (
+    SERVICE_IP,
+    Files,
+    Ports,
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+    scheduler_args,
+)
+from vk_provider.sandbox.real.pki import ClusterPKI
+from vk_provider.sandbox.real.process import ComponentProcess
+
+log = get_logger("sandbox.real")
+
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+READY_SECONDS = 180.0
+
+
+class ControlPlaneError(Exception):
+    """The real control plane cannot start; the message says which part and why."""
+
+
+def default_kube_bin() -> Path:
+    """The binaries `scripts/ensure-kube.sh` built for KUBE_VERSION (its stable link)."""
+    cache = os.environ.get("VK_KUBE_CACHE") or str(
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vk-provider" / "kube"
+    )
+    return Path(cache) / KUBE_VERSION / "bin"
+
+
+def missing_binaries(bin_dir: Path) -> list[str]:
+    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RealControlPlane:
+    def __init__(
+        self,
+        *,
+        state_dir: Path,
+        port: int = 0,
+        kube_bin: Path | None = None,
+        node_monitor_grace_seconds: float = 50.0,
+    ) -> None:
+        self.state_dir = Path(state_dir)
+        self.kube_bin = Path(kube_bin) if kube_bin is not None else default_kube_bin()
+        self.node_monitor_grace_seconds = node_monitor_grace_seconds
+        self._requested_port = port
+        self.pki = ClusterPKI(self.state_dir, SERVICE_IP)
+        self.ports: Ports | None = None
+        self._etcd_dir: str | None = None
+        self._components: list[ComponentProcess] = []
+        self.admin: AdminAPI | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.ports is not None, "not started"
+        return f"https://127.0.0.1:{self.ports.apiserver}"
+
+    @property
+    def admin_credentials(self) -> Credentials:
+        cert, key = self.pki.admin
+        return Credentials(self.pki.ca_cert_path, cert, key)
+
+    def write_kubeconfig(self, path: Path, credentials: Credentials | None = None) -> Path:
+        """A kubeconfig for this cluster: the admin's unless other `credentials` are given."""
+        return write_kubeconfig(path, self.url, credentials or self.admin_credentials)
+
+    async def start(self) -> None:
+        missing = missing_binaries(self.kube_bin)
+        if missing:
+            raise ControlPlaneError(
+                f"{', '.join(missing)} not found in {self.kube_bin}: build them with "
+                "scripts/ensure-kube.sh, or pass --kube-bin DIR"
+            )
+        self.ports = Ports(
+            etcd_client=_free_port(),
+            etcd_peer=_free_port(),
+            apiserver=self._requested_port or _free_port(),
+            controller_manager=_free_port(),
+            scheduler=_free_port(),
+        )
+        self._etcd_dir = tempfile.mkdtemp(prefix="vk-sandbox-etcd-")
+        files = self._files(Path(self._etcd_dir))
+        cm_cert, cm_key = self.pki.controller_manager
+        sched_cert, sched_key = self.pki.scheduler
+        ca = self.pki.ca_cert_path
+        self.write_kubeconfig(files.controller_manager_kubeconfig, Credentials(ca, cm_cert, cm_key))
+        self.write_kubeconfig(files.scheduler_kubeconfig, Credentials(ca, sched_cert, sched_key))
+        cert, key = self.pki.admin
+        self.admin = AdminAPI(self.url, ca, cert, key)
+        logs = self.state_dir / "logs"
+        bin_dir, ports = self.kube_bin, self.ports
+        etcd = await self._launch("etcd", etcd_args(bin_dir, ports, files), logs)
+        await self._wait_http(etcd, f"http://127.0.0.1:{ports.etcd_client}/health", None)
+        apiserver = await self._launch("kube-apiserver", apiserver_args(bin_dir, ports, files), logs)
+        await self._wait_http(apiserver, f"{self.url}/readyz", self._admin_ssl())
+        grace = self.node_monitor_grace_seconds
+        cm_argv = controller_manager_args(bin_dir, ports, files, grace)
+        controller_manager = await self._launch("kube-controller-manager", cm_argv, logs)
+        scheduler = await self._launch("kube-scheduler", scheduler_args(bin_dir, ports, files), logs)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        await self._wait_http(
+            controller_manager, f"https://127.0.0.1:{ports.controller_manager}/healthz", insecure
+        )
+        await self._wait_http(scheduler, f"https://127.0.0.1:{ports.scheduler}/healthz", insecure)
+        log.info("real control plane %s ready at %s (binaries %s)", KUBE_VERSION, self.url, bin_dir)
+
+    def _files(self, etcd_data: Path) -> Files:
+        pki = self.pki
+        config_dir = self.state_dir / "control-plane"
+        return Files(
+            etcd_data=etcd_data,
+            ca_cert=pki.ca_cert_path,
+            ca_key=pki.ca_key_path,
+            apiserver_cert=pki.apiserver[0],
+            apiserver_key=pki.apiserver[1],
+            kubelet_client_cert=pki.client_cert_path,
+            kubelet_client_key=pki.client_key_path,
+            sa_key=pki.sa_key_path,
+            sa_pub=pki.sa_pub_path,
+            controller_manager_kubeconfig=config_dir / "controller-manager.kubeconfig",
+            scheduler_kubeconfig=config_dir / "scheduler.kubeconfig",
+        )
+
+    def _admin_ssl(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert_path))
+        ctx.load_cert_chain(*(str(p) for p in self.pki.admin))
+        return ctx
+
+    async def _launch(self, name: str, argv: list[str], logs: Path) -> ComponentProcess:
+        component = ComponentProcess(name, argv, logs / f"{name}.log")
+        await component.start()
+        self._components.append(component)
+        return component
+
+    async def _wait_http(self, component: ComponentProcess, url: str, ctx: ssl.SSLContext | None) -> None:
+        """Poll `url` until it answers 200 ok; fail at once if the component exits."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + READY_SECONDS
+        last = "no answer"
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            while loop.time() < deadline:
+                if not component.running:
+                    raise ControlPlaneError(
+                        f"{component.name} exited with code {component.proc and component.proc.returncode} "
+                        f"(log {component.log_path}):\n{component.log_tail()}"
+                    )
+                try:
+                    async with session.get(url, ssl=ctx if ctx is not None else False) as resp:
+                        if resp.status == 200:
+                            return
+                        last = f"HTTP {resp.status}: {(await resp.text())[-500:]}"
+                except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                    last = str(exc) or type(exc).__name__
+                await asyncio.sleep(0.25)
+        raise ControlPlaneError(
+            f"{component.name} not ready after {READY_SECONDS:.0f} s ({url}: {last}); "
+            f"log {component.log_path}:\n{component.log_tail()}"
+        )
+
+    async def stop(self) -> None:
+        for component in reversed(self._components):
+            await component.stop()
+        self._components.clear()
+        if self.admin is not None:
+            await self.admin.close()
+            self.admin = None
+        if self._etcd_dir is not None:
+            await asyncio.to_thread(shutil.rmtree, self._etcd_dir, True)
+            self._etcd_dir = None
