@@ -32,6 +32,7 @@ from vk_provider.node.build import (
     desired_status,
     metadata_patch,
     node_ip_from,
+    node_labels,
 )
 from vk_provider.node.conditions import desired_conditions, ready_status, stamp_conditions, status_differs
 from vk_provider.node.lease import LeaseKeeper
@@ -87,6 +88,7 @@ class NodeAgent:
             name=f"node {self.name}",
         )
         self._node: dict[str, Any] | None = None
+        self._as_kubelet: bool | None = None  # runs as system:node:<name>; learnt at registration
         self._node_uid = ""
         self._missing = True  # the Node must be (re)created or taken over
         self._registered_once = False
@@ -193,8 +195,37 @@ class NodeAgent:
 
     # --- registration -----------------------------------------------------------------
 
+    async def _identify(self) -> bool:
+        """Whether our credentials are a kubelet's (`system:node:<name>` in `system:nodes`), by a
+        SelfSubjectReview; False where the apiserver has none to offer."""
+        try:
+            review = await self._client.create(
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+            )
+        except ApiStatusError as exc:
+            log.debug("no SelfSubjectReview (%s); assuming a non-node identity", exc)
+            return False
+        user = (review.get("status") or {}).get("userInfo") or {}
+        as_kubelet = str(user.get("username", "")).startswith("system:node:") and "system:nodes" in (
+            user.get("groups") or []
+        )
+        if as_kubelet:
+            left_out = sorted(
+                set(node_labels(self.config.node, None))
+                - set(node_labels(self.config.node, None, as_kubelet=True))
+            )
+            log.info(
+                "running as %s under NodeRestriction: node labels a kubelet may not set are left out (%s)",
+                user.get("username"),
+                ", ".join(left_out) or "none",
+            )
+        return as_kubelet
+
     async def _register(self) -> None:
         """Create the Node, or take over the one that exists."""
+        if self._as_kubelet is None:
+            self._as_kubelet = await self._identify()
         try:
             current = await self._client.get(f"/api/v1/nodes/{self.name}")
         except ApiStatusError as exc:
@@ -203,7 +234,7 @@ class NodeAgent:
             current = None
         if current is None:
             conditions = stamp_conditions([], desired_conditions(self._runtime_error), self._now())
-            body = build_node(self.config, self._info, self.node_ip, conditions)
+            body = build_node(self.config, self._info, self.node_ip, conditions, as_kubelet=self._as_kubelet)
             try:
                 current = await self._client.create("/api/v1/nodes", body)
             except ApiStatusError as exc:
@@ -239,7 +270,7 @@ class NodeAgent:
         if self._applied_meta == want or self._node is None:
             return
         for _ in range(MAX_CONFLICT_RETRIES):
-            patch = metadata_patch(self._node, self.config, self._info)
+            patch = metadata_patch(self._node, self.config, self._info, as_kubelet=bool(self._as_kubelet))
             if patch is None:
                 break
             try:

@@ -14,12 +14,12 @@ from typing import Any
 
 from vk_provider import __version__
 from vk_provider.config import DEFAULT_TAINT, Config, NodeConfig, Taint
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.runtime.types import RuntimeInfo
 
-# The Kubernetes minor we emulate; semver pre-release suffix names us, like other virtual
+# The Kubernetes version we emulate; semver pre-release suffix names us, like other virtual
 # kubelets (e.g. ACI's `v1.19.10-vk-azure-aci-v1.4.1`), and kubectl shows it as VERSION.
-KUBERNETES_VERSION = "v1.32.0"
-KUBELET_VERSION = f"{KUBERNETES_VERSION}-vk-provider-{__version__}"
+KUBELET_VERSION = f"{KUBE_VERSION}-vk-provider-{__version__}"
 DEFAULT_KUBELET_PORT = 10250
 # Annotations through which we remember what we own on a Node we take over.
 OWNED_LABELS_ANNOTATION = "vk-provider.io/owned-labels"
@@ -30,8 +30,45 @@ def provider_id(node: NodeConfig) -> str:
     return node.provider_id or f"docker://{node.name}"
 
 
-def node_labels(node: NodeConfig, info: RuntimeInfo | None) -> dict[str, str]:
-    """The well-known labels plus the configured ones (which win)."""
+# The labels a kubelet may set on its own Node under the NodeRestriction admission plugin:
+# k8s.io/kubelet/pkg/apis/well_known_labels.go (kubeletLabels, kubeletLabelNamespaces) and
+# plugin/pkg/admission/noderestriction/admission.go (getForbiddenLabels) in kubernetes v1.37.
+KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+    }
+)
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _in_namespace(namespace: str, parent: str) -> bool:
+    return namespace == parent or namespace.endswith("." + parent)
+
+
+def kubelet_may_set(key: str) -> bool:
+    """Whether NodeRestriction lets a node identity (system:node:<name>) set label `key`."""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    if _in_namespace(namespace, "node-restriction.kubernetes.io"):
+        return False
+    if not (_in_namespace(namespace, "kubernetes.io") or _in_namespace(namespace, "k8s.io")):
+        return True
+    return key in KUBELET_LABELS or any(_in_namespace(namespace, ns) for ns in KUBELET_LABEL_NAMESPACES)
+
+
+def node_labels(node: NodeConfig, info: RuntimeInfo | None, *, as_kubelet: bool = False) -> dict[str, str]:
+    """The well-known labels plus the configured ones (which win). `as_kubelet`: the provider
+    runs with a node identity, so labels NodeRestriction forbids (`kubernetes.io/role`, …)
+    are left out rather than having every Node write refused."""
     os_name = info.os_type if info and info.os_type else "linux"
     labels = {
         "type": "virtual-kubelet",
@@ -45,6 +82,8 @@ def node_labels(node: NodeConfig, info: RuntimeInfo | None) -> dict[str, str]:
         labels["kubernetes.io/arch"] = info.architecture
         labels["beta.kubernetes.io/arch"] = info.architecture
     labels.update(node.labels)
+    if as_kubelet:
+        return {k: v for k, v in labels.items() if kubelet_may_set(k)}
     return labels
 
 
@@ -150,10 +189,15 @@ def desired_status(
 
 
 def build_node(
-    config: Config, info: RuntimeInfo | None, node_ip: str, conditions: list[dict[str, str]]
+    config: Config,
+    info: RuntimeInfo | None,
+    node_ip: str,
+    conditions: list[dict[str, str]],
+    *,
+    as_kubelet: bool = False,
 ) -> dict[str, Any]:
     """The Node to create when none exists."""
-    labels = node_labels(config.node, info)
+    labels = node_labels(config.node, info, as_kubelet=as_kubelet)
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -168,7 +212,7 @@ def build_node(
 
 
 def metadata_patch(
-    current: Mapping[str, Any], config: Config, info: RuntimeInfo | None
+    current: Mapping[str, Any], config: Config, info: RuntimeInfo | None, *, as_kubelet: bool = False
 ) -> dict[str, Any] | None:
     """The JSON merge patch that brings an existing Node's labels, taints and spec to ours; None if in step.
 
@@ -182,7 +226,7 @@ def metadata_patch(
     spec = current.get("spec") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
-    desired = node_labels(config.node, info)
+    desired = node_labels(config.node, info, as_kubelet=as_kubelet)
 
     label_patch: dict[str, str | None] = {k: v for k, v in desired.items() if labels.get(k) != v}
     previously_owned = {k for k in str(annotations.get(OWNED_LABELS_ANNOTATION, "")).split(",") if k}
