@@ -4,10 +4,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint typecheck docker images helm install unit clean
+.PHONY: test test-fast demo lint typecheck docker images helm kube install unit clean
 
-test: docker images install helm lint typecheck
-	$(PY) -m pytest -q -ra --durations=15
+# Both tiers: every API-facing test against the emulator and against the real control plane.
+test: docker images install helm kube lint typecheck
+	$(PY) -m pytest -q -ra --durations=15 --control-plane=both
+
+# The inner loop: the emulator tier only (no Go build needed).
+test-fast: docker images install helm lint typecheck
+	$(PY) -m pytest -q -ra --durations=15 --control-plane=emulator
 
 demo: docker images install
 	bash scripts/demo.sh
@@ -28,6 +33,11 @@ images: docker
 
 helm: install
 	bash scripts/ensure-helm.sh $(VENV)/bin/helm
+
+# The upstream kube-apiserver, controller manager, scheduler and etcd, built from Go modules
+# (cached; a cold build takes 15-30 minutes on 2 cores).
+kube:
+	bash scripts/ensure-kube.sh >/dev/null
 
 lint: install
 	$(VENV)/bin/ruff check vk_provider tests

@@ -4,6 +4,9 @@
 # pod examples/hello-pod.yaml, shown with the real kubectl. Keeps running until Ctrl-C;
 # DEMO_EXIT=1 stops after the tour (used by the tests).
 #   DEMO_STATE_DIR  state directory (default .sandbox)   DEMO_PORT  API port (default 6443)
+#   DEMO_CONTROL_PLANE  emulator (default: starts in a second) or real (the upstream
+#                       kube-apiserver & co., built once by scripts/ensure-kube.sh)
+#   KUBECTL  the kubectl to show (default: the pinned one in .venv, else the one on PATH)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +14,18 @@ STATE=${DEMO_STATE_DIR:-.sandbox}
 PORT=${DEMO_PORT:-6443}
 VK=${VK_PROVIDER:-.venv/bin/vk-provider}
 NODE=sandbox-1
+PLANE=${DEMO_CONTROL_PLANE:-emulator}
+KUBECTL=${KUBECTL:-$([ -x .venv/bin/kubectl ] && echo .venv/bin/kubectl || echo kubectl)}
 mkdir -p "$STATE"
 STATE=$(cd "$STATE" && pwd)
-K=(kubectl --kubeconfig "$STATE/kubeconfig")
+K=("$KUBECTL" --kubeconfig "$STATE/kubeconfig")
+PLANE_ARGS=(--control-plane "$PLANE")
+if [ "$PLANE" = real ]; then
+  step_note="the real control plane (kube-apiserver, controller manager, scheduler, etcd)"
+  PLANE_ARGS+=(--kube-bin "$(bash scripts/ensure-kube.sh)")
+else
+  step_note="the embedded control plane"
+fi
 
 # The provider configuration: the example config plus an absolute static pod directory.
 {
@@ -24,10 +36,10 @@ K=(kubectl --kubeconfig "$STATE/kubeconfig")
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$'; printf ' %q' "$@"; printf '\n'; "$@"; }
 
-step "Starting the sandbox (control plane + provider for node $NODE); log: $STATE/sandbox.log"
+step "Starting the sandbox ($step_note + provider for node $NODE); log: $STATE/sandbox.log"
 rm -f "$STATE/kubeconfig"
-"$VK" sandbox --state-dir "$STATE" --port "$PORT" --nodes 1 --config "$STATE/demo-config.yaml" --clean \
-  >"$STATE/sandbox.log" 2>&1 &
+"$VK" sandbox "${PLANE_ARGS[@]}" --state-dir "$STATE" --port "$PORT" --nodes 1 \
+  --config "$STATE/demo-config.yaml" --clean >"$STATE/sandbox.log" 2>&1 &
 SANDBOX_PID=$!
 stop_sandbox() {
   if kill -0 "$SANDBOX_PID" 2>/dev/null; then
@@ -38,7 +50,7 @@ stop_sandbox() {
 trap 'echo; echo "stopping the sandbox..."; stop_sandbox; exit 0' INT TERM
 trap stop_sandbox EXIT
 
-for _ in $(seq 1 60); do
+for _ in $(seq 1 360); do
   [ -s "$STATE/kubeconfig" ] && break
   kill -0 "$SANDBOX_PID" 2>/dev/null || { cat "$STATE/sandbox.log"; exit 1; }
   sleep 0.5

@@ -3,6 +3,11 @@
 Every container a test or a provider under test creates carries either the label
 `io.vk-provider.test=<id>` (raw Docker tests) or `io.vk-provider.node=<node>` for the
 unique node name a test uses; both are removed after the test, pass or fail.
+
+The control-plane tiers: a test that takes the `plane` fixture (or `control_plane`, the kind
+alone) runs once per tier chosen with `--control-plane=emulator|real|both` (default emulator;
+`make test` runs both). `@pytest.mark.emulator_only("why")` / `@pytest.mark.real_only` keep a
+test to one tier. The real control plane is started once per session, on first use.
 """
 
 from __future__ import annotations
@@ -15,11 +20,62 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
+
 REPO = Path(__file__).resolve().parent.parent
 BUSYBOX_IMAGE = "vk-test/busybox:1"
 PAUSE_IMAGE = "vk-test/pause:1"
 TEST_LABEL = "io.vk-provider.test"
 NODE_LABEL = "io.vk-provider.node"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--control-plane",
+        choices=("emulator", "real", "both"),
+        default="emulator",
+        help="which control plane the API-facing tests run against (default: emulator)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "emulator_only(reason): runs on the emulator tier only")
+    config.addinivalue_line("markers", "real_only: runs on the real control plane tier only")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "control_plane" not in metafunc.fixturenames:
+        return
+    kinds = selected_kinds(metafunc.config)
+    if metafunc.definition.get_closest_marker("emulator_only"):
+        kinds = [k for k in kinds if k == "emulator"]
+    if metafunc.definition.get_closest_marker("real_only"):
+        kinds = [k for k in kinds if k == "real"]
+    metafunc.parametrize("control_plane", kinds, indirect=True)
+
+
+@pytest.fixture
+def control_plane(request: pytest.FixtureRequest) -> str:
+    """The tier this test runs on: "emulator" or "real"."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    cluster = RealCluster(tmp_path_factory.mktemp("real-cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def plane(control_plane: str, request: pytest.FixtureRequest, tmp_path: Path) -> EmulatorPlane | RealPlane:
+    """The control plane of this test's tier (not started: the harness or the test starts it)."""
+    if control_plane == "real":
+        return RealPlane(request.getfixturevalue("real_cluster"))
+    return EmulatorPlane(tmp_path)
 
 
 @pytest.fixture(scope="session")

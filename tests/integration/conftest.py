@@ -1,8 +1,9 @@
 """Fixtures for the provider's integration tests: `harness`, the sandbox plus an in-process provider.
 
 The provider runs for the test's unique `node_name` (its containers are removed afterwards by
-the `node_name` fixture) with the default harness settings; a module that needs other settings
-defines its own `harness` fixture, which takes precedence.
+the `node_name` fixture) with the default harness settings, on each control-plane tier chosen
+(`plane`); a module that needs other settings defines its own `harness` fixture, which takes
+precedence.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.integration.provider_harness import ProviderHarness
+from tests.support.planes import EmulatorPlane, RealPlane
 
 
 @pytest.fixture
 async def harness(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
+    node_name: str, test_images: dict[str, str], tmp_path: Path, plane: EmulatorPlane | RealPlane
 ) -> AsyncIterator[ProviderHarness]:
-    async with ProviderHarness.running(node_name, tmp_path) as h:
+    async with ProviderHarness.running(node_name, tmp_path, plane=plane) as h:
         yield h

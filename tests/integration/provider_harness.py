@@ -1,7 +1,8 @@
 """Integration harness: the sandbox control plane plus the provider for one unique node.
 
-What lives here: `ProviderHarness`, which starts an in-process `SandboxServer` (debug
-counters on), writes its kubeconfig, and runs the provider for the test's node either
+What lives here: `ProviderHarness`, which starts the test's control plane (`tests.support.planes`:
+an in-process emulator with debug counters on, or the session's real control plane), and runs
+the provider for the test's node either
 in-process (`start_provider` / `stop_provider`, the app's `Provider`) or as a real
 `python -m vk_provider run` subprocess (`start_provider_process` / `kill_provider_process`,
 for kill -9 tests). It also acts as the user: create, get, delete and wait for pods,
@@ -25,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from tests.support.planes import EmulatorPlane, RealPlane
 from vk_provider.app import Provider
 from vk_provider.config import (
     Config,
@@ -99,16 +101,17 @@ class ProviderHarness:
         resync_interval: float = 60.0,
         static_dir: Path | None = None,
         api_port: int = 0,
+        plane: EmulatorPlane | RealPlane | None = None,
     ) -> None:
         self.resync_interval = resync_interval
         self.node_name = node_name
         self.workdir = workdir
         self.sync_period = sync_period
         self.static_dir = static_dir
-        # api_port: a fixed port (see `free_port`) lets a test write the kubeconfig and start the
-        # provider before the sandbox listens; 0 picks a free port when the sandbox starts.
-        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox", port=api_port)
-        self.kubeconfig = workdir / "kubeconfig"
+        # api_port (emulator only): a fixed port (see `free_port`) lets a test write the kubeconfig
+        # and start the provider before the sandbox listens; 0 picks a free port at start.
+        self.plane = plane if plane is not None else EmulatorPlane(workdir, api_port)
+        self.kubeconfig = self.plane.admin_kubeconfig
         self.client: KubeClient | None = None
         self.provider: Provider | None = None
         self.process: subprocess.Popen[bytes] | None = None
@@ -127,23 +130,28 @@ class ProviderHarness:
         finally:
             await harness.close()
 
+    @property
+    def server(self) -> SandboxServer:
+        """The emulator itself (tests that reach into it run on the emulator tier only)."""
+        assert isinstance(self.plane, EmulatorPlane), "this test needs the emulator"
+        return self.plane.server
+
     def config(self) -> Config:
         return Config(
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
-            kubernetes=KubernetesConfig(kubeconfig=str(self.kubeconfig)),
+            kubernetes=KubernetesConfig(kubeconfig=str(self.plane.provider_kubeconfig)),
             docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
             pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
             kubelet_server=KubeletServerConfig(
-                listen="127.0.0.1:0", client_ca_file=str(self.server.pki.ca_cert_path), auth="x509"
+                listen="127.0.0.1:0", client_ca_file=str(self.plane.ca_file), auth=self.plane.kubelet_auth
             ),
         )
 
     async def start_sandbox(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        await self.server.start()
-        self.server.write_kubeconfig(self.kubeconfig)
+        await self.plane.start()
         self.client = await make_kube_client(KubernetesConfig(kubeconfig=str(self.kubeconfig)))
 
     async def start_provider(self) -> None:
@@ -159,13 +167,13 @@ class ProviderHarness:
         """The provider as `python -m vk_provider run` in its own process (logs in workdir)."""
         cfg = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
-            "kubernetes": {"kubeconfig": str(self.kubeconfig)},
+            "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
             "docker": {"sandboxImage": PAUSE, "stateDir": str(self.workdir / "state")},
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
             "kubeletServer": {
                 "listen": "127.0.0.1:0",
-                "clientCAFile": str(self.server.pki.ca_cert_path),
-                "auth": "x509",
+                "clientCAFile": str(self.plane.ca_file),
+                "auth": self.plane.kubelet_auth,
             },
             "logging": {"level": "info"},
         }
@@ -202,7 +210,7 @@ class ProviderHarness:
         await self.stop_provider()
         if self.client is not None:
             await self.client.close()
-        await self.server.stop()
+        await self.plane.stop(self.node_name)
 
     # -- acting as the user ------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
+from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
 POD_UID_LABEL = "io.vk-provider.pod.uid"
@@ -27,9 +28,9 @@ async def no_containers_left(docker_client: Any, uid: str) -> bool:
 
 
 async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path)
+    harness = ProviderHarness(node_name, tmp_path, plane=plane)
     await harness.start_sandbox()
     try:
         harness.start_provider_process()
@@ -83,9 +84,9 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
 
 
 async def test_sigterm_stops_the_provider_cleanly_and_leaves_pods_running(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path)
+    harness = ProviderHarness(node_name, tmp_path, plane=plane)
     await harness.start_sandbox()
     try:
         harness.start_provider_process()

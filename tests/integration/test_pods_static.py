@@ -10,12 +10,13 @@ import pytest
 import yaml
 
 from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
 
 
 async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     static_dir = tmp_path / "manifests"
     static_dir.mkdir()
@@ -30,7 +31,7 @@ async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
     }
     (static_dir / "web.yaml").write_text(yaml.safe_dump(manifest))
     mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         mirror = await harness.wait_for(
             mirror_name,
             lambda p: (

@@ -23,6 +23,7 @@ from tests.integration.provider_harness import (
     phase,
     waiting_reason,
 )
+from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
 
@@ -148,9 +149,9 @@ async def test_missing_configmap_keeps_the_pod_creating_until_it_appears(
 
 
 async def test_configmap_volume_is_updated_in_place(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    async with ProviderHarness.running(node_name, tmp_path, resync_interval=2.0) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, resync_interval=2.0, plane=plane) as harness:
         await harness.create_object("configmaps", {"metadata": {"name": "live"}, "data": {"key": "v1"}})
         await harness.create(
             harness.manifest(

@@ -29,6 +29,7 @@ from tests.integration.provider_harness import (
     container_status,
     free_port,
 )
+from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
 
@@ -107,12 +108,12 @@ def running_with(container_id: str | None = None) -> Callable[[dict[str, Any]], 
 
 
 async def test_dropped_manifest_runs_and_is_mirrored_with_annotations_and_node_owner(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     static_dir = tmp_path / "manifests"
     static_dir.mkdir()
     mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
         container = await one_running_container(docker_client, node_name, mirror_name)
         mirror = await harness.wait_for(mirror_name, running_with(container.id), within=60)
@@ -137,13 +138,13 @@ async def test_dropped_manifest_runs_and_is_mirrored_with_annotations_and_node_o
 
 
 async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     static_dir = tmp_path / "manifests"
     static_dir.mkdir()
     write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
     mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         before = await one_running_container(docker_client, node_name, mirror_name)
         first = await harness.wait_for(mirror_name, running_with(before.id), within=60)
 
@@ -175,14 +176,14 @@ async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
 
 
 async def test_edited_manifest_replaces_the_container_and_the_mirror(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     static_dir = tmp_path / "manifests"
     static_dir.mkdir()
     path = static_dir / "web.yaml"
     write(path, static_manifest("web", ["sleep", "3600"]))
     mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         first = await one_running_container(docker_client, node_name, mirror_name)
         old = await harness.wait_for(mirror_name, running_with(first.id), within=60)
         old_hash = old["metadata"]["annotations"][MIRROR]
@@ -314,6 +315,7 @@ def make_bad_file(static_dir: Path, name: str) -> None:
 
 
 async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_fixes_are_picked_up(
+    plane: Plane,
     node_name: str,
     test_images: dict[str, str],
     tmp_path: Path,
@@ -327,7 +329,7 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
     good_name = f"good-{node_name.lower()}"
     for name in list(BAD_FILES)[: len(BAD_FILES) // 2]:  # half are there when the provider starts
         make_bad_file(static_dir, name)
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         good = await one_running_container(docker_client, node_name, good_name)
         good_mirror = await harness.wait_for(good_name, running_with(good.id), within=60)
 
@@ -383,13 +385,13 @@ async def test_bad_file_found_while_the_apiserver_is_down_is_reported_once_it_is
 
 
 async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
-    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     static_dir = tmp_path / "manifests"
     static_dir.mkdir()
     write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
     mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir) as harness:
+    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         before = await one_running_container(docker_client, node_name, mirror_name)
         mirror = await harness.wait_for(mirror_name, running_with(before.id), within=60)
 
@@ -404,9 +406,9 @@ async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
 
 
 async def test_without_a_static_pod_path_leftover_mirror_pods_are_deleted(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path)
+    harness = ProviderHarness(node_name, tmp_path, plane=plane)
     try:
         await harness.start_sandbox()
         leftover = {

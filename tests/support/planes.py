@@ -1,0 +1,199 @@
+"""The two control planes the API-facing tests run against, behind one interface.
+
+What lives here: the tiers (`KINDS`, `selected_kinds` for `--control-plane=emulator|real|both`),
+`EmulatorPlane` (an in-process `SandboxServer` per test, debug counters on), `RealCluster`
+(one `vk-provider sandbox --control-plane real --no-provider` subprocess for the whole
+session, plus a service-account identity with the Helm chart's RBAC for the providers) and
+`RealPlane` (a test's view of it: on stop it removes what the test left in the shared
+cluster, so the next test starts clean). A test or harness uses `plane.admin_kubeconfig` to
+act as the user and `plane.provider_kubeconfig` / `plane.ca_file` / `plane.kubelet_auth` to
+configure a provider. Must not: assert anything about the product.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.polling import until
+from vk_provider.sandbox.kubeconfig import Credentials
+from vk_provider.sandbox.real import identities
+from vk_provider.sandbox.real.admin import AdminAPI
+from vk_provider.sandbox.server import SandboxServer
+
+REPO = Path(__file__).resolve().parents[2]
+KINDS = ("emulator", "real")
+NAMESPACE = "default"
+# The node monitor grace period of the session's real cluster: short enough for the node
+# lifecycle tests, long enough that a busy provider's 10 s lease renewals never miss it.
+REAL_NODE_GRACE_SECONDS = 20
+
+
+def selected_kinds(config: pytest.Config) -> list[str]:
+    value = str(config.getoption("--control-plane"))
+    return list(KINDS) if value == "both" else [value]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmulatorPlane:
+    """A fresh emulator for one test, in this process."""
+
+    kind = "emulator"
+    kubelet_auth = "x509"
+
+    def __init__(self, workdir: Path, api_port: int = 0) -> None:
+        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox", port=api_port)
+        self.admin_kubeconfig = workdir / "kubeconfig"
+        self.provider_kubeconfig = self.admin_kubeconfig
+        self.ca_file = self.server.pki.ca_cert_path
+
+    async def start(self) -> None:
+        await self.server.start()
+        self.server.write_kubeconfig(self.admin_kubeconfig)
+
+    async def stop(self, node: str | None = None) -> None:
+        await self.server.stop()
+
+
+class RealCluster:
+    """The real control plane for the session, started once on first use."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.state_dir = directory / "state"
+        self.admin_kubeconfig = self.state_dir / "kubeconfig"
+        self.provider_kubeconfig = directory / "provider.kubeconfig"
+        self.ca_file = self.state_dir / "pki" / "ca.crt"
+        self.output = directory / "sandbox.out"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        built = subprocess.run(
+            ["bash", str(REPO / "scripts" / "ensure-kube.sh")], capture_output=True, text=True, check=False
+        )
+        assert built.returncode == 0, f"scripts/ensure-kube.sh failed:\n{built.stderr}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        args = [
+            *("--state-dir", str(self.state_dir), "--port", str(free_port()), "--no-provider"),
+            *("--control-plane", "real", "--kube-bin", built.stdout.strip().splitlines()[-1]),
+            *("--node-grace-seconds", str(REAL_NODE_GRACE_SECONDS)),
+        ]
+        with self.output.open("wb") as sink:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "vk_provider", "sandbox", *args],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        until("the real control plane", self._started, deadline=240)
+        config = yaml.safe_load(self.admin_kubeconfig.read_text())
+        self.url = config["clusters"][0]["cluster"]["server"]
+        asyncio.run(self._provision_provider_identity())
+
+    def _started(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the real control plane exited: {self.log_tail()}")
+        return "API server at" in self.output.read_text(errors="replace")
+
+    async def _provision_provider_identity(self) -> None:
+        """The chart's RBAC, as `vk-provider sandbox` gives its own providers."""
+        tools = identities.find_chart_tools()
+        assert tools is not None, "the real tier needs helm (scripts/ensure-helm.sh) and charts/"
+        objects = identities.render_chart_rbac(
+            tools, {"config.kubeletServer.auth": "webhook", "config.kubeletServer.tls.mode": "selfSigned"}
+        )
+        async with self.admin() as admin:
+            credentials = await identities.chart_identity(admin, objects, self.ca_file)
+        from vk_provider.sandbox.kubeconfig import write_kubeconfig
+
+        write_kubeconfig(self.provider_kubeconfig, self.url, credentials)
+
+    def admin(self) -> _AdminSession:
+        return _AdminSession(self)
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.output.read_text(errors="replace") if self.output.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class _AdminSession:
+    """`async with cluster.admin() as admin:` an AdminAPI with the cluster admin's certificate."""
+
+    def __init__(self, cluster: RealCluster) -> None:
+        self.cluster = cluster
+        self.api: AdminAPI | None = None
+
+    async def __aenter__(self) -> AdminAPI:
+        pki = self.cluster.state_dir / "pki"
+        self.api = AdminAPI(self.cluster.url, self.cluster.ca_file, pki / "admin.crt", pki / "admin.key")
+        return self.api
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.api is not None
+        await self.api.close()
+
+
+class RealPlane:
+    """One test's use of the session's real cluster; `stop` leaves it as the test found it."""
+
+    kind = "real"
+    kubelet_auth = "webhook"
+
+    def __init__(self, cluster: RealCluster) -> None:
+        self.cluster = cluster
+        self.admin_kubeconfig = cluster.admin_kubeconfig
+        self.provider_kubeconfig = cluster.provider_kubeconfig
+        self.ca_file = cluster.ca_file
+
+    @property
+    def credentials(self) -> Credentials:
+        pki = self.cluster.state_dir / "pki"
+        return Credentials(self.ca_file, pki / "admin.crt", pki / "admin.key")
+
+    async def start(self) -> None:
+        assert self.cluster.proc is not None and self.cluster.proc.poll() is None, self.cluster.log_tail()
+
+    async def stop(self, node: str | None = None) -> None:
+        """Remove the test's pods (at once), configmaps, secrets and events, and its Node."""
+        now: dict[str, Any] = {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+        base = f"/api/v1/namespaces/{NAMESPACE}"
+        async with self.cluster.admin() as admin:
+            await admin.request("DELETE", f"{base}/pods", now)
+            await admin.request(
+                "DELETE",
+                f"{base}/configmaps",
+                now,
+                params={"fieldSelector": "metadata.name!=kube-root-ca.crt"},
+            )
+            await admin.request("DELETE", f"{base}/secrets", now)
+            await admin.request("DELETE", f"{base}/events", now)
+            if node:
+                await admin.request("DELETE", f"/api/v1/nodes/{node}", now)
+
+
+Plane = EmulatorPlane | RealPlane
