@@ -56,15 +56,6 @@ async def test_pre_stop_hook_runs_before_the_stop_signal(harness: ProviderHarnes
     assert gone - began < 45  # the hook ended it, not SIGKILL after 60 s
 
 
-async def test_active_deadline_fails_the_pod(harness: ProviderHarness) -> None:
-    container = {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}
-    await harness.create(harness.manifest("deadline", [container], activeDeadlineSeconds=3))
-    pod = await harness.wait_for("deadline", lambda p: phase(p) == "Failed", within=60)
-    assert pod["status"]["reason"] == "DeadlineExceeded"
-    assert pod["status"]["message"] == "Pod was active on the node longer than the specified deadline"
-    assert "terminated" in container_status(pod, "main")["state"]
-
-
 async def test_image_update_restarts_only_that_container(
     harness: ProviderHarness, docker_client: Any
 ) -> None:

@@ -156,6 +156,12 @@ class Statuses:
     def remove_pod(self, uid: str) -> None:
         self.removed.append(uid)
 
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None:
+        return None
+
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None:
+        return None
+
 
 class Events:
     def __init__(self) -> None:

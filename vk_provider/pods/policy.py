@@ -2,8 +2,9 @@
 
 What lives here: the restartPolicy decisions (`restart_policy`, `should_restart`, `finished`),
 the default imagePullPolicy, an Event's container fieldPath, whether a container ran in the
-current sandbox, the time and jitter helpers, and the retry constants shared by the pod
-workers and the container pipeline.
+current sandbox, the activeDeadlineSeconds rule (`active_deadline_left`,
+`past_active_deadline`, `DEADLINE_EXCEEDED`), the time and jitter helpers, and the retry
+constants shared by the pod workers and the container pipeline.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
 """
 
@@ -24,6 +25,8 @@ from vk_provider.runtime.types import (
 
 ERROR_RETRY_SECONDS = 10.0  # the kubelet requeues a failed sync after 10 s (0.5 jitter)
 SANDBOX_STOP_SECONDS = 2.0
+# The reason and message of a pod past spec.activeDeadlineSeconds (pkg/kubelet/active_deadline.go).
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 
 
 def now() -> datetime:
@@ -91,3 +94,33 @@ def parse_time(value: Any) -> float | None:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def active_deadline_left(
+    pod: Mapping[str, Any], cached_status: Mapping[str, Any] | None, now: float
+) -> float | None:
+    """Seconds until `pod` passes spec.activeDeadlineSeconds (<= 0: it has), at epoch `now`.
+
+    The kubelet's activeDeadlineHandler.pastActiveDeadline: the deadline is the pod's current
+    spec (the apiserver lets it be lowered on a running pod); the start is `startTime` of the
+    status manager's status (`cached_status`), else of the API's copy. None when no deadline
+    is set or the pod has no startTime yet (it was never synced): nothing to enforce.
+    """
+    deadline = spec(pod).get("activeDeadlineSeconds")
+    if deadline is None or isinstance(deadline, bool):
+        return None
+    try:
+        allowed = float(deadline)
+    except (TypeError, ValueError):
+        return None
+    status = cached_status if cached_status is not None else pod.get("status") or {}
+    start = parse_time(status.get("startTime"))
+    if start is None:
+        return None
+    return start + allowed - now
+
+
+def past_active_deadline(pod: Mapping[str, Any], cached_status: Mapping[str, Any] | None, now: float) -> bool:
+    """Whether `pod` has been active for at least its activeDeadlineSeconds (`now - start >= deadline`)."""
+    left = active_deadline_left(pod, cached_status, now)
+    return left is not None and left <= 0

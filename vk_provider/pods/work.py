@@ -9,7 +9,6 @@ Must not: act on the runtime, the apiserver or Events; it only holds and arms st
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -54,7 +53,6 @@ class PodWork:
     terminal_reason: tuple[str, str] | None = None
     waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake_at: float | None = None  # loop time of the next timer-driven sync
-    first_seen: float = field(default_factory=time.time)
     image_failures: dict[str, float] = field(default_factory=dict)  # image -> epoch of the last failure
     adopted: bool = False  # the first sync looked at what already ran
     volumes_mounted: bool = False  # the API-backed volumes were set up once

@@ -3,7 +3,8 @@
 What lives here: `PodWorkers`, which receives PodConfig updates, runtime events, probe
 changes, timers and resyncs, and per pod runs syncing -> terminating -> terminated. A sync
 is idempotent: it compares the pod's spec with the runtime's observed `PodRuntimeState` and
-does the next steps (activeDeadlineSeconds; the API-backed volumes' files, with FailedMount
+does the next steps (activeDeadlineSeconds, also armed as a timer so a pod past it is killed
+without waiting for a resync; the API-backed volumes' files, with FailedMount
 Events while they cannot be set up; the sandbox; then the containers through the
 `ContainerPipeline` of `pods/containers.py`), then publishes the generated status to the
 StatusManager with the ProbeManager's readiness / startup results; it owns the pod's probe
@@ -30,14 +31,14 @@ from vk_provider.pods.containers import ContainerPipeline
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS, effective_grace_period
 from vk_provider.pods.policy import (
+    DEADLINE_EXCEEDED,
     ERROR_RETRY_SECONDS,
     SANDBOX_STOP_SECONDS,
+    active_deadline_left,
     finished,
     jitter,
     now,
-    parse_time,
     restart_policy,
-    spec,
 )
 from vk_provider.pods.volume_writer import PodVolumes, TokenRequester
 from vk_provider.pods.volumes import failed_mount_message
@@ -65,7 +66,6 @@ __all__ = ["EventSink", "PodWorkers", "StatusSink", "WorkerState"]
 log = get_logger("pods.workers")
 
 HOUSEKEEPING_SECONDS = 10.0  # the kubelet's HandlePodCleanups runs every 2 s; Docker listing costs more
-DEADLINE_REASON = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -244,6 +244,8 @@ class PodWorkers:
                 self._recorder.event(work.pod, "Warning", "FailedSync", f"error syncing pod: {exc}")
                 work.wake_at = None
                 wake_in(work, jitter(ERROR_RETRY_SECONDS))
+                if work.state == WorkerState.SYNCING:
+                    self._arm_deadline(work)  # a failing sync does not hold the deadline back
 
     async def _step(self, work: PodWork) -> bool:
         """One turn of the state machine; True when the worker is done for good."""
@@ -287,28 +289,43 @@ class PodWorkers:
         self._status.set_pod_status(work.pod, status)
         return status
 
-    def _deadline_exceeded(self, work: PodWork) -> bool:
-        deadline = spec(work.pod).get("activeDeadlineSeconds")
-        if deadline is None:
-            return False
-        cached = self._status.get_pod_status(work.uid) or work.pod.get("status") or {}
-        start = parse_time(cached.get("startTime")) or work.first_seen
-        left = start + float(deadline) - time.time()
-        if left > 0:
+    def _arm_deadline(self, work: PodWork) -> float | None:
+        """Seconds left before the pod's active deadline (None: none to enforce); a sync is
+        due by then at the latest."""
+        left = active_deadline_left(work.pod, self._status.get_pod_status(work.uid), time.time())
+        if left is not None:
             wake_in(work, left)
+        return left
+
+    def _deadline_exceeded(self, work: PodWork) -> bool:
+        """The kubelet's active deadline check (`policy.active_deadline_left`): True once the pod is
+        past spec.activeDeadlineSeconds, with its terminal reason set and the Event recorded;
+        otherwise a timer is armed for the moment it will be, so it fires without a resync."""
+        left = self._arm_deadline(work)
+        if left is None or left > 0:
             return False
+        work.terminal_reason = DEADLINE_EXCEEDED
+        log.info("active deadline exceeded, terminating", extra={"pod": pod_ref(work.pod)})
+        # Normal, as activeDeadlineHandler.ShouldEvict records it.
+        self._recorder.event(work.pod, "Normal", DEADLINE_EXCEEDED[0], DEADLINE_EXCEEDED[1])
         return True
 
     async def _sync(self, work: PodWork) -> bool:
-        """Desired against observed, one pass; True when the pod reached a terminal phase."""
-        pod = work.pod
+        """Desired against observed, one pass; True when the pod reached a terminal phase.
+
+        The deadline is checked first (nothing starts once it passed: the kubelet's SyncPod
+        generates the status, with ShouldEvict, before it acts) and again once the status was
+        published, which gives a pod seen for the first time its startTime and so its timer.
+        """
         work.waiting = {}
         work.wake_at = None
         if self._deadline_exceeded(work):
-            work.terminal_reason = DEADLINE_REASON
-            log.info("active deadline exceeded, terminating", extra={"pod": pod_ref(pod)})
-            self._recorder.event(pod, "Warning", DEADLINE_REASON[0], DEADLINE_REASON[1])
             return True
+        terminal = await self._sync_pod(work)
+        return terminal or self._deadline_exceeded(work)
+
+    async def _sync_pod(self, work: PodWork) -> bool:
+        pod = work.pod
         self._probes.add_pod(pod)
         state = await self._runtime.pod_state(work.uid)
         if not work.adopted:

@@ -586,7 +586,10 @@ def generate_pod_status(
     `old_status` is the status manager's cached status (None: the API pod's status is used);
     `readiness`/`started` are probe results by container name (a container without the probe
     counts as ready/started once running); `terminal_reason` forces phase Failed with that
-    reason and message (activeDeadlineSeconds, admission rejection).
+    reason and message, as the kubelet's PodSyncHandlers (ShouldEvict) do here: the pod
+    workers pass `pods.policy.DEADLINE_EXCEEDED` once `past_active_deadline` holds
+    (activeDeadlineSeconds), or the runtime's refusal of the spec. Only a terminal phase
+    already in the API copy wins over it.
     """
     spec = pod.get("spec") or {}
     api_status: Mapping[str, Any] = pod.get("status") or {}
