@@ -49,15 +49,16 @@ def _conditions(ready: str) -> list[dict[str, Any]]:
 class Kubelet:
     """Plays the kubelet's heartbeat: renews the Lease and writes Ready conditions."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, name: str = NODE) -> None:
         self.store = store
+        self.name = name
         self.task: asyncio.Task[None] | None = None
 
     async def register(self) -> None:
         node = {
             "apiVersion": "v1",
             "kind": "Node",
-            "metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}},
+            "metadata": {"name": self.name, "labels": {"kubernetes.io/hostname": self.name}},
             "spec": {
                 "taints": [{"key": "virtual-kubelet.io/provider", "value": "docker", "effect": "NoSchedule"}]
             },
@@ -70,13 +71,13 @@ class Kubelet:
         lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": NODE, "namespace": "kube-node-lease"},
-            "spec": {"holderIdentity": NODE, "leaseDurationSeconds": 40, "renewTime": _micro_now()},
+            "metadata": {"name": self.name, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": self.name, "leaseDurationSeconds": 40, "renewTime": _micro_now()},
         }
         await self.store.update("leases.coordination.k8s.io", lease)
 
     async def post_ready(self) -> None:
-        node = await self.store.get("nodes", None, NODE)
+        node = await self.store.get("nodes", None, self.name)
         node["status"]["conditions"] = _conditions("True")
         await self.store.update("nodes", node, subresource="status")
 
@@ -117,7 +118,17 @@ def _lifecycle_taints(node: dict[str, Any]) -> list[tuple[str, str]]:
     )
 
 
-async def test_silent_node_goes_unknown_and_recovers(store: Store) -> None:
+@pytest.fixture
+async def bystander(store: Store) -> AsyncIterator[Kubelet]:
+    """A second node that stays Ready: with every node down the controller evicts nothing."""
+    kubelet = Kubelet(store, "bystander")
+    await kubelet.register()
+    kubelet.start_renewing()
+    yield kubelet
+    await kubelet.stop_renewing()
+
+
+async def test_silent_node_goes_unknown_and_recovers(store: Store, bystander: Kubelet) -> None:
     kubelet = Kubelet(store)
     await kubelet.register()
     kubelet.start_renewing()
@@ -167,7 +178,28 @@ async def test_silent_node_goes_unknown_and_recovers(store: Store) -> None:
     await kubelet.stop_renewing()
 
 
-async def test_not_ready_node_gets_not_ready_taints(store: Store) -> None:
+async def test_when_every_node_is_down_there_are_no_noexecute_taints_and_no_evictions(store: Store) -> None:
+    """kube-controller-manager's "master disruption mode" (handleDisruption): one zone, no node Ready."""
+    kubelet = Kubelet(store)
+    await kubelet.register()
+    await kubelet.renew()
+    await store.create("pods", _bound_pod("short", 1))
+
+    async def unknown() -> dict[str, Any] | None:
+        node = await store.get("nodes", None, NODE)
+        return node if _ready(node)["status"] == "Unknown" and _lifecycle_taints(node) else None
+
+    node = await eventually(unknown, within=DEADLINE, interval=0.1)
+    assert _lifecycle_taints(node) == [("node.kubernetes.io/unreachable", "NoSchedule")]
+    await asyncio.sleep(2.5)  # well past the pod's 1 s toleration
+    pod = await store.get("pods", "default", "short")
+    assert not pod["metadata"].get("deletionTimestamp")
+    assert _lifecycle_taints(await store.get("nodes", None, NODE)) == [
+        ("node.kubernetes.io/unreachable", "NoSchedule")
+    ]
+
+
+async def test_not_ready_node_gets_not_ready_taints(store: Store, bystander: Kubelet) -> None:
     kubelet = Kubelet(store)
     await kubelet.register()
     kubelet.start_renewing()
@@ -207,7 +239,7 @@ def _bound_pod(name: str, toleration_seconds: int) -> dict[str, Any]:
     }
 
 
-async def test_pods_are_evicted_after_their_toleration(store: Store) -> None:
+async def test_pods_are_evicted_after_their_toleration(store: Store, bystander: Kubelet) -> None:
     kubelet = Kubelet(store)
     await kubelet.register()
     await kubelet.renew()

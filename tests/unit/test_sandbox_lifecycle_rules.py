@@ -66,3 +66,18 @@ def test_eviction_deadlines() -> None:
     )
     no_schedule = {**UNREACHABLE, "effect": "NoSchedule"}
     assert not eviction_due(_pod(), [no_schedule], NOW)
+
+
+def test_full_disruption_drops_the_noexecute_taints_and_keeps_noschedule() -> None:
+    unknown = {
+        "spec": {
+            "taints": [
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "t"},
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": "t"},
+            ]
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]},
+    }
+    assert wanted_taints(unknown, "later", no_execute=False) == [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": "t"}
+    ]

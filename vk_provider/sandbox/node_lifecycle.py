@@ -8,7 +8,10 @@ Lease `renewTime` in kube-node-lease, or its Ready condition's `lastHeartbeatTim
 conditions become Unknown (`NodeStatusUnknown`, "Kubelet stopped posting node status."). Nodes
 whose Ready is Unknown carry the `node.kubernetes.io/unreachable` NoSchedule and NoExecute taints,
 nodes whose Ready is False the `node.kubernetes.io/not-ready` ones; when Ready is True again
-(the kubelet's own next status write) the taints go. Like the taint-eviction controller
+(the kubelet's own next status write) the taints go. When no node is Ready ("master
+disruption mode", `handleDisruption`: the sandbox is one zone) the NoExecute taints are
+removed and none are added, so nothing is evicted; the NoSchedule ones stay. Like the
+taint-eviction controller
 (`pkg/controller/tainteviction/taint_eviction.go`), pods on a node with NoExecute taints they
 do not tolerate are deleted, at once or after their `tolerationSeconds` (counted from the
 taint's `timeAdded`), with a `DisruptionTarget` condition first.
@@ -100,15 +103,22 @@ def unknown_conditions(node: Obj, now: str) -> list[Obj] | None:
     return conditions if changed else None
 
 
-def wanted_taints(node: Obj, now: str) -> list[Obj] | None:
-    """The node's taints for its Ready status, or None when they are already right."""
+def wanted_taints(node: Obj, now: str, *, no_execute: bool = True) -> list[Obj] | None:
+    """The node's taints for its Ready status, or None when they are already right.
+    `no_execute=False` (every node down: full disruption) leaves out the NoExecute ones."""
     ready = _condition(node, "Ready")
     status = (ready or {}).get("status")
     key = UNREACHABLE if status == "Unknown" else NOT_READY if status == "False" else None
     taints = list((node.get("spec") or {}).get("taints") or [])
-    kept = [t for t in taints if t.get("key") not in (UNREACHABLE, NOT_READY) or t.get("key") == key]
+    ours = (UNREACHABLE, NOT_READY)
+    kept = [
+        t
+        for t in taints
+        if t.get("key") not in ours
+        or (t.get("key") == key and (no_execute or t.get("effect") != "NoExecute"))
+    ]
     if key is not None:
-        for effect in ("NoSchedule", "NoExecute"):
+        for effect in ("NoSchedule", "NoExecute") if no_execute else ("NoSchedule",):
             if not any(t.get("key") == key and t.get("effect") == effect for t in kept):
                 kept.append({"key": key, "effect": effect, "timeAdded": now})
     return None if kept == taints else kept
@@ -151,6 +161,7 @@ class NodeLifecycle:
             lease["metadata"]["name"]: (lease.get("spec") or {}).get("renewTime") or "" for lease in leases
         }
         names = set()
+        checked = []
         for node in nodes:
             name = node["metadata"]["name"]
             names.add(name)
@@ -161,7 +172,11 @@ class NodeLifecycle:
                 self._seen[name] = (heartbeat, loop.time())
             elif loop.time() - seen[1] > self._grace:
                 node = await self._mark_unknown(node)
-            node = await self._sync_taints(node)
+            checked.append(node)
+        # No node Ready: full disruption, no NoExecute taints and so no evictions.
+        no_execute = any((_condition(n, "Ready") or {}).get("status") == "True" for n in checked)
+        for node in checked:
+            node = await self._sync_taints(node, no_execute)
             await self._evict(node)
         for gone in set(self._seen) - names:
             del self._seen[gone]
@@ -183,8 +198,8 @@ class NodeLifecycle:
         log.info("node %s stopped posting status: Ready=Unknown", name, extra={"node": name})
         return updated
 
-    async def _sync_taints(self, node: Obj) -> Obj:
-        taints = wanted_taints(node, _now())
+    async def _sync_taints(self, node: Obj, no_execute: bool) -> Obj:
+        taints = wanted_taints(node, _now(), no_execute=no_execute)
         if taints is None:
             return node
         name = node["metadata"]["name"]
