@@ -36,6 +36,13 @@ NAMESPACE = "default"
 # The node monitor grace period of the session's real cluster: short enough for the node
 # lifecycle tests, long enough that a busy provider's 10 s lease renewals never miss it.
 REAL_NODE_GRACE_SECONDS = 20
+# What real-tier tests may leave in the namespace besides pods, configmaps, secrets and events.
+WORKLOAD_COLLECTIONS = (
+    "/apis/apps/v1/namespaces/{ns}/deployments",
+    "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "/apis/batch/v1/namespaces/{ns}/jobs",
+    "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+)
 
 
 def selected_kinds(config: pytest.Config) -> list[str]:
@@ -179,10 +186,12 @@ class RealPlane:
         assert self.cluster.proc is not None and self.cluster.proc.poll() is None, self.cluster.log_tail()
 
     async def stop(self, node: str | None = None) -> None:
-        """Remove the test's pods (at once), configmaps, secrets and events, and its Node."""
+        """Remove the test's workloads and pods (at once), configmaps, secrets and events, and its Node."""
         now: dict[str, Any] = {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
         base = f"/api/v1/namespaces/{NAMESPACE}"
         async with self.cluster.admin() as admin:
+            for workloads in WORKLOAD_COLLECTIONS:
+                await admin.request("DELETE", workloads.format(ns=NAMESPACE), now)
             await admin.request("DELETE", f"{base}/pods", now)
             await admin.request(
                 "DELETE",

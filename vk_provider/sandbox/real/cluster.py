@@ -3,9 +3,10 @@
 What lives here: the control plane's lifecycle. `start()` makes the PKI, picks free ports,
 writes the components' kubeconfigs, starts etcd (data in a fresh temporary directory), then
 the apiserver, waits for `/readyz`, then the controller manager and the scheduler and waits
-for their `/healthz`; a component that exits or never gets ready raises `ControlPlaneError`
-with the end of its log. `stop()` stops them in reverse order. `write_kubeconfig(path)`
-writes the admin kubeconfig. Logs are in `<state_dir>/logs/<component>.log`.
+for their `/healthz` and for the `default` ServiceAccount; a component that exits or never
+gets ready raises `ControlPlaneError` with the end of its log. `stop()` stops them in
+reverse order. `write_kubeconfig(path)` writes the admin kubeconfig. Logs are in
+`<state_dir>/logs/<component>.log`.
 `default_kube_bin()` is where `scripts/ensure-kube.sh` leaves the binaries.
 Must not: start providers (command.py does) or import the emulator's server.
 """
@@ -138,6 +139,12 @@ class RealControlPlane:
             controller_manager, f"https://127.0.0.1:{ports.controller_manager}/healthz", insecure
         )
         await self._wait_http(scheduler, f"https://127.0.0.1:{ports.scheduler}/healthz", insecure)
+        # Pods are refused until the service account controller made `default` (as on kind).
+        await self._wait_http(
+            controller_manager,
+            f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
+            self._admin_ssl(),
+        )
         log.info("real control plane %s ready at %s (binaries %s)", KUBE_VERSION, self.url, bin_dir)
 
     def _files(self, etcd_data: Path) -> Files:
