@@ -23,6 +23,7 @@ from typing import Any
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.permissions import PermissionReporter
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.logging import get_logger
 from vk_provider.node.agent import NodeAgent, detect_node_ip
@@ -90,6 +91,7 @@ class Provider:
         await self.runtime.start()
         self.recorder = EventRecorder(client, self.node_name)
         await self.recorder.start()
+        client.on_forbidden = PermissionReporter(self.recorder, self.node_name)
         node_ip = node_ip_from(cfg.node.internal_ip, os.environ) or detect_node_ip()
         self.kubelet = KubeletServer(
             cfg.kubelet_server, self.node_name, self.runtime, node_ip, engine=self.runtime.engine, kube=client

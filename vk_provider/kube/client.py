@@ -2,7 +2,8 @@
 
 What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, the
 right Content-Type per patch type, `ApiStatusError` built from the metav1.Status body,
-watch as an async iterator of raw event dicts), `make_kube_client(cfg)` which loads the
+watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403),
+`make_kube_client(cfg)` which loads the
 credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
 helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`). kubernetes_asyncio is
 used only for its configuration loading, its auth (token refresh) and its aiohttp
@@ -186,6 +187,14 @@ class KubeClient:
         self._api.user_agent = USER_AGENT
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
+        # Called with (method, path, params, message) on every 403 (kube/permissions.py).
+        self.on_forbidden: Callable[[str, str, Mapping[str, Any] | None, str], None] | None = None
+
+    def _refused(
+        self, method: str, path: str, params: Mapping[str, Any] | None, error: ApiStatusError
+    ) -> None:
+        if error.status == 403 and self.on_forbidden is not None:
+            self.on_forbidden(method, path, params, error.message)
 
     async def _send(
         self,
@@ -231,7 +240,9 @@ class KubeClient:
         finally:
             response.release()
         if not 200 <= response.status <= 299:
-            raise status_error(response.status, raw)
+            error = status_error(response.status, raw)
+            self._refused(method, path, params, error)
+            raise error
         if not raw:
             return {}
         decoded = json.loads(raw)
@@ -278,7 +289,9 @@ class KubeClient:
         response = await self._send("GET", path, params=query, request_timeout=timeout)
         try:
             if not 200 <= response.status <= 299:
-                raise status_error(response.status, await response.read())
+                error = status_error(response.status, await response.read())
+                self._refused("GET", path, query, error)
+                raise error
             decoder = LineDecoder()
             try:
                 async for chunk in response.content.iter_any():
