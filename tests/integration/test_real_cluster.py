@@ -3,14 +3,16 @@
 Each test runs on the real control plane tier only (the session's kube-apiserver, controller
 manager and scheduler; `--control-plane=real` or `both`) with a provider for the test's node,
 and acts as a user would: Deployments, Jobs, `kubectl drain` with a PodDisruptionBudget, a
-silent node under the node lifecycle controller, a deleted Node, and a serving certificate
-from the CSR API.
+silent node under the node lifecycle controller, a deleted Node, a serving certificate
+from the CSR API; and the provider's credentials: a chart RBAC rule taken away makes it fail
+visibly, and a kubelet's own identity (Node authorizer + NodeRestriction) is enough.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import ssl
 import subprocess
 from collections.abc import AsyncIterator
@@ -28,6 +30,7 @@ from tests.support.polling import eventually
 from vk_provider.app import Provider
 from vk_provider.config import KubeletTLS
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
+from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.components import SERVICE_IP
 from vk_provider.sandbox.real.pki import ClusterPKI
 
@@ -332,3 +335,119 @@ async def test_the_serving_certificate_comes_from_the_csr_api_once_an_admin_appr
         assert "127.0.0.1" in {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
     finally:
         await h.close()
+
+
+def _without_rule(objects: list[dict[str, Any]], resource: str, suffix: str) -> list[dict[str, Any]]:
+    """The chart's RBAC under other names, with the rule granting `resource` taken out."""
+    changed = []
+    for obj in json.loads(json.dumps(objects)):
+        obj["metadata"]["name"] += suffix
+        if "roleRef" in obj:
+            obj["roleRef"]["name"] += suffix
+            for subject in obj.get("subjects") or []:
+                subject["name"] += suffix
+        if obj["kind"] == "ClusterRole":
+            obj["rules"] = [r for r in obj["rules"] if resource not in r.get("resources", [])]
+        changed.append(obj)
+    return changed
+
+
+async def test_a_missing_rbac_rule_makes_the_provider_fail_visibly(
+    node_name: str,
+    test_images: dict[str, str],
+    tmp_path: Path,
+    plane: RealPlane,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tools = identities.find_chart_tools()
+    assert tools is not None
+    rendered = identities.render_chart_rbac(
+        tools, {"config.kubeletServer.auth": "webhook", "config.kubeletServer.tls.mode": "selfSigned"}
+    )
+    assert any(
+        "pods/status" in r["resources"] for o in rendered if o["kind"] == "ClusterRole" for r in o["rules"]
+    )
+    async with plane.cluster.admin() as admin:
+        credentials = await identities.chart_identity(
+            admin, _without_rule(rendered, "pods/status", "-lacking"), plane.ca_file
+        )
+    kubeconfig = write_kubeconfig(tmp_path / "lacking.kubeconfig", plane.cluster.url, credentials)
+    async with ProviderHarness.running(
+        node_name, tmp_path, plane=plane.with_provider_kubeconfig(kubeconfig)
+    ) as h:
+        await eventually(lambda: node_ready(h), within=60, what="node Ready")
+        await h.create(h.manifest("p", [{"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]))
+
+        async def forbidden_event() -> dict[str, Any] | None:
+            answer = await h.api.get(
+                "/api/v1/namespaces/default/events",
+                {"fieldSelector": f"involvedObject.name={node_name},reason=Forbidden"},
+            )
+            items = answer.get("items") or []
+            return items[0] if items else None
+
+        event = await eventually(forbidden_event, within=90, what="a Forbidden event on the Node")
+        assert event["type"] == "Warning"
+        assert event["message"].startswith("vk-provider may not patch pods/status: ")
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert any("permission missing" in e and "patch pods/status" in e for e in errors), errors
+        pod = await h.get("p")
+        assert pod is not None and phase(pod) == "Pending"  # the status could never be written
+
+
+async def test_as_a_kubelet_identity_pods_mirrors_status_leases_events_and_tokens_work(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, plane: RealPlane
+) -> None:
+    """system:node:<name> in system:nodes, under the Node authorizer and NodeRestriction."""
+    pki = ClusterPKI(plane.cluster.state_dir, SERVICE_IP)
+    cert, key = pki.node_identity(node_name)
+    kubeconfig = write_kubeconfig(
+        tmp_path / "node.kubeconfig", plane.cluster.url, Credentials(plane.ca_file, cert, key)
+    )
+    static_dir = tmp_path / "manifests"
+    static_dir.mkdir()
+    static = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "clock", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]},
+    }
+    (static_dir / "clock.yaml").write_text(yaml.safe_dump(static))
+    node_plane = plane.with_provider_kubeconfig(kubeconfig)
+    async with ProviderHarness.running(node_name, tmp_path, plane=node_plane, static_dir=static_dir) as h:
+        await eventually(lambda: node_ready(h), within=60, what="node Ready")
+        labels = (await node(h))["metadata"]["labels"]
+        assert "kubernetes.io/role" not in labels and labels["kubernetes.io/hostname"] == node_name
+        await h.create_object("configmaps", {"metadata": {"name": "cfg"}, "data": {"a": "1"}})
+        await h.create_object("secrets", {"metadata": {"name": "sec"}, "stringData": {"b": "2"}})
+        script = (
+            "cat /cfg/a /sec/b; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; echo; sleep 3600"
+        )
+        container = {
+            "name": "c",
+            "image": BUSYBOX,
+            "command": ["sh", "-c", script],
+            "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}, {"name": "sec", "mountPath": "/sec"}],
+        }
+        volumes = [
+            {"name": "cfg", "configMap": {"name": "cfg"}},
+            {"name": "sec", "secret": {"secretName": "sec"}},
+        ]
+        await h.create(h.manifest("vols", [container], volumes=volumes))
+        await h.wait_for("vols", lambda p: condition(p, "Ready").get("status") == "True", within=90)
+        logs = await kubectl(h, "logs", "vols")
+        assert logs.stdout.split() == ["12default"], logs.stdout  # configmap, secret, token volume
+        mirror = await h.wait_for(f"clock-{node_name}", lambda p: phase(p) == "Running", within=90)
+        assert mirror["metadata"]["annotations"]["kubernetes.io/config.mirror"]
+        lease_path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node_name}"
+        first = (await h.api.get(lease_path))["spec"]["renewTime"]
+        await eventually(
+            lambda: _renewed(h, lease_path, first), within=60, what="the lease renewed by the node identity"
+        )
+        await h.wait_event("vols", "Started")
+        await h.delete("vols")
+        await h.wait_gone("vols", within=90)
+
+
+async def _renewed(h: ProviderHarness, path: str, first: str) -> bool:
+    return bool((await h.api.get(path))["spec"]["renewTime"] != first)

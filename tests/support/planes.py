@@ -177,6 +177,12 @@ class RealPlane:
         self.provider_kubeconfig = cluster.provider_kubeconfig
         self.ca_file = cluster.ca_file
 
+    def with_provider_kubeconfig(self, kubeconfig: Path) -> RealPlane:
+        """The same cluster, the provider running with other credentials."""
+        other = RealPlane(self.cluster)
+        other.provider_kubeconfig = kubeconfig
+        return other
+
     @property
     def credentials(self) -> Credentials:
         pki = self.cluster.state_dir / "pki"
