@@ -2,7 +2,8 @@
 
 The defaults test needs no helm. The rendering tests run the real `helm` binary
 (scripts/ensure-helm.sh puts it at .venv/bin/helm) and validate every rendered object
-against the Kubernetes v1.32 schema with kubernetes_validate; without helm they are skipped.
+with kubernetes_validate against the schema of each cluster minor `helm install` supports
+(KUBE_VERSION's and the two before it, docs/sandbox.md); without helm they are skipped.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import yaml
 
 from vk_provider.config import Config
 from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
+from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vk-provider"
 EXAMPLE = REPO / "config.example.yaml"
 CONFIG_MOUNT = "/etc/vk-provider"
-KUBERNETES_VERSION = "1.32"
+SUPPORTED_MINORS = [f"{KUBE_MAJOR}.{int(KUBE_MINOR) - back}" for back in (2, 1, 0)]
 
 
 def _values() -> dict[str, Any]:
@@ -110,13 +112,18 @@ def _helm_template(helm: str, *sets: str, chart: Path = CHART) -> subprocess.Com
 
 
 def _render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
-    """The objects rendered for node docker-1, each validated against the v1.32 schema."""
+    """The objects rendered for node docker-1, each validated against every supported minor's schema."""
     out = _helm_template(helm, "node.name=docker-1", *sets, chart=chart)
     assert out.returncode == 0, out.stderr
     objects = [doc for doc in yaml.safe_load_all(out.stdout) if doc]
     for obj in objects:
-        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        _validate(obj)
     return objects
+
+
+def _validate(obj: dict[str, Any]) -> None:
+    for minor in SUPPORTED_MINORS:
+        kubernetes_validate.validate(obj, minor, strict=True)
 
 
 def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
@@ -417,7 +424,7 @@ def test_notes_show_a_pod_spec_that_lands_on_the_node(
         "metadata": {"name": "p"},
         "spec": {**spec, "containers": [{"name": "c", "image": "busybox"}]},
     }
-    kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+    _validate(pod)
     assert "root-equivalent" in notes
     assert "kubectl delete node docker-1" in notes
 

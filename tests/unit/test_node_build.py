@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from vk_provider import __version__
 from vk_provider.config import Config, KubeletServerConfig, NodeCapacity, NodeConfig, Taint
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.node.build import (
     CORDONED_ANNOTATION,
     KUBELET_VERSION,
@@ -70,7 +72,7 @@ def test_built_node_has_labels_taint_provider_id_capacity_addresses_port_and_inf
     assert status["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 10999}}
     info = status["nodeInfo"]
     assert info["kubeletVersion"] == KUBELET_VERSION
-    assert KUBELET_VERSION.startswith("v1.32.0-vk-provider-")
+    assert f"{KUBE_VERSION}-vk-provider-{__version__}" == KUBELET_VERSION
     assert (info["operatingSystem"], info["architecture"]) == ("linux", "amd64")
     assert info["containerRuntimeVersion"] == "docker://20.10.24"
     assert (info["kernelVersion"], info["osImage"]) == ("6.1.0-test", "Debian GNU/Linux 12 (bookworm)")

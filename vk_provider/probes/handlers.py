@@ -20,13 +20,14 @@ from typing import Any
 
 import aiohttp
 
+from vk_provider.kube_version import KUBE_MINOR_VERSION
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeSpec
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure
 
 MAX_OUTPUT = 10 * 1024  # pkg/probe: at most 10 KiB of output or body is kept
-USER_AGENT = "kube-probe/1.32"
+USER_AGENT = f"kube-probe/{KUBE_MINOR_VERSION}"  # pkg/probe/http/request.go userAgent: <major>.<minor>
 GRPC_UNSUPPORTED = "gRPC probes are not supported by vk-provider"
 
 

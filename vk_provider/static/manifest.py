@@ -2,7 +2,7 @@
 
 What lives here: `parse_manifest(data, path, node_name, now)`, which decodes one file
 (YAML or JSON, exactly one `v1` Pod), refuses references to API objects, validates it
-against the official v1.32 OpenAPI schema (strict, via kubernetes_validate) plus the few
+against the official OpenAPI schema of KUBE_VERSION's minor (strict, via kubernetes_validate) plus the few
 semantic rules the schema cannot express, and applies the kubelet's file-source defaults;
 and `ManifestError`, whose message says what is wrong in one line. Pure: no file access,
 no clock (the caller passes `now`), no apiserver.
@@ -24,7 +24,8 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-KUBERNETES_VERSION = "1.32"
+from vk_provider.kube_version import KUBE_MINOR_VERSION
+
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 
 CONFIG_HASH_ANNOTATION = "kubernetes.io/config.hash"
@@ -194,7 +195,7 @@ def _name(ref: Any, key: str = "name") -> str:
 
 def _validate_schema(pod: dict[str, Any]) -> None:
     try:
-        kubernetes_validate.validate(pod, KUBERNETES_VERSION, strict=True)
+        kubernetes_validate.validate(pod, KUBE_MINOR_VERSION, strict=True)
     except kubernetes_validate.ValidationError as exc:
         where = _json_path(list(exc.path))
         raise ManifestError(f"invalid Pod: {where or '(top level)'}: {exc.message}") from None
