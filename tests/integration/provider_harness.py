@@ -75,6 +75,20 @@ def waiting_reason(pod: dict[str, Any], name: str) -> str:
     return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
 
 
+def static_pod_dir(directory: Path, name: str, containers: list[dict[str, Any]], **spec: Any) -> Path:
+    """A static pod directory `directory/manifests` holding `<name>.yaml`, a Pod in `default`."""
+    static_dir = directory / "manifests"
+    static_dir.mkdir(exist_ok=True)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"containers": containers, **spec},
+    }
+    (static_dir / f"{name}.yaml").write_text(yaml.safe_dump(manifest))
+    return static_dir
+
+
 def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
     """A busybox container running `script` with sh -c."""
     return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
+from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh, static_pod_dir
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -96,19 +95,9 @@ async def test_a_lowered_deadline_fails_a_running_pod(harness: ProviderHarness, 
 async def test_a_static_pod_past_its_deadline_fails_its_mirror(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "timed", "namespace": "default"},
-        "spec": {
-            "containers": [sh("app", "sleep 3600")],
-            "activeDeadlineSeconds": 4,
-            "terminationGracePeriodSeconds": 2,
-        },
-    }
-    (static_dir / "timed.yaml").write_text(yaml.safe_dump(manifest))
+    static_dir = static_pod_dir(
+        tmp_path, "timed", [sh("app", "sleep 3600")], activeDeadlineSeconds=4, terminationGracePeriodSeconds=2
+    )
     mirror = f"timed-{node_name.lower()}"
     async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         failed = await harness.wait_for(mirror, failed_by_deadline, within=60)

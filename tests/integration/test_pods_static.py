@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status, static_pod_dir
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -18,18 +17,8 @@ pytestmark = pytest.mark.docker
 async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {
-            "containers": [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}],
-            "terminationGracePeriodSeconds": 2,
-        },
-    }
-    (static_dir / "web.yaml").write_text(yaml.safe_dump(manifest))
+    containers = [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}]
+    static_dir = static_pod_dir(tmp_path, "web", containers, terminationGracePeriodSeconds=2)
     mirror_name = f"web-{node_name.lower()}"
     async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
         mirror = await harness.wait_for(

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 
-from tests.e2e.sandbox_process import KUBECTL, TOLERATION
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, phase
+from tests.e2e.sandbox_process import TOLERATION
+from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, phase, static_pod_dir
+from tests.support.kubectl import KUBECTL
 from tests.support.planes import RealPlane
 from tests.support.polling import eventually
 from vk_provider.app import Provider
@@ -37,6 +37,7 @@ from vk_provider.sandbox.real.pki import ClusterPKI
 pytestmark = [pytest.mark.docker, pytest.mark.real_only]
 APPS = "/apis/apps/v1/namespaces/default"
 NODE_LABEL = "io.vk-provider.node"
+CLOCK = {"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}
 
 
 @pytest.fixture
@@ -232,15 +233,7 @@ async def test_drain_evicts_the_nodes_pods_and_honours_a_disruption_budget(harne
 async def static_harness(
     node_name: str, test_images: dict[str, str], tmp_path: Path, plane: RealPlane
 ) -> AsyncIterator[ProviderHarness]:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "clock", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]},
-    }
-    (static_dir / "clock.yaml").write_text(yaml.safe_dump(manifest))
+    static_dir = static_pod_dir(tmp_path, "clock", [CLOCK])
     async with ProviderHarness.running(node_name, tmp_path, plane=plane, static_dir=static_dir) as h:
         yield h
 
@@ -285,15 +278,18 @@ async def _recreated(h: ProviderHarness, old_uid: str) -> dict[str, Any] | None:
     return current if current and current["metadata"]["uid"] != old_uid else None
 
 
+def node_identity_kubeconfig(plane: RealPlane, node_name: str, directory: Path) -> Path:
+    """A kubeconfig with a kubelet's client certificate (system:node:<node>) from the cluster CA."""
+    cert, key = ClusterPKI(plane.cluster.state_dir, SERVICE_IP).node_identity(node_name)
+    credentials = Credentials(plane.ca_file, cert, key)
+    return write_kubeconfig(directory / "node.kubeconfig", plane.cluster.url, credentials)
+
+
 async def test_the_serving_certificate_comes_from_the_csr_api_once_an_admin_approves_it(
     node_name: str, test_images: dict[str, str], tmp_path: Path, plane: RealPlane
 ) -> None:
     # A kubelet's own identity: it may create its serving CSR but not approve it.
-    pki = ClusterPKI(plane.cluster.state_dir, SERVICE_IP)
-    cert, key = pki.node_identity(node_name)
-    kubeconfig = write_kubeconfig(
-        tmp_path / "node.kubeconfig", plane.cluster.url, Credentials(plane.ca_file, cert, key)
-    )
+    kubeconfig = node_identity_kubeconfig(plane, node_name, tmp_path)
     h = ProviderHarness(node_name, tmp_path, plane=plane)
     await h.start_sandbox()
     try:
@@ -399,20 +395,8 @@ async def test_as_a_kubelet_identity_pods_mirrors_status_leases_events_and_token
     node_name: str, test_images: dict[str, str], tmp_path: Path, plane: RealPlane
 ) -> None:
     """system:node:<name> in system:nodes, under the Node authorizer and NodeRestriction."""
-    pki = ClusterPKI(plane.cluster.state_dir, SERVICE_IP)
-    cert, key = pki.node_identity(node_name)
-    kubeconfig = write_kubeconfig(
-        tmp_path / "node.kubeconfig", plane.cluster.url, Credentials(plane.ca_file, cert, key)
-    )
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    static = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "clock", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]},
-    }
-    (static_dir / "clock.yaml").write_text(yaml.safe_dump(static))
+    kubeconfig = node_identity_kubeconfig(plane, node_name, tmp_path)
+    static_dir = static_pod_dir(tmp_path, "clock", [CLOCK])
     node_plane = plane.with_provider_kubeconfig(kubeconfig)
     async with ProviderHarness.running(node_name, tmp_path, plane=node_plane, static_dir=static_dir) as h:
         await eventually(lambda: node_ready(h), within=60, what="node Ready")
