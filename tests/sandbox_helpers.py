@@ -22,9 +22,8 @@ The fixture `sandbox` below gives the same in one line; import it into a test mo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -64,18 +63,3 @@ async def api_client(server: RunningSandbox) -> AsyncIterator[client.ApiClient]:
 async def sandbox(tmp_path: Path) -> AsyncIterator[RunningSandbox]:
     async with running_sandbox(tmp_path) as server:
         yield server
-
-
-async def eventually(
-    check: Callable[[], Awaitable[Any]], *, within: float = 60.0, interval: float = 0.1
-) -> Any:
-    """Poll `check` until it returns something truthy, and return that; fail after `within` seconds."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > end:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(interval)

@@ -1,9 +1,10 @@
 """A `vk-provider sandbox` subprocess (control plane + one provider on the real Docker engine) for e2e tests.
 
-What lives here: `start_sandbox` / `stop_sandbox` (a unique node prefix, a free port, `--clean`;
-its output goes to a file, never an unread pipe), the `Sandbox` handle with a `kubectl` runner,
-`until` polling, the node's containers by label, and `pod_manifest` for pods scheduled onto the
-node. Must not: assert anything about the product itself; the tests do that.
+What lives here: `KUBECTL` (re-exported from tests/support/kubectl.py), `start_sandbox` /
+`stop_sandbox` (a unique node prefix, a free port, `--clean`; its output goes to a file, never an
+unread pipe), the `Sandbox` handle with a `kubectl` runner, the node's containers
+by label, and `pod_manifest` for pods scheduled onto the node. Must not: assert anything about the
+product itself; the tests do that.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-KUBECTL = "/usr/bin/kubectl"
+from tests.support.kubectl import KUBECTL
+from tests.support.polling import until
+
 DEADLINE = 120.0
 NODE_LABEL = "io.vk-provider.node"
 POD_NAME_LABEL = "io.vk-provider.pod.name"
@@ -78,18 +80,6 @@ class Sandbox:
         return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
 
 
-def until(what: str, probe: Callable[[], Any], deadline: float = DEADLINE) -> Any:
-    """Poll `probe` until it returns something truthy; fail with `what` after `deadline` seconds."""
-    end = time.monotonic() + deadline
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 def node_containers(docker_client: Any, node: str, **labels: str) -> list[Any]:
     filters = [f"{NODE_LABEL}={node}", *(f"{k}={v}" for k, v in labels.items())]
     return list(docker_client.containers.list(all=True, filters={"label": filters}))
@@ -100,8 +90,10 @@ def remove_node_containers(docker_client: Any, node: str) -> None:
         container.remove(force=True, v=True)
 
 
-def start_sandbox(directory: Path, pause_image: str) -> Sandbox:
-    """`vk-provider sandbox --clean` with one node, running until its node is Ready."""
+def start_sandbox(directory: Path, pause_image: str, control_plane: str = "emulator") -> Sandbox:
+    """`vk-provider sandbox --clean` with one node, running until its node is Ready.
+    `control_plane="real"`: on the upstream control plane (`--control-plane real`), the
+    providers with the Helm chart's RBAC."""
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "provider.yaml"
     config.write_text(
@@ -109,7 +101,7 @@ def start_sandbox(directory: Path, pause_image: str) -> Sandbox:
     )
     prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
     for _ in range(3):  # the free port may be taken by someone else before the sandbox binds it
-        sandbox = _launch(directory, config, prefix, free_port())
+        sandbox = _launch(directory, config, prefix, free_port(), control_plane)
         try:
             until("the kubeconfig", functools.partial(_started, sandbox))
         except PortTaken:
@@ -136,11 +128,12 @@ class PortTaken(Exception):
     """The sandbox could not bind its --port."""
 
 
-def _launch(directory: Path, config: Path, prefix: str, port: int) -> Sandbox:
+def _launch(directory: Path, config: Path, prefix: str, port: int, control_plane: str) -> Sandbox:
     state_dir = directory / "state"
     args = [
         *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
         *("--config", str(config), "--node-prefix", prefix, "--clean"),
+        *("--control-plane", control_plane),
     ]
     output = directory / "sandbox.out"
     with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run
@@ -194,9 +187,11 @@ def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec:
 
 
 @contextlib.contextmanager
-def running_sandbox(directory: Path, pause_image: str, docker_client: Any) -> Iterator[Sandbox]:
+def running_sandbox(
+    directory: Path, pause_image: str, docker_client: Any, control_plane: str = "emulator"
+) -> Iterator[Sandbox]:
     """A started sandbox; afterwards it is stopped and its node's containers are removed."""
-    sandbox = start_sandbox(directory, pause_image)
+    sandbox = start_sandbox(directory, pause_image, control_plane)
     try:
         yield sandbox
     finally:

@@ -3,8 +3,10 @@ Docker engine) started as a subprocess, then the real kubectl against it: the no
 pod (HTTP to the pod IP, logs, logs -f, exec over WebSocket and SPDY, exec -it on a terminal,
 port-forward, describe, events), a failing pod, a crash loop, deletes, and SIGTERM with `--clean`.
 
-One sandbox serves the whole module; each test makes its own pods, except the read-only tests
-that share the `web` pod. The stop test starts a sandbox of its own.
+One sandbox serves the whole module on each control-plane tier (`--control-plane`: the emulator,
+and the real upstream control plane with the providers under the Helm chart's RBAC); each test
+makes its own pods, except the read-only tests that share the `web` pod. The stop test starts a
+sandbox of its own.
 """
 
 from __future__ import annotations
@@ -35,18 +37,21 @@ from tests.e2e.sandbox_process import (
     running_sandbox,
     start_sandbox,
     stop_sandbox,
-    until,
 )
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
 
 @pytest.fixture(scope="module")
 def sandbox(
-    tmp_path_factory: pytest.TempPathFactory, docker_client: Any, test_images: dict[str, str]
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_client: Any,
+    test_images: dict[str, str],
+    control_plane: str,
 ) -> Iterator[Sandbox]:
     with running_sandbox(
-        tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"], docker_client
+        tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"], docker_client, control_plane
     ) as sb:
         yield sb
 
@@ -302,9 +307,9 @@ def test_delete_ends_when_the_containers_stop_not_when_the_grace_period_ends(san
 
 
 def test_sigterm_stops_the_sandbox_and_clean_removes_containers(
-    tmp_path: Path, docker_client: Any, test_images: dict[str, str]
+    tmp_path: Path, docker_client: Any, test_images: dict[str, str], control_plane: str
 ) -> None:
-    sb = start_sandbox(tmp_path, test_images["pause"])
+    sb = start_sandbox(tmp_path, test_images["pause"], control_plane)
     try:
         containers = [{"name": "main", "image": "vk-test/busybox:1", "command": ["sleep", "3600"]}]
         sb.apply(pod_manifest("left-running", sb.node, containers))

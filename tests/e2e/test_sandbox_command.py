@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-KUBECTL = "/usr/bin/kubectl"
+from tests.support.kubectl import KUBECTL
+from tests.support.polling import until
+
 DEADLINE = 60.0
 
 
@@ -107,14 +109,14 @@ def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
 
 
 def _until(kubeconfig: Path, args: list[str], wanted: str) -> str:
-    end = time.monotonic() + DEADLINE * 2
-    while True:
+    out = ""
+
+    def appeared() -> str | None:
+        nonlocal out
         out = _kubectl(kubeconfig, *args)
-        if wanted in out:
-            return out
-        if time.monotonic() > end:
-            raise AssertionError(f"{wanted!r} never appeared in {out!r}")
-        time.sleep(0.5)
+        return out if wanted in out else None
+
+    return until(lambda: f"{wanted!r} to appear in {out!r}", appeared, DEADLINE * 2)
 
 
 @pytest.mark.kubectl

@@ -14,12 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.sandbox_process import (
-    Sandbox,
-    pod_manifest,
-    running_sandbox,
-    until,
-)
+from tests.e2e.sandbox_process import Sandbox, pod_manifest, running_sandbox
+from tests.support.polling import until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 

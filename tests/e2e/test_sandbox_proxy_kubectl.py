@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.integration.test_sandbox_proxy import kubelet_server_context
+from tests.support.kubectl import KUBECTL
+from tests.support.stand_in_kubelet import serving_context
 from vk_provider.sandbox.server import SandboxServer
 
-KUBECTL = "/usr/bin/kubectl"
 NODE = "proxy-node"
 
 
@@ -47,7 +47,7 @@ async def _kubelet(server: SandboxServer, tmp: Path, seen: list[str]) -> tuple[w
     app.router.add_get("/exec/{ns}/{pod}/{ctr}", exec_)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=kubelet_server_context(server.pki, tmp))
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=serving_context(server.pki, tmp))
     await site.start()
     return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.kubectl import KUBECTL
+from tests.support.polling import eventually
 from vk_provider.sandbox.server import SandboxServer
 
-KUBECTL = "/usr/bin/kubectl"
 DEADLINE = 30.0
 
 POD = """
@@ -66,15 +67,16 @@ async def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> st
 
 
 async def _until(kubeconfig: Path, args: list[str], wanted: str) -> str:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    while True:
+    out = ""
+
+    async def appeared() -> str | None:
+        nonlocal out
         out = await _kubectl(kubeconfig, *args)
-        if wanted in out:
-            return out
-        if loop.time() > end:
-            raise AssertionError(f"{wanted!r} never appeared in:\n{out}")
-        await asyncio.sleep(0.2)
+        return out if wanted in out else None
+
+    return await eventually(
+        appeared, within=DEADLINE, interval=0.2, what=lambda: f"{wanted!r} to appear in:\n{out}\n"
+    )
 
 
 @pytest.mark.kubectl

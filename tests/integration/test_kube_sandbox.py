@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.sandbox_helpers import running_sandbox
+from tests.support.polling import eventually
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -27,18 +26,6 @@ def configmap(name: str, labelled: bool = True, value: str = "1") -> dict[str, A
         "metadata": {"name": name, "labels": labels},
         "data": {"v": value},
     }
-
-
-async def until(probe: Callable[[], bool | Awaitable[bool]], within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        result = probe()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_reflector_follows_a_selector_resumes_and_relists_after_410(tmp_path: Path) -> None:
@@ -61,14 +48,14 @@ async def test_reflector_follows_a_selector_resumes_and_relists_after_410(tmp_pa
             await client.replace(
                 f"{CONFIGMAPS}/a", {**(await client.get(f"{CONFIGMAPS}/a")), "data": {"v": "2"}}
             )
-            await until(lambda: len(seen) == 3)
+            await eventually(lambda: len(seen) == 3, within=30.0, interval=0.05)
             assert seen[1:] == [("ADDED", "b", "1"), ("MODIFIED", "a", "2")]
 
             # The watch drops; a change made meanwhile arrives on the resumed watch, once.
             assert sandbox.debug is not None
             sandbox.debug.close_watches()
             await client.delete(f"{CONFIGMAPS}/b")
-            await until(lambda: len(seen) == 4)
+            await eventually(lambda: len(seen) == 4, within=30.0, interval=0.05)
             assert seen[3] == ("DELETED", "b", "1")
 
             # The watch drops again and its resourceVersion falls out of the event log: the
@@ -82,13 +69,13 @@ async def test_reflector_follows_a_selector_resumes_and_relists_after_410(tmp_pa
                 await client.replace(
                     f"{CONFIGMAPS}/other", {**configmap("other", labelled=False), "data": {"v": str(i)}}
                 )
-            await until(lambda: len(seen) == 6)
+            await eventually(lambda: len(seen) == 6, within=30.0, interval=0.05)
             assert sorted(seen[4:]) == [("ADDED", "c", "1"), ("DELETED", "a", "2")]
             assert set(reflector.store()) == {"default/c"}
             sandbox.debug.clear_faults()
 
             await client.create(CONFIGMAPS, configmap("d"))
-            await until(lambda: len(seen) == 7)
+            await eventually(lambda: len(seen) == 7, within=30.0, interval=0.05)
             assert seen[6] == ("ADDED", "d", "1")
             counts = sandbox.debug.counters()["requests"]
             assert counts["list configmaps"] == 2  # the first list and the one relist

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from tests.integration.node_docker_proxy import DockerSocketProxy
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.kubectl import KUBECTL
+from tests.support.polling import eventually
 from vk_provider.config import Config, DockerConfig, KubeletServerConfig, KubernetesConfig, NodeConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -23,7 +24,8 @@ from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker.runtime import DockerRuntime
 
 pytestmark = pytest.mark.docker
-T = TypeVar("T")
+WITHIN = 30.0  # polls: a generous deadline, never a timing assertion
+POLL = 0.2
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
@@ -49,17 +51,6 @@ class Running:
 
 def condition(node: dict[str, Any], type_: str) -> dict[str, Any]:
     return next(c for c in node["status"]["conditions"] if c["type"] == type_)
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], within: float = 30.0) -> T:
-    """Poll until `probe` returns something truthy; generous deadline, never a timing assertion."""
-    deadline = time.monotonic() + within
-    while True:
-        value = await probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.2)
 
 
 @contextlib.asynccontextmanager
@@ -99,6 +90,7 @@ async def running_agent(
         yield run
 
 
+@pytest.mark.kubectl
 async def test_node_is_ready_and_looks_like_a_kubelet_node(
     tmp_path: Path, node_name: str, docker_client: Any
 ) -> None:
@@ -146,7 +138,7 @@ async def test_node_is_ready_and_looks_like_a_kubelet_node(
         assert run.agent.node_object()["metadata"]["name"] == node_name
 
         proc = await asyncio.create_subprocess_exec(
-            "kubectl",
+            KUBECTL,
             "--kubeconfig",
             str(run.sandbox.kubeconfig),
             "get",
@@ -172,7 +164,7 @@ async def test_node_is_ready_and_looks_like_a_kubelet_node(
 
 async def test_lease_is_renewed_on_schedule(tmp_path: Path, node_name: str, docker_client: Any) -> None:
     async with running_agent(tmp_path, node_name, lease_seconds=4) as run:
-        first = await eventually(run.lease)
+        first = await eventually(run.lease, within=WITHIN, interval=POLL)
         node = await run.node()
         spec = first["spec"]
         assert spec["holderIdentity"] == node_name
@@ -188,7 +180,8 @@ async def test_lease_is_renewed_on_schedule(tmp_path: Path, node_name: str, dock
 
         times = [spec["renewTime"]]
         for _ in range(3):  # renewed every 4/4 = 1 s
-            times.append((await eventually(lambda: renewed_after(times[-1]), within=15))["spec"]["renewTime"])
+            lease = await eventually(lambda: renewed_after(times[-1]), within=15, interval=POLL)
+            times.append(lease["spec"]["renewTime"])
         assert times == sorted(times) and len(set(times)) == 4
 
 
@@ -207,7 +200,7 @@ async def test_deleted_node_is_recreated_with_an_event(
             uid_changed = node["metadata"]["uid"] != old_uid
             return node if uid_changed and node.get("status", {}).get("conditions") else None
 
-        node = await eventually(recreated)
+        node = await eventually(recreated, within=WITHIN, interval=POLL)
         assert condition(node, "Ready")["status"] == "True"
         assert node["spec"]["providerID"] == f"docker://{node_name}"
 
@@ -218,7 +211,7 @@ async def test_deleted_node_is_recreated_with_an_event(
             )
             return next((e for e in events["items"] if e["reason"] == "NodeRecreated"), None)
 
-        event = await eventually(recreated_event)
+        event = await eventually(recreated_event, within=WITHIN, interval=POLL)
         assert event["type"] == "Warning"
         assert "deleted" in event["message"]
         assert event["source"] == {"component": "kubelet", "host": node_name}
@@ -228,7 +221,7 @@ async def test_deleted_node_is_recreated_with_an_event(
             lease = await run.lease()
             return bool(lease and lease["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"])
 
-        await eventually(lease_points_at_new_node)
+        await eventually(lease_points_at_new_node, within=WITHIN, interval=POLL)
 
 
 async def test_unreachable_docker_makes_node_not_ready_and_stops_the_lease(
@@ -239,14 +232,14 @@ async def test_unreachable_docker_makes_node_not_ready_and_stops_the_lease(
     try:
         async with running_agent(tmp_path, node_name, docker_host=proxy.url) as run:
             assert condition(await run.node(), "Ready")["status"] == "True"
-            await eventually(run.lease)
+            await eventually(run.lease, within=WITHIN, interval=POLL)
             await proxy.stop()  # Docker "goes away" for this provider
 
             async def not_ready() -> dict[str, Any] | None:
                 ready = condition(await run.node(), "Ready")
                 return ready if ready["status"] == "False" else None
 
-            ready = await eventually(not_ready)
+            ready = await eventually(not_ready, within=WITHIN, interval=POLL)
             assert ready["reason"] == "KubeletNotReady"
             assert "does not answer" in ready["message"] and str(proxy.path) in ready["message"]
 
@@ -262,7 +255,7 @@ async def test_unreachable_docker_makes_node_not_ready_and_stops_the_lease(
                 ready = condition(await run.node(), "Ready")
                 return ready if ready["status"] == "True" else None
 
-            back = await eventually(ready_again)
+            back = await eventually(ready_again, within=WITHIN, interval=POLL)
             assert back["reason"] == "KubeletReady"
             assert back["lastTransitionTime"] >= ready["lastTransitionTime"]
 
@@ -270,7 +263,7 @@ async def test_unreachable_docker_makes_node_not_ready_and_stops_the_lease(
                 lease = await run.lease()
                 return bool(lease and lease["spec"]["renewTime"] > stalled["spec"]["renewTime"])
 
-            await eventually(renewed)
+            await eventually(renewed, within=WITHIN, interval=POLL)
     finally:
         await proxy.stop()
 
@@ -282,14 +275,15 @@ async def test_lease_expiry_verdict_stands_while_docker_is_down(
     await proxy.start()
     try:
         async with running_agent(tmp_path, node_name, docker_host=proxy.url, grace=2.0) as run:
-            await eventually(run.lease)
+            await eventually(run.lease, within=WITHIN, interval=POLL)
             await proxy.stop()
 
             async def unknown() -> dict[str, Any] | None:
                 ready = condition(await run.node(), "Ready")
                 return ready if ready["status"] == "Unknown" else None
 
-            verdict = await eventually(unknown)  # lease expired: the lifecycle controller says Unknown
+            # lease expired: the lifecycle controller says Unknown
+            verdict = await eventually(unknown, within=WITHIN, interval=POLL)
             assert verdict["reason"] == "NodeStatusUnknown"
             await asyncio.sleep(3)  # several agent ticks: it does not write False over the verdict
             assert condition(await run.node(), "Ready")["status"] == "Unknown"
@@ -298,7 +292,7 @@ async def test_lease_expiry_verdict_stands_while_docker_is_down(
             async def ready_again() -> bool:
                 return bool(condition(await run.node(), "Ready")["status"] == "True")
 
-            await eventually(ready_again)
+            await eventually(ready_again, within=WITHIN, interval=POLL)
     finally:
         await proxy.stop()
 
@@ -352,15 +346,15 @@ async def test_failing_status_writes_do_not_stop_the_lease(
         ready = {**condition(node, "Ready"), "message": "tampered"}
         await run.client.patch(f"/api/v1/nodes/{node_name}/status", {"status": {"conditions": [ready]}})
         debug.fail_next("patch", f"/nodes/{node_name}/status", 500, count=1000)
-        first = await eventually(run.lease)
+        first = await eventually(run.lease, within=WITHIN, interval=POLL)
 
         async def renewed_after(previous: str) -> dict[str, Any] | None:
             lease = await run.lease()
             return lease if lease and lease["spec"]["renewTime"] > previous else None
 
-        await eventually(lambda: renewed_after(first["spec"]["renewTime"]))
-        second = await eventually(run.lease)
-        await eventually(lambda: renewed_after(second["spec"]["renewTime"]))
+        await eventually(lambda: renewed_after(first["spec"]["renewTime"]), within=WITHIN, interval=POLL)
+        second = await eventually(run.lease, within=WITHIN, interval=POLL)
+        await eventually(lambda: renewed_after(second["spec"]["renewTime"]), within=WITHIN, interval=POLL)
         assert condition(await run.node(), "Ready")["message"] == "tampered"  # its writes keep failing
         assert debug.counters()["requests"]["patch nodes/status"] >= 2
         debug.clear_faults()
@@ -368,7 +362,7 @@ async def test_failing_status_writes_do_not_stop_the_lease(
         async def repaired() -> bool:
             return bool(condition(await run.node(), "Ready")["message"] == "kubelet is posting ready status")
 
-        await eventually(repaired)
+        await eventually(repaired, within=WITHIN, interval=POLL)
 
 
 async def test_missing_docker_socket_registers_not_ready_without_a_lease(
@@ -387,7 +381,7 @@ async def test_idle_node_writes_status_rarely_and_lease_every_quarter_duration(
     tmp_path: Path, node_name: str, docker_client: Any
 ) -> None:
     async with running_agent(tmp_path, node_name, lease_seconds=40, debug=True) as run:
-        await eventually(run.lease)
+        await eventually(run.lease, within=WITHIN, interval=POLL)
         debug = run.sandbox.debug
         assert debug is not None
         debug.reset_counters()

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from kubernetes_asyncio import client
 
 from tests.sandbox_helpers import RunningSandbox, api_client, running_sandbox
-from vk_provider.sandbox.pki import KUBELET_SERVING_SIGNER, SandboxPKI
+from tests.support.stand_in_kubelet import serving_context
 
 
 @pytest.fixture
@@ -44,6 +39,9 @@ async def test_token_review_accepts_own_tokens_and_refuses_others(sandbox: Runni
         token = await v1.create_namespaced_service_account_token(
             "default", "default", client.AuthenticationV1TokenRequest(spec=spec)
         )
+        # the TokenRequest comes back with the account's uid and the time it was made (token.go)
+        account = await v1.read_namespaced_service_account("default", "default")
+        assert token.metadata.uid == account.metadata.uid and token.metadata.creation_timestamp
         auth = client.AuthenticationV1Api(api)
         review = await auth.create_token_review(
             client.V1TokenReview(
@@ -83,29 +81,6 @@ async def test_token_review_accepts_own_tokens_and_refuses_others(sandbox: Runni
         assert sar.status.allowed is True
 
 
-def _kubelet_tls(pki: SandboxPKI, tmp: Path) -> ssl.SSLContext:
-    key = ec.generate_private_key(ec.SECP256R1())
-    csr = (
-        x509.CertificateSigningRequestBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "system:node:node-1")]))
-        .sign(key, hashes.SHA256())
-    )
-    cert = pki.sign_csr(
-        csr.public_bytes(serialization.Encoding.PEM),
-        ["digital signature", "server auth"],
-        KUBELET_SERVING_SIGNER,
-    )
-    (tmp / "kubelet.crt").write_bytes(cert)
-    (tmp / "kubelet.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(tmp / "kubelet.crt"), str(tmp / "kubelet.key"))
-    return ctx
-
-
 async def test_node_proxy_reaches_the_kubelet(sandbox: RunningSandbox, tmp_path: Path) -> None:
     async def summary(request: web.Request) -> web.Response:
         return web.json_response({"node": {"nodeName": "node-1"}, "query": request.query_string})
@@ -114,7 +89,8 @@ async def test_node_proxy_reaches_the_kubelet(sandbox: RunningSandbox, tmp_path:
     app.router.add_get("/stats/summary", summary)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=_kubelet_tls(sandbox.pki, tmp_path))
+    tls = serving_context(sandbox.pki, tmp_path, node="node-1", require_client_cert=False)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
     await site.start()
     port = runner.addresses[0][1]
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import eventually
+from tests.support.polling import eventually
 from vk_provider.sandbox.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.store import Store
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.sandbox_helpers import eventually
+from tests.support.polling import eventually
 from vk_provider.sandbox.command import provider_config
 from vk_provider.sandbox.server import SandboxServer
 

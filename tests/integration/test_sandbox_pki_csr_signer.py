@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.support.polling import eventually
 from vk_provider.sandbox.csr_signer import RESOURCE, CSRSigner
 from vk_provider.sandbox.pki import SandboxPKI
 from vk_provider.sandbox.store import Store
@@ -57,16 +58,19 @@ async def _approve(store: Store, name: str) -> None:
 
 
 async def _until_status(store: Store, name: str, key: str) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + DEADLINE
-    while True:
+    status: dict[str, Any] = {}
+
+    async def reached() -> dict[str, Any] | None:
+        nonlocal status
         csr = await store.get(RESOURCE, None, name)
         status = csr.get("status") or {}
         if status.get(key) or any(c["type"] == key for c in status.get("conditions", [])):
             return csr
-        if loop.time() > end:
-            raise AssertionError(f"{name}: no {key} before the deadline: {status}")
-        await asyncio.sleep(0.05)
+        return None
+
+    return await eventually(
+        reached, within=DEADLINE, interval=0.05, what=lambda: f"{name}: {key} (status {status})"
+    )
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +17,10 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.support.stand_in_kubelet import serving_context
 from vk_provider.sandbox.kubelet_proxy import kubelet_address, proxy_to_kubelet
-from vk_provider.sandbox.pki import KUBELET_SERVING_SIGNER, SandboxPKI
+from vk_provider.sandbox.pki import SandboxPKI
 
 SPDY_HEAD_END = b"\r\n\r\n"
 
@@ -36,32 +32,6 @@ class Seen:
     client_cns: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
-
-
-def kubelet_server_context(pki: SandboxPKI, tmp: Path) -> ssl.SSLContext:
-    key = ec.generate_private_key(ec.SECP256R1())
-    csr = (
-        x509.CertificateSigningRequestBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "system:node:fake")]))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert = pki.sign_csr(
-        csr.public_bytes(serialization.Encoding.PEM),
-        ["digital signature", "server auth"],
-        KUBELET_SERVING_SIGNER,
-    )
-    (tmp / "kubelet.crt").write_bytes(cert)
-    (tmp / "kubelet.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(str(tmp / "kubelet.crt"), str(tmp / "kubelet.key"))
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    ctx.load_verify_locations(str(pki.ca_cert_path))
-    return ctx
 
 
 def _peer_cn(transport: Any) -> str:
@@ -140,7 +110,7 @@ async def _aiohttp_kubelet(pki: SandboxPKI, tmp: Path, seen: Seen) -> tuple[web.
     app.router.add_get("/attach/{ns}/{pod}/{ctr}", refuse)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=kubelet_server_context(pki, tmp))
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=serving_context(pki, tmp))
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     return runner, port
@@ -165,7 +135,7 @@ async def _raw_spdy_kubelet(pki: SandboxPKI, tmp: Path, seen: Seen) -> tuple[asy
             await writer.drain()
         writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=kubelet_server_context(pki, tmp))
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=serving_context(pki, tmp))
     return server, server.sockets[0].getsockname()[1]
 
 

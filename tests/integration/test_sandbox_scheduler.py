@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import eventually
+from tests.support.polling import eventually
 from vk_provider.sandbox.scheduler import Scheduler
 from vk_provider.sandbox.store import Store
 

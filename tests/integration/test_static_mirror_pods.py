@@ -12,7 +12,7 @@ import contextlib
 import json
 import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.polling import eventually
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -61,19 +62,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, deadline: float = DEADLINE) -> Any:
-    """Poll `check` until it returns something truthy; fail with `what` after `deadline` seconds."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > end:
-            pytest.fail(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:
@@ -154,7 +142,7 @@ async def test_mirror_pod_appears_with_annotations_and_owner_reference(tmp_path:
     async with running(tmp_path, fed=fed) as env:
         pod = static_pod(env.node)
         env.mirrors.set_static_pods(by_uid(pod))
-        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod")
+        mirror = await eventually(lambda: env.mirror_of(pod), what="the mirror pod", within=DEADLINE)
         node = await env.client.get(f"/api/v1/nodes/{env.node}")
 
         meta = mirror["metadata"]
@@ -177,8 +165,9 @@ async def test_mirror_pod_appears_with_annotations_and_owner_reference(tmp_path:
         assert mirror["spec"]["nodeName"] == env.node
         assert mirror["spec"]["containers"][0]["command"] == ["sh", "-c", "sleep 3600"]
         await eventually(
-            lambda: asyncio.sleep(0, env.mirrors.mirror_uid(pod) == meta["uid"]),
-            "mirror_uid to name the mirror",
+            lambda: env.mirrors.mirror_uid(pod) == meta["uid"],
+            what="mirror_uid to name the mirror",
+            within=DEADLINE,
         )
 
 
@@ -187,12 +176,14 @@ async def test_deleted_mirror_pod_is_created_again(tmp_path: Path, grace: int | 
     async with running(tmp_path, fed=True) as env:
         pod = static_pod(env.node)
         env.mirrors.set_static_pods(by_uid(pod))
-        first = await eventually(lambda: env.mirror_of(pod), "the mirror pod")
+        first = await eventually(lambda: env.mirror_of(pod), what="the mirror pod", within=DEADLINE)
         body = {} if grace is None else {"gracePeriodSeconds": grace}
         await env.client.delete(pod_path(pod), body)  # what `kubectl delete pod` sends
 
         again = await eventually(
-            lambda: env.mirror_of(pod, not_uid=first["metadata"]["uid"]), "a new mirror pod after the delete"
+            lambda: env.mirror_of(pod, not_uid=first["metadata"]["uid"]),
+            what="a new mirror pod after the delete",
+            within=DEADLINE,
         )
         assert again["metadata"]["annotations"][MIRROR_ANNOTATION] == pod["metadata"]["uid"]
         assert len(again["metadata"]["ownerReferences"]) == 1
@@ -202,12 +193,12 @@ async def test_changed_manifest_replaces_the_mirror_pod(tmp_path: Path) -> None:
     async with running(tmp_path, fed=True) as env:
         old = static_pod(env.node)
         env.mirrors.set_static_pods(by_uid(old))
-        first = await eventually(lambda: env.mirror_of(old), "the first mirror pod")
+        first = await eventually(lambda: env.mirror_of(old), what="the first mirror pod", within=DEADLINE)
 
         new = static_pod(env.node, command="sleep 7200")
         assert new["metadata"]["uid"] != old["metadata"]["uid"]
         env.mirrors.set_static_pods(by_uid(new))
-        second = await eventually(lambda: env.mirror_of(new), "the replaced mirror pod")
+        second = await eventually(lambda: env.mirror_of(new), what="the replaced mirror pod", within=DEADLINE)
 
         assert second["metadata"]["uid"] != first["metadata"]["uid"]
         assert second["metadata"]["annotations"][MIRROR_ANNOTATION] == new["metadata"]["uid"]
@@ -219,15 +210,15 @@ async def test_mirror_pods_without_static_pod_are_deleted(tmp_path: Path, fed: b
     async with running(tmp_path, fed=fed) as env:
         keep, drop = static_pod(env.node, "keep"), static_pod(env.node, "drop")
         env.mirrors.set_static_pods(by_uid(keep, drop))
-        await eventually(lambda: env.mirror_of(drop), "the mirror pod of 'drop'")
-        kept = await eventually(lambda: env.mirror_of(keep), "the mirror pod of 'keep'")
+        await eventually(lambda: env.mirror_of(drop), what="the mirror pod of 'drop'", within=DEADLINE)
+        kept = await eventually(lambda: env.mirror_of(keep), what="the mirror pod of 'keep'", within=DEADLINE)
 
         env.mirrors.set_static_pods(by_uid(keep))
 
         async def dropped() -> bool:
             return await get_or_none(env.client, pod_path(drop)) is None
 
-        await eventually(dropped, "the orphaned mirror pod to be deleted")
+        await eventually(dropped, what="the orphaned mirror pod to be deleted", within=DEADLINE)
         still = await env.client.get(pod_path(keep))
         assert still["metadata"]["uid"] == kept["metadata"]["uid"]
 
@@ -251,7 +242,7 @@ async def test_orphan_from_an_earlier_run_is_deleted_and_api_pods_are_left_alone
         async def leftover_gone() -> bool:
             return await get_or_none(env.client, pod_path(leftover)) is None
 
-        await eventually(leftover_gone, "the leftover mirror pod to be deleted")
+        await eventually(leftover_gone, what="the leftover mirror pod to be deleted", within=DEADLINE)
         assert await get_or_none(env.client, "/api/v1/namespaces/default/pods/user-pod") is not None
 
 
@@ -264,7 +255,9 @@ async def test_mirror_pod_waits_for_the_node(tmp_path: Path) -> None:
         assert await get_or_none(env.client, pod_path(pod)) is None  # no Node, no mirror
 
         await create_node(env.client, env.node)
-        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod once the Node exists")
+        mirror = await eventually(
+            lambda: env.mirror_of(pod), what="the mirror pod once the Node exists", within=DEADLINE
+        )
         node = await env.client.get(f"/api/v1/nodes/{env.node}")
         assert mirror["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"]
 
@@ -288,7 +281,9 @@ async def test_mirror_pods_started_while_the_apiserver_is_down(tmp_path: Path) -
         await server.start()
         await create_node(client, node)
         env = Env(server, client, node, mirrors)
-        mirror = await eventually(lambda: env.mirror_of(pod), "the mirror pod once the apiserver is up")
+        mirror = await eventually(
+            lambda: env.mirror_of(pod), what="the mirror pod once the apiserver is up", within=DEADLINE
+        )
         assert mirror["metadata"]["annotations"][MIRROR_ANNOTATION] == pod["metadata"]["uid"]
     finally:
         await mirrors.stop()
@@ -312,11 +307,13 @@ async def test_refused_mirror_pod_raises_a_warning_event_on_the_node(tmp_path: P
                 if e.get("reason") == "FailedCreateMirrorPod" and e["involvedObject"].get("name") == env.node
             ]
 
-        (event,) = await eventually(failure_events, "a FailedCreateMirrorPod Event")
+        (event,) = await eventually(failure_events, what="a FailedCreateMirrorPod Event", within=DEADLINE)
         assert event["type"] == "Warning"
         assert event["involvedObject"]["kind"] == "Node"
         assert "no-such-namespace/bad-" in event["message"]
-        assert await eventually(lambda: env.mirror_of(good), "the good static pod's mirror")
+        assert await eventually(
+            lambda: env.mirror_of(good), what="the good static pod's mirror", within=DEADLINE
+        )
 
 
 async def test_status_manager_writes_the_static_pods_status_to_its_mirror(tmp_path: Path) -> None:
@@ -333,12 +330,16 @@ async def test_status_manager_writes_the_static_pods_status_to_its_mirror(tmp_pa
                 mirror = await env.mirror_of(pod, not_uid=not_uid)
                 return mirror if mirror and (mirror.get("status") or {}).get("phase") == "Running" else None
 
-            first = await eventually(running_mirror, "the mirror pod to show the static pod's status")
+            first = await eventually(
+                running_mirror, what="the mirror pod to show the static pod's status", within=DEADLINE
+            )
             assert first["status"]["podIP"] == "172.17.0.9"
 
             await env.client.delete(pod_path(pod))
             again = await eventually(
-                lambda: running_mirror(first["metadata"]["uid"]), "the re-created mirror to show the status"
+                lambda: running_mirror(first["metadata"]["uid"]),
+                what="the re-created mirror to show the status",
+                within=DEADLINE,
             )
             assert again["status"]["podIP"] == "172.17.0.9"
         finally:

@@ -14,8 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from tests.integration.provider_harness import (
     free_port,
 )
 from tests.support.planes import Plane
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 
@@ -74,23 +74,12 @@ def is_running(docker_client: Any, container_id: str) -> bool:
     return bool(found) and found[0].status == "running"
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, within: float = 60.0) -> Any:
-    """Poll `check` until it returns something truthy; fail with `what`."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        result = await check()
-        if result:
-            return result
-        await asyncio.sleep(0.3)
-    raise AssertionError(f"{what} within {within}s")
-
-
 async def one_running_container(docker_client: Any, node: str, pod_name: str) -> Any:
     async def check() -> Any:
         found = await asyncio.to_thread(running_app_containers, docker_client, node, pod_name)
         return found[0] if len(found) == 1 else None
 
-    return await eventually(check, f"no single running app container for {pod_name}")
+    return await eventually(check, what=f"no single running app container for {pod_name}", interval=0.3)
 
 
 def running_with(container_id: str | None = None) -> Callable[[dict[str, Any]], bool]:
@@ -204,7 +193,8 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
         assert new["metadata"]["uid"] != old["metadata"]["uid"]
         await eventually(
             lambda: asyncio.to_thread(lambda: not is_running(docker_client, first.id)),
-            "the old container still runs",
+            what="the old container still runs",
+            interval=0.3,
         )
 
         # A new image (the pause image's own entrypoint).
@@ -222,7 +212,8 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
         assert newest["spec"]["containers"][0]["image"] == PAUSE
         await eventually(
             lambda: asyncio.to_thread(lambda: not is_running(docker_client, second.id)),
-            "the old container still runs",
+            what="the old container still runs",
+            interval=0.3,
         )
 
 
@@ -341,7 +332,9 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
             paths = {e["message"].partition(": ")[0] for e in events}
             return events if paths >= {str(static_dir / n) for n in BAD_FILES} else []
 
-        events = await eventually(reported, "not every bad file raised a FailedStaticPodManifest event")
+        events = await eventually(
+            reported, what="not every bad file raised a FailedStaticPodManifest event", interval=0.3
+        )
         for name, (_, reason) in BAD_FILES.items():
             where = str(static_dir / name)
             (event,) = [e for e in events if e["message"].startswith(f"{where}: ")]

@@ -8,8 +8,7 @@ counters (`GET /debug/sandbox/counters`).
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import aiohttp
 import pytest
 
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.polling import eventually
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.runtime.types import (
@@ -59,15 +59,6 @@ async def counters(sandbox: RunningSandbox) -> dict[str, int]:
     ):
         body = await resp.json()
     return dict(body["requests"])
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, deadline: float = DEADLINE) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if await check():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def create_pod(client: KubeClient, name: str = "p", **spec: Any) -> dict[str, Any]:
@@ -166,7 +157,7 @@ async def test_same_status_twice_writes_once(
     status = status_for(manager, pod, ContainerRunState.RUNNING)
     manager.set_pod_status(pod, status)
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     await asyncio.sleep(2.0)  # several full passes (sync period 0.5 s)
     assert (await counters(sandbox)).get("patch pods/status") == 1
     api = await get_pod(client)
@@ -186,7 +177,7 @@ async def test_foreign_readiness_gate_condition_survives_writes(
 ) -> None:
     pod = await create_pod(client, readinessGates=[{"conditionType": "example.com/gate"}])
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     gate = {"type": "example.com/gate", "status": "True", "lastTransitionTime": "2026-11-30T00:00:00Z"}
     await client.patch(f"{PODS}/p/status", {"status": {"conditions": [gate]}})
     writes = manager.counters.writes
@@ -195,7 +186,7 @@ async def test_foreign_readiness_gate_condition_survives_writes(
     async def written() -> bool:
         return manager.counters.writes > writes
 
-    await eventually(written, "a second status write")
+    await eventually(written, what="a second status write", within=DEADLINE)
     api = await get_pod(client)
     assert condition(api, "example.com/gate") == gate
     ready = condition(api, "ContainersReady")
@@ -210,7 +201,7 @@ async def test_foreign_change_to_ready_is_repaired_within_a_sync_period(
 ) -> None:
     pod = await create_pod(client)
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     tampered = {"type": "Ready", "status": "False", "reason": "NodeNotReady"}
     await client.patch(f"{PODS}/p/status", {"status": {"conditions": [tampered]}})
     ready = condition(await get_pod(client), "Ready")
@@ -220,7 +211,7 @@ async def test_foreign_change_to_ready_is_repaired_within_a_sync_period(
         cond = condition(await get_pod(client), "Ready")
         return cond is not None and cond["status"] == "True" and "reason" not in cond
 
-    await eventually(repaired, "Ready repaired", deadline=5.0)
+    await eventually(repaired, what="Ready repaired", within=5.0)
 
 
 async def test_injected_conflict_and_server_error_are_retried(
@@ -231,7 +222,7 @@ async def test_injected_conflict_and_server_error_are_retried(
     sandbox.debug.fail_next("patch", r"/pods/p/status$", 409)
     sandbox.debug.fail_next("patch", r"/pods/p/status$", 500)
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running after retries")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running after retries", within=DEADLINE)
     assert manager.counters.conflicts == 1 and manager.counters.errors == 1
     assert (await counters(sandbox)).get("patch pods/status") == 3
 
@@ -241,12 +232,12 @@ async def test_deleted_terminal_pod_is_finally_deleted(
 ) -> None:
     pod = await create_pod(client)
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     await client.delete(f"{PODS}/p")
     deleting = await get_pod(client)
     assert deleting is not None and deleting["metadata"].get("deletionTimestamp")
     manager.set_pod_status(deleting, status_for(manager, deleting, ContainerRunState.EXITED, 0))
-    await eventually(lambda: phase_is(client, "Succeeded"), "phase Succeeded")
+    await eventually(lambda: phase_is(client, "Succeeded"), what="phase Succeeded", within=DEADLINE)
     await asyncio.sleep(1.2)
     assert await get_pod(client) is not None, "deleted before the pod worker finished"
     manager.terminate_pod(deleting)
@@ -254,7 +245,7 @@ async def test_deleted_terminal_pod_is_finally_deleted(
     async def gone() -> bool:
         return await get_pod(client) is None
 
-    await eventually(gone, "the final delete")
+    await eventually(gone, what="the final delete", within=DEADLINE)
     assert (await counters(sandbox)).get("delete pods") == 2
     assert manager.get_pod_status(pod["metadata"]["uid"]) is None
 
@@ -265,12 +256,12 @@ async def test_recreated_pod_with_same_name_is_not_deleted(
     assert sandbox.debug is not None
     old = await create_pod(client)
     manager.set_pod_status(old, status_for(manager, old, ContainerRunState.RUNNING))
-    await eventually(lambda: phase_is(client, "Running"), "phase Running")
+    await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     await client.delete(f"{PODS}/p")  # a Running pod on a node: graceful, it stays with a deletionTimestamp
     deleting = await get_pod(client)
     assert deleting is not None
     manager.set_pod_status(deleting, status_for(manager, deleting, ContainerRunState.EXITED, 0))
-    await eventually(lambda: phase_is(client, "Succeeded"), "phase Succeeded")
+    await eventually(lambda: phase_is(client, "Succeeded"), what="phase Succeeded", within=DEADLINE)
     # Hold the manager's DELETE long enough to replace the pod underneath it.
     sandbox.debug.add_latency(1.5, "delete", r"/pods/p$")
     manager.terminate_pod(deleting)
@@ -282,7 +273,7 @@ async def test_recreated_pod_with_same_name_is_not_deleted(
     async def refused() -> bool:
         return manager.counters.conflicts >= 1
 
-    await eventually(refused, "the manager's DELETE refused by its UID precondition")
+    await eventually(refused, what="the manager's DELETE refused by its UID precondition", within=DEADLINE)
     await asyncio.sleep(1.5)
     survivor = await get_pod(client)
     assert survivor is not None and survivor["metadata"]["uid"] == new["metadata"]["uid"]
@@ -316,11 +307,13 @@ async def test_static_pod_status_goes_to_mirror_which_is_never_deleted(
         assert (await counters(sandbox)).get("patch pods/status") is None  # no mirror yet: nothing to write
         mirror = await create_pod(client, annotations={"kubernetes.io/config.mirror": "h1"})
         mirrors["static-uid"] = mirror["metadata"]["uid"]
-        await eventually(lambda: phase_is(client, "Running"), "the mirror's status")
+        await eventually(lambda: phase_is(client, "Running"), what="the mirror's status", within=DEADLINE)
         await client.delete(f"{PODS}/p")  # graceful: the mirror stays with a deletionTimestamp
         sm.set_pod_status(static, status_for(sm, static, ContainerRunState.EXITED, 0))
         sm.terminate_pod(static)
-        await eventually(lambda: phase_is(client, "Succeeded"), "the mirror's terminal status")
+        await eventually(
+            lambda: phase_is(client, "Succeeded"), what="the mirror's terminal status", within=DEADLINE
+        )
         await asyncio.sleep(2.0)
         kept = await get_pod(client)
         assert kept is not None and kept["metadata"].get("deletionTimestamp")

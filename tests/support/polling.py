@@ -2,11 +2,16 @@
 
 Both return the check's truthy value and fail with an AssertionError naming what was awaited
 once the deadline passes. Deadlines are generous: machines are shared and noisy.
+
+`eventually` takes a check that returns either an awaitable or a plain value (a lambda over
+fakes, say), and awaits the former. For either helper, `what` may be a callable that builds the
+message when the deadline passes, so that it can show the last thing the check saw.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,30 +19,38 @@ from typing import Any
 DEADLINE = 120.0
 
 
+def _describe(what: str | Callable[[], str]) -> str:
+    return what if isinstance(what, str) else what()
+
+
 async def eventually(
-    check: Callable[[], Awaitable[Any]],
+    check: Callable[[], Awaitable[Any] | Any],
     *,
     within: float = 60.0,
     interval: float = 0.1,
-    what: str = "condition",
+    what: str | Callable[[], str] = "condition",
 ) -> Any:
     loop = asyncio.get_running_loop()
     end = loop.time() + within
     while True:
-        result = await check()
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
         if result:
             return result
         if loop.time() > end:
-            raise AssertionError(f"{what} not met before the deadline ({within:g} s)")
+            raise AssertionError(f"{_describe(what)} not met before the deadline ({within:g} s)")
         await asyncio.sleep(interval)
 
 
-def until(what: str, probe: Callable[[], Any], deadline: float = DEADLINE, interval: float = 0.5) -> Any:
+def until(
+    what: str | Callable[[], str], probe: Callable[[], Any], deadline: float = DEADLINE, interval: float = 0.5
+) -> Any:
     end = time.monotonic() + deadline
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {_describe(what)}")
         time.sleep(interval)

@@ -12,7 +12,8 @@ from typing import Any, cast
 
 import pytest
 
-from tests.unit.test_pods_workers import Events, MemoryRuntime, Statuses, box, make_pod, until
+from tests.support.polling import eventually
+from tests.unit.test_pods_workers import Events, MemoryRuntime, Statuses, box, make_pod
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.policy import DEADLINE_EXCEEDED, active_deadline_left, past_active_deadline
@@ -23,6 +24,8 @@ from vk_provider.status.generate import format_time
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 START = format_time(T0)
 MESSAGE = "Pod was active on the node longer than the specified deadline"
+WITHIN = 5.0  # polls of what the workers publish
+POLL = 0.01
 
 
 def deadline_pod(deadline: Any = None, start: str | None = None) -> dict[str, Any]:
@@ -127,10 +130,12 @@ async def test_the_timer_kills_the_pod_at_its_deadline_and_it_stays_failed(rig: 
     pod = make_pod("dl", [box("a")], activeDeadlineSeconds=30, terminationGracePeriodSeconds=7)
     # The API shows it started 29 s ago (the status manager has nothing yet): 1 s to go.
     cfg.upsert("api", {**pod, "status": {"phase": "Running", "startTime": ago(29)}})
-    await until(lambda: statuses.cache.get("dl", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("dl", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     app_id = runtime.pods["dl"].containers[0].container_id
     began = time.monotonic()
-    await until(lambda: "dl" in statuses.terminated, within=5.0)
+    await eventually(lambda: "dl" in statuses.terminated, within=5.0, interval=POLL)
     assert time.monotonic() - began < 4.0  # the timer, not the resync of an hour
     status = statuses.cache["dl"]
     assert (status["phase"], status["reason"], status["message"]) == ("Failed", "DeadlineExceeded", MESSAGE)
@@ -151,7 +156,7 @@ async def test_a_pod_past_its_deadline_when_first_seen_starts_nothing(rig: Any) 
     pod = make_pod("late", [box("a")], activeDeadlineSeconds=10)
     started = ago(60)
     cfg.upsert("api", {**pod, "status": {"phase": "Pending", "startTime": started}})
-    await until(lambda: "late" in statuses.terminated)
+    await eventually(lambda: "late" in statuses.terminated, within=WITHIN, interval=POLL)
     assert "late" not in runtime.pods  # no sandbox, no container
     status = statuses.cache["late"]
     assert (status["phase"], status["reason"], status["message"]) == ("Failed", "DeadlineExceeded", MESSAGE)
@@ -162,9 +167,11 @@ async def test_a_pod_past_its_deadline_when_first_seen_starts_nothing(rig: Any) 
 async def test_a_new_pod_gets_its_start_time_then_its_deadline(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     cfg.upsert("api", make_pod("fresh", [box("a")], activeDeadlineSeconds=1))
-    await until(lambda: statuses.cache.get("fresh", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("fresh", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     assert statuses.cache["fresh"]["startTime"]
-    await until(lambda: "fresh" in statuses.terminated, within=5.0)
+    await eventually(lambda: "fresh" in statuses.terminated, within=5.0, interval=POLL)
     assert statuses.cache["fresh"]["reason"] == "DeadlineExceeded"
     assert len(runtime.pods["fresh"].containers) == 1
 
@@ -174,12 +181,14 @@ async def test_lowering_the_deadline_of_a_running_pod_applies_at_once(rig: Any) 
     pod = make_pod("low", [box("a")], activeDeadlineSeconds=3600)
     api_status = {"phase": "Running", "startTime": ago(30)}
     cfg.upsert("api", {**pod, "status": api_status})
-    await until(lambda: statuses.cache.get("low", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("low", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     await asyncio.sleep(0.2)
     assert "low" not in statuses.terminated
     lowered = make_pod("low", [box("a")], activeDeadlineSeconds=10)
     cfg.upsert("api", {**lowered, "status": api_status})
-    await until(lambda: "low" in statuses.terminated)
+    await eventually(lambda: "low" in statuses.terminated, within=WITHIN, interval=POLL)
     assert statuses.cache["low"]["reason"] == "DeadlineExceeded"
     assert deadline_events(events) == [("Normal", "DeadlineExceeded", MESSAGE)]
 
@@ -189,8 +198,10 @@ async def test_a_static_pod_has_a_deadline_too(rig: Any) -> None:
     pod = make_pod("static", [box("a")], activeDeadlineSeconds=1)
     pod["metadata"]["annotations"] = {"kubernetes.io/config.source": "file"}
     cfg.upsert("file", pod)
-    await until(lambda: statuses.cache.get("static", {}).get("phase") == "Running")
-    await until(lambda: "static" in statuses.terminated, within=5.0)
+    await eventually(
+        lambda: statuses.cache.get("static", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    await eventually(lambda: "static" in statuses.terminated, within=5.0, interval=POLL)
     status = statuses.cache["static"]
     assert (status["phase"], status["reason"]) == ("Failed", "DeadlineExceeded")
     assert len(runtime.pods["static"].containers) == 1
@@ -199,7 +210,9 @@ async def test_a_static_pod_has_a_deadline_too(rig: Any) -> None:
 async def test_no_deadline_no_kill(rig: Any) -> None:
     _, statuses, events, workers, cfg = rig
     cfg.upsert("api", {**make_pod("free", [box("a")]), "status": {"startTime": ago(10**6)}})
-    await until(lambda: statuses.cache.get("free", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("free", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     await asyncio.sleep(0.3)
     assert workers.states()["free"] == WorkerState.SYNCING
     assert not deadline_events(events)

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.support.polling import eventually
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers, WorkerState
@@ -32,6 +33,8 @@ from vk_provider.runtime.types import (
 )
 
 _ids = itertools.count(1)
+WITHIN = 5.0  # polls of what the workers publish
+POLL = 0.01
 
 
 def _now() -> datetime:
@@ -204,12 +207,6 @@ async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorke
     await workers.stop()
 
 
-async def until(predicate: Any, within: float = 5.0) -> None:
-    async with asyncio.timeout(within):
-        while not predicate():  # noqa: ASYNC110 - polling what the workers publish
-            await asyncio.sleep(0.01)
-
-
 def cstatus(statuses: Statuses, uid: str, name: str) -> dict[str, Any]:
     status = statuses.cache.get(uid) or {}
     found = [
@@ -223,12 +220,12 @@ def cstatus(statuses: Statuses, uid: str, name: str) -> dict[str, Any]:
 async def test_init_container_runs_to_success_before_app_containers(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     cfg.upsert("api", make_pod("p1", [box("a"), box("b")], initContainers=[box("init")]))
-    await until(lambda: "p1" in statuses.cache)
+    await eventually(lambda: "p1" in statuses.cache, within=WITHIN, interval=POLL)
     assert [c.name for c in runtime.pods["p1"].containers] == ["init"]
     assert statuses.cache["p1"]["phase"] == "Pending"
     assert cstatus(statuses, "p1", "a")["state"]["waiting"]["reason"] == "PodInitializing"
     runtime.exit("p1", "init", 0)
-    await until(lambda: statuses.cache["p1"]["phase"] == "Running")
+    await eventually(lambda: statuses.cache["p1"]["phase"] == "Running", within=WITHIN, interval=POLL)
     assert sorted(c.name for c in runtime.pods["p1"].containers) == ["a", "b", "init"]
     assert statuses.cache["p1"]["podIP"] == "172.30.0.9"
 
@@ -236,9 +233,11 @@ async def test_init_container_runs_to_success_before_app_containers(rig: Any) ->
 async def test_never_exit_1_fails_and_terminates(rig: Any) -> None:
     runtime, statuses, _, workers, cfg = rig
     cfg.upsert("api", make_pod("p2", [box("a")], restartPolicy="Never"))
-    await until(lambda: statuses.cache.get("p2", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("p2", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     runtime.exit("p2", "a", 1)
-    await until(lambda: "p2" in statuses.terminated)
+    await eventually(lambda: "p2" in statuses.terminated, within=WITHIN, interval=POLL)
     assert statuses.cache["p2"]["phase"] == "Failed"
     assert cstatus(statuses, "p2", "a")["state"]["terminated"]["exitCode"] == 1
     assert workers.states()["p2"] == WorkerState.TERMINATED
@@ -249,23 +248,30 @@ async def test_never_exit_1_fails_and_terminates(rig: Any) -> None:
 async def test_always_restarts_then_crash_loop_backoff(rig: Any) -> None:
     runtime, statuses, events, _, cfg = rig
     cfg.upsert("api", make_pod("p3", [box("a")]))
-    await until(lambda: "p3" in runtime.pods and runtime.pods["p3"].containers)
+    await eventually(
+        lambda: "p3" in runtime.pods and runtime.pods["p3"].containers, within=WITHIN, interval=POLL
+    )
     runtime.exit("p3", "a", 2)
-    await until(lambda: len(runtime.pods["p3"].containers) == 2)  # first restart: at once
+    # first restart: at once
+    await eventually(lambda: len(runtime.pods["p3"].containers) == 2, within=WITHIN, interval=POLL)
     runtime.exit("p3", "a", 2)
-    await until(
+    await eventually(
         lambda: (
             cstatus(statuses, "p3", "a").get("state", {}).get("waiting", {}).get("reason")
             == "CrashLoopBackOff"
-        )
+        ),
+        within=WITHIN,
+        interval=POLL,
     )
     assert (
         "restarting failed container=a pod=p3_default(p3)"
         in cstatus(statuses, "p3", "a")["state"]["waiting"]["message"]
     )
     assert any(e[1] == "BackOff" for e in events.seen)
-    await until(lambda: len(runtime.pods["p3"].containers) == 3)
-    await until(lambda: cstatus(statuses, "p3", "a").get("restartCount") == 2)
+    await eventually(lambda: len(runtime.pods["p3"].containers) == 3, within=WITHIN, interval=POLL)
+    await eventually(
+        lambda: cstatus(statuses, "p3", "a").get("restartCount") == 2, within=WITHIN, interval=POLL
+    )
 
 
 async def test_image_pull_failure_then_backoff_and_config_error(rig: Any) -> None:
@@ -280,21 +286,25 @@ async def test_image_pull_failure_then_backoff_and_config_error(rig: Any) -> Non
         ),
     )
     cfg.upsert("api", make_pod("p6", [box("a")]))
-    await until(
+    await eventually(
         lambda: (
             cstatus(statuses, "p4", "a").get("state", {}).get("waiting", {}).get("reason") == "ErrImagePull"
-        )
+        ),
+        within=WITHIN,
+        interval=POLL,
     )
-    await until(
+    await eventually(
         lambda: (
             cstatus(statuses, "p4", "a").get("state", {}).get("waiting", {}).get("reason")
             == "ImagePullBackOff"
-        )
+        ),
+        within=WITHIN,
+        interval=POLL,
     )
-    await until(lambda: "p5" in statuses.cache and "p6" in statuses.cache)
+    await eventually(lambda: "p5" in statuses.cache and "p6" in statuses.cache, within=WITHIN, interval=POLL)
     waiting = cstatus(statuses, "p5", "a")["state"]["waiting"]
     assert waiting == {"reason": "CreateContainerConfigError", "message": 'configmap "cfg" not found'}
-    await until(lambda: statuses.cache["p6"]["phase"] == "Running")
+    await eventually(lambda: statuses.cache["p6"]["phase"] == "Running", within=WITHIN, interval=POLL)
     reasons = {e[1] for e in events.seen}
     assert {"Failed", "BackOff", "Created", "Started"} <= reasons
 
@@ -303,7 +313,9 @@ async def test_delete_terminates_with_grace_then_remove_cleans_up(rig: Any) -> N
     runtime, statuses, events, workers, cfg = rig
     pod = make_pod("p7", [box("a")], terminationGracePeriodSeconds=30)
     cfg.upsert("api", pod)
-    await until(lambda: statuses.cache.get("p7", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("p7", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     app_id = runtime.pods["p7"].containers[0].container_id
     deleting = {
         **pod,
@@ -314,12 +326,12 @@ async def test_delete_terminates_with_grace_then_remove_cleans_up(rig: Any) -> N
         },
     }
     cfg.upsert("api", deleting)
-    await until(lambda: "p7" in statuses.terminated)
+    await eventually(lambda: "p7" in statuses.terminated, within=WITHIN, interval=POLL)
     assert (app_id, 3) in runtime.stops
     assert ("Normal", "Killing", "Stopping container a") in events.seen
     assert statuses.cache["p7"]["phase"] in ("Failed", "Succeeded")
     cfg.remove("api", "p7")
-    await until(lambda: "p7" in runtime.removed)
+    await eventually(lambda: "p7" in runtime.removed, within=WITHIN, interval=POLL)
     assert "p7" in statuses.removed
     assert "p7" not in workers.states()
 
@@ -337,7 +349,9 @@ async def test_adopt_keeps_known_pods_and_removes_vanished_ones(rig: Any) -> Non
     await workers.adopt(["k1"])
     assert "g1" in runtime.removed and "k1" not in runtime.removed
     cfg.upsert("api", keep)
-    await until(lambda: statuses.cache.get("k1", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("k1", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     assert runtime.pods["k1"].containers == before  # adopted, not restarted
     assert cstatus(statuses, "k1", "a")["restartCount"] == 3
 
@@ -345,45 +359,56 @@ async def test_adopt_keeps_known_pods_and_removes_vanished_ones(rig: Any) -> Non
 async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     runtime, statuses, _, workers, cfg = rig
     cfg.upsert("api", make_pod("live", [box("a")]))
-    await until(lambda: statuses.cache.get("live", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("live", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     stray = make_pod("stray", [box("a")])
     await runtime.ensure_sandbox(stray)
     workers.start_housekeeping(0.05)
-    await until(lambda: "stray" in runtime.removed)
+    await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert "live" not in runtime.removed
 
 
 async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     cfg.upsert("api", make_pod("sb", [box("a")], initContainers=[box("init")]))
-    await until(lambda: "sb" in runtime.pods and bool(runtime.pods["sb"].containers))
+    await eventually(
+        lambda: "sb" in runtime.pods and bool(runtime.pods["sb"].containers), within=WITHIN, interval=POLL
+    )
     runtime.exit("sb", "init", 0)
-    await until(lambda: statuses.cache.get("sb", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("sb", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     old_sandbox = runtime.pods["sb"].sandbox
     assert old_sandbox is not None
     await runtime.stop_container(old_sandbox.container_id, 1)
     runtime.queue.put_nowait(
         RuntimeEvent("sb", "POD", ContainerRole.SANDBOX, "die", old_sandbox.container_id)
     )
-    await until(lambda: latest(runtime, "sb", "init").attempt == 1)  # init runs again in the new sandbox
+    # init runs again in the new sandbox
+    await eventually(lambda: latest(runtime, "sb", "init").attempt == 1, within=WITHIN, interval=POLL)
     runtime.exit("sb", "init", 0)
-    await until(
+    await eventually(
         lambda: (
             latest(runtime, "sb", "a").state == ContainerRunState.RUNNING
             and latest(runtime, "sb", "a").attempt == 1
-        )
+        ),
+        within=WITHIN,
+        interval=POLL,
     )
 
 
 async def test_dead_sandbox_of_a_never_pod_fails_it(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     cfg.upsert("api", make_pod("nv", [box("a")], restartPolicy="Never"))
-    await until(lambda: statuses.cache.get("nv", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("nv", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     sandbox = runtime.pods["nv"].sandbox
     assert sandbox is not None
     await runtime.stop_container(sandbox.container_id, 1)
     runtime.queue.put_nowait(RuntimeEvent("nv", "POD", ContainerRole.SANDBOX, "die", sandbox.container_id))
-    await until(lambda: "nv" in statuses.terminated)
+    await eventually(lambda: "nv" in statuses.terminated, within=WITHIN, interval=POLL)
     assert statuses.cache["nv"]["phase"] == "Failed"
     assert runtime.pods["nv"].sandbox == dataclasses.replace(sandbox, running=False)
 
@@ -392,9 +417,11 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     pod = make_pod("fin", [box("a")], restartPolicy="OnFailure")
     cfg.upsert("api", pod)
-    await until(lambda: statuses.cache.get("fin", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("fin", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     runtime.exit("fin", "a", 0)
-    await until(lambda: "fin" in statuses.terminated)
+    await eventually(lambda: "fin" in statuses.terminated, within=WITHIN, interval=POLL)
     before = runtime.pods["fin"]
     assert before.sandbox is not None and not before.sandbox.running
     # A new provider whose API still shows the pod Running (its last write never landed).
@@ -404,7 +431,7 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
     )
     await workers.adopt(["fin"])
     PodConfig(workers.update).upsert("api", {**pod, "status": {"phase": "Running"}})
-    await until(lambda: "fin" in again.terminated)
+    await eventually(lambda: "fin" in again.terminated, within=WITHIN, interval=POLL)
     await workers.stop()
     assert again.cache["fin"]["phase"] == "Succeeded"
     assert runtime.pods["fin"] == before  # no new sandbox, no new container
@@ -424,11 +451,13 @@ async def test_running_container_whose_spec_changed_is_replaced() -> None:
     cfg = PodConfig(workers.update)
     pod = make_pod("upd", [box("a"), box("b")])
     cfg.upsert("api", pod)
-    await until(lambda: statuses.cache.get("upd", {}).get("phase") == "Running")
+    await eventually(
+        lambda: statuses.cache.get("upd", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
     b_id = latest(runtime, "upd", "b").container_id
     changed = make_pod("upd", [{**box("a"), "image": "vk-test/busybox:2"}, box("b")])
     cfg.upsert("api", changed)
-    await until(lambda: latest(runtime, "upd", "a").attempt == 1)
+    await eventually(lambda: latest(runtime, "upd", "a").attempt == 1, within=WITHIN, interval=POLL)
     await workers.stop()
     assert latest(runtime, "upd", "a").image == "vk-test/busybox:2"
     assert latest(runtime, "upd", "b").container_id == b_id  # untouched

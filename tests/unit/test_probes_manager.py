@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
+from tests.support.polling import eventually
 from vk_provider.probes.manager import ProbeFailure, ProbeManager
 from vk_provider.probes.spec import ProbeType
 from vk_provider.runtime.protocol import Runtime
@@ -87,13 +87,9 @@ def runtime_state(container_id: str) -> PodRuntimeState:
     return PodRuntimeState("u1", "default", "p", None, (inst,))
 
 
+WITHIN = 10.0  # polls of the fakes
+POLL = 0.01
 EXEC = {"exec": {"command": ["test", "-f", "/tmp/ready"]}, "periodSeconds": 1}
-
-
-async def until(predicate: Any, within: float = 10.0) -> None:
-    async with asyncio.timeout(within):
-        while not predicate():  # noqa: ASYNC110 - polling the fakes
-            await asyncio.sleep(0.01)
 
 
 async def test_readiness_follows_the_exec_probe() -> None:
@@ -104,7 +100,7 @@ async def test_readiness_follows_the_exec_probe() -> None:
     manager.add_pod(the_pod)
     manager.add_pod(the_pod)  # idempotent
     try:
-        await until(lambda: len(runtime.calls) >= 1)
+        await eventually(lambda: len(runtime.calls) >= 1, within=WITHIN, interval=POLL)
         assert manager.pod_results(the_pod, runtime_state("abc")) == ({"c": False}, {})
         assert (
             "Warning",
@@ -113,7 +109,7 @@ async def test_readiness_follows_the_exec_probe() -> None:
             "spec.containers{c}",
         ) in events.seen
         runtime.codes["abc"] = 0
-        await until(lambda: ("u1", "c", "ready", True) in statuses.flags)
+        await eventually(lambda: ("u1", "c", "ready", True) in statuses.flags, within=WITHIN, interval=POLL)
         assert manager.pod_results(the_pod, runtime_state("abc")) == ({"c": True}, {})
         assert "u1" in changes
         # A new instance has no result yet: left out (not ready) until probed.
@@ -139,18 +135,20 @@ async def test_startup_gates_and_liveness_fails_after_threshold() -> None:
     statuses.cache["u1"] = running_status("abc", started=False)
     manager.add_pod(the_pod)
     try:
-        await until(lambda: len(runtime.calls) >= 2)
+        await eventually(lambda: len(runtime.calls) >= 2, within=WITHIN, interval=POLL)
         # Only the startup probe ran while the container was not started.
         assert {c[1][0] for c in runtime.calls} == {"test"}
         assert manager.pod_results(the_pod, runtime_state("abc")) == ({}, {"c": False})
         runtime.codes["abc"] = 0
-        await until(lambda: ("u1", "c", "started", True) in statuses.flags)
+        await eventually(lambda: ("u1", "c", "started", True) in statuses.flags, within=WITHIN, interval=POLL)
         assert manager.pod_results(the_pod, runtime_state("abc")) == ({}, {"c": True})
         # The liveness probe now runs (the same fake code 0 answers it: alive).
-        await until(lambda: any(c[1][0] == "live" for c in runtime.calls))
+        await eventually(lambda: any(c[1][0] == "live" for c in runtime.calls), within=WITHIN, interval=POLL)
         assert manager.failed_probe("u1", "c", "abc") is None
         runtime.codes["abc"] = 1
-        await until(lambda: manager.failed_probe("u1", "c", "abc") is not None)
+        await eventually(
+            lambda: manager.failed_probe("u1", "c", "abc") is not None, within=WITHIN, interval=POLL
+        )
         assert manager.failed_probe("u1", "c", "abc") == ProbeFailure(ProbeType.LIVENESS, 3)
         assert manager.failed_probe("u1", "c", "other") is None
         assert (
@@ -169,5 +167,9 @@ async def test_workers_end_with_a_terminal_pod() -> None:
     the_pod = pod(readinessProbe=EXEC)
     statuses.cache["u1"] = {**running_status("abc", started=True), "phase": "Succeeded"}
     manager.add_pod(the_pod)
-    await until(lambda: manager.pod_results(the_pod, runtime_state("abc")) == ({}, {}) and not manager._tasks)
+    await eventually(
+        lambda: manager.pod_results(the_pod, runtime_state("abc")) == ({}, {}) and not manager._tasks,
+        within=WITHIN,
+        interval=POLL,
+    )
     assert runtime.calls == []
