@@ -6,7 +6,11 @@ through. `x509` needs a client certificate verified by the TLS layer against `cl
 certificate or, with an apiserver client, a bearer token by TokenReview, then asks a
 SubjectAccessReview (403 `Forbidden (user=..., ...)` when denied), as the kubelet does;
 without an apiserver client bearer tokens get a 401 saying so and certificate users are
-allowed. Must not: load certificates (tls.py) or talk to the apiserver itself (webhook.py).
+allowed. A certificate without a common name authenticates no one (the apiserver's
+`x509.CommonNameUserConversion`: an empty CN is not a user), so the request needs another
+credential or gets 401. The server runs this before routing, so even a StrictSlash redirect
+or a 404 needs credentials. Must not: load certificates (tls.py) or talk to the apiserver
+itself (webhook.py).
 """
 
 from __future__ import annotations
@@ -27,7 +31,11 @@ USER_KEY = web.RequestKey("kubelet_user", User)  # who made the request, once au
 
 
 def certificate_user(peercert: Any) -> User | None:
-    """The user of a verified peer certificate (`ssl` dict form): CN and O as groups; None without one."""
+    """The user of a verified peer certificate (`ssl` dict form): CN and O as groups.
+
+    None without a certificate, and for one whose common name is empty or missing, as
+    `CommonNameUserConversion` (k8s.io/apiserver/pkg/authentication/request/x509/x509.go).
+    """
     if not peercert:
         return None
     name, groups = "", []
@@ -37,7 +45,16 @@ def certificate_user(peercert: Any) -> User | None:
                 name = str(value)
             elif key == "organizationName":
                 groups.append(str(value))
-    return User(name=name, groups=tuple(groups))
+    return User(name=name, groups=tuple(groups)) if name else None
+
+
+def _request_certificate_user(request: web.Request) -> User | None:
+    transport = request.transport
+    peercert = transport.get_extra_info("peercert") if transport is not None else None
+    user = certificate_user(peercert)
+    if peercert and user is None:
+        log.info("a client certificate without a common name authenticates no one (%s)", request.path)
+    return user
 
 
 def _unauthorized(message: str = "Unauthorized") -> web.Response:
@@ -55,8 +72,7 @@ def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None =
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         if mode == "none" or (not x509_enabled and webhook is None):
             return await handler(request)
-        transport = request.transport
-        user = certificate_user(transport.get_extra_info("peercert") if transport is not None else None)
+        user = _request_certificate_user(request)
         token = _bearer(request) if mode == "webhook" else None
         if user is None and token is not None:
             if webhook is None:

@@ -2,10 +2,12 @@
 
 What lives here: the aiohttp application with the kubelet's routes (virtual-kubelet
 `node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
-is redirected with 301 to the route without it), the error mapping (404 / 400 / 500 with
-the error text as the body, as `node/api/helpers.go`), and the listener's lifecycle on
-`kubeletServer.listen`. Must not: implement a route's protocol (logs.py, exec.py,
-portforward.py, stats.py, metrics.py) or TLS/auth details (tls.py, auth.py).
+is redirected with 301 to the route without it, after authentication: virtual-kubelet's
+`WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
+body, as `node/api/helpers.go`), and the listener's lifecycle on `kubeletServer.listen`
+(`auth: none` logs a WARNING at start: every request is allowed). Must not: implement a
+route's protocol (logs.py, exec.py, portforward.py, stats.py, metrics.py) or TLS/auth
+details (tls.py, auth.py).
 """
 
 from __future__ import annotations
@@ -114,12 +116,9 @@ class KubeletServer:
 
     def _app(self) -> web.Application:
         x509 = bool(self.config.client_ca_file)
-        if self.config.auth == "webhook" and not x509 and self._webhook is None:
-            log.warning(
-                "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
-            )
-        app = web.Application(
-            middlewares=[_strict_slash, auth_middleware(self.config.auth, x509, self._webhook), _errors]
+        self._warn_if_open(x509)
+        app = web.Application(  # authenticate first: no redirect (or 404) for anonymous requests
+            middlewares=[auth_middleware(self.config.auth, x509, self._webhook), _strict_slash, _errors]
         )
         rt, streams = self.runtime, self._streams
 
@@ -159,6 +158,17 @@ class KubeletServer:
         app.router.add_get("/stats/summary", summary)
         app.router.add_get("/metrics/resource", metrics)
         return app
+
+    def _warn_if_open(self, x509: bool) -> None:
+        if self.config.auth == "none":
+            log.warning(
+                "kubeletServer.auth none: every request to the kubelet API is allowed, unauthenticated "
+                "(logs, exec, attach, port-forward); use webhook or x509 outside a test"
+            )
+        elif self.config.auth == "webhook" and not x509 and self._webhook is None:
+            log.warning(
+                "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
+            )
 
     async def start(self) -> None:
         host, port = parse_listen(self.config.listen)

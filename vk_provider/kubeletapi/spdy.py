@@ -8,6 +8,14 @@ caller, echoes client PINGs, and writes DATA frames with FIN. Header blocks are 
 streams per direction with the SPDY/3 dictionary (draft-mbelshe-httpbis-spdy-00 §2.6.10;
 the dictionary bytes are the specification's). Flow control is not enforced: WINDOW_UPDATE
 and SETTINGS are ignored, as moby/spdystream (client-go's SPDY library) does.
+
+`FrameParser` turns one frame's bytes into a `Frame` and raises nothing but `SpdyError`:
+a header block may inflate to at most `HEADER_BLOCK_LIMIT` (1 MiB; zlib is asked for no
+more, so a zlib bomb costs 1 MiB) and hold at most `MAX_HEADERS` (1000, spdystream's
+default count), fixed-size frames must have their size, and the version must be 3. On a
+`SpdyError` the session answers GOAWAY with PROTOCOL_ERROR and closes the channel (its
+streams see EOF); a SYN_STREAM reusing an old stream id is refused with RST_STREAM
+PROTOCOL_ERROR, as spdystream does, and data after the peer's FIN is dropped.
 Must not: know what the streams carry (exec.py and portforward.py decide).
 """
 
@@ -20,11 +28,21 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from vk_provider.logging import get_logger
+
+log = get_logger("kubeletapi.spdy")
+
 VERSION = 3
+DATA = 0  # `Frame.kind` of a data frame
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
 MAX_DATA = 32 * 1024
-RST_CANCEL = 5
+RST_PROTOCOL_ERROR, RST_CANCEL = 1, 5
+GOAWAY_OK, GOAWAY_PROTOCOL_ERROR = 0, 1
+HEADER_BLOCK_LIMIT = 1 << 20  # inflated bytes of one header block (spdystream: 1 MiB per field)
+MAX_HEADERS = 1000  # spdystream's defaultMaxHeaderCount
+_FIXED_SIZE = {RST_STREAM: 8, PING: 4, GOAWAY: 8}  # payload bytes of the fixed-size frames read here
+_MIN_SIZE = {SYN_STREAM: 10, SYN_REPLY: 4, HEADERS: 4}  # stream id (+ associated id, priority), block
 
 _DICTIONARY_WORDS = (
     "options", "head", "post", "put", "delete", "trace", "accept", "accept-charset",
@@ -53,7 +71,7 @@ DICTIONARY = (
 
 
 class SpdyError(Exception):
-    """The peer broke the framing; the session ends."""
+    """The peer broke the framing; the session ends. The only error `FrameParser` raises."""
 
 
 @dataclass
@@ -89,21 +107,31 @@ def encode_headers(headers: dict[str, str]) -> bytes:
     return block
 
 
+def _u32(block: bytes, pos: int) -> int:
+    if pos + 4 > len(block):
+        raise SpdyError(f"malformed header block: truncated at byte {pos} of {len(block)}")
+    return int.from_bytes(block[pos : pos + 4], "big")
+
+
+def _field(block: bytes, pos: int) -> tuple[str, int]:
+    """One length-prefixed name or value at `pos`, and the position after it."""
+    start = pos + 4
+    end = start + _u32(block, pos)
+    if end > len(block):
+        raise SpdyError(f"malformed header block: a field of {end - start} bytes at byte {pos}")
+    return block[start:end].decode("latin-1"), end
+
+
 def decode_headers(block: bytes) -> dict[str, str]:
     """Lower-case names; repeated values (NUL-separated on the wire) keep the first."""
-    try:
-        (count,) = struct.unpack_from(">I", block, 0)
-        pos = 4
-        headers: dict[str, str] = {}
-        for _ in range(count):
-            (n,) = struct.unpack_from(">I", block, pos)
-            name = block[pos + 4 : pos + 4 + n].decode("latin-1").lower()
-            pos += 4 + n
-            (m,) = struct.unpack_from(">I", block, pos)
-            headers.setdefault(name, block[pos + 4 : pos + 4 + m].decode("latin-1").split("\x00")[0])
-            pos += 4 + m
-    except struct.error as exc:
-        raise SpdyError(f"malformed header block: {exc}") from exc
+    count, pos = _u32(block, 0), 4
+    if count > MAX_HEADERS:
+        raise SpdyError(f"malformed header block: {count} headers (at most {MAX_HEADERS})")
+    headers: dict[str, str] = {}
+    for _ in range(count):
+        name, pos = _field(block, pos)
+        value, pos = _field(block, pos)
+        headers.setdefault(name.lower(), value.split("\x00")[0])
     return headers
 
 
@@ -115,6 +143,78 @@ def data_frame(stream_id: int, data: bytes, fin: bool = False) -> bytes:
     return struct.pack(">II", stream_id & 0x7FFFFFFF, ((FLAG_FIN if fin else 0) << 24) | len(data)) + data
 
 
+def payload_length(head: bytes) -> int:
+    """The payload length an 8-byte frame head announces (24 bits)."""
+    if len(head) != 8:
+        raise SpdyError(f"a frame head has 8 bytes, not {len(head)}")
+    return int.from_bytes(head[5:8], "big")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One parsed frame. `kind` is DATA or a control type; `data` is a DATA payload, a PING's id,
+    RST_STREAM's or GOAWAY's status; `headers` come with SYN_STREAM and HEADERS."""
+
+    kind: int
+    flags: int
+    stream_id: int = 0
+    data: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _check_size(kind: int, payload: bytes) -> None:
+    size = _FIXED_SIZE.get(kind)
+    if size is not None and len(payload) != size:
+        raise SpdyError(f"control frame {kind} has {len(payload)} bytes, not {size}")
+    if len(payload) < _MIN_SIZE.get(kind, 0):
+        raise SpdyError(f"control frame {kind} has only {len(payload)} bytes")
+
+
+class FrameParser:
+    """Frames of one direction of a connection (the header blocks share one zlib stream)."""
+
+    def __init__(self, header_limit: int = HEADER_BLOCK_LIMIT) -> None:
+        self._inflate = zlib.decompressobj(zdict=DICTIONARY)
+        self.header_limit = header_limit
+        self.inflated = 0  # header block bytes inflated so far
+
+    def parse(self, head: bytes, payload: bytes) -> Frame:
+        """The frame of an 8-byte head and its payload. Raises `SpdyError`, nothing else."""
+        announced = payload_length(head)
+        if announced != len(payload):
+            raise SpdyError(f"the head announces {announced} bytes, the payload has {len(payload)}")
+        first, flags = int.from_bytes(head[:4], "big"), head[4]
+        if not first & 0x80000000:
+            return Frame(DATA, flags, first & 0x7FFFFFFF, payload)
+        version, kind = (first >> 16) & 0x7FFF, first & 0xFFFF
+        if version != VERSION:
+            raise SpdyError(f"unsupported SPDY version {version}")
+        _check_size(kind, payload)
+        return self._control(kind, flags, payload)
+
+    def _control(self, kind: int, flags: int, payload: bytes) -> Frame:
+        if kind == PING:
+            return Frame(kind, flags, data=payload)
+        if kind not in (SYN_STREAM, SYN_REPLY, HEADERS, RST_STREAM, GOAWAY):
+            return Frame(kind, flags)  # SETTINGS, WINDOW_UPDATE and unknown kinds: ignored
+        stream_id = int.from_bytes(payload[:4], "big") & 0x7FFFFFFF
+        if kind in (RST_STREAM, GOAWAY):
+            return Frame(kind, flags, stream_id, payload[4:])
+        block = self.inflate(payload[_MIN_SIZE[kind] :])
+        return Frame(kind, flags, stream_id, headers=decode_headers(block))
+
+    def inflate(self, compressed: bytes) -> bytes:
+        """One header block, refused once it would inflate beyond `header_limit` (zlib stops there)."""
+        try:
+            block = self._inflate.decompress(compressed, self.header_limit + 1)
+        except zlib.error as exc:
+            raise SpdyError(f"header block does not inflate: {exc}") from exc
+        self.inflated += len(block)
+        if len(block) > self.header_limit:
+            raise SpdyError(f"header block inflates beyond {self.header_limit} bytes")
+        return block
+
+
 @dataclass
 class SpdyStream:
     id: int
@@ -122,6 +222,7 @@ class SpdyStream:
     session: SpdySession
     reader: asyncio.StreamReader = field(default_factory=asyncio.StreamReader)
     closed: bool = False  # our side sent FIN (or reset)
+    remote_closed: bool = False  # the peer sent FIN (or reset), or the session ended
 
     async def write(self, data: bytes) -> None:
         if self.closed:
@@ -140,6 +241,12 @@ class SpdyStream:
             self.closed = True
             await self.session.send(control_frame(RST_STREAM, 0, struct.pack(">II", self.id, RST_CANCEL)))
 
+    def end_remote(self) -> None:
+        """The peer's side is done: readers see EOF, later data is dropped."""
+        if not self.remote_closed:
+            self.remote_closed = True
+            self.reader.feed_eof()
+
 
 class SpdySession:
     """The server side of one SPDY/3.1 connection. Run `serve()`; new streams arrive in `streams`."""
@@ -147,11 +254,12 @@ class SpdySession:
     def __init__(self, channel: ByteChannel) -> None:
         self._channel = channel
         self._buffer = _Buffer(channel.read)
-        self._inflate = zlib.decompressobj(zdict=DICTIONARY)
+        self._parser = FrameParser()
         self._deflate = zlib.compressobj(zlib.Z_BEST_COMPRESSION, zlib.DEFLATED, 15, zdict=DICTIONARY)
         self._write_lock = asyncio.Lock()
         self._by_id: dict[int, SpdyStream] = {}
         self._last_id = 0
+        self._closed = False
         self.streams: asyncio.Queue[SpdyStream | None] = asyncio.Queue()  # None: the session ended
         self.gone = False
 
@@ -161,79 +269,79 @@ class SpdySession:
         async with self._write_lock:
             await self._channel.write(frame)
 
-    def _headers(self, compressed: bytes) -> dict[str, str]:
-        try:
-            return decode_headers(self._inflate.decompress(compressed))
-        except zlib.error as exc:
-            raise SpdyError(f"header block does not inflate: {exc}") from exc
-
     async def serve(self) -> None:
-        """Read frames until the peer closes or goes away; then every stream sees EOF."""
+        """Read frames until the peer closes or goes away, or breaks the framing (GOAWAY
+        PROTOCOL_ERROR, channel closed); then every stream sees EOF. Returns normally."""
         try:
             while True:
                 head = await self._buffer.exactly(8)
-                first, second = struct.unpack(">II", head)
-                flags, length = second >> 24, second & 0xFFFFFF
-                payload = await self._buffer.exactly(length)
-                if first & 0x80000000:
-                    if not await self._control((first >> 16) & 0x7FFF, first & 0xFFFF, flags, payload):
-                        return
-                else:
-                    self._data(first & 0x7FFFFFFF, flags, payload)
+                payload = await self._buffer.exactly(payload_length(head))
+                if not await self._handle(self._parser.parse(head, payload)):
+                    return
         except (EOFError, ConnectionError):
             return
+        except SpdyError as exc:
+            log.info("SPDY session ended: %s", exc)
+            await self.close(GOAWAY_PROTOCOL_ERROR)
         finally:
             self.gone = True
             for stream in self._by_id.values():
-                stream.reader.feed_eof()
+                stream.end_remote()
             self.streams.put_nowait(None)
 
-    async def _control(self, version: int, kind: int, flags: int, payload: bytes) -> bool:
-        if version != VERSION:
-            raise SpdyError(f"unsupported SPDY version {version}")
-        if kind == SYN_STREAM:
-            stream_id = struct.unpack_from(">I", payload)[0] & 0x7FFFFFFF
-            stream = SpdyStream(stream_id, self._headers(payload[10:]), self)
-            self._last_id = max(self._last_id, stream_id)
-            self._by_id[stream_id] = stream
-            if flags & FLAG_FIN:
-                stream.reader.feed_eof()
-            reply = struct.pack(">I", stream_id) + self._compress({})
-            await self.send(control_frame(SYN_REPLY, 0, reply))
-            self.streams.put_nowait(stream)
-        elif kind == RST_STREAM:
-            stream_id = struct.unpack_from(">I", payload)[0] & 0x7FFFFFFF
-            gone = self._by_id.pop(stream_id, None)
+    async def _handle(self, frame: Frame) -> bool:
+        """Act on one frame; False when the peer goes away."""
+        if frame.kind == DATA:
+            self._data(frame)
+        elif frame.kind == SYN_STREAM:
+            await self._open(frame)
+        elif frame.kind == RST_STREAM:
+            gone = self._by_id.pop(frame.stream_id, None)
             if gone is not None:
                 gone.closed = True
-                gone.reader.feed_eof()
-        elif kind == PING:
-            await self.send(control_frame(PING, 0, payload))
-        elif kind == GOAWAY:
+                gone.end_remote()
+        elif frame.kind == PING:
+            await self.send(control_frame(PING, 0, frame.data))
+        elif frame.kind == GOAWAY:
             return False
-        elif kind == HEADERS:
-            self._headers(payload[4:])  # keeps the inflate stream in step; the content is unused
-        return True  # SETTINGS, WINDOW_UPDATE and unknown kinds are ignored
+        return True  # SYN_REPLY, HEADERS (inflated to keep zlib in step), SETTINGS, WINDOW_UPDATE: ignored
+
+    async def _open(self, frame: Frame) -> None:
+        if frame.stream_id == 0 or frame.stream_id <= self._last_id:  # spdystream's validateStreamId
+            rst = struct.pack(">II", frame.stream_id, RST_PROTOCOL_ERROR)
+            await self.send(control_frame(RST_STREAM, 0, rst))
+            return
+        stream = SpdyStream(frame.stream_id, frame.headers, self)
+        self._last_id = frame.stream_id
+        self._by_id[frame.stream_id] = stream
+        if frame.flags & FLAG_FIN:
+            stream.end_remote()
+        reply = struct.pack(">I", frame.stream_id) + self._compress({})
+        await self.send(control_frame(SYN_REPLY, 0, reply))
+        self.streams.put_nowait(stream)
 
     def _compress(self, headers: dict[str, str]) -> bytes:
         return self._deflate.compress(encode_headers(headers)) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
 
-    def _data(self, stream_id: int, flags: int, payload: bytes) -> None:
-        stream = self._by_id.get(stream_id)
-        if stream is None:
+    def _data(self, frame: Frame) -> None:
+        stream = self._by_id.get(frame.stream_id)
+        if stream is None or stream.remote_closed:
             return
-        if payload:
-            stream.reader.feed_data(payload)
-        if flags & FLAG_FIN:
-            stream.reader.feed_eof()
+        if frame.data:
+            stream.reader.feed_data(frame.data)
+        if frame.flags & FLAG_FIN:
+            stream.end_remote()
 
     def forget(self, stream: SpdyStream) -> None:
         self._by_id.pop(stream.id, None)
 
-    async def close(self) -> None:
-        """GOAWAY, then close the channel."""
+    async def close(self, status: int = GOAWAY_OK) -> None:
+        """GOAWAY (unless the peer is gone), then close the channel; once."""
+        if self._closed:
+            return
+        self._closed = True
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.send(control_frame(GOAWAY, 0, struct.pack(">II", self._last_id, 0)))
+            await self.send(control_frame(GOAWAY, 0, struct.pack(">II", self._last_id, status)))
         self.gone = True
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self._channel.close()

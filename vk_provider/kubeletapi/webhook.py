@@ -2,22 +2,53 @@
 
 What lives here: `WebhookAuth`, which checks bearer tokens with a TokenReview and asks a
 SubjectAccessReview whether a user may do what a request does on `nodes/<node>`, with the
-kubelet's caches (authenticated tokens 2 min, allowed answers 5 min, denied 30 s), and
-`request_attributes`, the kubelet's mapping of a request to a verb and a `nodes` subresource
-(`pkg/kubelet/server/auth.go`: `/stats*` stats, `/metrics*` metrics, `/logs*` log, anything
-else proxy). Must not: touch TLS or aiohttp (auth.py wires this in).
+kubelet's caches, and `request_attributes`, the kubelet's mapping of a request to a verb and
+a `nodes` subresource (`pkg/kubelet/server/auth.go`: `/stats*` stats, `/metrics*` metrics,
+`/logs*` log, anything else proxy). Must not: touch TLS or aiohttp (auth.py wires this in).
+
+Bounds: both caches are `ExpiringLRU`s of `CACHE_SIZE` (8192, the webhook authorizer's
+`NewLRUExpireCache(8192)`) entries; expired entries are dropped when looked up and from the
+least recently used end whenever one is added. TTLs are the kubelet's defaults
+(`pkg/kubelet/apis/config/v1beta1/defaults.go`): a TokenReview answer 2 min, authenticated
+or not (`authenticatorfactory.DelegatingAuthenticatorConfig` passes `CacheTTL` as both the
+success and the failure TTL; API errors are not cached); allowed 5 min, denied 30 s. Tokens
+are cached under an HMAC-SHA256 with a random key, as `token/cache.keyFunc`, so the cache
+holds no token. TokenReviews that do not authenticate are rate-limited by a `ReviewBudget`,
+a token bucket of `FAILED_REVIEWS_BURST` (20) refilled at `FAILED_REVIEWS_PER_SECOND` (10):
+a review takes one before it is sent and gives it back when the token authenticated, so a
+flood of junk tokens costs at most 20 reviews + 10 a second; over the limit an uncached
+token is unauthenticated without a review (a WARNING with the count at most once a minute;
+cached users keep working; a new good token competes with the flood for those reviews). The
+Go kubelet bounds such a flood only by its apiserver client's rate limit (kubeAPIQPS 50,
+kubeAPIBurst 100, shared with everything).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-TOKEN_TTL = 120.0
-ALLOWED_TTL = 300.0
-DENIED_TTL = 30.0
+from vk_provider.logging import get_logger
+
+log = get_logger("kubeletapi.webhook")
+
+TOKEN_TTL = 120.0  # authentication.webhook.cacheTTL
+UNAUTHENTICATED_TTL = TOKEN_TTL  # the same CacheTTL (delegating.go: cache.New(..., CacheTTL, CacheTTL))
+ALLOWED_TTL = 300.0  # authorization.webhook.cacheAuthorizedTTL
+DENIED_TTL = 30.0  # authorization.webhook.cacheUnauthorizedTTL
+CACHE_SIZE = 8192  # plugin/pkg/authorizer/webhook: cache.NewLRUExpireCache(8192)
+FAILED_REVIEWS_BURST = 20
+FAILED_REVIEWS_PER_SECOND = 10.0
+REFUSALS_REPORTED_EVERY = 60.0  # seconds between warnings about refused tokens
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _VERBS = {
     "GET": "get",
@@ -58,46 +89,163 @@ def refusal(kind: str, user: User, verb: str, subresource: str) -> str:
     return f"{kind} (user={user.name}, verb={verb}, resource=nodes, subresource={subresource})"
 
 
+class ExpiringLRU(Generic[K, V]):
+    """At most `size` entries, each until its expiry time on `clock` (apimachinery's LRUExpireCache)."""
+
+    def __init__(self, size: int, clock: Callable[[], float]) -> None:
+        self.size = size
+        self._clock = clock
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()  # least recently used first
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= self._clock():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry[1]
+
+    def set(self, key: K, value: V, ttl: float) -> None:
+        now = self._clock()
+        self._drop_expired(now)
+        self._entries[key] = (now + ttl, value)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def _drop_expired(self, now: float) -> None:
+        while self._entries:
+            oldest = next(iter(self._entries.values()))
+            if oldest[0] > now:
+                return
+            self._entries.popitem(last=False)
+
+
+class ReviewBudget:
+    """A token bucket that refuses instead of waiting (unlike kube.client's): `burst` tokens,
+    refilled at `rate` per second of `clock`."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float]) -> None:
+        self.rate, self.burst = rate, burst
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+    def give_back(self) -> None:
+        self._tokens = min(float(self.burst), self._tokens + 1.0)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    user: User | None  # None: the apiserver did not vouch for the token
+
+
 class WebhookAuth:
     def __init__(
-        self, client: ReviewClient, node_name: str, clock: Callable[[], float] = time.monotonic
+        self,
+        client: ReviewClient,
+        node_name: str,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        cache_size: int = CACHE_SIZE,
+        failed_reviews: ReviewBudget | None = None,
     ) -> None:
         self.client = client
         self.node_name = node_name
+        self._key = secrets.token_bytes(32)
+        self.tokens: ExpiringLRU[bytes, _Answer] = ExpiringLRU(cache_size, clock)
+        self.decisions: ExpiringLRU[tuple[Any, ...], tuple[bool, str]] = ExpiringLRU(cache_size, clock)
+        self.failed_reviews = failed_reviews or ReviewBudget(
+            FAILED_REVIEWS_PER_SECOND, FAILED_REVIEWS_BURST, clock
+        )
         self._clock = clock
-        self._tokens: dict[str, tuple[float, User | None]] = {}
-        self._decisions: dict[tuple[Any, ...], tuple[float, bool, str]] = {}
+        self._refused = 0  # tokens refused unreviewed since the last warning
+        self._reported_at = -REFUSALS_REPORTED_EVERY
+
+    def _token_key(self, token: str) -> bytes:
+        return hmac.new(self._key, token.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
 
     async def authenticate_token(self, token: str) -> User | None:
-        """The token's user, or None when the apiserver does not vouch for it. Raises on API errors."""
+        """The token's user, or None when the apiserver does not vouch for it (or, over the
+        rate limit of failing reviews, without asking). Raises on API errors."""
+        key = self._token_key(token)
+        cached = self.tokens.get(key)
+        if cached is not None:
+            return cached.user
+        if not self._may_review():
+            return None
+        user = await self._review(token)
+        if user is not None:
+            self.failed_reviews.give_back()
+        self.tokens.set(key, _Answer(user), TOKEN_TTL if user is not None else UNAUTHENTICATED_TTL)
+        return user
+
+    def _may_review(self) -> bool:
+        if self.failed_reviews.take():
+            return True
+        self._refused += 1
         now = self._clock()
-        cached = self._tokens.get(token)
-        if cached is not None and cached[0] > now:
-            return cached[1]
+        if now - self._reported_at >= REFUSALS_REPORTED_EVERY:
+            log.warning(
+                "%d bearer tokens refused without a TokenReview: over the limit of failing reviews "
+                "(burst %d, %g/s)",
+                self._refused,
+                self.failed_reviews.burst,
+                self.failed_reviews.rate,
+            )
+            self._refused, self._reported_at = 0, now
+        return False
+
+    async def _review(self, token: str) -> User | None:
         review = await self.client.create(
             "/apis/authentication.k8s.io/v1/tokenreviews",
             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
         )
         status = review.get("status") or {}
-        user: User | None = None
-        if status.get("authenticated"):
-            info = status.get("user") or {}
-            user = User(
-                name=str(info.get("username", "")),
-                uid=str(info.get("uid", "")),
-                groups=tuple(info.get("groups") or ()),
-                extra={k: tuple(v) for k, v in (info.get("extra") or {}).items()},
-            )
-        self._tokens[token] = (now + TOKEN_TTL, user)
-        return user
+        if not status.get("authenticated"):
+            return None
+        info = status.get("user") or {}
+        return User(
+            name=str(info.get("username", "")),
+            uid=str(info.get("uid", "")),
+            groups=tuple(info.get("groups") or ()),
+            extra={k: tuple(v) for k, v in (info.get("extra") or {}).items()},
+        )
 
     async def authorize(self, user: User, verb: str, subresource: str) -> tuple[bool, str]:
         """(allowed, reason) from a SubjectAccessReview on nodes/<node>. Raises on API errors."""
-        now = self._clock()
         key = (*user.key(), verb, subresource)
-        cached = self._decisions.get(key)
-        if cached is not None and cached[0] > now:
-            return cached[1], cached[2]
+        cached = self.decisions.get(key)
+        if cached is not None:
+            return cached
+        review = await self.client.create(
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SubjectAccessReview",
+                "spec": self._access_spec(user, verb, subresource),
+            },
+        )
+        status = review.get("status") or {}
+        allowed, reason = bool(status.get("allowed")), str(status.get("reason", ""))
+        self.decisions.set(key, (allowed, reason), ALLOWED_TTL if allowed else DENIED_TTL)
+        return allowed, reason
+
+    def _access_spec(self, user: User, verb: str, subresource: str) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "user": user.name,
             "groups": list(user.groups),
@@ -112,11 +260,4 @@ class WebhookAuth:
             spec["uid"] = user.uid
         if user.extra:
             spec["extra"] = {k: list(v) for k, v in user.extra.items()}
-        review = await self.client.create(
-            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
-            {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-        )
-        status = review.get("status") or {}
-        allowed, reason = bool(status.get("allowed")), str(status.get("reason", ""))
-        self._decisions[key] = (now + (ALLOWED_TTL if allowed else DENIED_TTL), allowed, reason)
-        return allowed, reason
+        return spec
