@@ -1,4 +1,4 @@
-"""The real kubectl (v1.32) against the sandbox API server: what a user types, and what they see."""
+"""The real kubectl (1.37, `KUBECTL`) against the sandbox API server: what a user types, and what they see."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import asyncio
 import base64
 import contextlib
 import os
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +14,10 @@ from typing import Any
 import pytest
 
 from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.kubectl import KUBECTL
+from vk_provider.kube_version import KUBE_VERSION
 
-pytestmark = [
-    pytest.mark.kubectl,
-    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed"),
-]
+pytestmark = pytest.mark.kubectl
 
 POD_YAML = """\
 apiVersion: v1
@@ -34,6 +32,23 @@ spec:
   - name: web
     image: vk-test/busybox:1
     command: ["httpd", "-f"]
+"""
+# Tolerations, one without an operator; DefaultTolerationSeconds adds the not-ready and
+# unreachable ones on create.
+TOLERANT_POD_YAML = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tolerant
+spec:
+  nodeSelector:
+    kubernetes.io/hostname: node-1
+  tolerations:
+  - {key: virtual-kubelet.io/provider, operator: Equal, value: docker, effect: NoSchedule}
+  - {key: example.com/dedicated, value: batch, effect: NoSchedule}
+  containers:
+  - name: web
+    image: vk-test/busybox:1
 """
 
 
@@ -61,7 +76,7 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
 
         async def kubectl(*args: str, stdin: str | None = None) -> Result:
             proc = await asyncio.create_subprocess_exec(
-                "kubectl",
+                KUBECTL,
                 "--kubeconfig",
                 str(sandbox.kubeconfig),
                 *args,
@@ -90,7 +105,7 @@ async def _ready_node(sandbox: RunningSandbox, name: str) -> None:
                 "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
                 "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                 "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-                "nodeInfo": {"kubeletVersion": "v1.32.0-vk"},
+                "nodeInfo": {"kubeletVersion": f"{KUBE_VERSION}-vk"},
             },
         },
     )
@@ -161,10 +176,32 @@ async def test_apply_pod_with_node_selector_and_get_wide(env: Env) -> None:
     assert again.rc == 0 and again.out.strip() == "pod/web unchanged", again.err
 
 
+async def test_apply_of_an_unchanged_pod_with_tolerations_again_changes_nothing(env: Env) -> None:
+    manifest = env.tmp / "pod.yaml"
+    manifest.write_text(TOLERANT_POD_YAML)
+    result = await env.kubectl("apply", "-f", str(manifest))
+    assert result.rc == 0 and result.out.strip() == "pod/tolerant created", result.err
+    created = await env.sandbox.store.get("pods", "default", "tolerant")
+    assert [(t["key"], t.get("tolerationSeconds")) for t in created["spec"]["tolerations"]] == [
+        ("virtual-kubelet.io/provider", None),
+        ("example.com/dedicated", None),
+        ("node.kubernetes.io/not-ready", 300),
+        ("node.kubernetes.io/unreachable", 300),
+    ]
+    # kubectl's patch sets the (atomic) tolerations list to the manifest's two; the server's
+    # DefaultTolerationSeconds admission, which also runs on updates, adds the other two back,
+    # so the update is a no-op. kubectl still says "configured": it prints "unchanged" only when
+    # its patch is empty (staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go).
+    for _ in range(2):
+        again = await env.kubectl("apply", "-f", str(manifest))
+        assert again.rc == 0 and again.out.strip() == "pod/tolerant configured", again.err
+        assert await env.sandbox.store.get("pods", "default", "tolerant") == created
+
+
 async def test_get_pods_watch_prints_each_change_once(env: Env) -> None:
     await env.kubectl("run", "web", "--image=vk-test/busybox:1", "--restart=Never")
     proc = await asyncio.create_subprocess_exec(
-        "kubectl",
+        KUBECTL,
         "--kubeconfig",
         str(env.sandbox.kubeconfig),
         "get",
@@ -239,10 +276,11 @@ async def test_delete_pod(env: Env) -> None:
         '{"spec": {"nodeName": "node-1"}}',
     )
     result = await env.kubectl("delete", "pod", "loose")  # unbound: immediate
-    assert result.rc == 0 and result.out.strip() == 'pod "loose" deleted', result.err
+    # kubectl 1.37 names the namespace (staging/src/k8s.io/kubectl/pkg/cmd/delete/delete.go PrintObj)
+    assert result.rc == 0 and result.out.strip() == 'pod "loose" deleted from default namespace', result.err
     async with _kubelet(env.sandbox):  # bound: kubectl waits until the node finishes the deletion
         result = await env.kubectl("delete", "pod", "bound")
-    assert result.rc == 0 and result.out.strip() == 'pod "bound" deleted', result.err
+    assert result.rc == 0 and result.out.strip() == 'pod "bound" deleted from default namespace', result.err
     listed = await env.kubectl("get", "pods")
     assert "No resources found" in listed.err
 
@@ -253,7 +291,7 @@ async def test_get_nodes(env: Env) -> None:
     assert result.rc == 0, result.err
     header, row = result.out.splitlines()
     assert header.split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
-    assert row.split()[:3] == ["node-1", "Ready", "<none>"] and row.split()[4] == "v1.32.0-vk"
+    assert row.split()[:3] == ["node-1", "Ready", "<none>"] and row.split()[4] == f"{KUBE_VERSION}-vk"
 
 
 async def test_create_configmap_and_secret(env: Env) -> None:

@@ -15,6 +15,7 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.sandbox_helpers import RunningSandbox, api_client, running_sandbox
+from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
 
 
 def _pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
@@ -395,8 +396,9 @@ async def test_resource_version_rules_for_get_and_list(env: tuple[RunningSandbox
     assert body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersionMatch=NotOlderThan")
     assert status == 422 and body["details"]["kind"] == "ListOptions"
+    # An Exact list at an older resourceVersion is that old state, as the real server reads it from etcd
     status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersion=1&resourceVersionMatch=Exact")
-    assert status == 410 and body["reason"] == "Expired"
+    assert status == 200 and body["metadata"]["resourceVersion"] == "1" and body["items"] == []
     status, body, _ = await _raw(server, "GET", "/api/v1/pods?resourceVersion=0&limit=500")
     assert status == 200 and body["kind"] == "PodList" and body["metadata"]["resourceVersion"] == str(current)
 
@@ -532,7 +534,9 @@ async def test_discovery_version_health_and_openapi(env: tuple[RunningSandbox, c
     status, body, _ = await _raw(server, "GET", "/apis/coordination.k8s.io/v1")
     assert [r["name"] for r in body["resources"]] == ["leases"]
     status, body, _ = await _raw(server, "GET", "/version")
-    assert (body["major"], body["minor"]) == ("1", "32")
+    assert (body["major"], body["minor"], body["gitVersion"]) == (KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION)
+    # a 1.37 kube-apiserver also reports its emulation and minimum compatibility versions
+    assert (body["emulationMinor"], body["minCompatibilityMinor"]) == (KUBE_MINOR, str(int(KUBE_MINOR) - 1))
     for path in ("/healthz", "/readyz", "/livez"):
         assert (await _raw(server, "GET", path))[:2] == (200, "ok")
     status, body, _ = await _raw(server, "GET", "/openapi/v3")
@@ -555,6 +559,12 @@ async def test_aggregated_discovery_when_asked(env: tuple[RunningSandbox, client
         "Namespaced",
         "Lease",
     )
+    # as upstream: no creationTimestamp, and responseKind names a group/version only when it is
+    # another than the resource's (installer.go ConvertGroupVersionIntoToDiscovery)
+    assert groups["coordination.k8s.io"]["metadata"] == {"name": "coordination.k8s.io"}
+    assert leases["responseKind"] == {"group": "", "version": "", "kind": "Lease"}
+    reviews = {r["resource"]: r for r in groups["authentication.k8s.io"]["versions"][0]["resources"]}
+    assert reviews["tokenreviews"]["singularResource"] == "tokenreview"
     status, body, _ = await _raw(server, "GET", "/api", headers={"Accept": accept})
     pods = next(r for r in body["items"][0]["versions"][0]["resources"] if r["resource"] == "pods")
     assert {s["subresource"] for s in pods["subresources"]} >= {
@@ -564,3 +574,7 @@ async def test_aggregated_discovery_when_asked(env: tuple[RunningSandbox, client
         "exec",
         "eviction",
     }
+    assert body["items"][0]["metadata"] == {}
+    kinds = {s["subresource"]: s["responseKind"] for s in pods["subresources"]}
+    assert kinds["eviction"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert kinds["status"] == {"group": "", "version": "", "kind": "Pod"}

@@ -45,6 +45,43 @@ WORKLOAD_COLLECTIONS = (
 )
 
 
+def ensure_kube_bin() -> str:
+    """The directory of the real control plane's binaries (built by scripts/ensure-kube.sh if needed)."""
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ensure-kube.sh")], capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, f"scripts/ensure-kube.sh failed:\n{built.stderr}"
+    return built.stdout.strip().splitlines()[-1]
+
+
+def launch_sandbox(args: list[str], output: Path) -> subprocess.Popen[bytes]:
+    """`vk-provider sandbox ARGS` with its output in `output` (a file, never an unread pipe)."""
+    with output.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM, then SIGKILL after 60 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def log_tail(output: Path, lines: int = 40) -> str:
+    text = output.read_text(errors="replace") if output.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
 def selected_kinds(config: pytest.Config) -> list[str]:
     value = str(config.getoption("--control-plane"))
     return list(KINDS) if value == "both" else [value]
@@ -90,23 +127,14 @@ class RealCluster:
         self.url = ""
 
     def start(self) -> None:
-        built = subprocess.run(
-            ["bash", str(REPO / "scripts" / "ensure-kube.sh")], capture_output=True, text=True, check=False
-        )
-        assert built.returncode == 0, f"scripts/ensure-kube.sh failed:\n{built.stderr}"
+        kube_bin = ensure_kube_bin()
         self.directory.mkdir(parents=True, exist_ok=True)
         args = [
             *("--state-dir", str(self.state_dir), "--port", str(free_port()), "--no-provider"),
-            *("--control-plane", "real", "--kube-bin", built.stdout.strip().splitlines()[-1]),
+            *("--control-plane", "real", "--kube-bin", kube_bin),
             *("--node-grace-seconds", str(REAL_NODE_GRACE_SECONDS)),
         ]
-        with self.output.open("wb") as sink:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vk_provider", "sandbox", *args],
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
+        self.proc = launch_sandbox(args, self.output)
         until("the real control plane", self._started, deadline=240)
         config = yaml.safe_load(self.admin_kubeconfig.read_text())
         self.url = config["clusters"][0]["cluster"]["server"]
@@ -135,17 +163,10 @@ class RealCluster:
         return _AdminSession(self)
 
     def log_tail(self, lines: int = 40) -> str:
-        text = self.output.read_text(errors="replace") if self.output.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.output, lines)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 class _AdminSession:

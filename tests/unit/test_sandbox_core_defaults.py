@@ -1,10 +1,10 @@
-"""Unit tests of create-time defaulting and of request path parsing."""
+"""Unit tests of create-time defaulting, update admission and request path parsing."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.sandbox.defaults import apply_defaults, prepare_for_create, qos_class
+from vk_provider.sandbox.defaults import admit_update, apply_defaults, prepare_for_create, qos_class
 from vk_provider.sandbox.requestinfo import parse_request
 from vk_provider.sandbox.resources import RESOURCES
 
@@ -36,6 +36,35 @@ def test_pod_defaults_and_admission() -> None:
         "node.kubernetes.io/unreachable",
     }
     assert pod["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+
+
+def test_default_toleration_seconds_leaves_covered_taints_alone() -> None:
+    """A toleration of the same key or of every key, with NoExecute or every effect, covers it."""
+    info = RESOURCES["pods"]
+    pod = _pod()
+    pod["spec"]["tolerations"] = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
+        {"operator": "Exists", "effect": "NoExecute"},
+    ]
+    prepare_for_create(info, pod)
+    assert len(pod["spec"]["tolerations"]) == 2
+    assert (pod["spec"]["priority"], pod["spec"]["preemptionPolicy"]) == (0, "PreemptLowerPriority")
+
+
+def test_update_admission_puts_back_what_create_admission_added() -> None:
+    info = RESOURCES["pods"]
+    old = _pod()
+    old["spec"]["tolerations"] = [{"key": "example.com/dedicated", "value": "batch", "effect": "NoSchedule"}]
+    prepare_for_create(info, old)
+    new = _pod()
+    new["spec"]["tolerations"] = [{"key": "example.com/dedicated", "value": "batch", "effect": "NoSchedule"}]
+    admit_update(info, new, old)
+    assert new["spec"]["tolerations"] == old["spec"]["tolerations"]
+    assert (new["spec"]["priority"], new["spec"]["preemptionPolicy"]) == (0, "PreemptLowerPriority")
+    assert "serviceAccountName" not in new["spec"]  # ServiceAccount admission mutates creates only
+    lease: dict[str, Any] = {"metadata": {"name": "l"}, "spec": {}}
+    admit_update(RESOURCES["leases.coordination.k8s.io"], lease, lease)
+    assert lease == {"metadata": {"name": "l"}, "spec": {}}
 
 
 def test_mirror_pods_get_no_service_account() -> None:

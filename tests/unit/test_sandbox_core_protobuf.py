@@ -1,4 +1,4 @@
-"""Unit tests of the protobuf request-body decoder (bytes captured from kubectl 1.32 with -v=8)."""
+"""Unit tests of the protobuf request-body decoder (bytes kubectl 1.32 and 1.37 send, captured with -v=8)."""
 
 from __future__ import annotations
 

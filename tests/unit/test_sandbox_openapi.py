@@ -1,4 +1,4 @@
-"""OpenAPI documents: what kubectl 1.32 reads for apply's validation check, apply patches and explain."""
+"""OpenAPI documents: what kubectl reads for apply's validation check, apply patches and explain."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.sandbox.tables import human_duration, pod_status_reason, to_table
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -147,6 +148,21 @@ def test_completed_with_running_container_is_running_or_notready() -> None:
     assert pod_status_reason(pod) == "Running"
 
 
+def test_completed_with_a_failed_container_shows_the_failure() -> None:
+    """printPod: a Completed summary gives way to the first failed container's reason unless a
+    container still runs in a Ready pod."""
+    statuses = [terminated(name="a", reason="Completed"), terminated(name="b", exit_code=1, reason="Error")]
+    pod = _pod(phase="Failed", containerStatuses=statuses)
+    pod["spec"]["containers"] = [{"name": "a"}, {"name": "b"}]
+    assert pod_status_reason(pod) == "Error"
+    pod["status"]["containerStatuses"] = [terminated(name="a", reason="Completed"), running(name="b")]
+    pod["status"]["containerStatuses"].insert(1, terminated(name="c", exit_code=3))
+    pod["spec"]["containers"].append({"name": "c"})
+    assert pod_status_reason(pod) == "ExitCode:3"  # not NotReady: the failure comes first
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    assert pod_status_reason(pod) == "Running"
+
+
 def test_init_container_reasons() -> None:
     pod = _pod(phase="Pending", containerStatuses=[waiting("PodInitializing")])
     pod["spec"]["initContainers"] = [{"name": "i1"}, {"name": "i2"}]
@@ -226,7 +242,8 @@ def test_node_table() -> None:
                 {"type": "InternalIP", "address": "10.1.1.1"},
             ],
             "nodeInfo": {
-                "kubeletVersion": "v1.32.0-vk",
+                "kubeletVersion": f"{KUBE_VERSION}-vk",
+                "architecture": "arm64",
                 "osImage": "Docker",
                 "containerRuntimeVersion": "docker://20.10",
             },
@@ -250,11 +267,11 @@ def test_node_table() -> None:
         "NotReady,SchedulingDisabled",
         "agent,virtual",
         "3d",
-        "v1.32.0-vk",
+        f"{KUBE_VERSION}-vk",
         "10.1.1.1",
         "<none>",
         "Docker",
-        "<unknown>",
+        "<unknown> (arm64)",  # printNode appends the architecture to the kernel version
         "docker://20.10",
     ]
     no_conditions = {"metadata": {"name": "n"}}
@@ -334,11 +351,10 @@ def test_simple_tables() -> None:
         "vk-node",
         "30s",
     ]
-    assert to_table("serviceaccounts", [{"metadata": meta}], list_meta={}, now=NOW)["rows"][0]["cells"] == [
-        "x",
-        0,
-        "30s",
-    ]
+    account = {"metadata": meta, "secrets": [{"name": "t"}]}
+    accounts = to_table("serviceaccounts", [account], list_meta={}, now=NOW)
+    assert [c["name"] for c in accounts["columnDefinitions"]] == ["Name", "Age"]  # no SECRETS in 1.37
+    assert accounts["rows"][0]["cells"] == ["x", "30s"]
     generic = to_table("widgets.example.com", [{"metadata": meta}], list_meta={}, now=NOW)
     assert [c["name"] for c in generic["columnDefinitions"]] == ["Name", "Age"]
     assert generic["rows"][0]["cells"] == ["x", "30s"]

@@ -1,10 +1,11 @@
-"""Validation against the official v1.32 schemas plus the pod rules, with the real server's causes."""
+"""Validation against the official KUBE_VERSION schemas plus the pod rules, with the real server's causes."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.sandbox.validation import (
     decode_errors,
     unknown_fields,
@@ -208,6 +209,23 @@ def test_pod_update_removing_toleration_and_raising_deadline() -> None:
     assert validate_pod_update(old, seconds) == []
 
 
+def test_pod_update_compares_tolerations_as_go_structs() -> None:
+    """validateOnlyAddedTolerations: an absent field is its zero value, but an absent operator is
+    not "Equal" (it has no default); tolerationSeconds may change."""
+    old = _pod(tolerations=[{"key": "a", "value": "v", "effect": "NoSchedule"}])
+    same = copy.deepcopy(old)
+    same["spec"]["tolerations"] = [{"key": "a", "operator": "", "value": "v", "effect": "NoSchedule"}]
+    assert validate_pod_update(old, same) == []
+    equal = copy.deepcopy(old)
+    equal["spec"]["tolerations"][0]["operator"] = "Equal"
+    assert by_field(validate_pod_update(old, equal))["spec.tolerations"]["reason"] == "FieldValueForbidden"
+    exists = _pod(tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute"}])
+    timed = copy.deepcopy(exists)
+    timed["spec"]["tolerations"][0]["tolerationSeconds"] = 300
+    assert validate_pod_update(exists, timed) == []
+    assert validate_pod_update(timed, exists) == []
+
+
 def test_mirror_pod_rules() -> None:
     mirror = _pod(nodeName="vk-node")
     mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "hash1"}
@@ -389,7 +407,7 @@ def test_schema_required_fields_outside_hand_written_rules_are_accepted() -> Non
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": "n1"},
-        "status": {"nodeInfo": {"kubeletVersion": "v1.32.0", "operatingSystem": "linux"}},
+        "status": {"nodeInfo": {"kubeletVersion": KUBE_VERSION, "operatingSystem": "linux"}},
     }
     assert validate_object(node) == []
 

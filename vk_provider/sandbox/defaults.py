@@ -1,11 +1,13 @@
 """Defaulting of objects written to the sandbox, as the real apiserver fills them in.
 
 What lives here: `apply_defaults(info, obj)`, the versioned defaults applied whenever a body is
-decoded (create, update, patch; `pkg/apis/core/v1/defaults.go`), and `prepare_for_create(info,
+decoded (create, update, patch; `pkg/apis/core/v1/defaults.go`), `prepare_for_create(info,
 obj)`, what only a create adds: admission (ServiceAccount with its projected token volume,
 DefaultTolerationSeconds, Priority) and the strategies' PrepareForCreate (pod status reset to
-Pending with its QoS class, namespace phase, service cluster IP). Reference apiserver-semantics
-§7.1. Must not: touch the store or validate (a bad object is left for validation to report).
+Pending with its QoS class, namespace phase, service cluster IP), and `admit_update(info, obj,
+old)`, the admission an update of the main resource gets (DefaultTolerationSeconds again,
+Priority keeping what it set on create). Reference apiserver-semantics §7.1. Must not: touch the
+store or validate (a bad object is left for validation to report).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ ADMIN_USER = "kubernetes-admin"
 ADMIN_GROUPS = ("kubeadm:cluster-admins", "system:authenticated")
 SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_TOLERATION_SECONDS = 300
+# The taints DefaultTolerationSeconds tolerates for DEFAULT_TOLERATION_SECONDS.
+_DEFAULT_TOLERATED_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 _SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/16")
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -33,6 +37,9 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     """The versioned defaults every decoded body of this kind gets (mutates obj)."""
     if info.key == "pods":
         _default_pod_spec(obj.setdefault("spec", {}))
+        _null_times(obj.get("status"), ("lastProbeTime", "lastTransitionTime"))
+    elif info.key == "nodes":
+        _default_node_status(obj.setdefault("status", {}))
     elif info.key == "secrets":
         if not obj.get("type"):
             obj["type"] = "Opaque"
@@ -53,10 +60,59 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
         labels.setdefault("kubernetes.io/metadata.name", obj["metadata"].get("name", ""))
 
 
+# The string fields of NodeSystemInfo, which have no omitempty (k8s.io/api core/v1 types.go).
+_NODE_INFO_FIELDS = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+
+
+def _null_times(status: Any, keys: tuple[str, ...]) -> None:
+    """Conditions' metav1.Time fields are structs, so `omitempty` never drops them: unset, the
+    real server writes them as null (k8s.io/apimachinery pkg/apis/meta/v1/time.go MarshalJSON)."""
+    if not isinstance(status, dict):
+        return
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict):
+            for key in keys:
+                condition.setdefault(key, None)
+
+
+def _default_node_status(status: Any) -> None:
+    """SetDefaults_NodeStatus (pkg/apis/core/v1/defaults.go: allocatable from capacity), and the
+    NodeStatus struct fields the real server always writes: daemonEndpoints.kubeletEndpoint.Port
+    and the nodeInfo strings, zero-valued when unset."""
+    if not isinstance(status, dict):
+        return
+    if status.get("allocatable") is None and isinstance(status.get("capacity"), dict):
+        status["allocatable"] = dict(status["capacity"])
+    _null_times(status, ("lastHeartbeatTime", "lastTransitionTime"))
+    endpoints = status.setdefault("daemonEndpoints", {})
+    if isinstance(endpoints, dict):
+        kubelet = endpoints.setdefault("kubeletEndpoint", {})
+        if isinstance(kubelet, dict):
+            kubelet.setdefault("Port", 0)
+    info = status.setdefault("nodeInfo", {})
+    if isinstance(info, dict):
+        for key in _NODE_INFO_FIELDS:
+            info.setdefault(key, "")
+
+
 def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
     """What a create adds on top of apply_defaults: admission and PrepareForCreate (mutates obj)."""
     if info.key == "pods":
         _admit_pod(obj)
+        # podStrategy.PrepareForCreate (k8s.io/kubernetes pkg/registry/core/pod/strategy.go): a pod
+        # starts at generation 1; the store bumps it on spec changes and graceful deletes
+        obj.setdefault("metadata", {})["generation"] = 1
         obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
     elif info.key == "namespaces":
         obj["status"] = {"phase": "Active"}
@@ -72,6 +128,23 @@ def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
         spec = obj.setdefault("spec", {})
         spec["username"] = ADMIN_USER  # the requesting user; every sandbox client is the admin
         spec["groups"] = list(ADMIN_GROUPS)
+
+
+def admit_update(info: ResourceInfo, obj: Obj, old: Obj) -> None:
+    """The mutating admission of an update of the main resource, subresources excluded (mutates obj).
+
+    Pods: DefaultTolerationSeconds handles Update as well as Create
+    (plugin/pkg/admission/defaulttolerationseconds/admission.go), so an update that leaves out the
+    tolerations it added gets them back; Priority keeps the priority and preemption policy it set
+    on create when the update leaves them out (plugin/pkg/admission/priority/admission.go admitPod).
+    """
+    if info.key != "pods" or not isinstance(obj.get("spec"), dict):
+        return
+    spec, old_spec = obj["spec"], old.get("spec") or {}
+    _default_toleration_seconds(spec)
+    for key in ("priority", "preemptionPolicy"):
+        if spec.get(key) is None and old_spec.get(key) is not None:
+            spec[key] = old_spec[key]
 
 
 # ---------------------------------------------------------------- pods
@@ -169,13 +242,19 @@ def qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _admit_pod(pod: Obj) -> None:
-    spec = pod.setdefault("spec", {})
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    spec.setdefault("priority", 0)
-    tolerations = spec.setdefault("tolerations", [])
-    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
-        if not any(t.get("key") == key and t.get("effect") in ("NoExecute", None, "") for t in tolerations):
+def _default_toleration_seconds(spec: Obj) -> None:
+    """DefaultTolerationSeconds' Admit: tolerate not-ready and unreachable NoExecute taints for
+    300 s unless a toleration already covers them (the same key or none, NoExecute or any effect)."""
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = spec["tolerations"] = []
+    for key in _DEFAULT_TOLERATED_TAINTS:
+        if not any(
+            isinstance(t, dict)
+            and t.get("key") in (key, None, "")
+            and t.get("effect") in ("NoExecute", None, "")
+            for t in tolerations
+        ):
             tolerations.append(
                 {
                     "key": key,
@@ -184,6 +263,15 @@ def _admit_pod(pod: Obj) -> None:
                     "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
                 }
             )
+
+
+def _admit_pod(pod: Obj) -> None:
+    spec = pod.setdefault("spec", {})
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    # Priority with no PriorityClass: getDefaultPriority's 0 and PreemptLowerPriority.
+    spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    _default_toleration_seconds(spec)
     if MIRROR_POD_ANNOTATION in annotations:
         return
     sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"

@@ -2,27 +2,37 @@
 
 What lives here: the legacy discovery documents (APIVersions, APIGroupList, APIGroup,
 APIResourceList with subresources) built from the resource registry (reference §6.1), the
-aggregated discovery document (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList, what kubectl 1.32
+aggregated discovery document (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList, what kubectl
 asks `/api` and `/apis` for first; `staging/src/k8s.io/api/apidiscovery/v2/types.go`), and the
-/version body. Must not: answer resource requests.
+/version body of KUBE_VERSION. Must not: answer resource requests.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.sandbox.resources import ResourceInfo, group_versions, in_group_version
+from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
+from vk_provider.sandbox.resources import ResourceInfo, Subresource, group_versions, in_group_version
 
 Obj = dict[str, Any]
 
+# /version: apimachinery's version.Info as a kube-apiserver of KUBE_VERSION fills it
+# (staging/src/k8s.io/component-base/compatibility/version.go effectiveVersion.Info): the
+# emulation version is the binary's, the minimum compatibility version one minor older. The
+# build fields are what an unstamped build reports (component-base/version/base.go), with the
+# Go release the upstream tree builds with (.go-version).
 KUBERNETES_VERSION = {
-    "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0",
+    "major": KUBE_MAJOR,
+    "minor": KUBE_MINOR,
+    "emulationMajor": KUBE_MAJOR,
+    "emulationMinor": KUBE_MINOR,
+    "minCompatibilityMajor": KUBE_MAJOR,
+    "minCompatibilityMinor": str(int(KUBE_MINOR) - 1),
+    "gitVersion": KUBE_VERSION,
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
-    "buildDate": "2024-12-11T00:00:00Z",
-    "goVersion": "go1.23.3",
+    "buildDate": "1970-01-01T00:00:00Z",
+    "goVersion": "go1.26.10",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
@@ -53,6 +63,11 @@ def api_group(name: str) -> Obj | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name, versions)}
 
 
+def _elsewhere(info: ResourceInfo, sub: Subresource) -> bool:
+    """Whether the subresource's kind is of another group/version than its resource (eviction)."""
+    return (sub.group, sub.version) != (info.group, info.version)
+
+
 def _resource_entries(info: ResourceInfo) -> list[Obj]:
     main: Obj = {
         "name": info.name,
@@ -68,7 +83,7 @@ def _resource_entries(info: ResourceInfo) -> list[Obj]:
     entries = [main]
     for sub in info.subresources:
         entry: Obj = {"name": f"{info.name}/{sub.name}", "singularName": "", "namespaced": info.namespaced}
-        if sub.group != info.group or sub.version != info.version:
+        if _elsewhere(info, sub):
             entry["group"] = sub.group
             entry["version"] = sub.version
         entry["kind"] = sub.kind
@@ -103,14 +118,17 @@ def wants_aggregated(accept: str) -> bool:
     return False
 
 
-def _kind(group: str, version: str, kind: str) -> Obj:
+def _kind(kind: str, group: str = "", version: str = "") -> Obj:
+    """A responseKind. Upstream builds them from the legacy APIResource entries
+    (staging/src/k8s.io/apiserver/pkg/endpoints/installer.go ConvertGroupVersionIntoToDiscovery), so
+    group and version are empty unless they differ from the resource's own (_elsewhere)."""
     return {"group": group, "version": version, "kind": kind}
 
 
 def _aggregated_resource(info: ResourceInfo) -> Obj:
     entry: Obj = {
         "resource": info.name,
-        "responseKind": _kind(info.group, info.version, info.kind),
+        "responseKind": _kind(info.kind),
         "scope": "Namespaced" if info.namespaced else "Cluster",
         "singularResource": info.singular,
         "verbs": list(info.verbs),
@@ -123,7 +141,9 @@ def _aggregated_resource(info: ResourceInfo) -> Obj:
         entry["subresources"] = [
             {
                 "subresource": sub.name,
-                "responseKind": _kind(sub.group, sub.version, sub.kind),
+                "responseKind": _kind(sub.kind, sub.group, sub.version)
+                if _elsewhere(info, sub)
+                else _kind(sub.kind),
                 "verbs": list(sub.verbs),
             }
             for sub in info.subresources
@@ -136,9 +156,7 @@ def aggregated_discovery(legacy: bool) -> Obj:
     groups = {"": ["v1"]} if legacy else group_versions()
     items = []
     for name, versions in groups.items():
-        metadata: Obj = {"creationTimestamp": None}
-        if name:
-            metadata["name"] = name
+        metadata: Obj = {"name": name} if name else {}
         items.append(
             {
                 "metadata": metadata,

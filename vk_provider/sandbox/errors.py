@@ -9,6 +9,7 @@ or any resource beyond the names it is given.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -29,8 +30,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # an error that is no APIStatus has none (responsewriters.ErrorToAPIStatus)
+            body["reason"] = self.reason
         if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code
@@ -42,7 +44,7 @@ def _qualified(resource: str, group: str) -> str:
 
 
 def _details(resource: str, name: str, group: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {"name": name} if name else {}  # metav1.StatusDetails: omitempty
     if group:
         details["group"] = group
     details["kind"] = resource
@@ -89,7 +91,7 @@ def invalid(kind: str, name: str, causes: list[dict[str, Any]], group: str = "")
         message = f'{qualified_kind} "{name}" is invalid: {texts[0]}'
     else:
         message = f'{qualified_kind} "{name}" is invalid: [{", ".join(texts)}]'
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {"name": name} if name else {}
     if group:
         details["group"] = group
     details["kind"] = kind
@@ -106,6 +108,42 @@ def invalid(kind: str, name: str, causes: list[dict[str, Any]], group: str = "")
         for c in causes
     ]
     return ApiError(422, "Invalid", message, details)
+
+
+def storage_error(message: str) -> ApiError:
+    """A plain (non-APIStatus) error from storage or the request options: 500, no reason.
+
+    `responsewriters.ErrorToAPIStatus` (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/
+    status.go) answers any other error with code 500 and only its text, e.g. etcd3's
+    "resourceVersion should not be set on objects to be created"."""
+    return ApiError(500, "", message)
+
+
+def parse_resource_version(value: str) -> int:
+    """A resourceVersion as the real versioner parses it, else an ApiError(500) with its text.
+
+    APIObjectVersioner.ParseResourceVersion (k8s.io/apiserver pkg/storage/api_object_versioner.go):
+    strconv.ParseUint wrapped in `field.Invalid(resourceVersion)`; GET and WATCH answer it as a
+    plain error (500, no reason), LIST wraps it in a 400 "invalid resource version: ..."."""
+    if value in ("", "0"):
+        return 0
+    problem = "" if value.isascii() and value.isdigit() else "invalid syntax"
+    if not problem and int(value) >= 2**64:
+        problem = "value out of range"
+    if problem:
+        quoted = json.dumps(value)
+        raise storage_error(
+            f"resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {problem}"
+        )
+    return int(value)
+
+
+def options_invalid(kind: str, field: str, message: str) -> ApiError:
+    """422 for a bad query option, e.g. `CreateOptions.meta.k8s.io "" is invalid: dryRun: ...`
+    (ValidateCreateOptions etc. in k8s.io/apimachinery pkg/apis/meta/v1/validation)."""
+    return invalid(
+        kind, "", [{"reason": "FieldValueNotSupported", "message": message, "field": field}], "meta.k8s.io"
+    )
 
 
 def bad_request(message: str) -> ApiError:

@@ -3,24 +3,26 @@
 What lives here: `ApiContext`, the verb handlers get/list/create/update/patch/delete/
 deletecollection (watch is in handlers_watch.py; handlers_dispatch.py routes requests), the body
 decoding (JSON, or protobuf for the kinds protobuf.py knows) with `fieldValidation` (Strict -> 400
-strict decoding error, Warn -> `Warning` headers, Ignore), defaulting and validation (422 with
-causes), dryRun, the resourceVersion rules for GET/LIST, and the JSON / Status / Table response
-helpers. Must not: implement storage semantics (store.py) or discovery (discovery.py).
+strict decoding error, Warn -> `Warning` headers, Ignore), defaulting, admission and validation
+(422 with causes), dryRun, the resourceVersion rules for GET/LIST, and the JSON / Status / Table
+response helpers. Must not: implement storage semantics (store.py) or discovery (discovery.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_provider.sandbox import errors, protobuf, tables
-from vk_provider.sandbox.defaults import apply_defaults, mirror_pod_refusal, prepare_for_create
+from vk_provider.sandbox.defaults import admit_update, apply_defaults, mirror_pod_refusal, prepare_for_create
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.patch import PatchError, apply_patch
 from vk_provider.sandbox.pki import SandboxPKI
@@ -30,6 +32,7 @@ from vk_provider.sandbox.store import Store, clone
 from vk_provider.sandbox.validation import (
     unknown_field_message,
     unknown_fields,
+    validate_config_update,
     validate_mirror_pod,
     validate_object,
     validate_pod_update,
@@ -81,13 +84,14 @@ def wants_table(request: web.Request) -> bool:
 
 
 def table_of(
-    request: web.Request, info: ResourceInfo, objs: list[Obj], rv: str, with_columns: bool = True
+    request: web.Request, info: ResourceInfo, objs: list[Obj], rv: str | Obj, with_columns: bool = True
 ) -> Obj:
+    """rv: the resourceVersion, or the whole list metadata (with `continue`, which kubectl follows)."""
     include = request.query.get("includeObject", "Metadata")
     return tables.to_table(
         info.name,
         objs,
-        list_meta={"resourceVersion": rv},
+        list_meta=rv if isinstance(rv, dict) else {"resourceVersion": rv},
         include_object=include,
         now=datetime.now(UTC),
         column_definitions=with_columns,
@@ -106,14 +110,17 @@ def _name_of(ri: RequestInfo, info: ResourceInfo) -> tuple[str | None, str]:
 # ------------------------------------------------------------------ resourceVersion rules
 
 
-async def _wait_for_rv(store: Store, rv: str | None) -> None:
+async def _wait_for_rv(store: Store, rv: str | None, *, listing: bool = False) -> None:
     """GET/LIST with a resourceVersion newer than the store's: wait ~3 s, then 504 (cacher)."""
     if not rv or rv == "0":
         return
     try:
-        wanted = int(rv)
-    except ValueError:
-        raise errors.bad_request(f"invalid resource version: {rv}") from None
+        wanted = errors.parse_resource_version(rv)
+    except ApiError as e:
+        if not listing:
+            raise
+        # storage.ValidateListOptions (k8s.io/apiserver pkg/storage/util.go) wraps it in a 400
+        raise errors.bad_request(f"invalid resource version: {e.message}") from None
     deadline = asyncio.get_running_loop().time() + TOO_LARGE_RV_WAIT
     while int(store.resource_version) < wanted:
         if asyncio.get_running_loop().time() > deadline:
@@ -174,58 +181,173 @@ async def list_objects(
     exact = match == "Exact" or (
         not match and q.get("limit") and rv not in ("", "0") and not q.get("continue")
     )
-    await _wait_for_rv(ctx.store, rv)
-    if exact and rv != ctx.store.resource_version:
-        raise errors.expired(f"too old resource version: {rv} ({ctx.store.resource_version})")
-    items, list_rv = await ctx.store.list(
-        info.key,
-        ri.namespace if info.namespaced else None,
-        label_selector=q.get("labelSelector", ""),
-        field_selector=q.get("fieldSelector", ""),
-    )
+    await _wait_for_rv(ctx.store, rv, listing=True)
+    namespace = ri.namespace if info.namespaced else None
+    # An Exact list (and a continued one) is served at that RV, as etcd serves old revisions
+    at_rv, after = (int(rv) if exact else None), ""
+    if q.get("continue"):
+        at_rv, after = _decode_continue(q["continue"], namespace)
+    selectors = q.get("labelSelector", ""), q.get("fieldSelector", "")
+    try:
+        page = await ctx.store.list_page(
+            info.key,
+            namespace,
+            label_selector=selectors[0],
+            field_selector=selectors[1],
+            at_rv=at_rv,
+            limit=_limit(q.get("limit", "")),
+            after=after,
+        )
+    except ApiError as e:
+        if e.code == 410 and q.get("continue"):
+            raise errors.expired(CONTINUE_EXPIRED) from None
+        raise
+    list_meta: Obj = {"resourceVersion": page.resource_version}
+    if page.last_key:
+        list_meta["continue"] = _encode_continue(page.resource_version, page.last_key, namespace)
+        if not any(selectors):  # only an unfiltered list knows how many are left
+            list_meta["remainingItemCount"] = page.remaining
     if wants_table(request):
-        return json_response(table_of(request, info, items, list_rv))
+        return json_response(table_of(request, info, page.items, list_meta))
     return json_response(
         {
             "kind": f"{info.kind}List",
             "apiVersion": info.api_version,
-            "metadata": {"resourceVersion": list_rv},
-            "items": [_list_item(i) for i in items],
+            "metadata": list_meta,
+            "items": [_list_item(i) for i in page.items],
         }
     )
+
+
+# The etcd3 store's answer to a continue token older than its history (k8s.io/apiserver
+# pkg/storage/etcd3/store.go, via errors.NewResourceExpired).
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new "
+    "list without the continue parameter, or use the continue token in this response to retrieve the "
+    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
+    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
+    "up in the list."
+)
+
+
+def _limit(value: str) -> int:
+    try:
+        return max(0, int(value)) if value else 0
+    except ValueError:
+        raise errors.bad_request(f"invalid limit: {value}") from None
+
+
+def _encode_continue(rv: str, last_key: str, namespace: str | None) -> str:
+    """The real continue token (k8s.io/apiserver pkg/storage/continue.go EncodeContinue): base64url
+    (unpadded) JSON of the list RV and the key to start after, relative to the listed prefix."""
+    relative = last_key.split("/", 1)[1] if namespace is not None and "/" in last_key else last_key
+    token = {"v": "meta.k8s.io/v1", "rv": int(rv), "start": "/" + relative + "\x00"}
+    return base64.urlsafe_b64encode(json.dumps(token, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_continue(token: str, namespace: str | None) -> tuple[int, str]:
+    """(list RV, key to start after) of a continue token; 400 for one that is not valid."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        decoded = json.loads(raw)
+        rv, start = int(decoded["rv"]), str(decoded["start"])
+        if decoded.get("v") != "meta.k8s.io/v1" or rv <= 0 or not start.startswith("/"):
+            raise ValueError
+    except (ValueError, TypeError, KeyError):
+        raise errors.bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion"
+        ) from None
+    relative = start[1:].rstrip("\x00")
+    return rv, (f"{namespace}/{relative}" if namespace is not None else relative)
 
 
 # ------------------------------------------------------------------ writes
 
 
+# What the real server's create/update routes consume (negotiation.NewUnsupportedMediaTypeError)
+_BODY_TYPES = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+
+
 async def read_body(request: web.Request) -> Obj:
+    """The decoded body (JSON, YAML or protobuf)."""
+    return (await read_body_noting_duplicates(request))[0]
+
+
+async def read_body_noting_duplicates(request: web.Request) -> tuple[Obj, list[str]]:
+    """The decoded body and, for fieldValidation, the paths of a JSON body's duplicated fields."""
     media_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip().lower()
     raw = await request.read()
     if media_type == protobuf.CONTENT_TYPE:
         try:
-            return protobuf.decode(raw)
+            return protobuf.decode(raw), []
         except protobuf.ProtobufError as e:
             raise errors.unsupported_media_type(
-                f"accepted media types include: application/json ({e})"
+                f"accepted media types include: {_BODY_TYPES} ({e})"
             ) from None
-    if media_type not in (JSON, "", "*/*"):
-        raise errors.unsupported_media_type("accepted media types include: application/json")
+    if media_type == "application/yaml":
+        try:
+            body = yaml.safe_load(raw) if raw else None
+        except yaml.YAMLError as e:
+            raise errors.bad_request(f"couldn't get version/kind; yaml parse error: {e}") from None
+        raw = json.dumps(body).encode()
+    elif media_type not in (JSON, "", "*/*"):
+        raise errors.unsupported_media_type(f"accepted media types include: {_BODY_TYPES}")
     try:
-        body = json.loads(raw) if raw else None
+        body, duplicates = _loads_noting_duplicates(raw) if raw else (None, [])
     except ValueError as e:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
     if not isinstance(body, dict):
         raise errors.bad_request("Object 'Kind' is missing in '" + raw.decode(errors="replace")[:200] + "'")
-    return body
+    return body, duplicates
+
+
+def _loads_noting_duplicates(raw: bytes) -> tuple[Any, list[str]]:
+    """json.loads (the last of duplicated keys wins, as in Go), and the paths of duplicated keys."""
+    repeated: dict[int, list[str]] = {}
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            if key in obj:
+                repeated.setdefault(id(obj), []).append(key)
+            obj[key] = value
+        return obj
+
+    body = json.loads(raw, object_pairs_hook=pairs)
+    found: list[str] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            found.extend(f"{path}.{k}" if path else k for k in repeated.get(id(value), []))
+            for k, v in value.items():
+                walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    if repeated:
+        walk(body, "")
+    return body, found
+
+
+# The options kind a verb's query parameters are validated as (ValidateCreateOptions etc.).
+_OPTIONS_KIND = {
+    "POST": "CreateOptions",
+    "PUT": "UpdateOptions",
+    "PATCH": "PatchOptions",
+    "DELETE": "DeleteOptions",
+}
 
 
 def _field_validation(request: web.Request) -> str:
-    mode = request.query.get("fieldValidation", "") or "Warn"
-    if mode not in ("Strict", "Warn", "Ignore"):
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{mode}": supported values: "Ignore", "Strict", "Warn"'
+    mode = request.query.get("fieldValidation", "")
+    if mode not in ("", "Strict", "Warn", "Ignore"):
+        raise errors.options_invalid(
+            _OPTIONS_KIND.get(request.method, "CreateOptions"),
+            "fieldValidation",
+            f'Unsupported value: "{mode}": supported values: "", "Ignore", "Strict", "Warn"',
         )
-    return mode
+    return mode or "Warn"
 
 
 def _drop_path(obj: Any, path: str) -> None:
@@ -244,14 +366,24 @@ def _drop_path(obj: Any, path: str) -> None:
         cur.pop(last, None)
 
 
-def decode_fields(info: ResourceInfo, obj: Obj, mode: str, warnings: list[str], prefix: str = "") -> None:
-    """Apply fieldValidation to unknown fields: Strict raises 400, Warn collects warnings; both drop them."""
+def decode_fields(
+    info: ResourceInfo,
+    obj: Obj,
+    mode: str,
+    warnings: list[str],
+    prefix: str = "",
+    duplicates: list[str] | None = None,
+) -> None:
+    """Apply fieldValidation to unknown (and duplicated) fields: Strict raises 400, Warn collects
+    warnings; both drop the unknown ones."""
     obj["apiVersion"] = info.api_version
     obj["kind"] = info.kind
     unknown = unknown_fields(obj)
-    if not unknown:
+    if not unknown and not duplicates:
         return
-    messages = [unknown_field_message(p) for p in unknown]
+    # sigs.k8s.io/json strict decoding: `duplicate field "metadata.name"`, `unknown field "spec.x"`
+    messages = [f'duplicate field "{p}"' for p in duplicates or []]
+    messages += [unknown_field_message(p) for p in unknown]
     if mode == "Strict":
         raise errors.bad_request(
             prefix + f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
@@ -266,6 +398,8 @@ def decode_fields(info: ResourceInfo, obj: Obj, mode: str, warnings: list[str], 
 def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:
     name = (obj.get("metadata") or {}).get("name") or ""
     causes = validate_object(obj, strict=False)
+    if info.key in ("configmaps", "secrets") and old is not None:
+        causes = validate_config_update(old, obj) + causes  # the update rules come first
     if info.key == "pods":
         causes += validate_mirror_pod(obj, old)
         if old is not None and subresource is None:
@@ -310,13 +444,15 @@ def _check_identity(ri: RequestInfo, info: ResourceInfo, obj: Obj) -> None:
 async def create_object(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
-    obj = await read_body(request)
-    mode = _field_validation(request)
+    mode = _field_validation(request)  # the options are validated before the body is decoded
+    dry = dry_run(request)
+    obj, duplicates = await read_body_noting_duplicates(request)
     warnings: list[str] = []
     _check_identity(ri, info, obj)
     if obj["metadata"].get("resourceVersion"):
-        raise errors.bad_request("resourceVersion should not be set on objects to be created")
-    decode_fields(info, obj, mode, warnings)
+        # storage.ErrResourceVersionSetOnCreate from etcd3's Create: a plain error, so 500
+        raise errors.storage_error("resourceVersion should not be set on objects to be created")
+    decode_fields(info, obj, mode, warnings, duplicates=duplicates)
     apply_defaults(info, obj)
     refusal = mirror_pod_refusal(obj) if info.key == "pods" else None
     if refusal:
@@ -328,16 +464,19 @@ async def create_object(
         del obj["metadata"]["name"]
     else:
         validate(info, obj, None, None)
-    created = await ctx.store.create(info.key, obj, dry_run=dry_run(request))
+    created = await ctx.store.create(info.key, obj, dry_run=dry)
     return json_response(created, 201, warnings)
 
 
 def dry_run(request: web.Request, options: Obj | None = None) -> bool:
-    """dryRun=All in the query (or in a DeleteOptions body); other values are 400."""
+    """dryRun=All in the query (or in a DeleteOptions body); other values are 422 (ValidateDryRun)."""
     values = [*request.query.getall("dryRun", []), *((options or {}).get("dryRun") or [])]
-    for value in values:
-        if value != "All":
-            raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+    if any(value != "All" for value in values):
+        raise errors.options_invalid(
+            _OPTIONS_KIND.get(request.method, "CreateOptions"),
+            "dryRun",
+            f'Unsupported value: {json.dumps(values, separators=(",", ":"))}: supported values: "All"',
+        )
     return bool(values)
 
 
@@ -363,6 +502,8 @@ async def write_update(
         prepare_for_create(info, obj)
         validate(info, obj, None, None)
         return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
+    if subresource is None:
+        admit_update(info, obj, old)
     candidate = _effective(info, old, obj, subresource)
     validate(info, candidate, old, subresource)
     updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
@@ -391,12 +532,13 @@ async def update_object(
     *,
     subresource: str | None = None,
 ) -> web.Response:
-    obj = await read_body(request)
     mode = _field_validation(request)
+    dry = dry_run(request)
+    obj, duplicates = await read_body_noting_duplicates(request)
     warnings: list[str] = []
     _check_identity(ri, info, obj)
-    decode_fields(info, obj, mode, warnings)
-    return await write_update(ctx, info, obj, subresource or None, warnings, dry_run(request))
+    decode_fields(info, obj, mode, warnings, duplicates=duplicates)
+    return await write_update(ctx, info, obj, subresource or None, warnings, dry)
 
 
 async def patch_object(
@@ -407,8 +549,9 @@ async def patch_object(
     *,
     subresource: str | None = None,
 ) -> web.Response:
-    raw = await request.read()
     mode = _field_validation(request)
+    dry = dry_run(request)
+    raw = await request.read()
     warnings: list[str] = []
     namespace, name = _name_of(ri, info)
     current = await ctx.store.get(info.key, namespace, name)
@@ -421,12 +564,12 @@ async def patch_object(
             api_version=info.api_version,
         )
     except PatchError as e:
-        raise ApiError(e.code, e.reason, e.message) from None
+        raise ApiError(e.code, e.reason, e.message, {} if e.generic else None) from None
     if not isinstance(patched.get("metadata"), dict):
         raise errors.bad_request("metadata must be an object")
     _check_identity(ri, info, patched)
     decode_fields(info, patched, mode, warnings)
-    return await write_update(ctx, info, patched, subresource or None, warnings, dry_run(request))
+    return await write_update(ctx, info, patched, subresource or None, warnings, dry)
 
 
 def _delete_options(body: Obj | None, request: web.Request) -> tuple[int | None, Obj]:
@@ -451,8 +594,13 @@ async def delete_object(
     grace, preconditions = _delete_options(body, request)
     namespace, name = _name_of(ri, info)
     if dry_run(request, body):
-        obj = await ctx.store.delete(info.key, namespace, name, preconditions=preconditions, dry_run=True)
-        return json_response(obj)
+        # Store.Delete with dryRun (k8s.io/apiserver pkg/registry/generic/registry/store.go): what
+        # the deletion would answer, the graceful update (deletionTimestamp) included
+        obj = await ctx.store.delete(
+            info.key, namespace, name, grace_period_seconds=grace, preconditions=preconditions, dry_run=True
+        )
+        kept = info.graceful_delete or bool(obj["metadata"].get("finalizers"))
+        return json_response(obj if kept or info.return_deleted_object else _deleted_status(info, name, obj))
     result = await perform_delete(ctx, info, namespace, name, grace, preconditions)
     return json_response(result)
 
@@ -477,6 +625,10 @@ async def perform_delete(
         still_there = False
     if still_there or info.return_deleted_object:
         return obj
+    return _deleted_status(info, name, obj)
+
+
+def _deleted_status(info: ResourceInfo, name: str, obj: Obj) -> Obj:
     details: Obj = {"name": name}
     if info.group:
         details["group"] = info.group
@@ -491,29 +643,29 @@ async def delete_collection(
     body = await read_body(request) if request.can_read_body and (await request.read()) else None
     grace, _ = _delete_options(body, request)
     namespace = ri.namespace if info.namespaced else None
-    items, _ = await ctx.store.list(
+    items, list_rv = await ctx.store.list(
         info.key,
         namespace,
         label_selector=request.query.get("labelSelector", ""),
         field_selector=request.query.get("fieldSelector", ""),
     )
-    deleted = []
     dry = dry_run(request, body)
     for item in items:
         meta = item["metadata"]
         try:
-            gone = await ctx.store.delete(
+            await ctx.store.delete(
                 info.key, meta.get("namespace"), meta["name"], grace_period_seconds=grace, dry_run=dry
             )
-            deleted.append(_list_item(gone))
         except ApiError as e:
             if e.code != 404:
                 raise
+    # Store.DeleteCollection (k8s.io/apiserver pkg/registry/generic/registry/store.go) answers
+    # the list it deleted from: the items as listed, before their deletion, at the list's RV
     return json_response(
         {
             "kind": f"{info.kind}List",
             "apiVersion": info.api_version,
-            "metadata": {"resourceVersion": ctx.store.resource_version},
-            "items": deleted,
+            "metadata": {"resourceVersion": list_rv},
+            "items": [_list_item(item) for item in items],
         }
     )

@@ -5,8 +5,10 @@ sandbox's own service account tokens, their audiences, expiry and bound pod, as
 `pkg/serviceaccount/jwt.go` and `claims.go`), `selfsubjectreviews` (`kubectl auth whoami`: the
 admin), and `authorization.k8s.io/v1 subjectaccessreviews` / `selfsubjectaccessreviews` (the
 sandbox authorizes like `--authorization-mode=AlwaysAllow`).
-Reviews are answered, never stored. Must not: authenticate the sandbox's own API requests
-(its API is plain HTTP on loopback and open to whoever can reach it).
+Reviews are answered, never stored; their metadata is empty (apimachinery omits a zero
+creationTimestamp), but a SelfSubjectReview's carries the time of the request, as upstream's
+`pkg/registry/authentication/selfsubjectreview/rest.go`. Must not: authenticate the sandbox's
+own API requests (its API is plain HTTP on loopback and open to whoever can reach it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.handlers import ApiContext, json_response, read_body
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
+from vk_provider.sandbox.store import now_rfc3339
 from vk_provider.sandbox.tokens import ISSUER, TokenError, verify_token
 
 Obj = dict[str, Any]
@@ -77,7 +80,7 @@ async def token_review(
     review = {
         "kind": "TokenReview",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"creationTimestamp": None},
+        "metadata": {},
         "spec": spec,
         "status": status,
     }
@@ -92,7 +95,7 @@ async def access_review(
     review = {
         "kind": info.kind,
         "apiVersion": info.api_version,
-        "metadata": {"creationTimestamp": None},
+        "metadata": {},
         "spec": body.get("spec") or {},
         "status": {
             "allowed": True,
@@ -110,7 +113,7 @@ async def self_subject_review(
     review = {
         "kind": "SelfSubjectReview",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"creationTimestamp": None},
+        "metadata": {"creationTimestamp": now_rfc3339()},
         "status": {"userInfo": {"username": ADMIN_USER, "groups": list(ADMIN_GROUPS)}},
     }
     return json_response(review, 201)

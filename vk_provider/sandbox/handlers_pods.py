@@ -253,7 +253,13 @@ async def create_token(
     response = {
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": ri.name, "namespace": ri.namespace, "creationTimestamp": None},
+        # pkg/registry/core/serviceaccount/storage/token.go: the account's name, namespace and uid
+        "metadata": {
+            "name": ri.name,
+            "namespace": ri.namespace,
+            "uid": sa["metadata"]["uid"],
+            "creationTimestamp": now_rfc3339(),
+        },
         "spec": spec,
         "status": {"token": sign_token(ctx.token_key, claims), "expirationTimestamp": expires},
     }

@@ -1,13 +1,13 @@
-"""The OpenAPI documents kubectl 1.32 reads: `/openapi/v3` (index), `/openapi/v3/<gv path>`, `/openapi/v2`.
+"""The OpenAPI documents kubectl reads: `/openapi/v3` (index), `/openapi/v3/<gv path>`, `/openapi/v2`.
 
-Lives here: conversion of kubernetes-validate's v1.32 JSON-schema definitions into OpenAPI schemas
-(`#/components/schemas/...` for v3, `#/definitions/...` for v2; `x-kubernetes-group-version-kind`
-and the patch extensions kept), and paths for the resources of the sandbox's registry with
-operations shaped like upstream's: PATCH carries `x-kubernetes-group-version-kind`, the
-`fieldValidation` query parameter (kubectl's server-side-validation check,
-`staging/src/k8s.io/cli-runtime/pkg/resource/query_param_verifier_v3.go`) and a requestBody
-offering strategic merge patch (kubectl's `gvkSupportsPatchOpenAPIV3` then computes apply patches
-from these schemas). Every document is built once per process.
+Lives here: conversion of kubernetes-validate's JSON-schema definitions (validation.SCHEMA_VERSION)
+into OpenAPI schemas (`#/components/schemas/...` for v3, `#/definitions/...` for v2;
+`x-kubernetes-group-version-kind` and the patch extensions kept), and paths for the resources of
+the sandbox's registry with operations shaped like upstream's: PATCH carries
+`x-kubernetes-group-version-kind`, the `fieldValidation` query parameter (kubectl's
+server-side-validation check, `staging/src/k8s.io/cli-runtime/pkg/resource/query_param_verifier_v3.go`)
+and a requestBody offering strategic merge patch (kubectl's `gvkSupportsPatchOpenAPIV3` then
+computes apply patches from these schemas). Every document is built once per process.
 Must not: serve HTTP (handlers do; v2 must go out as protobuf for kubectl, which this module does
 not produce) or depend on anything but the packaged schemas and the resource registry.
 """
@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Any
 
+from vk_provider.kube_version import KUBE_MINOR_VERSION
 from vk_provider.sandbox.resources import RESOURCES, ResourceInfo
 from vk_provider.sandbox.validation import definition_name, definitions
 
@@ -328,7 +329,7 @@ def _v3_documents() -> dict[str, tuple[Obj, str]]:
         schemas = {name: _convert_definition(name, prefix, v3=True) for name in _closure(_roots(infos))}
         doc: Obj = {
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": "v1.32.0"},
+            "info": {"title": "Kubernetes", "version": KUBE_MINOR_VERSION},
             "paths": paths,
             "components": {
                 "schemas": schemas,
@@ -374,7 +375,7 @@ def _v2_document() -> Obj:
         paths.update(_resource_paths(info, prefix, v3=False))
     return {
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "info": {"title": "Kubernetes", "version": KUBE_MINOR_VERSION},
         "paths": paths,
         "definitions": {
             name: _convert_definition(name, prefix, v3=False) for name in _closure(_roots(infos))

@@ -1,7 +1,7 @@
 """PATCH bodies applied to stored objects, as the real apiserver applies them.
 
 Lives here: strategic merge patch driven by the `x-kubernetes-patch-strategy` /
-`x-kubernetes-patch-merge-key` extensions of the official v1.32 schema (algorithm of
+`x-kubernetes-patch-merge-key` extensions of the official schemas (validation.py; algorithm of
 `staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go` with the server's options
 MergeParallelList and IgnoreUnmatchedNulls), JSON merge patch (RFC 7386) and JSON patch (RFC 6902,
 error texts of evanphx/json-patch), and the content-type dispatch with its 415 answer.
@@ -34,11 +34,14 @@ class PatchError(Exception):
     message is what the real server puts in the Status; detail, when set, is the underlying error
     the real server does not show (JSON patch failures), for logs."""
 
-    def __init__(self, code: int, message: str, detail: str = "") -> None:
+    def __init__(self, code: int, message: str, detail: str = "", *, generic: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.detail = detail
+        # built by NewGenericServerResponse (k8s.io/apimachinery pkg/api/errors/errors.go), whose
+        # Status carries an empty `details: {}`
+        self.generic = generic
 
     @property
     def reason(self) -> str:
@@ -61,7 +64,10 @@ def apply_patch(
     """Apply a PATCH request body of the given Content-Type to obj (not modified); return the result."""
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type not in SUPPORTED_PATCH_TYPES:
-        raise _unsupported(SUPPORTED_PATCH_TYPES)
+        # go-restful refuses a Content-Type the PATCH route does not consume before the patch
+        # handler runs; the apiserver's serviceErrorHandler (k8s.io/apiserver pkg/server/handler.go)
+        # turns that into NewGenericServerResponse(415, ..., "415: Unsupported Media Type")
+        raise PatchError(415, "415: Unsupported Media Type", generic=True)
     if media_type == STRATEGIC_MERGE_PATCH and definition_name(api_version, kind) is None:
         raise _unsupported((JSON_PATCH, MERGE_PATCH))
     try:
@@ -76,7 +82,7 @@ def apply_patch(
                 raise
             # The apiserver answers a failed operation with NewGenericServerResponse(422), whose
             # message hides the json-patch error (staging/.../endpoints/handlers/patch.go).
-            raise PatchError(422, JSON_PATCH_FAILED, detail=e.message) from None
+            raise PatchError(422, JSON_PATCH_FAILED, detail=e.message, generic=True) from None
     if media_type == MERGE_PATCH:
         merged = merge_patch(obj, doc)
         if not isinstance(merged, dict):
@@ -209,15 +215,18 @@ def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
         elif op == "remove":
             _remove(doc, path)
         elif op == "replace":
-            _get_path(doc, path, "replace")
             tokens = _pointer(path)
             if not tokens:
                 doc = value
             else:
                 parent = _parent(doc, tokens, path, "replace")
                 key = tokens[-1]
-                idx: Any = key if isinstance(parent, dict) else int(key)
-                parent[idx] = value
+                if isinstance(parent, dict):
+                    # gopkg.in/evanphx/json-patch.v4 (the apiserver's, patch.go replace): a missing
+                    # member is no error (partialDoc.get finds nil), it is set like an add.
+                    parent[key] = value
+                else:
+                    parent[_index(key, len(parent), allow_end=False, path=path, op=op)] = value
         elif op in ("move", "copy"):
             source = operation.get("from")
             if not isinstance(source, str):

@@ -1,4 +1,4 @@
-"""Decoding the Kubernetes protobuf wire format for the few kinds kubectl 1.32 sends that way.
+"""Decoding the Kubernetes protobuf wire format for the few kinds kubectl sends that way.
 
 kubectl's typed clients (`kubectl create configmap|secret|namespace|serviceaccount`) POST
 `application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON on 415. What lives

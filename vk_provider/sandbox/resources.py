@@ -3,8 +3,8 @@
 What lives here: `ResourceInfo` (plural name, kind, group, version, scope, verbs, short names,
 categories, subresources, and the registry-strategy flags the store needs) and the lookups by
 store key ("pods", "leases.coordination.k8s.io") or by URL parts; also the discovery-only entries
-of metrics.k8s.io (served by metrics.py). Values follow the real
-v1.32 discovery documents. Must not: hold objects or do I/O.
+of metrics.k8s.io (served by metrics.py). Values follow the real discovery documents of
+KUBE_VERSION. Must not: hold objects or do I/O.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
     ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
     # create-only reviews, answered and never stored (handlers_auth.py)
     *(
-        ResourceInfo(name, "", kind, group, "v1", False, verbs=("create",))
+        ResourceInfo(name, kind.lower(), kind, group, "v1", False, verbs=("create",))
         for name, kind, group in (
             ("tokenreviews", "TokenReview", "authentication.k8s.io"),
             ("selfsubjectreviews", "SelfSubjectReview", "authentication.k8s.io"),

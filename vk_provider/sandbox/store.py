@@ -10,7 +10,8 @@ transitions, bookmarks, and optional persistence of the objects to `state_dir/st
 Every method returns deep copies. Must not: know about HTTP, defaulting or schema validation
 (the handlers do that before calling in).
 
-Additions to the contract: `watch(..., bookmark_interval=None)`, `close_all_watches()`,
+Additions to the contract: `list_page(...)` (a list at an older resourceVersion, rebuilt from the
+event log, and `limit`/`after` pagination), `watch(..., bookmark_interval=None)`, `close_all_watches()`,
 `resource_version` (the current global RV), `flush()` and `close()` for persistence.
 """
 
@@ -73,6 +74,19 @@ def now_rfc3339(delta_seconds: float = 0) -> str:
 
 def parse_time(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _key_text(key: tuple[str, str]) -> str:
+    """A storage key as the real one sorts: etcd orders `/registry/<resource>/<namespace>/<name>`."""
+    return f"{key[0]}/{key[1]}" if key[0] else key[1]
+
+
+@dataclass
+class ListPage:
+    items: list[Obj]
+    resource_version: str
+    last_key: str  # the key of the last item when more follow, else ""
+    remaining: int  # how many more items match
 
 
 @dataclass
@@ -311,9 +325,67 @@ class Store:
         ]
         return items, str(self._rv)
 
+    async def list_page(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        at_rv: int | None = None,
+        limit: int = 0,
+        after: str = "",
+    ) -> ListPage:
+        """A list as the real storage serves it: at `at_rv` (None: now; older states are rebuilt
+        from the event log, 410 Expired once they are out of it), at most `limit` items (0: all)
+        whose storage keys (`<namespace>/<name>`, in the real key order) sort after `after`."""
+        info = self.info(resource)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        rv = self._rv if at_rv is None else at_rv
+        if rv > self._rv:
+            raise errors.ApiError(500, "", f"resourceVersion {rv} is newer than the store's {self._rv}")
+        if rv < self._floor:
+            raise errors.expired(f"too old resource version: {rv} ({self._floor})")
+        state = self._state_at(info, rv)
+        keys = sorted(
+            (k for k in state if namespace is None or not info.namespaced or k[0] == namespace), key=_key_text
+        )
+        page: builtins.list[Obj] = []
+        remaining = 0
+        last = ""
+        for key in keys:
+            if _key_text(key) <= after:
+                continue
+            obj = state[key]
+            if not (labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)):
+                continue
+            if limit and len(page) == limit:
+                remaining += 1
+                continue
+            page.append(clone(obj))
+            last = _key_text(key)
+        return ListPage(page, str(rv), last if remaining else "", remaining)
+
+    def _state_at(self, info: ResourceInfo, rv: int) -> dict[tuple[str, str], Obj]:
+        """The objects of one resource as they were at `rv`: the present, with the logged changes
+        after `rv` undone, newest first."""
+        state = dict(self._bucket(info.key))
+        for entry in reversed(self._log):
+            if entry.rv <= rv:
+                break
+            if entry.resource != info.key:
+                continue
+            meta = entry.obj.get("metadata") or {}
+            key = self._key(info, meta.get("namespace"), meta.get("name") or "")
+            if entry.prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = entry.prev
+        return state
+
     def _matching(self, info: ResourceInfo, namespace: str | None) -> Iterable[Obj]:
         bucket = self._bucket(info.key)
-        for key in sorted(bucket):
+        for key in sorted(bucket, key=_key_text):
             if namespace is None or not info.namespaced or key[0] == namespace:
                 yield bucket[key]
 
@@ -422,12 +494,28 @@ class Store:
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
     ) -> Obj:
-        """dry_run: check existence and preconditions, change nothing, return the object."""
+        """dry_run: check existence and preconditions, change nothing, return the object as the
+        deletion would leave it (a graceful or finalizer-held deletion's deletionTimestamp)."""
         info = self.info(resource)
         if dry_run:
             obj = self._require(info, namespace, name)
             self._check_preconditions(info, obj, preconditions or {})
-            return clone(obj)
+            new = clone(obj)
+            if info.key == "namespaces":
+                return new
+            if grace_period_seconds is not None and grace_period_seconds < 0:
+                grace_period_seconds = 1
+            graceful, pending, _ = self._before_delete(info, new, grace_period_seconds)
+            if pending:
+                return clone(obj)
+            if (
+                not graceful
+                and new["metadata"].get("finalizers")
+                and not new["metadata"].get("deletionTimestamp")
+            ):
+                new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return new
         return self._delete(info, namespace, name, grace_period_seconds, preconditions)
 
     def _delete(
@@ -565,16 +653,13 @@ class Store:
 
         bookmark_interval: send a BOOKMARK after that many idle seconds. initial_events_end: after
         the initial state, send the `k8s.io/initial-events-end` BOOKMARK of streaming lists.
-        Raises ApiError(400) for a bad selector or resourceVersion before anything is yielded.
+        Raises ApiError(400) for a bad selector, (500) for a bad resourceVersion, before anything is yielded.
         """
         info = self.info(resource)
         labels, fields = self._selectors(info, label_selector, field_selector)
         start: int | None = None
         if resource_version not in (None, "", "0"):
-            try:
-                start = int(str(resource_version))
-            except ValueError:
-                raise errors.bad_request(f"invalid resource version: {resource_version}") from None
+            start = errors.parse_resource_version(str(resource_version))
         watcher = _Watcher(info.key, namespace if info.namespaced else None, labels, fields, start or 0)
         if start is not None and start < self._floor:
             status = errors.expired(f"too old resource version: {start} ({self._floor})").status()

@@ -1,9 +1,9 @@
 """Server-side `meta.k8s.io/v1` Tables, the way kube-apiserver prints objects for `kubectl get`.
 
 Lives here: the column definitions and cell values of `pkg/printers/internalversion/printers.go`
-(pods, nodes, events, namespaces, configmaps, secrets, serviceaccounts, services, leases,
-certificatesigningrequests; a NAME/AGE table for anything else), the pod STATUS reason, and
-kubectl's `HumanDuration` (`staging/src/k8s.io/apimachinery/pkg/util/duration/duration.go`).
+(pods, nodes, events, namespaces, configmaps, secrets, services, leases, certificatesigningrequests;
+a NAME/AGE table for anything else, serviceaccounts included), the pod STATUS reason, and kubectl's
+`HumanDuration` (`staging/src/k8s.io/apimachinery/pkg/util/duration/duration.go`).
 The server always fills the wide (priority 1) columns; kubectl shows them only with `-o wide`.
 Must not: read the store or know about HTTP; the caller passes objects, list metadata and `now`.
 """
@@ -175,8 +175,6 @@ def _columns(resource: str) -> list[Obj]:
             _col("Data", _doc(_CORE + "Secret", "data")),
             _age_col(),
         ]
-    if resource == "serviceaccounts":
-        return [_name_col(), _col("Secrets", _doc(_CORE + "ServiceAccount", "secrets")), _age_col()]
     if resource == "services":
         spec = _CORE + "ServiceSpec"
         return [
@@ -282,6 +280,7 @@ def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
     if not initializing or _condition_true(pod, "Initialized"):
         restarts, last = sidecar_restarts, sidecar_last
         has_running = False
+        error_reason = ""
         for cs in reversed(_items(status, "containerStatuses")):
             restarts += int(cs.get("restartCount") or 0)
             last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
@@ -291,11 +290,20 @@ def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
                 reason = waiting["reason"]
             elif term is not None:
                 reason = _terminated_reason(term, "")
+                if term.get("exitCode", 0) != 0:
+                    error_reason = reason
             elif cs.get("ready") and state.get("running") is not None:
                 has_running = True
                 ready += 1
-        if reason == "Completed" and has_running:
-            reason = "Running" if _condition_true(pod, "Ready") else "NotReady"
+        # "Completed" (the first container exited 0) gives way to Running when a container still
+        # runs and the pod is Ready, else to the reason of the first container that failed.
+        if reason == "Completed":
+            if has_running and _condition_true(pod, "Ready"):
+                reason = "Running"
+            elif error_reason:
+                reason = error_reason
+            elif has_running:
+                reason = "NotReady"
 
     if _get(pod, "metadata", "deletionTimestamp"):
         if status.get("reason") == "NodeLost":
@@ -380,6 +388,9 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
     if _get(node, "spec", "unschedulable"):
         status.append("SchedulingDisabled")
     info = _obj(node, "status", "nodeInfo")
+    kernel = info.get("kernelVersion") or "<unknown>"
+    if info.get("architecture"):  # printNode appends the architecture to the kernel version
+        kernel += f" ({info['architecture']})"
     return [
         _get(node, "metadata", "name") or "",
         ",".join(status),
@@ -389,7 +400,7 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
         _node_address(node, "InternalIP"),
         _node_address(node, "ExternalIP"),
         info.get("osImage") or "<unknown>",
-        info.get("kernelVersion") or "<unknown>",
+        kernel,
         info.get("containerRuntimeVersion") or "<unknown>",
     ]
 
@@ -497,7 +508,6 @@ _CELLS: dict[str, Callable[[Obj, datetime], list[Any]]] = {
     "namespaces": _simple(lambda o: _get(o, "status", "phase") or ""),
     "configmaps": _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
     "secrets": _simple(lambda o: o.get("type", ""), lambda o: len(o.get("data") or {})),
-    "serviceaccounts": _simple(lambda o: len(o.get("secrets") or [])),
     "services": _service_cells,
     "leases": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
     "certificatesigningrequests": _csr_cells,

@@ -1,8 +1,8 @@
-"""Object validation for the sandbox apiserver: official v1.32 schemas plus the kind rules that matter.
+"""Object validation for the sandbox apiserver: the official schemas of KUBE_VERSION plus the kind rules.
 
 Lives here: the apimachinery name/label format checks (with upstream's messages, from
 `staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`), schema validation against
-kubernetes-validate's `v1.32.0-local-strict` definitions turned into metav1 StatusCause dicts,
+kubernetes-validate's `v<minor>.0-local-strict` definitions turned into metav1 StatusCause dicts,
 unknown-field detection for `fieldValidation=Strict|Warn`, type mismatches worded like the Go
 decoder, and the kind rules of `pkg/apis/core/validation/` that matter here: pods (names, images,
 resources, probes, tolerations, update immutability, mirror-pod annotation), node taints and
@@ -21,9 +21,11 @@ import re
 from importlib import resources
 from typing import Any
 
+from vk_provider.kube_version import KUBE_MINOR_VERSION
 from vk_provider.sandbox.quantity import parse_quantity
 
-SCHEMA_VERSION = "v1.32.0-local-strict"
+# kubernetes-validate names its schema directories by minor: v1.37.0-local-strict for 1.37.x.
+SCHEMA_VERSION = f"v{KUBE_MINOR_VERSION}.0-local-strict"
 QUANTITY_REGEX = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 _QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 
@@ -152,7 +154,7 @@ def go_quote(value: object) -> str:
 
 @functools.cache
 def definitions() -> dict[str, Any]:
-    """`$defs` of kubernetes-validate's v1.32 strict `_definitions.json` (x-kubernetes extensions kept)."""
+    """`$defs` of kubernetes-validate's SCHEMA_VERSION `_definitions.json` (x-kubernetes extensions kept)."""
     root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
     with (root / "_definitions.json").open("rb") as f:
         defs: dict[str, Any] = json.load(f)["$defs"]
@@ -679,6 +681,93 @@ def _validate_event(ev: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
+# The keys each Secret type requires (ValidateSecret, pkg/apis/core/validation/validation.go).
+_SECRET_TYPE_KEYS = {
+    "kubernetes.io/dockercfg": (".dockercfg",),
+    "kubernetes.io/dockerconfigjson": (".dockerconfigjson",),
+    "kubernetes.io/ssh-auth": ("ssh-privatekey",),
+    "kubernetes.io/tls": ("tls.crt", "tls.key"),
+}
+
+
+def config_key_errors(key: str) -> list[str]:
+    """IsConfigMapKey (k8s.io/apimachinery pkg/util/validation/validation.go)."""
+    errs = [_max_len_error(253)] if len(key) > 253 else []
+    if not _CONFIG_KEY_RE.match(key):
+        errs.append(
+            _regex_error(
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                "[-._a-zA-Z0-9]+",
+                "key.name",
+                "KEY_NAME",
+                "key-name",
+            )
+        )
+    if key in (".", ".."):
+        errs.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
+def _validate_config_data(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """ValidateConfigMap / ValidateSecret beyond metadata: the keys, a key in both of a
+    ConfigMap's bags, and the keys a Secret's type requires."""
+    out: list[dict[str, str]] = []
+    data, binary = _dict(obj.get("data")), _dict(obj.get("binaryData"))
+    for key in data:
+        out.extend(invalid(f"data[{key}]", key, msg) for msg in config_key_errors(key))
+        if obj.get("kind") == "ConfigMap" and key in binary:
+            out.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+    if obj.get("kind") == "ConfigMap":
+        for key in binary:
+            out.extend(invalid(f"binaryData[{key}]", key, msg) for msg in config_key_errors(key))
+        return out
+    secret_type = str(obj.get("type") or "")
+    if secret_type == "kubernetes.io/service-account-token":
+        if not _dict(_dict(obj.get("metadata")).get("annotations")).get("kubernetes.io/service-account.name"):
+            out.append(required("metadata.annotations[kubernetes.io/service-account.name]"))
+    elif secret_type == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            out.extend([required("data[username]"), required("data[password]")])
+    elif secret_type == "kubernetes.io/ssh-auth":
+        if not data.get("ssh-privatekey"):
+            out.append(required("data[ssh-privatekey]"))
+    else:
+        out.extend(
+            required(f"data[{key}]") for key in _SECRET_TYPE_KEYS.get(secret_type, ()) if key not in data
+        )
+    return out
+
+
+def validate_config_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
+    """ValidateConfigMapUpdate / ValidateSecretUpdate before the create rules: a Secret's type is
+    immutable, and so is everything of an `immutable: true` one."""
+    out: list[dict[str, str]] = []
+    if new.get("kind") == "Secret" and (new.get("type") or "") != (old.get("type") or ""):
+        out.append(invalid("type", new.get("type") or "", "field is immutable"))
+    if old.get("immutable") is True:
+        locked = "field is immutable when `immutable` is set"
+        if new.get("immutable") is not True:
+            out.append(forbidden("immutable", locked))
+        bags = ("data", "binaryData") if new.get("kind") == "ConfigMap" else ("data",)
+        out.extend(forbidden(bag, locked) for bag in bags if _dict(new.get(bag)) != _dict(old.get(bag)))
+    return out
+
+
+def _validate_lease(lease: dict[str, Any]) -> list[dict[str, str]]:
+    """ValidateLeaseSpec (pkg/apis/coordination/validation/validation.go)."""
+    spec = _dict(lease.get("spec"))
+    out: list[dict[str, str]] = []
+    duration, transitions = spec.get("leaseDurationSeconds"), spec.get("leaseTransitions")
+    if isinstance(duration, int) and duration <= 0:
+        out.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    if isinstance(transitions, int) and transitions < 0:
+        out.append(invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
+    return out
+
+
 def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
     spec = pod.get("spec")
     out: list[dict[str, str]] = []
@@ -748,6 +837,10 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
         causes.extend(_validate_pod(obj))
     if obj.get("kind") == "Node" and obj.get("apiVersion") == "v1":
         causes.extend(_validate_taints(_dict(obj.get("spec")).get("taints") or [], "spec.taints"))
+    if obj.get("kind") in ("ConfigMap", "Secret") and obj.get("apiVersion") == "v1":
+        causes.extend(_validate_config_data(obj))
+    if obj.get("kind") == "Lease" and obj.get("apiVersion") == "coordination.k8s.io/v1":
+        causes.extend(_validate_lease(obj))
     return _dedupe(causes)
 
 
@@ -792,13 +885,19 @@ def _spec_diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
 
 
 def _only_added_tolerations(old: list[Any], new: list[Any]) -> bool:
-    """validateOnlyAddedTolerations: every old toleration is still there, tolerationSeconds aside."""
+    """validateOnlyAddedTolerations (pkg/apis/core/validation/validation.go): every old toleration
+    is still there, tolerationSeconds aside. The Go structs are compared, so an absent field equals
+    its zero value (`value: ""` is no value); `operator` has no default, "" is not "Equal"."""
 
-    def without_seconds(t: Any) -> Any:
-        return {k: v for k, v in t.items() if k != "tolerationSeconds"} if isinstance(t, dict) else t
+    def fields(t: Any) -> Any:
+        return (
+            tuple(t.get(k) or "" for k in ("key", "operator", "value", "effect"))
+            if isinstance(t, dict)
+            else t
+        )
 
-    remaining = [without_seconds(t) for t in new]
-    return all(without_seconds(t) in remaining for t in old)
+    remaining = [fields(t) for t in new]
+    return all(fields(t) in remaining for t in old)
 
 
 def validate_pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
