@@ -61,6 +61,8 @@ class DockerAllow:
     host_pid: bool = False
     host_ipc: bool = False
     capabilities: tuple[str, ...] = ()
+    # Sysctls (or `prefix*` patterns) allowed besides the kubelet's safe ones (--allowed-unsafe-sysctls).
+    unsafe_sysctls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,12 @@ What lives here: `load_config(path)`, `config_from_mapping(data, source)`,
 YAML-shaped dict with every key and its value) and `ConfigError`, whose message is one
 line `<file>: <key.path>: <reason>`. One declarative table maps each YAML key (camelCase)
 to its dataclass field and kind, so loading, strict validation and display cannot drift
-apart. Environment fallbacks (`KUBECONFIG`, `DOCKER_HOST`, `NODE_IP`/`POD_IP`) are applied
-where the value is used, not here. Must not: touch the network, Docker, or any file other
+apart. Whatever the file holds ends in a ConfigError, never in a traceback: YAML the parser
+cannot take (nesting too deep for it included), keys that are lists or mappings, values out of
+range (quantities and durations are bounded in `vk_provider.quantity`; unsafe sysctl patterns
+are checked by `sysctls.sysctl_pattern_problem`, as the kubelet's NewAllowlist). Environment
+fallbacks (`KUBECONFIG`, `DOCKER_HOST`, `NODE_IP`/`POD_IP`) are applied where the value is
+used, not here. Must not: touch the network, Docker, or any file other
 than the one it is asked to load.
 """
 
@@ -18,7 +22,7 @@ import ipaddress
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,15 @@ from vk_provider.config import (
     StatusConfig,
     Taint,
 )
-from vk_provider.quantity import format_duration, parse_duration, parse_quantity
+from vk_provider.quantity import (
+    MAX_QUANTITY,
+    DurationOutOfRange,
+    QuantityOutOfRange,
+    format_duration,
+    parse_duration,
+    parse_quantity,
+)
+from vk_provider.sysctls import sysctl_pattern_problem
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")
@@ -151,6 +163,10 @@ class _Duration(_Kind):
             raise _Invalid(path, f"expected a duration like '10s', '5m' or '1h30m', got {_show(value)}")
         try:
             seconds = parse_duration(value)
+        except DurationOutOfRange:
+            raise _Invalid(
+                path, f"expected a duration of at most 2562047h47m16.854775807s, got {value!r}"
+            ) from None
         except ValueError:
             raise _Invalid(path, f"expected a duration like '10s', '5m' or '1h30m', got {value!r}") from None
         if seconds <= 0:
@@ -159,6 +175,16 @@ class _Duration(_Kind):
 
     def dump(self, value: Any) -> str:
         return format_duration(value)
+
+
+def _plain_text(value: Any) -> str:
+    """A scalar as the text a quantity is parsed from ("" for anything else)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return ""
+    try:
+        return str(value)
+    except ValueError:  # an int of more digits than str() converts
+        return ""
 
 
 class _Quantity(_Kind):
@@ -170,9 +196,13 @@ class _Quantity(_Kind):
     def parse(self, value: Any, path: str) -> str:
         if self.allow_auto and value == "auto":
             return "auto"
-        text = str(value) if isinstance(value, int | float | str) and not isinstance(value, bool) else ""
+        text = _plain_text(value)
         try:
             valid = parse_quantity(text) >= 0
+        except QuantityOutOfRange:
+            raise _Invalid(
+                path, f"expected a Kubernetes quantity of at most {MAX_QUANTITY}, got {_show(value)}"
+            ) from None
         except ValueError:
             valid = False
         if not valid:
@@ -319,7 +349,7 @@ def _ip_problem(value: str) -> str | None:
 def _listen_problem(value: str) -> str | None:
     host, colon, port = value.rpartition(":")
     bad = f"expected host:port like '0.0.0.0:10250' or '[::]:10250', got {value!r}"
-    if not colon or not port.isdigit() or int(port) > 65535:
+    if not colon or not re.fullmatch(r"[0-9]{1,5}", port) or int(port) > 65535:  # ASCII digits only
         return bad
     if host.startswith("[") and host.endswith("]"):
         return None if _ip_problem(host[1:-1]) is None and ":" in host else bad
@@ -440,6 +470,7 @@ _SCHEMA = _Section(
                                 ("hostPID", "host_pid", _Bool()),
                                 ("hostIPC", "host_ipc", _Bool()),
                                 ("capabilities", "capabilities", _StrList(_Str(_capability_problem))),
+                                ("unsafeSysctls", "unsafe_sysctls", _StrList(_Str(sysctl_pattern_problem))),
                             ],
                         ),
                     ),
@@ -513,6 +544,9 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
+        if not isinstance(key, Hashable):  # a complex key: `? [a]`, `? {a: 1}`
+            problem = "a mapping key must be a plain value, not a list or a mapping"
+            raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
@@ -530,6 +564,10 @@ def _parse_yaml(text: str, source: str) -> Any:
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         raise ConfigError(where, "", f"invalid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
+        raise ConfigError(source, "", f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(source, "", "invalid YAML: nested too deeply") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a constructor's, e.g. `2001-02-30`
         raise ConfigError(source, "", f"invalid YAML: {exc}") from None
 
 

@@ -1,16 +1,21 @@
 """Setting up a pod's API-backed volumes on the engine host (the kubelet's volume manager, small).
 
-What lives here: `write_atomically(dir, files)`, the kubelet's AtomicWriter layout (the
+What lives here: `write_atomically(dir, files, group)`, the kubelet's AtomicWriter layout (the
 payload in a timestamped directory, `..data` a symlink to it swapped atomically, user-visible
-names symlinks through `..data`, so a bind-mounted volume changes in place), and
+names symlinks through `..data`, so a bind-mounted volume changes in place; the files get the
+owners `pods.volumes` computed, the directories the fsGroup; the directories above the
+volume's are created 0700, so no other user of the host reaches the files, whatever their
+mode; old payloads go through the guarded `paths.remove_under`), and
 `PodVolumes`, which for one pod fetches the referenced ConfigMaps and Secrets through the
 injected getter and service account tokens through the injected TokenRequest function
 (cached until 80% of their lifetime), computes each volume's files (`pods.volumes`) and
-writes them into the directory the runtime names. `make_token_requester(client)` builds the
-TokenRequest function from the KubeClient.
+writes them into the directory the runtime names; ownership (fsGroup, a token's fsUser) is
+applied only when this process may chown (root with CAP_CHOWN), else the files keep the
+pod's modes. `make_token_requester(client)` builds the TokenRequest function from the KubeClient.
 Must not: decide the pod's status or emit Events (the pod worker does), or log file contents.
 
-Upstream: pkg/volume/util/atomic_writer.go, pkg/kubelet/token/token_manager.go.
+Upstream: pkg/volume/util/atomic_writer.go, pkg/volume/volume_linux.go (SetVolumeOwnership),
+pkg/kubelet/token/token_manager.go.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vk_provider.hostpaths import UnsafePathError, make_private_dirs, remove_under
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.logging import get_logger
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.volumes import (
     Fetched,
@@ -35,15 +42,20 @@ from vk_provider.pods.volumes import (
     VolumeFile,
     VolumeSetupError,
     api_volumes,
+    fs_group,
     referenced_objects,
     token_request_body,
     token_sources,
     volume_files,
 )
 
+log = get_logger("pods.volumes")
+
 DATA_DIR = "..data"
 DATA_TMP = "..data_tmp"
-DIR_MODE = 0o755
+DIR_MODE = 0o755  # inside the volume: a non-root container must traverse it
+GROUP_DIR_BITS = 0o2550  # volume_linux.go: setgid + roMask + execMask for an fsGroup's directories
+CAP_CHOWN = 0  # its bit in /proc/self/status CapEff (linux/capability.h)
 TOKEN_REFRESH_FRACTION = 0.8  # token_manager.go: refresh once 80% of the TTL has passed
 TOKEN_MAX_AGE = 24 * 3600.0  # ... or after 24 hours
 
@@ -64,17 +76,43 @@ def make_token_requester(client: KubeClient) -> TokenRequester:
 # ---------------------------------------------------------------- the atomic writer
 
 
-def _current(target: Path) -> dict[str, tuple[bytes, int]]:
-    """The payload now under `target/..data`: relative path -> (content, mode)."""
+def can_change_owner() -> bool:
+    """Whether this process may give files another owner: root with CAP_CHOWN effective."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> CAP_CHOWN & 1)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def _unchanged(target: Path, files: Sequence[VolumeFile]) -> bool:
+    """Whether `target/..data` holds exactly `files` (content, mode, and owner where set)."""
     data = target / DATA_DIR
-    if not data.is_dir():
-        return {}
-    out: dict[str, tuple[bytes, int]] = {}
-    for root, _, names in os.walk(data):
-        for name in names:
-            path = Path(root) / name
-            out[str(path.relative_to(data))] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
-    return out
+    if not data.is_symlink() or not data.is_dir():
+        return False
+    wanted = {f.path: f for f in files}
+    seen = 0
+    try:
+        for root, _, names in os.walk(data):
+            for name in names:
+                path = Path(root) / name
+                f = wanted.get(str(path.relative_to(data)))
+                st = path.stat()
+                if f is None or stat.S_IMODE(st.st_mode) != f.mode:
+                    return False
+                if (f.uid is not None and st.st_uid != f.uid) or (f.gid is not None and st.st_gid != f.gid):
+                    return False
+                if path.read_bytes() != f.data:
+                    return False
+                seen += 1
+    except OSError:
+        return False  # e.g. a file given to another owner that this process cannot read back
+    return seen == len(wanted)
 
 
 def _check_path(path: str) -> None:
@@ -83,28 +121,43 @@ def _check_path(path: str) -> None:
         raise VolumeSetupError(f"invalid path {path!r}: must be relative and may not contain '..'")
 
 
-def write_atomically(target: Path, files: Sequence[VolumeFile]) -> bool:
-    """Make `target` hold exactly `files`; False when it already did (nothing written)."""
+def _own_dir(path: Path, group: int | None) -> None:
+    if group is None:
+        os.chmod(path, DIR_MODE)
+    else:
+        os.chown(path, -1, group, follow_symlinks=False)
+        os.chmod(path, DIR_MODE | GROUP_DIR_BITS)
+
+
+def write_atomically(target: Path, files: Sequence[VolumeFile], group: int | None = None) -> bool:
+    """Make `target` hold exactly `files`; False when it already did (nothing written).
+
+    `group` (the pod's fsGroup, when ownership applies) owns the directories, setgid.
+    """
     for f in files:
         _check_path(f.path)
-    wanted = {f.path: (f.data, f.mode) for f in files}
-    if (target / DATA_DIR).is_symlink() and _current(target) == wanted:
+    if _unchanged(target, files):
         return False
-    target.mkdir(parents=True, exist_ok=True)
-    os.chmod(target, DIR_MODE)
+    make_private_dirs(target.parent)
+    target.mkdir(exist_ok=True)
+    _own_dir(target, group)
     stamp = datetime.now(UTC).strftime("..%Y_%m_%d_%H_%M_%S.")
     new_dir = Path(tempfile.mkdtemp(prefix=stamp, dir=target))
-    os.chmod(new_dir, DIR_MODE)
+    _own_dir(new_dir, group)
     for f in files:
         path = new_dir / f.path
         for parent in reversed(path.relative_to(new_dir).parents[:-1]):
-            (new_dir / parent).mkdir(mode=DIR_MODE, exist_ok=True)
+            if not (new_dir / parent).is_dir():
+                (new_dir / parent).mkdir()
+                _own_dir(new_dir / parent, group)
         path.write_bytes(f.data)
-        os.chmod(path, f.mode)
+        if f.uid is not None or f.gid is not None:
+            os.chown(path, -1 if f.uid is None else f.uid, -1 if f.gid is None else f.gid)
+        os.chmod(path, f.mode)  # after chown, which may clear bits
     old = os.readlink(target / DATA_DIR) if (target / DATA_DIR).is_symlink() else None
     tmp_link = target / DATA_TMP
-    with contextlib.suppress(FileNotFoundError):
-        tmp_link.unlink()
+    if tmp_link.is_symlink() or tmp_link.exists():
+        remove_under(target, tmp_link)
     tmp_link.symlink_to(new_dir.name)
     os.replace(tmp_link, target / DATA_DIR)
     visible = {Path(f.path).parts[0] for f in files}
@@ -114,19 +167,10 @@ def write_atomically(target: Path, files: Sequence[VolumeFile]) -> bool:
             link.symlink_to(f"{DATA_DIR}/{name}")
     for entry in target.iterdir():
         if not entry.name.startswith("..") and entry.name not in visible and entry.is_symlink():
-            entry.unlink()
+            remove_under(target, entry)
     if old is not None and old != new_dir.name:
-        _remove_tree(target / old)
+        remove_under(target, target / old)
     return True
-
-
-def _remove_tree(path: Path) -> None:
-    for root, dirs, names in os.walk(path, topdown=False):
-        for name in names:
-            os.unlink(os.path.join(root, name))
-        for name in dirs:
-            os.rmdir(os.path.join(root, name))
-    os.rmdir(path)
 
 
 # ---------------------------------------------------------------- tokens
@@ -171,6 +215,7 @@ class PodVolumes:
         self._node_allocatable = node_allocatable
         self._clock = clock
         self._tokens: dict[tuple[str, TokenSource], _Token] = {}  # (pod uid, source) -> token
+        self._ownership: bool | None = None  # may files get another owner? (asked once)
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its cached tokens."""
@@ -189,20 +234,32 @@ class PodVolumes:
         meta = pod.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         allocatable = self._node_allocatable()
+        ownership = await self._may_chown()
+        group = fs_group(pod) if ownership else None
         failed: dict[str, str] = {}
         for volume in volumes:
             name = str(volume.get("name", ""))
-            target = self._volume_dir(uid, name)
             try:
+                target = self._volume_dir(uid, name)
                 if target is None:
                     raise VolumeSetupError("the container engine is not local: no host directory for volumes")
-                files = volume_files(pod, volume, fetched, allocatable)
-                await asyncio.to_thread(write_atomically, target, files)
-            except VolumeSetupError as exc:
+                files = volume_files(pod, volume, fetched, allocatable, ownership=ownership)
+                await asyncio.to_thread(write_atomically, target, files, group)
+            except (VolumeSetupError, UnsafePathError) as exc:
                 failed[name] = str(exc)
             except OSError as exc:
                 failed[name] = f"cannot write the volume's files: {exc}"
         return failed
+
+    async def _may_chown(self) -> bool:
+        if self._ownership is None:
+            self._ownership = await asyncio.to_thread(can_change_owner)
+            if not self._ownership:
+                log.info(
+                    "volume files keep the pods' modes and this process as owner: fsGroup and "
+                    "runAsUser ownership need root with CAP_CHOWN"
+                )
+        return self._ownership
 
     async def _fetch(self, pod: Mapping[str, Any], volumes: Sequence[Mapping[str, Any]]) -> Fetched:
         meta = pod.get("metadata") or {}

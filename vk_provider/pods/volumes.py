@@ -2,22 +2,26 @@
 
 What lives here: `api_volumes(pod)` (the configMap, secret, downwardAPI and projected volumes),
 `referenced_objects(volume)` and `token_sources(pod, volume)` (what must be fetched first),
-and `volume_files(pod, volume, fetched, node_allocatable)`, the payload of one volume: its
-files with their content and mode. A missing non-optional object or key raises
+and `volume_files(pod, volume, fetched, node_allocatable, ownership=…)`, the payload of one
+volume: its files with their content, mode and, when the writer can change ownership, the
+owner the kubelet gives them (`fs_group`: the pod's fsGroup owns every file, group-readable;
+`fs_user`: the one runAsUser of all containers owns service account tokens, mode 0600), so
+a non-root container reads what the pod asked for. A missing non-optional object or key raises
 `VolumeSetupError` with the kubelet's message, which `failed_mount_message` turns into the
 FailedMount Event's text.
 Must not: fetch anything, touch the filesystem, or log values (they may be secrets).
 
 Upstream: pkg/volume/configmap/configmap.go and pkg/volume/secret/secret.go (MakePayload),
 pkg/volume/downwardapi/downwardapi.go (CollectData), pkg/volume/projected/projected.go
-(collectData), pkg/kubelet/token/token_manager.go.
+(collectData), pkg/kubelet/token/token_manager.go, pkg/volume/volume_linux.go
+(SetVolumeOwnership), pkg/volume/util/util.go (FsUserFrom).
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vk_provider.pods.env import PodAddresses, field_value, resource_value
@@ -25,6 +29,8 @@ from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError
 
 DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
 DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
+OWNED_TOKEN_MODE = 0o600  # projected.go: a token with an fsUser or fsGroup
+FS_GROUP_FILE_BITS = 0o440  # volume_linux.go roMask: what fsGroup adds to a read-only volume's files
 
 # A fetched ConfigMap or Secret, by (kind, name) with kind "configmap" or "secret"; None: not found.
 Objects = Mapping[tuple[str, str], Mapping[str, Any] | None]
@@ -39,6 +45,8 @@ class VolumeFile:
     path: str  # relative to the volume's root
     data: bytes
     mode: int
+    uid: int | None = None  # owner to set; None: the writer's own
+    gid: int | None = None  # group to set; None: the writer's own
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,29 @@ def token_request_body(pod: Mapping[str, Any], source: TokenSource) -> dict[str,
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
 
 
+def _all_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = pod.get("spec") or {}
+    return [c for key in ("initContainers", "containers", "ephemeralContainers") for c in spec.get(key) or []]
+
+
+def fs_user(pod: Mapping[str, Any]) -> int | None:
+    """FsUserFrom: the runAsUser every container runs as (container over pod), or None when
+    one has none or they differ."""
+    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+    found: int | None = None
+    for container in _all_containers(pod):
+        user = (container.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser"))
+        if user is None or (found is not None and int(user) != found):
+            return None
+        found = int(user)
+    return found
+
+
+def fs_group(pod: Mapping[str, Any]) -> int | None:
+    group = ((pod.get("spec") or {}).get("securityContext") or {}).get("fsGroup")
+    return None if group is None else int(group)
+
+
 def _mode(item: Mapping[str, Any], default: int) -> int:
     mode = item.get("mode")
     return default if mode is None else int(mode)
@@ -191,10 +222,20 @@ def volume_files(
     volume: Mapping[str, Any],
     fetched: Fetched,
     node_allocatable: Mapping[str, str],
+    *,
+    ownership: bool = False,
 ) -> tuple[VolumeFile, ...]:
-    """The payload of one API-backed volume; raises VolumeSetupError."""
+    """The payload of one API-backed volume; raises VolumeSetupError.
+
+    With `ownership` (the writer may chown) the files get the kubelet's owners: a token is
+    0600 owned by `fs_user` when there is an fsUser or fsGroup, and with an fsGroup every
+    file belongs to it and gains group read (SetVolumeOwnership of a read-only volume).
+    Without it the files have the modes the pod asked for and the writer's owner.
+    """
     outer = next((volume.get(t) for t in API_VOLUME_TYPES if t in volume), None) or {}
     mode = DEFAULT_MODE if outer.get("defaultMode") is None else int(outer["defaultMode"])
+    user = fs_user(pod) if ownership else None
+    group = fs_group(pod) if ownership else None
     files: list[VolumeFile] = []
     errors: list[str] = []
     for source in _sources(volume):
@@ -218,13 +259,19 @@ def volume_files(
                 token = fetched.tokens.get(token_source)
                 if token is None:
                     raise VolumeSetupError(fetched.token_errors.get(token_source, "failed to fetch token"))
-                files.append(VolumeFile(str(projection.get("path", "")), token.encode(), mode))
+                owned = user is not None or group is not None
+                token_mode = OWNED_TOKEN_MODE if owned else mode
+                files.append(
+                    VolumeFile(str(projection.get("path", "")), token.encode(), token_mode, uid=user)
+                )
         except VolumeSetupError as exc:
             if "projected" not in volume:
                 raise
             errors.append(str(exc))  # projected.go collects every source's error
     if errors:
         raise VolumeSetupError(_aggregate(errors))
+    if group is not None:
+        files = [replace(f, mode=f.mode | FS_GROUP_FILE_BITS, gid=group) for f in files]
     return tuple(files)
 
 

@@ -3,7 +3,11 @@
 What lives here: `parse_manifest(data, path, node_name, now)`, which decodes one file
 (YAML or JSON, exactly one `v1` Pod), refuses references to API objects, validates it
 against the official OpenAPI schema of KUBE_VERSION's minor (strict, via kubernetes_validate) plus the few
-semantic rules the schema cannot express, and applies the kubelet's file-source defaults;
+semantic rules the schema cannot express, and applies the kubelet's file-source defaults.
+The identity that becomes host paths is checked before anything else is built from it: a
+`metadata.uid` given in the file must be a plain token (letters, digits, `-`; the same rule
+as the runtime's `paths.is_safe_name`), the namespace a DNS-1123 label, the name a DNS-1123
+subdomain and every volume name a unique DNS-1123 label;
 and `ManifestError`, whose message says what is wrong in one line. Pure: no file access,
 no clock (the caller passes `now`), no apiserver.
 
@@ -36,6 +40,10 @@ NO_EXECUTE_TOLERATION = {"operator": "Exists", "effect": "NoExecute"}
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# A UID given in the file names the pod's directory under docker.stateDir: one plain token
+# (vk_provider.hostpaths.is_safe_name applies the same rule again).
+_SAFE_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_SAFE_UID_MAX = 253
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 # Volume sources whose credentials are a Secret named inline (VisitPodSecretNames).
 _SECRET_REF_KEYS = ("secretRef", "nodePublishSecretRef", "controllerExpandSecretRef")
@@ -98,6 +106,14 @@ def _check_identity(pod: Mapping[str, Any]) -> None:
     meta = pod.get("metadata")
     if not isinstance(meta, dict) or not meta.get("name"):
         raise ManifestError("metadata.name is missing")
+    uid = meta.get("uid")
+    if uid not in (None, "") and (
+        not isinstance(uid, str) or len(uid) > _SAFE_UID_MAX or not _SAFE_UID.fullmatch(uid)
+    ):
+        raise ManifestError(
+            f"invalid Pod: metadata.uid: {uid!r} must be letters, digits and '-' only "
+            "(it names the pod's directory)"
+        )
 
 
 def api_object_reference(pod: Mapping[str, Any]) -> str | None:
@@ -222,6 +238,14 @@ def _validate_semantics(pod: Mapping[str, Any], node_name: str) -> None:
     spec = pod.get("spec") or {}
     if not spec.get("containers"):
         raise ManifestError("invalid Pod: spec.containers: at least one container is required")
+    volume_names: set[str] = set()
+    for i, volume in enumerate(spec.get("volumes") or []):
+        vname = volume.get("name", "")
+        if len(vname) > 63 or not _DNS1123_LABEL.fullmatch(vname):
+            raise ManifestError(f"invalid Pod: spec.volumes[{i}].name: {vname!r} is not a DNS-1123 label")
+        if vname in volume_names:
+            raise ManifestError(f"invalid Pod: spec.volumes[{i}].name: duplicate volume name {vname!r}")
+        volume_names.add(vname)
     seen: set[str] = set()
     for list_name in _CONTAINER_LISTS:
         for i, container in enumerate(spec.get(list_name) or []):

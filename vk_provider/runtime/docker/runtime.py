@@ -2,8 +2,12 @@
 
 What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
 Docker calls, each through the engine's bounded pool (streams get their own threads), and
-reads this node's containers back from their labels. Must not: touch containers without
-this node's label, or block the event loop.
+reads this node's containers back from their labels. Its files live under
+`docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
+become directories there, a subPath is resolved on the host before it is bound
+(`paths.resolve_subpath`), and everything is removed through `paths.remove_under`.
+Must not: touch containers without this node's label, remove anything outside the node's
+state directory, or block the event loop.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -20,6 +23,7 @@ from typing import Any
 from requests.exceptions import RequestException
 
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.runtime.docker import images
@@ -31,6 +35,7 @@ from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
+    ContainerConfigError,
     ContainerCreateError,
     ContainerInstance,
     ContainerRole,
@@ -106,9 +111,34 @@ class DockerRuntime:
     async def start(self) -> None:
         await self._engine.connect()
         await self.ping()
+        if self._state_dir is not None:
+            await self._engine.call(self._prepare_state_dir)
         if self._pump is None:
             self._pump = EventPump(self._open_events, self.node_name)
             self._pump.start()
+
+    def _prepare_state_dir(self) -> None:
+        """The node's directory is 0700 (nobody else on the host reaches the pods' files), and
+        the log says whether those files (secrets, tokens) are in memory or on disk."""
+        assert self._state_dir is not None
+        try:
+            paths.make_private_dir(self._state_dir)
+            real = os.path.realpath(self._state_dir)
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+                point, fstype = paths.mount_of(real, f.read())
+        except OSError as exc:
+            log.warning("cannot prepare the state directory %s: %s", self._state_dir, exc)
+            return
+        if fstype == "tmpfs":
+            log.info("pod volume files (secrets, tokens) under %s are in memory (tmpfs at %s)", real, point)
+        else:
+            log.info(
+                "pod volume files (secrets, tokens) under %s are on disk (%s at %s), readable by root "
+                "only; mount a tmpfs there to keep them in memory (docs/security.md)",
+                real,
+                fstype or "unknown filesystem",
+                point or "?",
+            )
 
     def _open_events(self, since: float | None) -> Any:
         return self._engine.stream_client.api.events(
@@ -326,38 +356,82 @@ class DockerRuntime:
     # --- containers ---
 
     def volume_dir(self, uid: str, name: str) -> Path | None:
+        """Raises paths.UnsafePathError for a UID or volume name that is not one plain name."""
         root = self._volumes_root(uid)
+        if root is not None and not paths.is_safe_name(name):
+            raise paths.UnsafePathError(f"volume name {name!r} cannot be a directory name")
         return None if root is None else root / name
+
+    def _pod_dir(self, uid: str) -> Path | None:
+        """`<state>/<node>/<uid>`; raises paths.UnsafePathError unless the UID is one plain name."""
+        if self._state_dir is None:
+            return None
+        if not paths.is_safe_name(uid):
+            raise paths.UnsafePathError(f"pod UID {uid!r} cannot be a directory name")
+        return self._state_dir / uid
 
     def _volumes_root(self, uid: str) -> Path | None:
         """Where the pod's API-backed volumes live: `<state>/<node>/<uid>/volumes/<name>`."""
-        return None if self._state_dir is None else self._state_dir / uid / "volumes"
+        pod_dir = self._pod_dir(uid)
+        return None if pod_dir is None else pod_dir / "volumes"
 
     def _termination_file(self, pod: Mapping[str, Any], name: str, attempt: int) -> str | None:
         """Create the empty termination-message file bind-mounted into this container instance."""
         if self._state_dir is None:
             return None
         uid = str((pod.get("metadata") or {}).get("uid", ""))
-        path = self._state_dir / uid / f"{name}_{attempt}" / "termination-log"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            pod_dir = self._pod_dir(uid)
+            if pod_dir is None or not paths.is_safe_name(name):
+                raise paths.UnsafePathError(f"container name {name!r} cannot be a directory name")
+            path = pod_dir / f"{name}_{attempt}" / "termination-log"
+            paths.make_private_dirs(pod_dir)
+            path.parent.mkdir(exist_ok=True)
             path.touch()
-        except OSError as exc:
+        except (OSError, paths.UnsafePathError) as exc:
             log.warning("no termination message file for %s: %s", name, exc, extra={"pod": pod_ref(pod)})
             return None
         return str(path)
 
+    async def _image_user(self, launch: ContainerLaunch) -> str | None:
+        """The image's `Config.User` when the securityContext needs it (`sp.needs_image_user`):
+        runAsNonRoot is verified against it, as the kubelet does with the CRI's image status."""
+        if not sp.needs_image_user(launch.pod, launch.container):
+            return None
+        image = str(launch.container.get("image", ""))
+        try:
+            ref = images.parse_image(image).normalized()
+            inspect: dict[str, Any] = await self._engine.call(self._engine.client.api.inspect_image, ref)
+        except (ImagePullError, *EngineErrors) as exc:
+            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
+            raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
+        return str((inspect.get("Config") or {}).get("User") or "")
+
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
-        term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
+        image_user = await self._image_user(launch)
         uid = str((launch.pod.get("metadata") or {}).get("uid", ""))
-        root = self._volumes_root(uid)
-        kwargs = sp.container_create_kwargs(
-            launch,
-            node_name=self.node_name,
-            termination_file=term,
-            volumes_root=None if root is None else str(root),
-        )
+        try:
+            root = self._volumes_root(uid)
+        except paths.UnsafePathError as exc:
+            raise ContainerConfigError(str(exc)) from exc
+        term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
+        try:
+            # In the pool: resolving a subPath's symlinks reads the host's filesystem.
+            kwargs = await self._engine.call(
+                sp.container_create_kwargs,
+                launch,
+                node_name=self.node_name,
+                termination_file=term,
+                volumes_root=None if root is None else str(root),
+                image_user=image_user,
+                resolve_subpath=None if root is None else paths.resolve_subpath,
+            )
+        except paths.SubPathError as exc:
+            log.warning(
+                "container %s: %s: %s", name, exc.message, exc.detail, extra={"pod": pod_ref(launch.pod)}
+            )
+            raise
         try:
             container = await self._engine.call(self._engine.client.containers.create, **kwargs)
         except EngineErrors as exc:
@@ -487,8 +561,16 @@ class DockerRuntime:
 
     def _drop_state_dir(self, uid: str, labels: Mapping[str, str]) -> None:
         path = labels.get(lb.TERMINATION_MESSAGE_FILE)
-        if self._state_dir is not None and path and Path(path).is_relative_to(self._state_dir / uid):
-            shutil.rmtree(Path(path).parent, ignore_errors=True)
+        if self._state_dir is None or not path:
+            return
+        try:
+            pod_dir = self._pod_dir(uid)
+            assert pod_dir is not None
+            paths.remove_under(pod_dir, Path(path).parent)
+        except paths.UnsafePathError as exc:
+            log.error("%s", exc)
+        except OSError as exc:
+            log.warning("cannot remove %s: %s", Path(path).parent, exc)
 
     async def remove_pod(self, uid: str) -> None:
         rows = await self._list(lb.pod_filter(self.node_name, uid))
@@ -508,6 +590,13 @@ class DockerRuntime:
 
     def _drop_pod_dir(self, uid: str) -> None:
         assert self._state_dir is not None
-        shutil.rmtree(self._state_dir / uid, ignore_errors=True)
+        try:
+            pod_dir = self._pod_dir(uid)
+            assert pod_dir is not None
+            paths.remove_under(self._state_dir, pod_dir)
+        except paths.UnsafePathError as exc:
+            log.error("%s", exc)
+        except OSError as exc:
+            log.warning("cannot remove %s: %s", self._state_dir / uid, exc)
         with contextlib.suppress(OSError):  # the node's directory goes once it is empty
             self._state_dir.rmdir()

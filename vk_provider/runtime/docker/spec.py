@@ -1,13 +1,19 @@
 """A pod and its containers → Docker create arguments (pure).
 
 What lives here: the security allowances check (`check_pod_allowed`, raising
-`PodSpecRefused` naming the field), the sandbox's create kwargs (image, hostname, DNS,
+`PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
+kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image, hostname, DNS,
 host aliases, published hostPorts, network, sysctls), one container's create kwargs from
 a `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the
-sandbox, resources by the kubelet's formulas, securityContext, volume mounts, the
-termination message file), the pod's emptyDir volumes, and the container spec hash.
+sandbox, resources by the kubelet's formulas, securityContext, volume mounts with their
+checked subPath/subPathExpr (`paths.subpath_of`), the termination message file), the pod's
+emptyDir volumes, and the container spec hash. The
+securityContext is the kubelet's effective one (the container's over the pod's), and
+runAsNonRoot is verified as the kubelet does against the image's user, which the shell
+inspects when `needs_image_user` says so (`verify_run_as_non_root`: CreateContainerConfigError).
 The kwargs are those of docker-py's `containers.create`. Must not: call Docker or touch
-the filesystem; the shell passes in what it created (sandbox id, volume names, files).
+the filesystem; the shell passes in what it created (sandbox id, volume names, files)
+and the function that resolves a subPath on the host.
 """
 
 from __future__ import annotations
@@ -15,15 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vk_provider.config import DockerAllow, DockerConfig
+from vk_provider.hostpaths import subpath_of
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, ContainerRole, PodSpecRefused
+from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
 MIN_SHARES = 2
@@ -33,6 +42,10 @@ QUOTA_PERIOD = 100000
 MIN_QUOTA_PERIOD = 1000
 HOSTNAME_MAX = 63
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+
+
+# (volume's host directory, checked sub-path, volume name, container name) -> host path to bind.
+SubPathResolver = Callable[[str, str, str, str], str]
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,14 @@ def _cap_name(cap: str) -> str:
 
 
 def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
-    """Refuse what the node's security allowances forbid (DESIGN §4, security defaults)."""
+    """Refuse what the node's security allowances forbid (DESIGN §4, security defaults).
+
+    Sysctls first, as the kubelet's admission: one outside the allow-list (the safe ones plus
+    `allow.unsafe_sysctls`) fails the pod with reason SysctlForbidden and the kubelet's message.
+    """
+    sysctl = forbidden_sysctl(pod, allow.unsafe_sysctls)
+    if sysctl is not None:
+        raise PodSpecRefused(f"{POD_REJECTED}{sysctl}", SYSCTL_FORBIDDEN)
     spec = _spec(pod)
     if spec.get("hostNetwork") and not allow.host_network:
         raise _refuse("spec.hostNetwork", "pods using the host's network namespace", "hostNetwork")
@@ -230,17 +250,110 @@ def _int_or_none(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def security_kwargs(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
-    """The container's securityContext over the pod's (runAsUser/Group, groups, caps, ro rootfs)."""
+# pkg/securitycontext/util.go DetermineEffectiveSecurityContext: the pod's fields a container
+# inherits, and the container's fields that replace them.
+_POD_SC_FIELDS = ("seLinuxOptions", "windowsOptions", "runAsUser", "runAsGroup", "runAsNonRoot")
+_CONTAINER_SC_FIELDS = (
+    *_POD_SC_FIELDS,
+    "capabilities",
+    "privileged",
+    "readOnlyRootFilesystem",
+    "allowPrivilegeEscalation",
+    "procMount",
+)
+MAX_USER_ID = 2**31 - 1  # apimachinery validation IsValidUserID: 0..math.MaxInt32
+_NUMERIC_USER = re.compile(r"[+-]?[0-9]{1,19}")  # strconv.ParseInt(user, 10, 64)
+
+
+def effective_security_context(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
+    """The kubelet's effective securityContext of a container: the container's over the pod's."""
+    pod_sc = _spec(pod).get("securityContext")
+    sc = container.get("securityContext")
+    if pod_sc is None:
+        return dict(sc or {})
+    out = {k: pod_sc[k] for k in _POD_SC_FIELDS if pod_sc.get(k) is not None}
+    out.update({k: (sc or {})[k] for k in _CONTAINER_SC_FIELDS if (sc or {}).get(k) is not None})
+    return out
+
+
+def needs_image_user(pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
+    """Whether the image's user matters: no runAsUser, and runAsNonRoot or a runAsGroup."""
+    sc = effective_security_context(pod, container)
+    return sc.get("runAsUser") is None and (
+        sc.get("runAsNonRoot") is True or sc.get("runAsGroup") is not None
+    )
+
+
+def image_user_id(image_user: str | None) -> tuple[int | None, str]:
+    """(uid, user name) of an image's `Config.User`, as the kubelet gets it from the CRI.
+
+    The part before `:`; numeric is a uid, anything else a user name; none at all is root
+    (containerd's getUserFromImage, then kuberuntime's getImageUser).
+    """
+    user = (image_user or "").split(":")[0]
+    if not user:
+        return 0, ""
+    if _NUMERIC_USER.fullmatch(user) and -(2**63) <= int(user) < 2**63:
+        return int(user), ""
+    return None, user
+
+
+def verify_run_as_non_root(
+    pod: Mapping[str, Any], container: Mapping[str, Any], image_user: str | None
+) -> str | None:
+    """The kubelet's verifyRunAsNonRoot: why the container must not run, or None.
+
+    Upstream: pkg/kubelet/kuberuntime/security_context_others.go. `image_user` is the image's
+    `Config.User` ("" when unset: root; None when it was not looked up: taken as root too).
+    """
+    sc = effective_security_context(pod, container)
+    if sc.get("runAsNonRoot") is not True:
+        return None
+    meta = pod.get("metadata") or {}
+    pod_name = f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"  # format.Pod
+    where = f"(pod: {json.dumps(pod_name)}, container: {container.get('name', '')})"  # %q of it
+    if sc.get("runAsUser") is not None:
+        if int(sc["runAsUser"]) == 0:
+            return f"container's runAsUser breaks non-root policy {where}"
+        return None
+    uid, username = image_user_id(image_user)
+    if uid is None:
+        return (
+            f"container has runAsNonRoot and image has non-numeric user ({username}), "
+            f"cannot verify user is non-root {where}"
+        )
+    if uid == 0:
+        return f"container has runAsNonRoot and image will run as root {where}"
+    if not 0 <= uid <= MAX_USER_ID:
+        return (
+            f"container has runAsNonRoot and image has an invalid user id ({uid}). "
+            f"(Must be 1-({MAX_USER_ID})): must be between 0 and {MAX_USER_ID}, inclusive {where}"
+        )
+    return None
+
+
+def security_kwargs(
+    pod: Mapping[str, Any], container: Mapping[str, Any], image_user: str | None = None
+) -> dict[str, Any]:
+    """The effective securityContext (runAsUser/Group, groups, caps, ro rootfs) as create kwargs.
+
+    Raises ContainerConfigError when runAsNonRoot forbids the user. A runAsGroup without a
+    runAsUser goes with the image's user (`image_user`), as the kubelet sets it.
+    """
+    problem = verify_run_as_non_root(pod, container, image_user)
+    if problem is not None:
+        raise ContainerConfigError(problem)
     pod_sc = _spec(pod).get("securityContext") or {}
     sc = container.get("securityContext") or {}
+    effective = effective_security_context(pod, container)
     out: dict[str, Any] = {}
-    user = _int_or_none(sc.get("runAsUser", pod_sc.get("runAsUser")))
-    group = _int_or_none(sc.get("runAsGroup", pod_sc.get("runAsGroup")))
+    user = _int_or_none(effective.get("runAsUser"))
+    group = _int_or_none(effective.get("runAsGroup"))
     if user is not None:
         out["user"] = f"{user}:{group}" if group is not None else str(user)
     elif group is not None:
-        out["user"] = f"0:{group}"  # the image's user cannot be combined with a group here
+        uid, username = image_user_id(image_user)
+        out["user"] = f"{uid if uid is not None else username}:{group}"
     groups = [str(g) for g in pod_sc.get("supplementalGroups") or []]
     if pod_sc.get("fsGroup") is not None:
         groups.append(str(pod_sc["fsGroup"]))
@@ -290,6 +403,8 @@ def volume_binds(
     field: str,
     node_name: str,
     volumes_root: str | None = None,
+    env: Sequence[tuple[str, str]] = (),
+    resolve_subpath: SubPathResolver | None = None,
 ) -> list[str]:
     """Docker bind strings for the container's volumeMounts.
 
@@ -298,6 +413,12 @@ def volume_binds(
     written by the pod worker under `volumes_root/<volume>`; they are always mounted
     read-only, as the kubelet does. A subPath of those binds what it names at start time
     (it follows no later update, as with the kubelet).
+
+    `subPath` (or `subPathExpr`, expanded from `env`) may not be absolute nor hold `..`
+    (ContainerConfigError, whatever the volume type). `resolve_subpath(volume dir, sub,
+    volume, container)` gives the host path to bind once symlinks are resolved, refusing one
+    outside the volume (the shell passes `paths.resolve_subpath` for a local engine); without
+    it the sub-path is joined as written.
     """
     volumes = {str(v["name"]): v for v in _spec(pod).get("volumes") or []}
     emptydirs = {v.pod_volume: v.docker_name for v in emptydir_volumes(pod, node_name)}
@@ -310,11 +431,9 @@ def volume_binds(
                 f'{where}.name: volume "{m.get("name")}" is not defined in spec.volumes'
             )
         mode = "ro" if m.get("readOnly") else "rw"
-        sub = str(m.get("subPath") or "")
+        sub = subpath_of(m, env)
         if "hostPath" in vol:
             source = str(vol["hostPath"].get("path", ""))
-            if sub:
-                source = f"{source.rstrip('/')}/{sub}"
         elif vol["name"] in emptydirs:
             if sub:
                 raise ContainerConfigError(
@@ -325,11 +444,14 @@ def volume_binds(
             if volumes_root is None:
                 continue  # no host directory (remote engine): the pod worker reports FailedMount
             source = f"{volumes_root}/{vol['name']}"
-            if sub:
-                source = f"{source}/{sub}"
             mode = "ro"
         else:
             continue
+        if sub:
+            if resolve_subpath is None:
+                source = f"{source.rstrip('/')}/{sub}"
+            else:
+                source = resolve_subpath(source, sub, str(vol["name"]), str(container.get("name", "")))
         binds.append(f"{source}:{m['mountPath']}:{mode}")
     return binds
 
@@ -340,8 +462,14 @@ def container_create_kwargs(
     node_name: str,
     termination_file: str | None,
     volumes_root: str | None = None,
+    image_user: str | None = None,
+    resolve_subpath: SubPathResolver | None = None,
 ) -> dict[str, Any]:
-    """docker-py create kwargs for one container instance joining its pod's sandbox."""
+    """docker-py create kwargs for one container instance joining its pod's sandbox.
+
+    `image_user` is the image's `Config.User`, looked up by the shell when `needs_image_user`;
+    `resolve_subpath` is volume_binds'.
+    """
     pod, c = launch.pod, launch.container
     name = str(c["name"])
     field = container_field_path(pod, launch.role, name)
@@ -370,8 +498,8 @@ def container_create_kwargs(
     if c.get("workingDir"):
         kwargs["working_dir"] = str(c["workingDir"])
     kwargs.update(resource_kwargs(c, field))
-    kwargs.update(security_kwargs(pod, c))
-    binds = volume_binds(pod, c, field, node_name, volumes_root)
+    kwargs.update(security_kwargs(pod, c, image_user))
+    binds = volume_binds(pod, c, field, node_name, volumes_root, launch.env, resolve_subpath)
     if termination_file:
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
         binds.append(f"{termination_file}:{path}:rw")

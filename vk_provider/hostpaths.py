@@ -1,0 +1,196 @@
+"""Host paths under the state directory: the subPath rules and the guarded filesystem helpers.
+
+What lives here: the pure rules: `subpath_of(mount, env)` (a volumeMount's `subPath`, or its
+`subPathExpr` expanded from the container's environment, refused when absolute or holding a
+`..` component, with the kubelet's messages), `within(path, base)`, `is_safe_name(name)` (a
+pod UID, volume or container name usable as one path component) and `mount_of(path,
+mountinfo)` (which filesystem holds a path). Then the few blocking helpers the shells run in
+threads: `resolve_subpath(base, sub, …)`, the host path a subPath bind-mounts once every
+symlink is resolved, refused (`SubPathError`, CreateContainerConfigError) when it leaves the
+volume's directory; `remove_under(root, path)`, the one way anything under the state
+directory is removed, which refuses a path (or a symlink's target) that resolves outside
+`root`; and `make_private_dirs(path)`, missing directories created 0700.
+Shared by the pod volume writer and the Docker runtime, so it belongs to neither layer.
+Must not: log, or act on anything outside the directory it was given.
+
+Upstream: pkg/kubelet/kubelet_pods.go (makeMounts), pkg/volume/util/subpath/subpath_linux.go
+(doBindSubPath, safeOpenSubPath), k8s.io/mount-utils mount.go (PathWithinBase),
+pkg/volume/validation/pv_validation.go (ValidatePathNoBacksteps),
+pkg/kubelet/container/helpers.go (ExpandContainerVolumeMounts).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vk_provider.pods.env import expand
+from vk_provider.runtime.types import ContainerConfigError
+
+PRIVATE_DIR_MODE = 0o700
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+SAFE_NAME_MAX = 253
+
+
+class SubPathError(ContainerConfigError):
+    """A subPath that resolves outside its volume. `message` is the kubelet's (it names no
+    host path); `detail` says where it led, for the log only."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class UnsafePathError(ValueError):
+    """A path under the state directory was refused: it would reach outside it."""
+
+
+# ---------------------------------------------------------------- pure rules
+
+
+def is_safe_name(name: str) -> bool:
+    """A pod UID, volume or container name that is one plain path component (letters, digits, -)."""
+    return len(name) <= SAFE_NAME_MAX and _SAFE_NAME.fullmatch(name) is not None
+
+
+def check_subpath(sub: str) -> None:
+    """makeMounts' checks: no absolute path, no `..` component (ValidatePathNoBacksteps)."""
+    if sub.startswith("/"):
+        raise ContainerConfigError(f"error SubPath `{sub}` must not be an absolute path")
+    if ".." in sub.replace("\\", "/").split("/"):
+        raise ContainerConfigError(f"unable to provision SubPath `{sub}`: must not contain '..'")
+
+
+def expand_subpath_expr(expr: str, env: Sequence[tuple[str, str]]) -> str:
+    """ExpandContainerVolumeMounts: `$(VAR)` from the container's environment; a missing or
+    empty variable is an error naming every such variable."""
+    values = dict(env)  # a later definition wins, as in envVarsToMap
+    missing: set[str] = set()
+
+    def lookup(name: str) -> str:
+        value = values.get(name, "")
+        if not value:
+            missing.add(name)
+        return value
+
+    expanded = expand(expr, lookup)
+    if missing:
+        raise ContainerConfigError(f"missing value for {', '.join(sorted(missing))}")
+    return expanded
+
+
+def subpath_of(mount: Mapping[str, Any], env: Sequence[tuple[str, str]]) -> str:
+    """The checked sub-path a volumeMount names ("" for the whole volume); subPathExpr wins."""
+    sub = str(mount.get("subPath") or "")
+    expr = str(mount.get("subPathExpr") or "")
+    if expr:
+        sub = expand_subpath_expr(expr, env)
+    if sub:
+        check_subpath(sub)
+    return sub
+
+
+def within(path: str, base: str) -> bool:
+    """PathWithinBase, on absolute normalised paths: `path` is `base` or below it."""
+    rel = os.path.relpath(path, base)
+    return rel != ".." and not rel.startswith("../")
+
+
+def strictly_within(path: str, base: str) -> bool:
+    return within(path, base) and os.path.relpath(path, base) != "."
+
+
+def mount_of(path: str, mountinfo: str) -> tuple[str, str]:
+    """(mount point, filesystem type) of the mount holding the absolute `path`, from the text
+    of /proc/self/mountinfo; ("", "") when none matches. The last of stacked mounts wins."""
+    best = ("", "")
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or not tail:
+            continue
+        point = fields[4].replace("\\040", " ")
+        if within(path, point) and len(point) >= len(best[0]):
+            best = (point, tail[0])
+    return best
+
+
+# ---------------------------------------------------------------- blocking helpers (run in threads)
+
+
+def resolve_subpath(base: str, sub: str, volume: str, container: str) -> str:
+    """The host path to bind for `sub` of the volume directory `base`, every symlink resolved.
+
+    `sub` has passed `check_subpath`. A path that does not exist (yet) resolves as far as it
+    exists. Refused with SubPathError when the result is not inside the resolved `base`.
+    """
+    real_base = os.path.realpath(base)
+    real = os.path.realpath(os.path.join(real_base, sub))
+    if not within(real, real_base):
+        raise SubPathError(
+            f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"',
+            f"subpath {os.path.join(base, sub)!r} resolves to {real!r}, not within volume path {real_base!r}",
+        )
+    return real
+
+
+def _location(path: Path) -> str:
+    """Where `path` itself is (its directory resolved, its last component not followed)."""
+    text = os.path.abspath(str(path))
+    parent, name = os.path.split(text)
+    return os.path.join(os.path.realpath(parent), name) if name else text
+
+
+def remove_under(root: Path, path: Path) -> bool:
+    """Remove `path` (a directory tree, a file or a symlink) strictly inside `root`.
+
+    Returns False when there was nothing to remove. Raises UnsafePathError, removing
+    nothing, when `path` is `root` itself or lies outside it once its directory is resolved,
+    or is a symlink whose target resolves outside `root`. A symlink is removed, never
+    followed; directory trees go through shutil.rmtree, which does not follow symlinks.
+    """
+    real_root = os.path.realpath(root)
+    where = _location(path)
+    if not strictly_within(where, real_root):
+        raise UnsafePathError(f"refusing to remove {str(path)!r}: it is not inside {real_root!r}")
+    if not os.path.lexists(where):
+        return False
+    if os.path.islink(where):
+        target = os.path.realpath(where)
+        if not within(target, real_root):
+            raise UnsafePathError(
+                f"refusing to remove {str(path)!r}: a symlink to {target!r}, outside {real_root!r}"
+            )
+        os.unlink(where)
+    elif os.path.isdir(where):
+        shutil.rmtree(where)
+    else:
+        os.unlink(where)
+    return True
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create the missing directories of `path`, each 0700; existing ones are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(directory, PRIVATE_DIR_MODE)
+
+
+def make_private_dir(path: Path) -> None:
+    """`path` and its missing parents exist; `path` itself is 0700 if this process owns it."""
+    make_private_dirs(path)
+    st = os.stat(path)
+    if st.st_uid == os.geteuid() and st.st_mode & 0o777 != PRIVATE_DIR_MODE:
+        os.chmod(path, PRIVATE_DIR_MODE)
