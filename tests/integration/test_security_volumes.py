@@ -100,6 +100,9 @@ async def test_a_subpath_expr_expanding_to_backsteps_gets_no_container(
     assert_no_container_binds_etc(docker_client, created["metadata"]["uid"], "main")
 
 
+@pytest.mark.emulator_only(
+    "a real apiserver refuses the mirror pod of such a manifest, and the mirror is what this test reads"
+)
 async def test_a_static_pod_cannot_climb_out_of_its_downward_api_volume(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
