@@ -316,14 +316,11 @@ class Store:
         label_selector: str = "",
         field_selector: str = "",
     ) -> tuple[builtins.list[Obj], str]:
-        info = self.info(resource)
-        labels, fields = self._selectors(info, label_selector, field_selector)
-        items = [
-            clone(obj)
-            for obj in self._matching(info, namespace)
-            if labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)
-        ]
-        return items, str(self._rv)
+        """Every matching object now, and the store's resourceVersion (`list_page` unpaged)."""
+        page = await self.list_page(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return page.items, page.resource_version
 
     async def list_page(
         self,

@@ -224,6 +224,15 @@ def _json_path(parts: list[Any]) -> str:
     return out
 
 
+def _unique_label(where: str, kind: str, name: str, seen: set[str]) -> None:
+    """`name` at `where` must be a DNS-1123 label not in `seen` (volume and container names)."""
+    if len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
+        raise ManifestError(f"invalid Pod: {where}.name: {name!r} is not a DNS-1123 label")
+    if name in seen:
+        raise ManifestError(f"invalid Pod: {where}.name: duplicate {kind} name {name!r}")
+    seen.add(name)
+
+
 def _validate_semantics(pod: Mapping[str, Any], node_name: str) -> None:
     """The parts of ValidatePodCreate that matter before running and the schema leaves out."""
     meta = pod["metadata"]
@@ -240,22 +249,12 @@ def _validate_semantics(pod: Mapping[str, Any], node_name: str) -> None:
         raise ManifestError("invalid Pod: spec.containers: at least one container is required")
     volume_names: set[str] = set()
     for i, volume in enumerate(spec.get("volumes") or []):
-        vname = volume.get("name", "")
-        if len(vname) > 63 or not _DNS1123_LABEL.fullmatch(vname):
-            raise ManifestError(f"invalid Pod: spec.volumes[{i}].name: {vname!r} is not a DNS-1123 label")
-        if vname in volume_names:
-            raise ManifestError(f"invalid Pod: spec.volumes[{i}].name: duplicate volume name {vname!r}")
-        volume_names.add(vname)
+        _unique_label(f"spec.volumes[{i}]", "volume", volume.get("name", ""), volume_names)
     seen: set[str] = set()
     for list_name in _CONTAINER_LISTS:
         for i, container in enumerate(spec.get(list_name) or []):
             where = f"spec.{list_name}[{i}]"
-            cname = container.get("name", "")
-            if len(cname) > 63 or not _DNS1123_LABEL.fullmatch(cname):
-                raise ManifestError(f"invalid Pod: {where}.name: {cname!r} is not a DNS-1123 label")
-            if cname in seen:
-                raise ManifestError(f"invalid Pod: {where}.name: duplicate container name {cname!r}")
-            seen.add(cname)
+            _unique_label(where, "container", container.get("name", ""), seen)
             if not (container.get("image") or "").strip():
                 raise ManifestError(f"invalid Pod: {where}.image: an image is required")
 
