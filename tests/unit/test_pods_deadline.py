@@ -8,17 +8,14 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from tests.support.polling import eventually
-from tests.unit.test_pods_workers import Events, MemoryRuntime, Statuses, box, make_pod
-from vk_provider.pods.backoff import Backoff
-from vk_provider.pods.config import PodConfig
+from tests.unit.test_pods_workers import Events, Rig, box, make_pod, running_rig
 from vk_provider.pods.policy import DEADLINE_EXCEEDED, active_deadline_left, past_active_deadline
-from vk_provider.pods.workers import PodWorkers, WorkerState
-from vk_provider.runtime.protocol import Runtime
+from vk_provider.pods.workers import WorkerState
 from vk_provider.status.generate import format_time
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -96,21 +93,10 @@ def test_a_malformed_deadline_or_start_is_ignored() -> None:
 
 
 @pytest.fixture
-async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]]:
+async def rig() -> AsyncIterator[Rig]:
     """Pod workers whose resync is far away: only the deadline timer can fire in a test."""
-    runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
-    workers = PodWorkers(
-        cast(Runtime, runtime),
-        statuses,
-        events,
-        getter=no_objects,
-        host_ip=lambda: "10.0.0.1",
-        backoff=Backoff(initial=0.3, maximum=1.0),
-        resync_interval=3600.0,
-    )
-    await workers.start()
-    yield runtime, statuses, events, workers, PodConfig(workers.update)
-    await workers.stop()
+    async with running_rig(resync_interval=3600.0) as started:
+        yield started
 
 
 async def no_objects(kind: str, namespace: str, name: str) -> Any:

@@ -9,6 +9,7 @@ tests/integration/test_pods_*.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 from collections.abc import AsyncIterator, Mapping
@@ -191,8 +192,12 @@ def box(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "image": "vk-test/busybox:1", **extra}
 
 
-@pytest.fixture
-async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]]:
+Rig = tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]
+
+
+@contextlib.asynccontextmanager
+async def running_rig(**options: Any) -> AsyncIterator[Rig]:
+    """Pod workers on the in-memory runtime; `options` go to PodWorkers."""
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
         cast(Runtime, runtime),
@@ -201,10 +206,19 @@ async def rig() -> AsyncIterator[tuple[MemoryRuntime, Statuses, Events, PodWorke
         getter=no_objects,
         host_ip=lambda: "10.0.0.1",
         backoff=Backoff(initial=0.3, maximum=1.0),
+        **options,
     )
     await workers.start()
-    yield runtime, statuses, events, workers, PodConfig(workers.update)
-    await workers.stop()
+    try:
+        yield runtime, statuses, events, workers, PodConfig(workers.update)
+    finally:
+        await workers.stop()
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    async with running_rig() as started:
+        yield started
 
 
 def cstatus(statuses: Statuses, uid: str, name: str) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.unit import test_status_generate as generate_test
+from tests.unit.test_status_generate import cond
 from vk_provider.pods.policy import DEADLINE_EXCEEDED
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -16,7 +18,6 @@ from vk_provider.runtime.types import (
     PodSandboxState,
 )
 from vk_provider.status.cache import update_status
-from vk_provider.status.generate import generate_pod_status
 from vk_provider.status.writeback import could_have_running_containers, merge_pod_status, status_patch
 
 T0 = datetime(2026, 11, 30, 1, 0, 0, tzinfo=UTC)
@@ -65,22 +66,8 @@ def runtime(instance: ContainerInstance | None, sandbox_running: bool = True) ->
 
 
 def gen(pod: dict[str, Any], state: PodRuntimeState | None, **kw: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "waiting": {},
-        "pod_is_terminal": False,
-        "old_status": None,
-        "readiness": {},
-        "started": {},
-        "host_ip": "10.0.0.7",
-        "now": NOW,
-        "terminal_reason": DEADLINE_EXCEEDED,
-    }
-    args.update(kw)
-    return generate_pod_status(pod, state, **args)
-
-
-def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == type_)
+    """test_status_generate's `gen` at this module's NOW, for a pod past its deadline."""
+    return generate_test.gen(pod, state, **{"now": NOW, "terminal_reason": DEADLINE_EXCEEDED, **kw})
 
 
 def running_status() -> dict[str, Any]:
