@@ -357,9 +357,7 @@ async def test_a_missing_rbac_rule_makes_the_provider_fail_visibly(
 ) -> None:
     tools = identities.find_chart_tools()
     assert tools is not None
-    rendered = identities.render_chart_rbac(
-        tools, {"config.kubeletServer.auth": "webhook", "config.kubeletServer.tls.mode": "selfSigned"}
-    )
+    rendered = identities.render_chart_rbac(tools, identities.chart_values({}))
     assert any(
         "pods/status" in r["resources"] for o in rendered if o["kind"] == "ClusterRole" for r in o["rules"]
     )

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.support.polling import until
-from vk_provider.sandbox.kubeconfig import Credentials
+from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
 from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.admin import AdminAPI
 from vk_provider.sandbox.server import SandboxServer
@@ -150,13 +150,9 @@ class RealCluster:
         """The chart's RBAC, as `vk-provider sandbox` gives its own providers."""
         tools = identities.find_chart_tools()
         assert tools is not None, "the real tier needs helm (scripts/ensure-helm.sh) and charts/"
-        objects = identities.render_chart_rbac(
-            tools, {"config.kubeletServer.auth": "webhook", "config.kubeletServer.tls.mode": "selfSigned"}
-        )
+        objects = identities.render_chart_rbac(tools, identities.chart_values({}))
         async with self.admin() as admin:
             credentials = await identities.chart_identity(admin, objects, self.ca_file)
-        from vk_provider.sandbox.kubeconfig import write_kubeconfig
-
         write_kubeconfig(self.provider_kubeconfig, self.url, credentials)
 
     def admin(self) -> _AdminSession:

@@ -11,6 +11,7 @@ from cryptography.x509.oid import NameOID
 
 from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.sandbox.kubeconfig import Credentials, kubeconfig_dict
+from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.cluster import default_kube_bin, missing_binaries
 from vk_provider.sandbox.real.components import (
     SERVICE_IP,
@@ -122,3 +123,15 @@ def test_default_kube_bin_is_the_ensure_kube_link_of_the_pinned_version(
 ) -> None:
     monkeypatch.setenv("VK_KUBE_CACHE", str(tmp_path))
     assert default_kube_bin() == tmp_path / KUBE_VERSION / "bin"
+
+
+def test_the_chart_is_rendered_with_the_kubelet_api_settings_the_providers_get() -> None:
+    assert identities.chart_values({}) == {
+        "config.kubeletServer.auth": "webhook",
+        "config.kubeletServer.tls.mode": "selfSigned",
+    }
+    user = {"kubeletServer": {"auth": "x509", "tls": {"mode": "csr"}}}
+    assert identities.chart_values(user) == {
+        "config.kubeletServer.auth": "x509",
+        "config.kubeletServer.tls.mode": "csr",
+    }

@@ -332,16 +332,6 @@ def _control_plane(args: argparse.Namespace, state_dir: Path) -> ControlPlane:
     )
 
 
-def _chart_values(user_config: dict[str, Any]) -> dict[str, str]:
-    """The chart values that decide its RBAC, as the providers will be configured."""
-    server = user_config.get("kubeletServer") or {}
-    tls = server.get("tls") or {}
-    return {
-        "config.kubeletServer.auth": str(server.get("auth") or "webhook"),
-        "config.kubeletServer.tls.mode": str(tls.get("mode") or "selfSigned"),
-    }
-
-
 async def _real_provider_kubeconfigs(
     args: argparse.Namespace, plane: ControlPlane, state_dir: Path, nodes: list[str], user: dict[str, Any]
 ) -> dict[str, Path]:
@@ -369,7 +359,7 @@ async def _real_provider_kubeconfigs(
             "--provider-identity chart needs charts/vk-provider of a source checkout and helm "
             "(on PATH or next to this Python); use --provider-identity node"
         )
-    objects = await asyncio.to_thread(identities.render_chart_rbac, tools, _chart_values(user))
+    objects = await asyncio.to_thread(identities.render_chart_rbac, tools, identities.chart_values(user))
     credentials: Credentials = await identities.chart_identity(plane.admin, objects, plane.pki.ca_cert_path)
     log.info(
         "providers run as service account %s/%s with the RBAC rules of %s",

@@ -2,7 +2,8 @@
 
 What lives here: `chart_identity(...)`, which renders the Helm chart's RBAC (ServiceAccount,
 ClusterRole/Role and their bindings, from `charts/vk-provider` with `helm template`, never a
-copy of its rules), applies it and returns a token of that service account, so a provider
+copy of its rules; `chart_values(config)` gives the values that decide them for a provider
+configuration), applies it and returns a token of that service account, so a provider
 has exactly the permissions `helm install` grants; `node_identity(...)`, a kubelet's own
 client certificate (`system:node:<name>` in `system:nodes`) under the Node authorizer and
 NodeRestriction; and `find_chart_tools()`, which says whether the chart and helm are here.
@@ -56,6 +57,16 @@ def find_chart_tools() -> ChartTools | None:
     if (chart / "Chart.yaml").is_file() and os.access(helm, os.X_OK):
         return ChartTools(chart, Path(helm))
     return None
+
+
+def chart_values(user_config: dict[str, Any]) -> dict[str, str]:
+    """The chart values that decide its RBAC, as the providers will be configured."""
+    server = user_config.get("kubeletServer") or {}
+    tls = server.get("tls") or {}
+    return {
+        "config.kubeletServer.auth": str(server.get("auth") or "webhook"),
+        "config.kubeletServer.tls.mode": str(tls.get("mode") or "selfSigned"),
+    }
 
 
 def render_chart_rbac(tools: ChartTools, values: dict[str, Any]) -> list[dict[str, Any]]:
