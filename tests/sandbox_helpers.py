@@ -15,7 +15,10 @@ Use in an async test (pytest-asyncio runs in auto mode):
 to run without the scheduler and node lifecycle, `debug=True` for fault injection and
 counters, `node_monitor_grace_seconds=2`). Its state lives under `tmp_path/sandbox` (pass
 `state_dir=None` for a purely in-memory one). The kubeconfig is `tmp_path/sandbox/kubeconfig`
-and is what `kubectl --kubeconfig` or the provider's config should point at.
+and is what `kubectl --kubeconfig` or the provider's config should point at; it names the
+sandbox CA (the API is HTTPS) and carries the admin bearer token, which every API request needs.
+For raw HTTP, `admin_session(sandbox)` is an aiohttp session that trusts the CA and sends the
+token; `tls_session(sandbox)` trusts the CA and sends no credentials.
 The fixture `sandbox` below gives the same in one line; import it into a test module with
 `from tests.sandbox_helpers import sandbox  # noqa: F401`.
 """
@@ -23,10 +26,12 @@ The fixture `sandbox` below gives the same in one line; import it into a test mo
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client, config
 
@@ -57,6 +62,17 @@ async def api_client(server: RunningSandbox) -> AsyncIterator[client.ApiClient]:
     await config.load_kube_config(config_file=str(server.kubeconfig), client_configuration=configuration)
     async with client.ApiClient(configuration) as api:
         yield api
+
+
+def tls_session(server: SandboxServer, **kwargs: Any) -> aiohttp.ClientSession:
+    """An aiohttp session that trusts the sandbox CA, without credentials."""
+    context = ssl.create_default_context(cafile=str(server.pki.ca_cert_path))
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context), **kwargs)
+
+
+def admin_session(server: SandboxServer, **kwargs: Any) -> aiohttp.ClientSession:
+    """A `tls_session` whose requests carry the admin token (as kubectl's, from the kubeconfig)."""
+    return tls_session(server, headers={"Authorization": f"Bearer {server.admin_token}"}, **kwargs)
 
 
 @pytest.fixture

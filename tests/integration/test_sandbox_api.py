@@ -9,12 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.sandbox_helpers import RunningSandbox, api_client, running_sandbox
+from tests.sandbox_helpers import RunningSandbox, admin_session, api_client, running_sandbox
 from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
 
 
@@ -114,7 +113,7 @@ async def test_too_old_resource_version_gives_410_error_event(tmp_path: Path) ->
     async with running_sandbox(tmp_path, controllers=False) as server, api_client(server) as api:
         v1 = client.CoreV1Api(api)
         assert (await v1.read_namespaced_config_map("x", "default")).metadata.name == "x"
-        async with aiohttp.ClientSession() as http:
+        async with admin_session(server) as http:
             url = f"{server.url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1"
             async with http.get(url) as response:
                 assert response.status == 200
@@ -262,7 +261,7 @@ async def test_invalid_pod_is_422_with_causes(env: tuple[RunningSandbox, client.
 async def test_unsupported_patch_type_is_415(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
     server, v1 = env
     await v1.create_namespaced_pod("default", _pod("web"))
-    async with aiohttp.ClientSession() as http:
+    async with admin_session(server) as http:
         url = f"{server.url}/api/v1/namespaces/default/pods/web"
         headers = {"Content-Type": "text/plain"}
         async with http.patch(url, data=b"{}", headers=headers) as response:
@@ -294,7 +293,7 @@ async def test_binding_and_selector_transition(env: tuple[RunningSandbox, client
 
 async def test_bookmarks_and_timeout(env: tuple[RunningSandbox, client.CoreV1Api]) -> None:
     server, _ = env
-    async with aiohttp.ClientSession() as http:
+    async with admin_session(server) as http:
         url = f"{server.url}/api/v1/namespaces/default/pods"
         params = {
             "watch": "true",
@@ -329,7 +328,7 @@ async def test_exec_on_unbound_pod_is_400_and_log_is_empty(
     server, v1 = env
     await v1.create_namespaced_pod("default", _pod("web"))
     assert await v1.read_namespaced_pod_log("web", "default") == ""
-    async with aiohttp.ClientSession() as http:
+    async with admin_session(server) as http:
         url = f"{server.url}/api/v1/namespaces/default/pods/web/exec?command=ls&stdout=true"
         async with http.post(url) as response:
             body = await response.json()
@@ -347,7 +346,7 @@ async def test_debug_counters_and_faults(tmp_path: Path) -> None:
             await v1.patch_namespaced_pod_status("web", "default", {"status": {"phase": "Running"}})
         assert e.value.status == 500
         await v1.patch_namespaced_pod_status("web", "default", {"status": {"phase": "Running"}})
-        async with aiohttp.ClientSession() as http:
+        async with admin_session(server) as http:
             async with http.get(f"{server.url}/debug/sandbox/counters") as response:
                 counters = await response.json()
             assert counters["requests"]["patch pods/status"] == 2
@@ -357,7 +356,7 @@ async def test_debug_counters_and_faults(tmp_path: Path) -> None:
 
 
 async def _raw(server: RunningSandbox, method: str, path: str, **kwargs: Any) -> tuple[int, Any, Any]:
-    async with aiohttp.ClientSession() as http, http.request(method, server.url + path, **kwargs) as response:
+    async with admin_session(server) as http, http.request(method, server.url + path, **kwargs) as response:
         text = await response.text()
         body = json.loads(text) if text.startswith("{") else text
         return response.status, body, response.headers
@@ -376,7 +375,7 @@ async def test_streaming_list_ends_initial_events_with_a_bookmark(
         "timeoutSeconds": "1",
     }
     url = f"{server.url}/api/v1/namespaces/default/pods"
-    async with aiohttp.ClientSession() as http, asyncio.timeout(10), http.get(url, params=params) as response:
+    async with admin_session(server) as http, asyncio.timeout(10), http.get(url, params=params) as response:
         events = [json.loads(line) async for line in response.content]
     assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "a"
     assert events[1]["type"] == "BOOKMARK"
@@ -456,7 +455,7 @@ async def test_finalizers_and_namespace_termination(env: tuple[RunningSandbox, c
 async def test_fault_injection_kinds_and_close_watches(tmp_path: Path) -> None:
     async with running_sandbox(tmp_path, controllers=False, debug=True) as server, api_client(server) as api:
         v1 = client.CoreV1Api(api)
-        async with aiohttp.ClientSession() as http:
+        async with admin_session(server) as http:
             fault = {"verb": "list", "path": "/configmaps$", "code": 429, "count": 2}
             async with http.post(f"{server.url}/debug/sandbox/faults", json=fault) as response:
                 assert response.status == 200
@@ -475,7 +474,7 @@ async def test_fault_injection_kinds_and_close_watches(tmp_path: Path) -> None:
         first = await _events(stream, 1)
         assert first[0]["type"] == "ADDED"
         close = f"{server.url}/debug/sandbox/close-watches"
-        async with aiohttp.ClientSession() as http, http.post(close) as response:
+        async with admin_session(server) as http, http.post(close) as response:
             assert (await response.json())["closed"] >= 1
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from tests.sandbox_helpers import RunningSandbox, api_client, running_sandbox
+from tests.sandbox_helpers import RunningSandbox, admin_session, api_client, running_sandbox
 from tests.support.stand_in_kubelet import serving_context
 
 
@@ -104,7 +103,7 @@ async def test_node_proxy_reaches_the_kubelet(sandbox: RunningSandbox, tmp_path:
                 },
             },
         )
-        async with aiohttp.ClientSession() as http:
+        async with admin_session(sandbox) as http:
             url = f"{sandbox.url}/api/v1/nodes/node-1/proxy/stats/summary?only_cpu_and_memory=true"
             async with http.get(url) as response:
                 assert response.status == 200

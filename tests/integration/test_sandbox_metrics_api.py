@@ -14,11 +14,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
 from vk_provider.kubeletapi.tls import self_signed
 
 DEADLINE = 30.0
@@ -133,7 +132,7 @@ async def _objects(sandbox: RunningSandbox, port: int) -> None:
 
 
 async def _get(sandbox: RunningSandbox, path: str, method: str = "GET") -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as session, session.request(method, sandbox.url + path) as response:
+    async with admin_session(sandbox) as session, session.request(method, sandbox.url + path) as response:
         return response.status, await response.json(content_type=None)
 
 

@@ -25,7 +25,6 @@ from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.reflector import Reflector
-from vk_provider.sandbox.kubeconfig import write_kubeconfig
 from vk_provider.sandbox.server import SandboxServer
 from vk_provider.static.manifest import parse_manifest
 from vk_provider.static.mirror import MirrorPods
@@ -264,13 +263,13 @@ async def test_mirror_pod_waits_for_the_node(tmp_path: Path) -> None:
 
 async def test_mirror_pods_started_while_the_apiserver_is_down(tmp_path: Path) -> None:
     port = free_port()
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+    server = SandboxServer(port=port, state_dir=tmp_path / "sandbox")
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")  # written before the server listens
     client = await make_kube_client(KubernetesConfig(kubeconfig=str(kubeconfig)), request_timeout=5.0)
     node = f"vk-mirror-{uuid.uuid4().hex[:8]}"
     mirrors = MirrorPods(client, node, None, resync_period=RESYNC)
     reflector = feed(client, mirrors, node)
     pod = static_pod(node)
-    server = SandboxServer(port=port, state_dir=tmp_path / "sandbox")
     try:
         await reflector.start()
         await mirrors.start()  # returns at once although nobody listens on the port

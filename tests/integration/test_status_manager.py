@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
 from tests.support.polling import eventually
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
@@ -54,7 +53,7 @@ async def client(sandbox: RunningSandbox) -> AsyncIterator[KubeClient]:
 
 async def counters(sandbox: RunningSandbox) -> dict[str, int]:
     async with (
-        aiohttp.ClientSession() as session,
+        admin_session(sandbox) as session,
         session.get(f"{sandbox.url}/debug/sandbox/counters") as resp,
     ):
         body = await resp.json()

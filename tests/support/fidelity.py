@@ -1,7 +1,7 @@
 """Emulator fidelity: the same HTTP request scenarios against the emulator and the real kube-apiserver.
 
 What lives here, top to bottom:
-- `Server` (a URL, TLS settings and kubeconfig read from a sandbox's kubeconfig) and
+- `Server` (a URL, TLS settings, bearer token and kubeconfig read from a sandbox's kubeconfig) and
   `SandboxProcess` (`vk-provider sandbox [--control-plane real] --no-provider` as a subprocess);
 - the step types a scenario is made of: `Request` (one HTTP request), `Watch` (a watch, read
   until the server ends it) and `Kubectl` (the real kubectl); bodies, paths and queries may be
@@ -75,6 +75,12 @@ class Server:
     url: str
     kubeconfig: Path
     ssl_context: ssl.SSLContext | None
+    token: str | None = None  # the kubeconfig user's bearer token (the emulator's admin token)
+
+    def session(self) -> aiohttp.ClientSession:
+        """A session that authenticates as the kubeconfig's user does (the certificate is in ssl_context)."""
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return aiohttp.ClientSession(headers=headers)
 
     @classmethod
     def from_kubeconfig(cls, name: str, path: Path) -> Server:
@@ -84,8 +90,9 @@ class Server:
         context = None
         if cluster["server"].startswith("https:"):
             context = ssl.create_default_context(cafile=cluster["certificate-authority"])
-            context.load_cert_chain(user["client-certificate"], user["client-key"])
-        return cls(name, cluster["server"], path, context)
+            if "client-certificate" in user:
+                context.load_cert_chain(user["client-certificate"], user["client-key"])
+        return cls(name, cluster["server"], path, context, user.get("token"))
 
 
 class SandboxProcess:
@@ -545,10 +552,10 @@ class Result:
 async def run_pair(real: Server, emulator: Server, scenario: Scenario) -> Result:
     """The scenario against both servers, at the same time."""
     with tempfile.TemporaryDirectory(prefix="fidelity-kubectl-") as cache:
-        async with aiohttp.ClientSession() as session:
+        async with real.session() as on_real_session, emulator.session() as on_emulator_session:
             on_real, on_emulator = await asyncio.gather(
-                run_scenario(session, real, scenario, Path(cache) / "real"),
-                run_scenario(session, emulator, scenario, Path(cache) / "emulator"),
+                run_scenario(on_real_session, real, scenario, Path(cache) / "real"),
+                run_scenario(on_emulator_session, emulator, scenario, Path(cache) / "emulator"),
             )
     return Result(scenario, on_real, on_emulator)
 
@@ -1778,6 +1785,23 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
         'and an emulator restarted on its state: both sent `{"type":"ERROR","object":{"kind":"Status",'
         '"apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (354)",'
         '"reason":"Expired","code":410}}` (the emulator with its own M) and closed the stream.',
+        "",
+        "## Deliberate differences",
+        "",
+        "The emulator refuses what a web page could send it (vk_provider/sandbox/request_guard.py, "
+        "docs/sandbox.md); no scenario sends such a request, since both servers must get the same bytes.",
+        "",
+        "- **A body without Content-Type** is answered 415 `UnsupportedMediaType` before it is read, as one "
+        "of a type neither server decodes is on both (`create-unsupported-type`). The real server decodes a "
+        "POST or PUT body without Content-Type as JSON (its create and update routes consume `*/*`); a "
+        "PATCH without one is a 415 on both. A browser's cross-site form post carries no JSON type, so it "
+        "never reaches a handler. The `proxy` subresources pass any body on, as the real server's do.",
+        "- **A request without credentials** is 401 `Unauthorized`: the emulator has no anonymous user, "
+        "where the real server (`--anonymous-auth=true`) answers `system:anonymous` 403 `Forbidden`. "
+        "GET of /healthz, /livez, /readyz and /version is open on both (`system:public-info-viewer`).",
+        "- **An `Origin` that is not local, or a `Host` that is not a loopback name or the address the "
+        "emulator listens on**, is 403 `Forbidden`; the real server ignores `Host`, and `Origin` except for "
+        "the CORS headers of `--cors-allowed-origins`.",
         "",
         "## Emulator fixes made for this comparison",
         "",

@@ -371,3 +371,20 @@ def test_smp_on_unknown_kind_is_415() -> None:
             {}, "{}", "application/strategic-merge-patch+json", kind="Widget", api_version="example.com/v1"
         )
     assert e.value.code == 415
+
+
+@pytest.mark.parametrize("path", ["/metadata/finalizers/²", "/metadata/finalizers/٣"])
+def test_non_ascii_digits_are_no_list_index(path: str) -> None:
+    """str.isdigit takes "²" and "٣" (int() refuses the first): like Go's strconv.Atoi, an index
+    is ASCII digits only, so these paths are missing members (422), not a crash."""
+    obj = {"metadata": {"name": "x", "finalizers": ["a.io/b"]}}
+    for op in ({"op": "replace", "path": path, "value": "x"}, {"op": "add", "path": path + "/k", "value": 1}):
+        with pytest.raises(PatchError) as e:
+            json_patch(obj, [op])
+        assert e.value.code == 422
+
+
+def test_a_patch_nested_deeper_than_the_parser_is_a_400() -> None:
+    with pytest.raises(PatchError) as e:
+        apply_patch({}, "[" * 100_000, "application/merge-patch+json", kind="ConfigMap", api_version="v1")
+    assert e.value.code == 400 and e.value.message.startswith("error decoding patch")

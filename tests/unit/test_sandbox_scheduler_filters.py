@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.quantity import parse_quantity
+from vk_provider.sandbox.quantity import ORDER_LIMIT, parse_quantity
 from vk_provider.sandbox.scheduler_filters import (
     NodeInfo,
     choose_node,
@@ -51,6 +51,17 @@ def test_parse_quantity(text: str, value: Fraction) -> None:
 def test_parse_quantity_rejects_garbage() -> None:
     with pytest.raises(ValueError):
         parse_quantity("12 apples")
+    with pytest.raises(ValueError):
+        parse_quantity("\u0663")  # an Arabic-Indic 3: upstream's grammar is ASCII digits only
+
+
+@pytest.mark.timeout(20)  # computed exactly, 1e10000000 takes ~16 s of CPU and 1e100000000 far more
+def test_parse_quantity_clamps_huge_exponents_instead_of_computing_them() -> None:
+    assert parse_quantity("1e100000000") == Fraction(10) ** ORDER_LIMIT
+    assert parse_quantity("-2.5e100000000") == -(Fraction(10) ** ORDER_LIMIT)
+    assert parse_quantity("1e-100000000") == Fraction(1, 10**ORDER_LIMIT)
+    assert parse_quantity("0e100000000") == 0
+    assert parse_quantity("123e27") == 123 * Fraction(10) ** 27  # within the limit: exact
 
 
 def test_pod_requests_take_limits_init_and_overhead() -> None:

@@ -7,7 +7,6 @@ import pytest
 from vk_provider.sandbox.selectors import (
     SelectorError,
     field_value,
-    label_selector_from_dict,
     parse_field_selector,
     parse_label_selector,
 )
@@ -75,17 +74,6 @@ def test_label_selector_invalid_key_and_value() -> None:
     assert e.value.message.startswith(
         'unable to parse requirement: values[0][a]: Invalid value: "-b": a valid label must be'
     )
-
-
-def test_label_selector_from_dict() -> None:
-    sel = label_selector_from_dict(
-        {
-            "matchLabels": {"app": "web"},
-            "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}],
-        }
-    )
-    assert sel.matches(LABELS)
-    assert not sel.matches({"app": "web"})
 
 
 POD = {

@@ -7,7 +7,9 @@ from typing import Any
 
 from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.sandbox.validation import (
+    decode,
     decode_errors,
+    too_deep,
     unknown_fields,
     validate_mirror_pod,
     validate_object,
@@ -421,3 +423,63 @@ def test_owner_reference_fields_stay_required() -> None:
     }
     causes = by_field(validate_object(pod))
     assert causes["metadata.ownerReferences[0].uid"]["reason"] == "FieldValueRequired"
+
+
+def test_decode_reads_nulls_as_the_go_decoder() -> None:
+    """Null list items and map values become zero values (the real server stores
+    `conditions: [null]` as one empty condition), null struct/map/list fields are left out, a
+    null time stays null, undeclared fields are dropped."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n", "labels": {"a": None}, "annotations": None},
+        "spec": {"podCIDRs": [None], "taints": None, "bogus": 1},
+        "status": {"conditions": [None, {"type": "Ready", "lastHeartbeatTime": None}]},
+    }
+    assert decode(node) == ([], ["spec.bogus"])
+    assert node["metadata"] == {"name": "n", "labels": {"a": ""}}
+    assert node["spec"] == {"podCIDRs": [""]}
+    assert node["status"] == {
+        "conditions": [{"type": "", "status": ""}, {"type": "Ready", "lastHeartbeatTime": None}]
+    }
+
+
+def test_decode_refuses_integers_outside_their_go_type() -> None:
+    pod = _pod(priority=2**31, terminationGracePeriodSeconds=1.5, activeDeadlineSeconds=1e99)
+    assert decode(pod)[0] == [
+        "json: cannot unmarshal number 2147483648 into Go struct field PodSpec.spec.priority of type int32",
+        "json: cannot unmarshal number 1.5 into Go struct field PodSpec.spec.terminationGracePeriodSeconds "
+        "of type int64",
+        "json: cannot unmarshal number 1e+99 into Go struct field PodSpec.spec.activeDeadlineSeconds of type "
+        "int64",
+    ]
+    assert decode(_pod(priority=2**31 - 1, terminationGracePeriodSeconds=30.0))[0] == []
+
+
+def test_decode_as_a_named_type() -> None:
+    assert decode({"preconditions": 5}, "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions")[0] == [
+        "json: cannot unmarshal number into Go struct field DeleteOptions.preconditions of type "
+        "v1.Preconditions"
+    ]
+
+
+def test_generate_name_is_validated_as_a_name_prefix() -> None:
+    """ValidateObjectMeta checks generateName with its trailing '-' masked, then the name."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"generateName": "Bad\\Name,x=", "name": "Bad\\Name,x=ab"},
+    }
+    fields = [c["field"] for c in validate_object(node)]
+    assert fields == ["metadata.generateName", "metadata.name"]
+    ok = {"apiVersion": "v1", "kind": "Node", "metadata": {"generateName": "node-"}}
+    assert validate_object(ok) == []
+
+
+def test_too_deep_counts_objects_and_lists() -> None:
+    value: Any = "leaf"
+    for i in range(100):
+        value = [value] if i % 2 else {"a": value}
+    assert not too_deep(value)
+    assert too_deep([value])
+    assert not too_deep([[1] * 10_000])

@@ -2,10 +2,12 @@
 
 What lives here: `ApiContext`, the verb handlers get/list/create/update/patch/delete/
 deletecollection (watch is in handlers_watch.py; handlers_dispatch.py routes requests), the body
-decoding (JSON, or protobuf for the kinds protobuf.py knows) with `fieldValidation` (Strict -> 400
-strict decoding error, Warn -> `Warning` headers, Ignore), defaulting, admission and validation
-(422 with causes), dryRun, the resourceVersion rules for GET/LIST, and the JSON / Status / Table
-response helpers. Must not: implement storage semantics (store.py) or discovery (discovery.py).
+decoding (JSON, YAML, or protobuf for the kinds protobuf.py knows; then read as the kind's Go type,
+a wrong-typed field being the real server's 400, `read_typed_body` for the subresources' and
+reviews' bodies) with `fieldValidation` (Strict -> 400 strict decoding error, Warn -> `Warning`
+headers, Ignore), defaulting, admission and validation (422 with causes), dryRun, the
+resourceVersion rules for GET/LIST, and the JSON / Status / Table response helpers.
+Must not: implement storage semantics (store.py) or discovery (discovery.py).
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
 from vk_provider.sandbox.store import Store, clone
 from vk_provider.sandbox.validation import (
+    MAX_DEPTH,
+    decode,
+    definition_name,
+    go_quote,
+    too_deep,
     unknown_field_message,
-    unknown_fields,
     validate_config_update,
     validate_mirror_pod,
     validate_object,
@@ -53,9 +59,15 @@ class ApiContext:
 # ------------------------------------------------------------------ responses
 
 
+def _is_control(c: str) -> bool:
+    return c < "\x20" or "\x7f" <= c <= "\x9f"  # Go's unicode.IsControl
+
+
 def json_response(obj: Any, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     headers: CIMultiDict[str] = CIMultiDict()
     for w in warnings or []:
+        if any(map(_is_control, w)):
+            continue  # NewWarningHeader refuses it, so the apiserver drops it (apimachinery util/net/http.go)
         headers.add("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"')
     body = json.dumps(obj, separators=(",", ":")).encode()
     return web.Response(body=body, status=status, content_type=JSON, headers=headers)
@@ -273,28 +285,75 @@ async def read_body(request: web.Request) -> Obj:
     return (await read_body_noting_duplicates(request))[0]
 
 
+async def read_typed_body(request: web.Request, kind: str, api_version: str, *, prefixed: bool = True) -> Obj:
+    """The decoded body read as the given kind's type: 400 for a field of the wrong type (see
+    `decode_typed`), so handlers can rely on the types of the fields they read."""
+    body = await read_body(request)
+    decode_typed(body, kind, api_version, prefixed=prefixed)
+    return body
+
+
+def decode_typed(obj: Obj, kind: str, api_version: str, *, prefixed: bool = True) -> list[str]:
+    """Read obj as the Go decoder reads it into kind's type (validation.decode: nulls in lists and
+    maps become zero values); raise its first error as the real server does, a 400 `<Kind> in
+    version "<v>" cannot be handled as a <Kind>: json: cannot unmarshal ...` (runtime.Decode in
+    k8s.io/apiserver pkg/endpoints/handlers/create.go; DeleteOptions, decoded on its own in
+    delete.go, without the prefix). Returns the undeclared fields' paths."""
+    definition = definition_name(api_version, kind)
+    if definition is None:
+        return []
+    problems, unknown = decode(obj, definition)
+    if problems:
+        version = api_version.rsplit("/", 1)[-1]
+        prefix = f'{kind} in version "{version}" cannot be handled as a {kind}: ' if prefixed else ""
+        raise errors.bad_request(prefix + problems[0])
+    return unknown
+
+
+def _json_constant(name: str) -> Any:
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"json: cannot unmarshal number {text} into Go value of type float64")
+    return value
+
+
 async def read_body_noting_duplicates(request: web.Request) -> tuple[Obj, list[str]]:
-    """The decoded body and, for fieldValidation, the paths of a JSON body's duplicated fields."""
+    """The decoded body and, for fieldValidation, the paths of a JSON body's duplicated fields.
+
+    A body that does not parse is a 400, as the real server's serializers answer (nesting deeper
+    than MAX_DEPTH included: encoding/json stops at a depth of 10000)."""
     media_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip().lower()
     raw = await request.read()
+    return await asyncio.to_thread(_decode_body, media_type, raw)  # 3 MiB of YAML takes seconds
+
+
+def _decode_body(media_type: str, raw: bytes) -> tuple[Obj, list[str]]:
     if media_type == protobuf.CONTENT_TYPE:
         try:
             return protobuf.decode(raw), []
-        except protobuf.ProtobufError as e:
+        except protobuf.UnsupportedKindError as e:
             raise errors.unsupported_media_type(
                 f"accepted media types include: {_BODY_TYPES} ({e})"
             ) from None
+        except protobuf.ProtobufError as e:
+            raise errors.bad_request(f"the object provided is unrecognized: proto: {e}") from None
     if media_type == "application/yaml":
         try:
             body = yaml.safe_load(raw) if raw else None
-        except yaml.YAMLError as e:
+            raw = json.dumps(body).encode()
+        except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
             raise errors.bad_request(f"couldn't get version/kind; yaml parse error: {e}") from None
-        raw = json.dumps(body).encode()
     elif media_type not in (JSON, "", "*/*"):
         raise errors.unsupported_media_type(f"accepted media types include: {_BODY_TYPES}")
     try:
         body, duplicates = _loads_noting_duplicates(raw) if raw else (None, [])
-    except ValueError as e:
+        if too_deep(body):
+            raise ValueError(f"exceeded max depth of {MAX_DEPTH}")
+    except (ValueError, RecursionError) as e:
         raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
     if not isinstance(body, dict):
         raise errors.bad_request("Object 'Kind' is missing in '" + raw.decode(errors="replace")[:200] + "'")
@@ -313,7 +372,7 @@ def _loads_noting_duplicates(raw: bytes) -> tuple[Any, list[str]]:
             obj[key] = value
         return obj
 
-    body = json.loads(raw, object_pairs_hook=pairs)
+    body = json.loads(raw, object_pairs_hook=pairs, parse_constant=_json_constant, parse_float=_json_float)
     found: list[str] = []
 
     def walk(value: Any, path: str) -> None:
@@ -327,7 +386,21 @@ def _loads_noting_duplicates(raw: bytes) -> tuple[Any, list[str]]:
 
     if repeated:
         walk(body, "")
+    if b"\\ud" in raw.lower():  # an escaped surrogate: maybe a lone one
+        body = _without_lone_surrogates(body)
     return body, found
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """Strings with each unpaired surrogate escape (`"\\ud800"`) replaced by U+FFFD, as Go's
+    decoder does (encoding/json unquote); Python keeps them, and they cannot be encoded."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
 
 
 # The options kind a verb's query parameters are validated as (ValidateCreateOptions etc.).
@@ -350,49 +423,41 @@ def _field_validation(request: web.Request) -> str:
     return mode or "Warn"
 
 
-def _drop_path(obj: Any, path: str) -> None:
-    tokens: list[str | int] = []
-    for segment in path.split("."):
-        name, _, rest = segment.partition("[")
-        if name:
-            tokens.append(name)
-        for index in rest.rstrip("]").split("][") if rest else []:
-            tokens.append(int(index))
-    cur = obj
-    for t in tokens[:-1]:
-        cur = cur[t]
-    last = tokens[-1]
-    if isinstance(cur, dict):
-        cur.pop(last, None)
-
-
 def decode_fields(
     info: ResourceInfo,
     obj: Obj,
     mode: str,
     warnings: list[str],
-    prefix: str = "",
     duplicates: list[str] | None = None,
+    *,
+    patched: bool = False,
 ) -> None:
-    """Apply fieldValidation to unknown (and duplicated) fields: Strict raises 400, Warn collects
-    warnings; both drop the unknown ones."""
+    """Decode obj as its kind (`decode_typed`: a wrong-typed field is a 400, or for a patched
+    object the 422 `patch: Invalid value` of k8s.io/apiserver pkg/endpoints/handlers/patch.go),
+    which drops unknown fields, then apply fieldValidation to them (and to duplicated ones):
+    Strict raises 400, Warn collects warnings."""
     obj["apiVersion"] = info.api_version
     obj["kind"] = info.kind
-    unknown = unknown_fields(obj)
+    if not patched:
+        unknown = decode_typed(obj, info.kind, info.api_version)
+    else:
+        problems, unknown = decode(obj, definition_name(info.api_version, info.kind))
+        if problems:
+            text = go_quote(json.dumps(obj, separators=(",", ":")))
+            cause = {"reason": "FieldValueInvalid", "message": f"Invalid value: {text}: {problems[0]}"}
+            raise errors.invalid("", "", [{**cause, "field": "patch"}])
     if not unknown and not duplicates:
         return
     # sigs.k8s.io/json strict decoding: `duplicate field "metadata.name"`, `unknown field "spec.x"`
-    messages = [f'duplicate field "{p}"' for p in duplicates or []]
+    messages = [f"duplicate field {go_quote(p)}" for p in duplicates or []]
     messages += [unknown_field_message(p) for p in unknown]
     if mode == "Strict":
         raise errors.bad_request(
-            prefix + f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+            f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
             f"strict decoding error: {', '.join(messages)}"
         )
     if mode == "Warn":
         warnings.extend(messages)
-    for p in unknown:
-        _drop_path(obj, p)
 
 
 def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:
@@ -423,9 +488,8 @@ def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | N
 
 
 def _check_identity(ri: RequestInfo, info: ResourceInfo, obj: Obj) -> None:
-    meta = obj.setdefault("metadata", {})
-    if not isinstance(meta, dict):
-        raise errors.bad_request("metadata must be an object")
+    """Name and namespace from the URL into a decoded object (a null metadata is an empty one)."""
+    meta = obj["metadata"] = obj.get("metadata") or {}
     if info.namespaced:
         body_ns = meta.get("namespace")
         if body_ns and body_ns != ri.namespace:
@@ -447,25 +511,37 @@ async def create_object(
     mode = _field_validation(request)  # the options are validated before the body is decoded
     dry = dry_run(request)
     obj, duplicates = await read_body_noting_duplicates(request)
+    # Decoding, defaulting and validating a 3 MiB object takes seconds: off the event loop
+    warnings = await asyncio.to_thread(_admit_create, ri, info, obj, mode, duplicates)
+    created = await ctx.store.create(info.key, obj, dry_run=dry)
+    return json_response(created, 201, warnings)
+
+
+def _admit_create(
+    ri: RequestInfo, info: ResourceInfo, obj: Obj, mode: str, duplicates: list[str]
+) -> list[str]:
+    """Decode, default, admit and validate a new object in place; its warnings."""
     warnings: list[str] = []
+    decode_fields(info, obj, mode, warnings, duplicates=duplicates)
     _check_identity(ri, info, obj)
     if obj["metadata"].get("resourceVersion"):
         # storage.ErrResourceVersionSetOnCreate from etcd3's Create: a plain error, so 500
         raise errors.storage_error("resourceVersion should not be set on objects to be created")
-    decode_fields(info, obj, mode, warnings, duplicates=duplicates)
     apply_defaults(info, obj)
     refusal = mirror_pod_refusal(obj) if info.key == "pods" else None
     if refusal:
         raise errors.forbidden(info.name, obj["metadata"].get("name", ""), refusal)
     prepare_for_create(info, obj)
-    if not obj["metadata"].get("name") and obj["metadata"].get("generateName"):
-        obj["metadata"]["name"] = "placeholder"  # validated as a name; the store generates the real one
+    prefix = obj["metadata"].get("generateName")
+    if not obj["metadata"].get("name") and prefix:
+        # rest.BeforeCreate generates the name before validation, which checks it like any name;
+        # the store generates the real one: the prefix and five of the same lowercase letters
+        obj["metadata"]["name"] = f"{prefix}xxxxx"
         validate(info, obj, None, None)
         del obj["metadata"]["name"]
     else:
         validate(info, obj, None, None)
-    created = await ctx.store.create(info.key, obj, dry_run=dry)
-    return json_response(created, 201, warnings)
+    return warnings
 
 
 def dry_run(request: web.Request, options: Obj | None = None) -> bool:
@@ -497,17 +573,23 @@ async def write_update(
         if e.code != 404 or not info.allow_create_on_update or subresource:
             raise
         old = None
+    await asyncio.to_thread(_admit_update, info, obj, old, subresource)
+    if old is None:
+        return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
+    updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
+    return json_response(updated, 200, warnings)
+
+
+def _admit_update(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:
+    """Default, admit and validate an update in place (a create where old is None)."""
     apply_defaults(info, obj)
     if old is None:
         prepare_for_create(info, obj)
         validate(info, obj, None, None)
-        return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
+        return
     if subresource is None:
         admit_update(info, obj, old)
-    candidate = _effective(info, old, obj, subresource)
-    validate(info, candidate, old, subresource)
-    updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
-    return json_response(updated, 200, warnings)
+    validate(info, _effective(info, old, obj, subresource), old, subresource)
 
 
 def _effective(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None) -> Obj:
@@ -536,8 +618,8 @@ async def update_object(
     dry = dry_run(request)
     obj, duplicates = await read_body_noting_duplicates(request)
     warnings: list[str] = []
+    await asyncio.to_thread(decode_fields, info, obj, mode, warnings, duplicates=duplicates)
     _check_identity(ri, info, obj)
-    decode_fields(info, obj, mode, warnings, duplicates=duplicates)
     return await write_update(ctx, info, obj, subresource or None, warnings, dry)
 
 
@@ -555,21 +637,29 @@ async def patch_object(
     warnings: list[str] = []
     namespace, name = _name_of(ri, info)
     current = await ctx.store.get(info.key, namespace, name)
+    content_type = request.headers.get("Content-Type", "")
+    patched = await asyncio.to_thread(_patched, info, current, raw, content_type, mode, warnings)
+    _check_identity(ri, info, patched)
+    return await write_update(ctx, info, patched, subresource or None, warnings, dry)
+
+
+def _patched(
+    info: ResourceInfo, current: Obj, raw: bytes, content_type: str, mode: str, warnings: list[str]
+) -> Obj:
+    """The object a patch makes of current, decoded as its kind."""
     try:
-        patched = apply_patch(
-            current,
-            raw,
-            request.headers.get("Content-Type", ""),
-            kind=info.kind,
-            api_version=info.api_version,
-        )
+        patched = apply_patch(current, raw, content_type, kind=info.kind, api_version=info.api_version)
     except PatchError as e:
         raise ApiError(e.code, e.reason, e.message, {} if e.generic else None) from None
-    if not isinstance(patched.get("metadata"), dict):
-        raise errors.bad_request("metadata must be an object")
-    _check_identity(ri, info, patched)
-    decode_fields(info, patched, mode, warnings)
-    return await write_update(ctx, info, patched, subresource or None, warnings, dry)
+    decode_fields(info, patched, mode, warnings, patched=True)
+    return patched
+
+
+async def read_delete_options(request: web.Request) -> Obj | None:
+    """A DELETE's DeleteOptions body, if it has one, decoded as its type."""
+    if not request.can_read_body or not await request.read():
+        return None
+    return await read_typed_body(request, "DeleteOptions", "v1", prefixed=False)
 
 
 def _delete_options(body: Obj | None, request: web.Request) -> tuple[int | None, Obj]:
@@ -582,15 +672,13 @@ def _delete_options(body: Obj | None, request: web.Request) -> tuple[int | None,
             raise errors.bad_request(
                 f"invalid gracePeriodSeconds: {request.query['gracePeriodSeconds']}"
             ) from None
-    if grace is not None and not isinstance(grace, int):
-        raise errors.bad_request("gracePeriodSeconds must be an integer")
     return grace, body.get("preconditions") or {}
 
 
 async def delete_object(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
-    body = await read_body(request) if request.can_read_body and (await request.read()) else None
+    body = await read_delete_options(request)
     grace, preconditions = _delete_options(body, request)
     namespace, name = _name_of(ri, info)
     if dry_run(request, body):
@@ -640,7 +728,7 @@ def _deleted_status(info: ResourceInfo, name: str, obj: Obj) -> Obj:
 async def delete_collection(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
-    body = await read_body(request) if request.can_read_body and (await request.read()) else None
+    body = await read_delete_options(request)
     grace, _ = _delete_options(body, request)
     namespace = ri.namespace if info.namespaced else None
     items, list_rv = await ctx.store.list(

@@ -7,8 +7,9 @@ admin), and `authorization.k8s.io/v1 subjectaccessreviews` / `selfsubjectaccessr
 sandbox authorizes like `--authorization-mode=AlwaysAllow`).
 Reviews are answered, never stored; their metadata is empty (apimachinery omits a zero
 creationTimestamp), but a SelfSubjectReview's carries the time of the request, as upstream's
-`pkg/registry/authentication/selfsubjectreview/rest.go`. Must not: authenticate the sandbox's
-own API requests (its API is plain HTTP on loopback and open to whoever can reach it).
+`pkg/registry/authentication/selfsubjectreview/rest.go`. `authenticate` is also what the
+request guard (request_guard.py, through server.py) uses to accept a service account token as
+an API credential. Must not: decide which requests need credentials (the request guard does).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from vk_provider.sandbox.defaults import ADMIN_GROUPS, ADMIN_USER
 from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.handlers import ApiContext, json_response, read_body
+from vk_provider.sandbox.handlers import ApiContext, json_response, read_typed_body
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
 from vk_provider.sandbox.store import now_rfc3339
@@ -31,7 +32,7 @@ Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
 
 
-async def _authenticate(ctx: ApiContext, token: str, wanted: list[str]) -> Obj:
+async def authenticate(ctx: ApiContext, token: str, wanted: list[str]) -> Obj:
     claims = verify_token(ctx.token_key, token, time.time())
     audiences = claims.get("aud") or []
     matched = [a for a in (wanted or [ISSUER]) if a in audiences]
@@ -71,10 +72,10 @@ async def _authenticate(ctx: ApiContext, token: str, wanted: list[str]) -> Obj:
 async def token_review(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
-    body = await read_body(request)
+    body = await read_typed_body(request, info.kind, info.api_version)
     spec = body.get("spec") or {}
     try:
-        status = await _authenticate(ctx, str(spec.get("token") or ""), list(spec.get("audiences") or []))
+        status = await authenticate(ctx, str(spec.get("token") or ""), list(spec.get("audiences") or []))
     except TokenError as e:
         status = {"user": {}, "error": f"[{e}]"}
     review = {
@@ -91,7 +92,7 @@ async def access_review(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
     """SubjectAccessReview and SelfSubjectAccessReview (`kubectl auth can-i`): always allowed."""
-    body = await read_body(request)
+    body = await read_typed_body(request, info.kind, info.api_version)
     review = {
         "kind": info.kind,
         "apiVersion": info.api_version,
@@ -109,7 +110,7 @@ async def self_subject_review(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
     """`kubectl auth whoami`: the sandbox's kubeconfig carries no credentials; everyone is the admin."""
-    await read_body(request)
+    await read_typed_body(request, info.kind, info.api_version)
     review = {
         "kind": "SelfSubjectReview",
         "apiVersion": "authentication.k8s.io/v1",

@@ -26,7 +26,7 @@ from vk_provider.sandbox.handlers import (
     ApiContext,
     json_response,
     perform_delete,
-    read_body,
+    read_typed_body,
     success_status,
 )
 from vk_provider.sandbox.kubelet_proxy import proxy_to_kubelet
@@ -52,7 +52,7 @@ async def bind_pod(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
     _require_method(request, ri, ("POST",))
-    body = await read_body(request)
+    body = await read_typed_body(request, "Binding", "v1")
     target = (body.get("target") or {}).get("name") or ""
     if not target:
         raise errors.invalid(
@@ -95,7 +95,7 @@ async def evict_pod(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
     _require_method(request, ri, ("POST",))
-    body = await read_body(request)
+    body = await read_typed_body(request, "Eviction", "policy/v1")
     options = body.get("deleteOptions") or {}
     await perform_delete(
         ctx,
@@ -210,7 +210,7 @@ async def create_token(
     ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
 ) -> web.Response:
     _require_method(request, ri, ("POST",))
-    body = await read_body(request)
+    body = await read_typed_body(request, "TokenRequest", "authentication.k8s.io/v1")
     sa = await ctx.store.get("serviceaccounts", ri.namespace, ri.name)
     spec = dict(body.get("spec") or {})
     seconds = int(spec.get("expirationSeconds") or DEFAULT_TOKEN_SECONDS)

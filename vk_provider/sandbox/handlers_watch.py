@@ -5,6 +5,10 @@ chunked, one JSON document plus newline per event, flushed each time), `timeoutS
 real server's random 30-60 min when absent), bookmarks (`allowWatchBookmarks`), streaming lists
 (`sendInitialEvents=true` with the `k8s.io/initial-events-end` bookmark), watching one named
 object, and Table events for `kubectl get -w` (column definitions on the first row only).
+Memory: an event's object JSON is the one the store made once for every watcher; it is written
+in slices of `SLICE` bytes, each awaiting the client, so a connection buffers at most about one
+slice; when the store terminates the watch (its buffer overflowed: a client that does not read)
+while a write waits for that client, the connection is dropped and the client re-watches.
 Must not: decide which events a watcher sees (store.py does: replay, 410, selector transitions).
 """
 
@@ -13,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator
 
 from aiohttp import web
 
@@ -21,9 +24,43 @@ from vk_provider.sandbox import errors
 from vk_provider.sandbox.handlers import JSON, ApiContext, list_options_invalid, table_of, wants_table
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
-from vk_provider.sandbox.store import WatchEvent
 
 BOOKMARK_EVERY = 60.0
+SLICE = 64 * 1024  # aiohttp's StreamWriter drains above 64 KiB
+
+
+class _Sender:
+    """Writes the watch lines of one response, and drops the connection when asked while a write
+    waits for a client that does not read."""
+
+    def __init__(self, request: web.Request) -> None:
+        self._request = request
+        self._writing = False
+        self.response = web.StreamResponse(
+            status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"}
+        )
+        self.response.enable_chunked_encoding()
+
+    async def send(self, type_: str, body: bytes) -> None:
+        """One `{"type":...,"object":...}` line; body is the object's JSON."""
+        head = b'{"type":' + json.dumps(type_).encode() + b',"object":'
+        self._writing = True
+        try:
+            if len(body) <= SLICE:
+                await self.response.write(head + body + b"}\n")
+                return
+            await self.response.write(head)
+            view = memoryview(body)
+            for start in range(0, len(view), SLICE):
+                await self.response.write(view[start : start + SLICE])
+            await self.response.write(b"}\n")
+        finally:
+            self._writing = False
+
+    def drop_if_blocked(self) -> None:
+        transport = self._request.transport
+        if self._writing and transport is not None:
+            transport.abort()
 
 
 async def watch_objects(
@@ -50,6 +87,7 @@ async def watch_objects(
     except ValueError:
         raise errors.bad_request(f"invalid timeoutSeconds: {q['timeoutSeconds']}") from None
     bookmarks = q.get("allowWatchBookmarks", "").lower() == "true"
+    sender = _Sender(request)
     stream = ctx.store.watch(
         info.key,
         ri.namespace if info.namespaced else None,
@@ -58,29 +96,23 @@ async def watch_objects(
         field_selector=field_selector,
         bookmark_interval=max(1.0, min(BOOKMARK_EVERY, timeout - 2)) if bookmarks else None,
         initial_events_end=initial_events and bookmarks,
+        on_terminate=sender.drop_if_blocked,
     )
     table = wants_table(request)
-    response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"})
-    response.enable_chunked_encoding()
-    await response.prepare(request)
     first_row = True
     try:
+        await sender.response.prepare(request)
         async with asyncio.timeout(timeout):
             async for event in stream:
-                obj = event.object
                 if table and event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    obj = event.object
                     obj = table_of(request, info, [obj], obj["metadata"]["resourceVersion"], first_row)
                     first_row = False
-                line = json.dumps({"type": event.type, "object": obj}, separators=(",", ":")) + "\n"
-                await response.write(line.encode())
+                    await sender.send(event.type, json.dumps(obj, separators=(",", ":")).encode())
+                else:
+                    await sender.send(event.type, event.encoded())
     except (TimeoutError, ConnectionResetError):
         pass
     finally:
-        await _close_stream(stream)
-    return response
-
-
-async def _close_stream(stream: AsyncIterator[WatchEvent]) -> None:
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
+        await stream.aclose()
+    return sender.response

@@ -1,8 +1,9 @@
 """Writing a kubeconfig for the sandbox's API server.
 
 What lives here: `kubeconfig_dict(server_url, ...)` and `write_kubeconfig(path, server_url, ...)`.
-The emulator is plain HTTP on loopback, so its file has no credentials and no CA; the real
-control plane's files name its CA and a client certificate or a bearer token (`Credentials`).
+Both control planes serve HTTPS: the files name the CA and a client certificate or a bearer
+token (`Credentials`; the emulator's is its admin token). Without credentials the file names
+neither (a plain-HTTP server).
 Cluster, user and context are all named `vk-sandbox`. Readable by kubectl and kubernetes_asyncio.
 Must not: start anything or touch files other than the one it is asked to write.
 """

@@ -151,7 +151,7 @@ async def _proxy_plain(
             upstream = await session.request(
                 request.method, url, headers=headers, data=body, allow_redirects=False
             )
-        except (TimeoutError, aiohttp.ClientConnectorError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientConnectorError, aiohttp.InvalidURL, OSError) as exc:
             message = f'{request.method.capitalize()} "{url}": {_dial_error(exc, _hostport(host, port))}'
             log.warning("kubelet unreachable: %s", message)
             return _status_response(500, message)

@@ -282,9 +282,10 @@ class SummaryScraper:
 
     async def _fetch(self, session: aiohttp.ClientSession, node: Obj) -> Obj | None:
         host, port = kubelet_address(node)
-        url = URL.build(scheme="https", host=host, port=port, path="/stats/summary")
+        url: URL | str = f"{host}:{port}"
         name = (node.get("metadata") or {}).get("name")
-        try:
+        try:  # a node whose address is no host name is skipped like one that does not answer
+            url = URL.build(scheme="https", host=host, port=port, path="/stats/summary")
             async with session.get(url) as response:
                 if response.status != 200:
                     log.warning("skipping node %s: %s answered %d", name, url, response.status)

@@ -27,7 +27,7 @@ from typing import Any
 
 from vk_provider.logging import get_logger
 from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.scheduler_filters import tolerates
+from vk_provider.sandbox.scheduler_filters import MALFORMED, tolerates
 from vk_provider.sandbox.store import Store
 
 log = get_logger("sandbox.node-lifecycle")
@@ -165,8 +165,12 @@ class NodeLifecycle:
         for node in nodes:
             name = node["metadata"]["name"]
             names.add(name)
-            ready = _condition(node, "Ready") or {}
-            heartbeat = (renewed.get(name, ""), ready.get("lastHeartbeatTime") or "")
+            try:
+                ready = _condition(node, "Ready") or {}
+                heartbeat = (renewed.get(name, ""), str(ready.get("lastHeartbeatTime") or ""))
+            except MALFORMED as exc:  # one malformed node does not stop the pass over the others
+                log.warning("node %s skipped: malformed object (%r)", name, exc, extra={"node": name})
+                continue
             seen = self._seen.get(name)
             if seen is None or seen[0] != heartbeat:
                 self._seen[name] = (heartbeat, loop.time())
@@ -176,8 +180,12 @@ class NodeLifecycle:
         # No node Ready: full disruption, no NoExecute taints and so no evictions.
         no_execute = any((_condition(n, "Ready") or {}).get("status") == "True" for n in checked)
         for node in checked:
-            node = await self._sync_taints(node, no_execute)
-            await self._evict(node)
+            name = node["metadata"]["name"]
+            try:
+                node = await self._sync_taints(node, no_execute)
+                await self._evict(node)
+            except MALFORMED as exc:
+                log.warning("node %s skipped: malformed object (%r)", name, exc, extra={"node": name})
         for gone in set(self._seen) - names:
             del self._seen[gone]
 

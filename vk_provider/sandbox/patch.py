@@ -15,7 +15,7 @@ import copy
 import json
 from typing import Any
 
-from vk_provider.sandbox.validation import definition_name, definitions, resolve
+from vk_provider.sandbox.validation import MAX_DEPTH, definition_name, definitions, resolve, too_deep
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -72,7 +72,9 @@ def apply_patch(
         raise _unsupported((JSON_PATCH, MERGE_PATCH))
     try:
         doc = json.loads(patch)
-    except (ValueError, UnicodeDecodeError) as e:
+        if too_deep(doc):
+            raise ValueError(f"exceeded max depth of {MAX_DEPTH}")
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
         raise PatchError(400, f"error decoding patch: {e}") from None
     if media_type == JSON_PATCH:
         try:
@@ -124,10 +126,15 @@ def _pointer(path: Any) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
+def _is_index(token: str) -> bool:
+    """ASCII digits only, as Go's strconv.Atoi reads them (str.isdigit also takes "²")."""
+    return token.isascii() and token.isdigit()
+
+
 def _index(token: str, size: int, *, allow_end: bool, path: str, op: str) -> int:
     if allow_end and token == "-":
         return size
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
+    if not _is_index(token) or (len(token) > 1 and token.startswith("0")):
         raise PatchError(422, f"{op} operation does not apply: doc is missing path: {path}: missing value")
     i = int(token)
     if i > size or (i == size and not allow_end):
@@ -140,7 +147,7 @@ def _parent(doc: Any, tokens: list[str], path: str, op: str) -> Any:
     for t in tokens[:-1]:
         if isinstance(cur, dict) and t in cur:
             cur = cur[t]
-        elif isinstance(cur, list) and t.isdigit() and int(t) < len(cur):
+        elif isinstance(cur, list) and _is_index(t) and int(t) < len(cur):
             cur = cur[int(t)]
         else:
             raise PatchError(

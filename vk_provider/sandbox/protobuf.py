@@ -12,10 +12,11 @@ answer 415 for those).
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 MAGIC = b"k8s\x00"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 
 # message -> field number -> (json name, type, repeated); types: string, bytes, int64, bool, Time,
@@ -190,7 +191,21 @@ DECODABLE_KINDS = (
 
 
 class ProtobufError(ValueError):
-    pass
+    """A body that is not a well-formed message (the real server answers 400)."""
+
+
+class UnsupportedKindError(ProtobufError):
+    """A kind this module has no field numbers for (callers answer 415)."""
+
+
+# What a Go time.Time of metav1.Time marshals to RFC 3339 without ambiguity; a timestamp beyond
+# (the real decoder keeps it and prints a year of more than 4 digits) is refused as malformed.
+_MIN_SECONDS, _MAX_SECONDS = -62135596800, 253402300799
+
+
+def _text(raw: bytes) -> str:
+    """A proto string: Go keeps invalid UTF-8 as is and encoding/json writes it as U+FFFD."""
+    return raw.decode(errors="replace")
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -202,8 +217,10 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return result, pos
+            return result & (2**64 - 1), pos
         shift += 7
+        if shift >= 70:  # ten bytes hold any 64-bit varint
+            raise ProtobufError("integer overflow")
 
 
 def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
@@ -223,6 +240,8 @@ def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
             pos += length
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
+            if pos + size > len(data):
+                raise ProtobufError("truncated field")
             out.append((number, int.from_bytes(data[pos : pos + size], "little")))
             pos += size
         else:
@@ -234,7 +253,7 @@ def _map_entry(data: bytes) -> tuple[str, bytes]:
     key, value = "", b""
     for number, raw in _fields(data):
         if number == 1 and isinstance(raw, bytes):
-            key = raw.decode()
+            key = _text(raw)
         elif number == 2 and isinstance(raw, bytes):
             value = raw
     return key, value
@@ -243,7 +262,7 @@ def _map_entry(data: bytes) -> tuple[str, bytes]:
 def _scalar(type_: str, raw: int | bytes) -> Any:
     """A scalar field in its JSON form (bytes as base64, as encoding/json writes []byte)."""
     if type_ == "string" and isinstance(raw, bytes):
-        return raw.decode()
+        return _text(raw)
     if type_ == "bytes" and isinstance(raw, bytes):
         return base64.b64encode(raw).decode()  # the JSON form of []byte
     if type_ == "bool" and isinstance(raw, int):
@@ -267,7 +286,7 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
                 raise ProtobufError("map entry is not length-delimited")
             key, item = _map_entry(raw)
             out.setdefault(json_name, {})[key] = (
-                item.decode() if type_ == "map" else base64.b64encode(item).decode()
+                _text(item) if type_ == "map" else base64.b64encode(item).decode()
             )
             continue
         if type_ == "Time":
@@ -276,7 +295,9 @@ def _message(name: str, data: bytes) -> dict[str, Any]:
             seconds = _message("Time", raw).get("seconds")
             if seconds is None:
                 continue
-            value = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
+                raise ProtobufError(f"time out of range: {seconds} seconds")
+            value = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
         elif type_ in _MESSAGES:
             if not isinstance(raw, bytes):
                 raise ProtobufError(f"{type_} is not length-delimited")
@@ -300,7 +321,7 @@ def decode(body: bytes) -> dict[str, Any]:
     type_meta = envelope.get("typeMeta") or {}
     kind = type_meta.get("kind", "")
     if kind not in DECODABLE_KINDS:
-        raise ProtobufError(f"protobuf decoding of {kind or 'this kind'} is not supported")
+        raise UnsupportedKindError(f"protobuf decoding of {kind or 'this kind'} is not supported")
     obj = _message(kind, base64.b64decode(envelope.get("raw", "")))
     obj.setdefault("metadata", {})
     return {"apiVersion": type_meta.get("apiVersion", "v1"), "kind": kind, **obj}

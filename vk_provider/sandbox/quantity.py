@@ -2,8 +2,11 @@
 
 What lives here: `parse_quantity(text) -> Fraction`, exact, following the suffixes of
 `staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go` (binary Ki..Ei, decimal n u m k M
-G T P E, and decimal exponents). Must not: import the provider's own quantity helper (the
-sandbox and the provider stay independent), or round.
+G T P E, and decimal exponents). A value whose magnitude lies beyond 10^±`ORDER_LIMIT` is
+clamped to ±10^±`ORDER_LIMIT` rather than computed (`1e10000000` would be ten million digits):
+Kubernetes holds quantities as int64 values of nanos, so no capacity or request can tell such
+values apart. Must not: import the provider's own quantity helper (the sandbox and the provider
+stay independent), or round values within the limit.
 """
 
 from __future__ import annotations
@@ -24,7 +27,12 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
-_PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+ORDER_LIMIT = 40  # beyond int64 (~9.2e18) times Ei (~1.2e18), and far below nano (1e-9)
+_LARGEST = Fraction(10) ** ORDER_LIMIT
+_SMALLEST = 1 / _LARGEST
+_PATTERN = re.compile(
+    r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$", re.ASCII
+)
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
@@ -37,7 +45,20 @@ def parse_quantity(text: str | int | float) -> Fraction:
     number, exponent, suffix = match.groups()
     value = Fraction(number)
     if exponent:
-        return value * Fraction(10) ** int(exponent[1:])
-    if suffix in _BINARY:
-        return value * _BINARY[suffix]
-    return value * _DECIMAL[suffix or ""]
+        return _scaled(value, int(exponent[1:]))
+    return _scaled(value * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix or ""]), 0)
+
+
+def _scaled(value: Fraction, exponent: int) -> Fraction:
+    """value * 10**exponent, its magnitude clamped to [10^-ORDER_LIMIT, 10^ORDER_LIMIT] (a value
+    far outside is never computed: its order of magnitude is judged from the digits first)."""
+    if value == 0:
+        return value
+    sign = 1 if value > 0 else -1
+    order = exponent + len(str(abs(value.numerator))) - len(str(value.denominator))  # log10 +- 1
+    if order > ORDER_LIMIT + 1:
+        return sign * _LARGEST
+    if order < -ORDER_LIMIT - 1:
+        return sign * _SMALLEST
+    magnitude = abs(value) * Fraction(10) ** exponent
+    return sign * min(max(magnitude, _SMALLEST), _LARGEST)

@@ -19,6 +19,7 @@ from typing import Any
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.sandbox.errors import ApiError
 from vk_provider.sandbox.scheduler_filters import (
+    MALFORMED,
     SCHEDULER_NAME,
     NodeInfo,
     choose_node,
@@ -127,18 +128,22 @@ class Scheduler:
         nodes, _ = await self._store.list("nodes")
         infos = {n["metadata"]["name"]: NodeInfo(n) for n in nodes}
         for pod in pods:
-            info = infos.get((pod.get("spec") or {}).get("nodeName") or "")
-            if info is not None and counts_against_node(pod):
-                info.add(pod)
+            with contextlib.suppress(*MALFORMED):  # a malformed pod requests nothing
+                info = infos.get((pod.get("spec") or {}).get("nodeName") or "")
+                if info is not None and counts_against_node(pod):
+                    info.add(pod)
         for pod in pending:
-            info, message = choose_node(pod, list(infos.values()))
             try:
+                info, message = choose_node(pod, list(infos.values()))
                 if info is None:
                     await self._mark_unschedulable(pod, message)
                 elif await self._bind(pod, info.name):
                     info.add(pod)
             except ApiError as exc:  # the pod changed or went away meanwhile: next pass
                 log.debug("scheduling %s: %s", pod_ref(pod), exc.message, extra={"pod": pod_ref(pod)})
+            except MALFORMED as exc:  # one malformed pod does not stop the others
+                ref = pod_ref(pod)
+                log.warning("not scheduling %s: malformed object (%r)", ref, exc, extra={"pod": ref})
 
     async def _bind(self, pod: Obj, node_name: str) -> bool:
         meta = pod["metadata"]

@@ -22,6 +22,10 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 
+# What reading a malformed stored object (a field of the wrong type) raises: the controllers skip
+# that object and go on with the others, as the real ones skip an object they cannot decode.
+MALFORMED = (AttributeError, KeyError, TypeError, ValueError)
+
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_CPU = "Insufficient cpu"
@@ -305,11 +309,14 @@ def _score(pod: dict[str, Any], info: NodeInfo) -> tuple[Fraction, int, str]:
 
 
 def choose_node(pod: dict[str, Any], infos: list[NodeInfo]) -> tuple[NodeInfo | None, str]:
-    """The node to bind `pod` to, or None and the FitError message."""
+    """The node to bind `pod` to, or None and the FitError message. A malformed node is left out."""
     feasible: list[NodeInfo] = []
     reasons_by_node: dict[str, list[str]] = {}
     for info in infos:
-        reasons = filter_reasons(pod, info)
+        try:
+            reasons = filter_reasons(pod, info)
+        except MALFORMED:
+            continue  # a node that cannot be read fits nothing
         if reasons:
             reasons_by_node[info.name] = reasons
         else:

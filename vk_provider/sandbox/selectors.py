@@ -213,20 +213,6 @@ def parse_label_selector(s: str) -> LabelSelector:
     return LabelSelector(tuple(sorted(reqs, key=lambda r: r.key)))
 
 
-def label_selector_from_dict(sel: Mapping[str, Any] | None) -> LabelSelector:
-    """A metav1.LabelSelector ({matchLabels, matchExpressions}) as a LabelSelector."""
-    if not sel:
-        return LabelSelector()
-    reqs = [Requirement(k, "=", (str(v),)) for k, v in (sel.get("matchLabels") or {}).items()]
-    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    for expr in sel.get("matchExpressions") or []:
-        op = ops.get(expr.get("operator", ""))
-        if op is None:
-            raise SelectorError(f'"{expr.get("operator", "")}" is not a valid label selector operator')
-        reqs.append(Requirement(expr["key"], op, tuple(expr.get("values") or ())))
-    return LabelSelector(tuple(reqs))
-
-
 # ---------------------------------------------------------------------------------------------
 # Field selectors
 

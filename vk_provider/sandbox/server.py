@@ -1,17 +1,25 @@
-"""The sandbox API server: an aiohttp application on 127.0.0.1 serving the Kubernetes API.
+"""The sandbox API server: an aiohttp application on 127.0.0.1 serving the Kubernetes API over HTTPS.
 
 What lives here: `SandboxServer` (start/stop, the route table, the request entry point that turns
 ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, bootstrap of the
 system namespaces and their content, and the controllers: scheduler, node lifecycle, CSR signer,
-namespace content), routing metrics.k8s.io to metrics.py, and `write_kubeconfig`. Must not:
-implement resource semantics (store.py, handlers*.py, metrics.py) or discovery documents
-(discovery.py).
+namespace content), routing metrics.k8s.io to metrics.py, the admin bearer token (persisted in
+the state directory as `admin.token`, 0600) with the request guard that requires it
+(request_guard.py, first of the middlewares), the serving certificate (`pki/apiserver.crt`,
+signed by the sandbox CA for 127.0.0.1, ::1, localhost and the listen address: kubectl sends
+a bearer token only over TLS, client-go's `clientcmd` reads no credentials for an http server),
+and `write_kubeconfig`, whose user carries the token. Must not: implement resource semantics
+(store.py, handlers*.py, metrics.py), discovery documents (discovery.py) or request checks
+(request_guard.py).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
+import ssl
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -34,18 +42,22 @@ from vk_provider.sandbox.handlers import (
     json_response,
     not_found_resource,
 )
+from vk_provider.sandbox.handlers_auth import authenticate as authenticate_service_account
 from vk_provider.sandbox.handlers_dispatch import dispatch
 from vk_provider.sandbox.metrics import MetricsAPI, SummaryScraper
 from vk_provider.sandbox.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.request_guard import RequestGuard
 from vk_provider.sandbox.requestinfo import RequestInfo, parse_request
 from vk_provider.sandbox.scheduler import Scheduler
-from vk_provider.sandbox.store import Store
+from vk_provider.sandbox.store import LOG_BYTES, Store
+from vk_provider.sandbox.tokens import TokenError
 
 log = get_logger("sandbox.server")
 
 MAX_BODY = 3 * 1024 * 1024
 _TOKEN_KEY_FILE = "token.key"
+_ADMIN_TOKEN_FILE = "admin.token"
 
 
 class _Controller(Protocol):
@@ -64,40 +76,84 @@ class SandboxServer:
         debug: bool = False,
         controllers: bool = True,
         watch_history: int = 10000,
+        watch_history_bytes: int = LOG_BYTES,
+        require_token: bool = True,
     ) -> None:
-        """watch_history: how many events the log keeps for watch resumes (older RVs get 410)."""
+        """watch_history, watch_history_bytes: how many events and bytes the log keeps for watch
+        resumes (older RVs get 410).
+        require_token: answer 401 to a request without the admin token or a service account
+        token of the sandbox (off: everyone who reaches the port is the admin)."""
         self.host = host
         self.port = port
         self.state_dir = Path(state_dir) if state_dir is not None else None
-        self.store = Store(state_dir=self.state_dir, log_size=watch_history)
+        self.store = Store(state_dir=self.state_dir, log_size=watch_history, log_bytes=watch_history_bytes)
         self.pki = SandboxPKI(self.state_dir)
         self.debug = SandboxDebug(self.store) if debug else None
         self._grace = node_monitor_grace_seconds
         self._with_controllers = controllers
         self._controllers: list[_Controller] = []
         self._runner: web.AppRunner | None = None
-        self._ctx = ApiContext(self.store, self.pki, self._token_key())
+        self._ctx = ApiContext(
+            self.store, self.pki, self._secret(_TOKEN_KEY_FILE, lambda: secrets.token_bytes(32))
+        )
         self._metrics = MetricsAPI(self.store, SummaryScraper(self.pki))
+        self.admin_token = self._secret(
+            _ADMIN_TOKEN_FILE, lambda: secrets.token_urlsafe(32).encode()
+        ).decode()
+        self._guard = RequestGuard(
+            listen_host=host,
+            admin_token=self.admin_token,
+            service_account_token=self._valid_service_account_token,
+            require_token=require_token,
+            max_body=MAX_BODY,
+        )
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}:{self.port}"
 
-    def _token_key(self) -> bytes:
+    def _serving_context(self) -> ssl.SSLContext:
+        """TLS with the apiserver certificate (as kubeadm's `apiserver.crt`), signed by the sandbox CA."""
+        ips = {"127.0.0.1", "::1"}
+        names = {"localhost"}
+        try:
+            ips.add(str(ipaddress.ip_address(self.host)))
+        except ValueError:
+            names.add(self.host)
+        cert, key = self.pki.issue_pair(
+            "apiserver", "kube-apiserver", server=True, dns_names=sorted(names), ips=sorted(ips)
+        )
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(cert), str(key))
+        return context
+
+    def _secret(self, name: str, make: Callable[[], bytes]) -> bytes:
+        """A secret of the state directory (made once, mode 0600); a fresh one without a state dir."""
         if self.state_dir is None:
-            return secrets.token_bytes(32)
-        path = self.state_dir / _TOKEN_KEY_FILE
+            return make()
+        path = self.state_dir / name
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(secrets.token_bytes(32))
-            path.chmod(0o600)
+            path.touch(0o600)  # never readable by others, not even before it is written
+            path.write_bytes(make())
         return path.read_bytes()
+
+    async def _valid_service_account_token(self, token: str) -> bool:
+        """The TokenReview check (signature, expiry, API audience, bound objects) for API requests."""
+        try:
+            await authenticate_service_account(self._ctx, token, [])
+        except TokenError:
+            return False
+        return True
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         await ensure_system_namespaces(self.store)
-        middlewares = [self.debug.middleware] if self.debug is not None else []
+        middlewares = [self._guard.middleware]
+        if self.debug is not None:
+            middlewares.append(self.debug.middleware)
         app = web.Application(client_max_size=MAX_BODY, middlewares=middlewares)
         if self.debug is not None:
             app.add_routes(self.debug.routes())
@@ -119,7 +175,7 @@ class SandboxServer:
         )
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._serving_context())
         await site.start()
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
@@ -157,7 +213,8 @@ class SandboxServer:
         await self.stop()
 
     def write_kubeconfig(self, path: Path) -> Path:
-        return kubeconfig.write_kubeconfig(Path(path), self.url)
+        credentials = kubeconfig.Credentials(self.pki.ca_cert_path, token=self.admin_token)
+        return kubeconfig.write_kubeconfig(Path(path), self.url, credentials)
 
     # ------------------------------------------------------------ handlers
 
@@ -171,6 +228,8 @@ class SandboxServer:
             return self._discovery(request, ri)
         except ApiError as e:
             return error_response(e)
+        except web.HTTPRequestEntityTooLarge:
+            raise  # the request guard answers it with a Status
         except Exception as e:
             log.exception("%s %s failed", request.method, request.path_qs)
             return error_response(errors.internal_error(str(e)))

@@ -7,12 +7,23 @@ subresources change only status, graceful pod deletion, finalizers, uid/resource
 preconditions, namespace termination), `WatchEvent`, the bounded event log that serves
 `watch?resourceVersion=N` (410 Expired as an ERROR event when N is older than the log), selector
 transitions, bookmarks, and optional persistence of the objects to `state_dir/store.json`.
-Every method returns deep copies. Must not: know about HTTP, defaulting or schema validation
-(the handlers do that before calling in).
+Every method returns deep copies (a watch event's `object` is copied on first access).
+
+Memory: the event log is bounded by count (`log_size`) and by bytes (`log_bytes`, each event
+charged the compact JSON size of the states it holds, measured once at write), as the real
+watch cache is bounded (`staging/src/k8s.io/apiserver/pkg/storage/cacher/watch_cache.go`); a
+live event is serialized once and its JSON shared by every watcher (the cacher's
+`cachingObject`, `caching_object.go`); each watcher's buffer holds at most `watch_queue_limit`
+events and `watch_queue_bytes` bytes, and a watcher whose buffer overflows is terminated
+(`cacheWatcher.add` in `cacher/cache_watcher.go`): its buffer is dropped, its stream ends and
+its `on_terminate` callback runs, so the client re-lists and re-watches. A watch's state is
+freed the moment it ends. Must not: know about HTTP, defaulting or schema validation (the
+handlers do that before calling in).
 
 Additions to the contract: `list_page(...)` (a list at an older resourceVersion, rebuilt from the
-event log, and `limit`/`after` pagination), `watch(..., bookmark_interval=None)`, `close_all_watches()`,
-`resource_version` (the current global RV), `flush()` and `close()` for persistence.
+event log, and `limit`/`after` pagination), `watch(..., bookmark_interval=None, on_terminate=None)`,
+`close_all_watches()`, `resource_version` (the current global RV), `stats()` (the log's and the
+watchers' retained events and bytes), `flush()` and `close()` for persistence.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import json
 import secrets
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -49,6 +60,7 @@ OPTIMISTIC_LOCK_MSG = (
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 _STATE_FILE = "store.json"
+LOG_BYTES = 64 * 1024 * 1024
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Obj = dict[str, Any]
@@ -65,6 +77,11 @@ def _copy(value: Any) -> Any:
 def clone(obj: Obj) -> Obj:
     """Deep copy of a JSON-shaped object (faster than copy.deepcopy for plain dicts and lists)."""
     return {k: _copy(v) for k, v in obj.items()}
+
+
+def encode(obj: Obj) -> bytes:
+    """The compact JSON of obj, as the watch and the size accounting serialize it."""
+    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def now_rfc3339(delta_seconds: float = 0) -> str:
@@ -89,14 +106,59 @@ class ListPage:
     remaining: int  # how many more items match
 
 
-@dataclass
 class WatchEvent:
-    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK | ERROR
-    resource: str
-    object: Obj
+    """One event of a watch: type is ADDED | MODIFIED | DELETED | BOOKMARK | ERROR.
+
+    shared: `obj` is a stored dict (never mutated by the store); `object` copies it on first
+    access, so events of many watchers hold no copies of their own. data: obj's `encode()`,
+    made once at write and shared by every watcher of a live event."""
+
+    __slots__ = ("_data", "_obj", "_shared", "resource", "type")
+
+    def __init__(
+        self, type_: str, resource: str, obj: Obj, *, shared: bool = False, data: bytes | None = None
+    ) -> None:
+        self.type = type_
+        self.resource = resource
+        self._obj = obj
+        self._shared = shared
+        self._data = data
+
+    @property
+    def object(self) -> Obj:
+        if self._shared:
+            self._obj = clone(self._obj)
+            self._shared = False
+        return self._obj
+
+    def encoded(self) -> bytes:
+        """The object's compact JSON, without copying the object."""
+        return self._data if self._data is not None else encode(self._obj)
+
+    def __repr__(self) -> str:
+        return f"WatchEvent({self.type!r}, {self.resource!r}, {self._obj!r})"
 
 
-@dataclass
+class WatchStream:
+    """The events of one watch (an async iterator). `aclose()` ends it and frees its state in the
+    store, also when it was never iterated (a generator that never started runs no `finally`)."""
+
+    def __init__(self, events: AsyncGenerator[WatchEvent, None], forget: Callable[[], None]) -> None:
+        self._events = events
+        self._forget = forget
+
+    def __aiter__(self) -> WatchStream:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        return await anext(self._events)
+
+    async def aclose(self) -> None:
+        await self._events.aclose()
+        self._forget()
+
+
+@dataclass(eq=False)
 class _Entry:
     rv: int
     type: str
@@ -104,6 +166,9 @@ class _Entry:
     namespace: str
     obj: Obj
     prev: Obj | None
+    size: int  # the JSON bytes of obj and prev: what this entry keeps alive
+    data: bytes | None = None  # encode(obj) while a watcher's buffer holds the entry
+    waiting: int = 0  # how many watchers' buffers hold it
 
 
 @dataclass(eq=False)
@@ -113,7 +178,9 @@ class _Watcher:
     labels: LabelSelector
     fields: FieldSelector
     min_rv: int
+    on_terminate: Callable[[], None] | None = None
     pending: deque[_Entry] = field(default_factory=deque)
+    pending_bytes: int = 0
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
 
@@ -121,21 +188,24 @@ class _Watcher:
         meta = obj.get("metadata") or {}
         return self.labels.matches(meta.get("labels")) and self.fields.matches(obj)
 
-    def convert(self, entry: _Entry) -> WatchEvent | None:
-        """The event this watcher sees for a logged change (cacheWatcher.convertToWatchEvent)."""
+    def convert(self, entry: _Entry, data: bytes | None) -> WatchEvent | None:
+        """The event this watcher sees for a logged change (cacheWatcher.convertToWatchEvent);
+        data: the entry's JSON, if it is still at hand."""
         if self.namespace is not None and entry.namespace != self.namespace:
             return None
         cur = entry.type != "DELETED" and self.matches(entry.obj)
-        old_obj = entry.obj if entry.type == "DELETED" else entry.prev
-        old = old_obj is not None and self.matches(old_obj)
-        if entry.type == "ADDED":
-            return WatchEvent("ADDED", entry.resource, clone(entry.obj)) if cur else None
-        if cur and old:
-            return WatchEvent("MODIFIED", entry.resource, clone(entry.obj))
+        if entry.type == "DELETED":  # the deleted object already carries the deletion's RV
+            return (
+                WatchEvent("DELETED", entry.resource, entry.obj, shared=True, data=data)
+                if self.matches(entry.obj)
+                else None
+            )
+        old = entry.prev is not None and self.matches(entry.prev)
         if cur:
-            return WatchEvent("ADDED", entry.resource, clone(entry.obj))
-        if old and old_obj is not None:
-            gone = clone(old_obj)
+            type_ = "MODIFIED" if old and entry.type != "ADDED" else "ADDED"
+            return WatchEvent(type_, entry.resource, entry.obj, shared=True, data=data)
+        if old and entry.prev is not None and entry.type != "ADDED":
+            gone = clone(entry.prev)
             gone["metadata"]["resourceVersion"] = str(entry.rv)
             return WatchEvent("DELETED", entry.resource, gone)
         return None
@@ -159,15 +229,29 @@ def _without_rv(obj: Obj) -> Obj:
 
 class Store:
     def __init__(
-        self, *, state_dir: Path | None = None, log_size: int = 10000, watch_queue_limit: int = 10000
+        self,
+        *,
+        state_dir: Path | None = None,
+        log_size: int = 10000,
+        log_bytes: int = LOG_BYTES,
+        watch_queue_limit: int = 10000,
+        watch_queue_bytes: int | None = None,
     ):
+        """log_size, log_bytes: the event log keeps at most that many events and bytes (older
+        resourceVersions get 410). watch_queue_limit, watch_queue_bytes: a watcher that has more
+        events or bytes waiting is terminated (default bytes: log_bytes, as a watcher that far
+        behind could not resume from the log either)."""
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
         self._rv = 0
         self._log: deque[_Entry] = deque()
         self._log_size = log_size
+        self._log_bytes = log_bytes
+        self._logged_bytes = 0
+        self._sizes: dict[tuple[str, tuple[str, str]], int] = {}  # JSON size of each stored object
         self._floor = 0  # every event with rv > floor is still in the log
         self._watchers: set[_Watcher] = set()
         self._watch_queue_limit = watch_queue_limit
+        self._watch_queue_bytes = log_bytes if watch_queue_bytes is None else watch_queue_bytes
         self._state_path = state_dir / _STATE_FILE if state_dir is not None else None
         self._save_task: asyncio.Task[None] | None = None
         if self._state_path is not None and self._state_path.exists():
@@ -178,6 +262,16 @@ class Store:
     @property
     def resource_version(self) -> str:
         return str(self._rv)
+
+    def stats(self) -> dict[str, int]:
+        """What the log and the open watches hold: events and the bytes they are charged."""
+        return {
+            "logEvents": len(self._log),
+            "logBytes": self._logged_bytes,
+            "watches": len(self._watchers),
+            "watchBufferedEvents": sum(len(w.pending) for w in self._watchers),
+            "watchBufferedBytes": sum(w.pending_bytes for w in self._watchers),
+        }
 
     @staticmethod
     def info(resource: str) -> ResourceInfo:
@@ -205,19 +299,45 @@ class Store:
         self._rv += 1
         return self._rv
 
-    def _record(self, type_: str, info: ResourceInfo, obj: Obj, prev: Obj | None, rv: int) -> None:
-        entry = _Entry(rv, type_, info.key, (obj.get("metadata") or {}).get("namespace", ""), obj, prev)
+    def _record(
+        self, type_: str, info: ResourceInfo, key: tuple[str, str], obj: Obj, prev: Obj | None, rv: int
+    ) -> None:
+        data = encode(obj)
+        size = len(data)
+        if prev is not None:  # the entry keeps the replaced state alive too
+            size += self._sizes.pop((info.key, key), 0) or len(encode(prev))
+        if type_ != "DELETED":
+            self._sizes[(info.key, key)] = len(data)
+        namespace = (obj.get("metadata") or {}).get("namespace", "")
+        entry = _Entry(rv, type_, info.key, namespace, obj, prev, size)
         self._log.append(entry)
-        while len(self._log) > self._log_size:
-            self._floor = self._log.popleft().rv
+        self._logged_bytes += size
+        while len(self._log) > self._log_size or (
+            self._logged_bytes > self._log_bytes and len(self._log) > 1
+        ):
+            old = self._log.popleft()
+            self._floor = old.rv
+            self._logged_bytes -= old.size
         for w in list(self._watchers):
             if w.resource != info.key or w.closed:
                 continue
             w.pending.append(entry)
-            if len(w.pending) > self._watch_queue_limit:
-                log.warning("closing a watch on %s that fell %d events behind", info.key, len(w.pending))
-                w.closed = True
-            w.wake.set()
+            w.pending_bytes += size
+            entry.waiting += 1
+            if len(w.pending) > self._watch_queue_limit or (
+                w.pending_bytes > self._watch_queue_bytes and len(w.pending) > 1
+            ):
+                log.warning(
+                    "terminating a watch on %s that fell %d events (%d bytes) behind",
+                    info.key,
+                    len(w.pending),
+                    w.pending_bytes,
+                )
+                self._terminate(w)
+            else:
+                w.wake.set()
+        if entry.waiting:
+            entry.data = data
         self._schedule_save()
 
     def _write(self, type_: str, info: ResourceInfo, obj: Obj) -> Obj:
@@ -233,7 +353,7 @@ class Store:
             self._bucket(info.key).pop(key, None)
         else:
             self._bucket(info.key)[key] = obj
-        self._record(type_, info, obj, prev, rv)
+        self._record(type_, info, key, obj, prev, rv)
         if type_ == "DELETED" and info.namespaced:
             self._maybe_finish_namespace(meta.get("namespace", ""))
         return clone(obj)
@@ -645,11 +765,14 @@ class Store:
         field_selector: str = "",
         bookmark_interval: float | None = None,
         initial_events_end: bool = False,
-    ) -> AsyncIterator[WatchEvent]:
+        on_terminate: Callable[[], None] | None = None,
+    ) -> WatchStream:
         """Subscribe now; the iterator yields the initial state (or the missed events), then live ones.
 
         bookmark_interval: send a BOOKMARK after that many idle seconds. initial_events_end: after
         the initial state, send the `k8s.io/initial-events-end` BOOKMARK of streaming lists.
+        on_terminate: called when the store ends the watch (its buffer overflowed, or
+        `close_all_watches`); the iterator then ends without the buffered events.
         Raises ApiError(400) for a bad selector, (500) for a bad resourceVersion, before anything is yielded.
         """
         info = self.info(resource)
@@ -657,15 +780,18 @@ class Store:
         start: int | None = None
         if resource_version not in (None, "", "0"):
             start = errors.parse_resource_version(str(resource_version))
-        watcher = _Watcher(info.key, namespace if info.namespaced else None, labels, fields, start or 0)
+        watcher = _Watcher(
+            info.key, namespace if info.namespaced else None, labels, fields, start or 0, on_terminate
+        )
         if start is not None and start < self._floor:
             status = errors.expired(f"too old resource version: {start} ({self._floor})").status()
-            return self._stream(watcher, [WatchEvent("ERROR", info.key, status)], None, registered=False)
+            error = [WatchEvent("ERROR", info.key, status)]
+            return WatchStream(self._stream(watcher, error, None, registered=False), lambda: None)
         initial: builtins.list[WatchEvent] = []
         if start is None:
             for obj in self._matching(info, namespace):
                 if watcher.matches(obj):
-                    initial.append(WatchEvent("ADDED", info.key, clone(obj)))
+                    initial.append(WatchEvent("ADDED", info.key, obj, shared=True))
             watcher.min_rv = self._rv
             if initial_events_end:
                 end = self._bookmark(info)
@@ -674,12 +800,14 @@ class Store:
         else:
             for entry in self._log:
                 if entry.rv > start and entry.resource == info.key:
-                    event = watcher.convert(entry)
+                    event = watcher.convert(entry, entry.data)
                     if event is not None:
                         initial.append(event)
             watcher.min_rv = max(start, self._rv)
         self._watchers.add(watcher)
-        return self._stream(watcher, initial, bookmark_interval, registered=True)
+        return WatchStream(
+            self._stream(watcher, initial, bookmark_interval, registered=True), lambda: self._forget(watcher)
+        )
 
     async def _stream(
         self,
@@ -688,7 +816,7 @@ class Store:
         bookmark_interval: float | None,
         *,
         registered: bool,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         info = self.info(watcher.resource)
         try:
             for event in initial:
@@ -696,11 +824,13 @@ class Store:
             if not registered:
                 return
             while not watcher.closed:
-                while watcher.pending and not watcher.closed:
+                while watcher.pending:
                     entry = watcher.pending.popleft()
+                    data = entry.data
+                    self._release(watcher, entry)
                     if entry.rv <= watcher.min_rv:
                         continue
-                    live = watcher.convert(entry)
+                    live = watcher.convert(entry, data)
                     if live is not None:
                         yield live
                 if watcher.closed:
@@ -712,7 +842,29 @@ class Store:
                     if self._rv >= watcher.min_rv and not watcher.pending:
                         yield WatchEvent("BOOKMARK", info.key, self._bookmark(info))
         finally:
-            self._watchers.discard(watcher)
+            self._forget(watcher)
+
+    @staticmethod
+    def _release(watcher: _Watcher, entry: _Entry) -> None:
+        """entry left watcher's buffer; its shared JSON goes once no buffer holds it."""
+        watcher.pending_bytes -= entry.size
+        entry.waiting -= 1
+        if entry.waiting == 0:
+            entry.data = None
+
+    def _forget(self, watcher: _Watcher) -> None:
+        """Free everything the store holds for a watch (its stream then ends)."""
+        watcher.closed = True
+        while watcher.pending:
+            self._release(watcher, watcher.pending.popleft())
+        self._watchers.discard(watcher)
+
+    def _terminate(self, watcher: _Watcher) -> None:
+        """End a watch from the store's side (cacheWatcher.forget + stopLocked)."""
+        self._forget(watcher)
+        watcher.wake.set()
+        if watcher.on_terminate is not None:
+            watcher.on_terminate()
 
     def _bookmark(self, info: ResourceInfo) -> Obj:
         return {
@@ -723,13 +875,10 @@ class Store:
 
     def close_all_watches(self) -> int:
         """End every open watch stream (fault injection); returns how many were closed."""
-        closed = 0
-        for w in list(self._watchers):
-            if not w.closed:
-                w.closed = True
-                w.wake.set()
-                closed += 1
-        return closed
+        watchers = [w for w in self._watchers if not w.closed]
+        for w in watchers:
+            self._terminate(w)
+        return len(watchers)
 
     # ------------------------------------------------------------------ persistence
 

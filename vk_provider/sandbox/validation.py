@@ -3,8 +3,9 @@
 Lives here: the apimachinery name/label format checks (with upstream's messages, from
 `staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`), schema validation against
 kubernetes-validate's `v<minor>.0-local-strict` definitions turned into metav1 StatusCause dicts,
-unknown-field detection for `fieldValidation=Strict|Warn`, type mismatches worded like the Go
-decoder, and the kind rules of `pkg/apis/core/validation/` that matter here: pods (names, images,
+unknown-field detection for `fieldValidation=Strict|Warn`, `decode` (a body read as the Go decoder
+reads it: type mismatches and out-of-range integers worded like it, nulls in lists and maps as zero
+values), and the kind rules of `pkg/apis/core/validation/` that matter here: pods (names, images,
 resources, probes, tolerations, update immutability, mirror-pod annotation), node taints and
 core/v1 events (legacyValidateEvent). The schema files are read once per process.
 Must not: touch the store, build HTTP responses or raise ApiError (callers turn causes into 422s).
@@ -139,12 +140,29 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _go_quoted_rune(c: str) -> str:
+    if c in ('"', "\\"):
+        return "\\" + c
+    if c in _GO_ESCAPES:
+        return _GO_ESCAPES[c]
+    if c.isprintable():
+        return c
+    code = ord(c)
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def go_quote(value: object) -> str:
-    """A value as Go's field.Error prints it (%q for strings, %d for ints, %t for bools)."""
+    """A value as Go's field.Error prints it (%q, i.e. strconv.Quote, for strings: control and
+    other unprintable characters escaped; %d for ints, %t for bools)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+        return '"' + "".join(map(_go_quoted_rune, value)) + '"'
     return str(value)
 
 
@@ -295,14 +313,23 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+# The ranges of the Go integer types a schema `format` names (encoding/json refuses a number
+# outside its field's type, or with a fraction, as an UnmarshalTypeError).
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
 class _Walk:
     """One schema pass: causes, undeclared field paths, and the decode errors (type mismatches as
-    the Go JSON decoder words them) of one object."""
+    the Go JSON decoder words them) of one object. With `decoding`, the object is changed in place
+    as decoding it into its Go type changes it: a null list item or map value becomes its type's
+    zero value (`conditions: [null]` is stored as one empty condition), a null struct, map or list
+    field is left out, and undeclared fields are dropped."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, decoding: bool = False) -> None:
         self.causes: list[dict[str, str]] = []
         self.unknown: list[str] = []
         self.decode: list[str] = []
+        self.decoding = decoding
 
     def walk(self, value: Any, schema: dict[str, Any], path: str, owner: str, dotted: str) -> None:
         field_schema = schema
@@ -322,6 +349,8 @@ class _Walk:
             return
         if value is None:
             return
+        if "integer" in types and not self._integer_fits(value, field_schema, path, owner, dotted):
+            return
         enum = schema.get("enum")
         if enum is not None and value not in enum:
             self.causes.append(not_supported(path, value, enum))
@@ -332,6 +361,8 @@ class _Walk:
             items = schema.get("items")
             if items is not None:
                 for i, item in enumerate(value):
+                    if item is None and self.decoding:
+                        item = value[i] = zero_value(items)
                     self.walk(item, items, f"{path}[{i}]", owner, dotted)
         elif isinstance(value, str) and schema.get("format") == "byte":
             try:
@@ -355,13 +386,33 @@ class _Walk:
             for req in schema.get("required") or ():
                 if value.get(req) is None:
                     self.causes.append(required(_child(path, req)))
-        for key, sub in value.items():
+        for key, sub in list(value.items()):
             if props is not None and key in props:
+                if sub is None and self.decoding and _is_container(props[key]):
+                    del value[key]  # a nil struct pointer, map or slice: omitted
+                    continue
                 self.walk(sub, props[key], _child(path, key), struct, _child(dotted, key))
             elif isinstance(extra, dict):
+                if sub is None and self.decoding:
+                    sub = value[key] = zero_value(extra)
                 self.walk(sub, extra, f"{path}[{key}]", owner, dotted)
             elif props is not None and extra is False:
                 self.unknown.append(_child(path, key))
+                if self.decoding:
+                    del value[key]  # the Go decoder has nowhere to put it
+
+    def _integer_fits(self, value: Any, field: dict[str, Any], path: str, owner: str, dotted: str) -> bool:
+        low, high = _INT_RANGES.get(str(resolve(field).get("format")), _INT_RANGES["int64"])
+        number = value
+        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+            number = int(value)
+        if isinstance(number, int) and low <= number <= high:
+            return True
+        go_type = _go_type(field)
+        target = f"Go struct field {owner}.{dotted} of type {go_type}"
+        self.decode.append(f"json: cannot unmarshal number {value!r} into {target}")
+        self.causes.append(invalid(path, _short(value), f"must be a number of type {go_type}"))
+        return False
 
     def _quantity(self, path: str, value: str) -> None:
         try:
@@ -377,6 +428,8 @@ class _Walk:
         detail = f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}"
         self.causes.append(invalid(path, _short(value), detail))
         go_json = {"integer": "number", "boolean": "bool"}.get(_json_type(value), _json_type(value))
+        if go_json == "number" and expected == "integer":  # a fraction: Go names the literal
+            go_json = f"number {value!r}"
         target = f"Go struct field {owner}.{dotted} of type {_go_type(field)}"
         self.decode.append(f"json: cannot unmarshal {go_json} into {target}")
 
@@ -421,12 +474,64 @@ def _short(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else _json_type(value)
 
 
-def _schema_pass(obj: dict[str, Any]) -> _Walk:
-    name = definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    result = _Walk()
+def zero_value(schema: dict[str, Any]) -> Any:
+    """The JSON form of a Go zero value of schema's type: "", 0, false, [], {} (a struct with its
+    non-omitempty, i.e. `required`, scalar fields set to their zero values)."""
+    target = resolve(schema)
+    if "oneOf" in target:  # Quantity and IntOrString
+        return "0" if str(schema.get("$ref", "")).endswith(_QUANTITY_DEF) else 0
+    kind = next((t for t in _as_list(target.get("type")) if t != "null"), "object")
+    if kind != "object":
+        return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(kind, [])
+    props = target.get("properties") or {}
+    zero: dict[str, Any] = {}
+    for name in target.get("required") or ():
+        field = resolve(props.get(name) or {})
+        scalar = next((t for t in _as_list(field.get("type")) if t != "null"), "")
+        if scalar in ("string", "integer", "number", "boolean") and "oneOf" not in field:
+            zero[name] = zero_value(field)
+    return zero
+
+
+def _is_container(schema: dict[str, Any]) -> bool:
+    target = resolve(schema)
+    return "oneOf" not in target and bool({"object", "array"} & set(_as_list(target.get("type"))))
+
+
+def _schema_pass(obj: dict[str, Any], definition: str | None = None, *, decoding: bool = False) -> _Walk:
+    """definition: the `$defs` name to read obj as (default: the one of its own apiVersion/kind)."""
+    name = definition or definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    result = _Walk(decoding=decoding)
     if name is not None:
         result.walk(obj, definitions()[name], "", name.rsplit(".", 1)[-1], "")
     return result
+
+
+# The deepest nesting of objects and lists a body may have. encoding/json allows 10000; no
+# Kubernetes object comes near 100, and Python's own recursion (copying, comparing) does not
+# reach 10000.
+MAX_DEPTH = 100
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether objects and lists nest more than `limit` deep in value (walked without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def decode(obj: dict[str, Any], definition: str | None = None) -> tuple[list[str], list[str]]:
+    """Read obj as the real server's Go decoder reads a body into its type, changing it in place
+    (nulls and undeclared fields, see `_Walk`); returns (decode errors, the undeclared fields'
+    paths). The server answers the first decode error with a 400, before any unknown-field
+    handling."""
+    result = _schema_pass(obj, definition, decoding=True)
+    return result.decode, result.unknown
 
 
 def unknown_fields(obj: dict[str, Any]) -> list[str]:
@@ -443,7 +548,7 @@ def decode_errors(obj: dict[str, Any]) -> list[str]:
 
 
 def unknown_field_message(path: str) -> str:
-    return f'unknown field "{path}"'
+    return f"unknown field {go_quote(path)}"  # sigs.k8s.io/json strictError: strconv.Quote(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,15 +567,18 @@ def _validate_metadata(obj: dict[str, Any]) -> list[dict[str, str]]:
     meta = _dict(obj.get("metadata"))
     out: list[dict[str, str]] = []
     name = meta.get("name")
+    label_named = obj.get("kind") in _NAMESPACE_SCOPED_DNS_LABEL_KINDS
+    check = dns1123_label_errors if label_named else dns1123_subdomain_errors
+    prefix = meta.get("generateName")
+    if prefix:
+        # ValidateObjectMeta: the prefix as a name whose trailing '-' is masked (maskTrailingDash)
+        errs = check(str(prefix)[:-1] + "a" if str(prefix).endswith("-") else str(prefix))
+        if errs:
+            out.append(invalid("metadata.generateName", prefix, "; ".join(errs)))
     if not name:
-        if not meta.get("generateName"):
+        if not prefix:
             out.append(required("metadata.name", "name or generateName is required"))
     else:
-        check = (
-            dns1123_label_errors
-            if obj.get("kind") in _NAMESPACE_SCOPED_DNS_LABEL_KINDS
-            else dns1123_subdomain_errors
-        )
         errs = check(str(name))
         if errs:
             out.append(invalid("metadata.name", name, "; ".join(errs)))
