@@ -556,6 +556,13 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _line_column(text: str, position: int) -> str:
+    """`line:column` (both from 1) of a character offset into `text`."""
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    return f"{line}:{column}"
+
+
 def _parse_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_StrictLoader)
@@ -563,12 +570,17 @@ def _parse_yaml(text: str, source: str) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         raise ConfigError(where, "", f"invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses; no mark, a two-line str()
+        where = f"{source}:{_line_column(text, exc.position)}"
+        raise ConfigError(where, "", f"invalid YAML: unacceptable character #x{exc.character:04x}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, "", f"invalid YAML: {exc}") from None
     except RecursionError:
         raise ConfigError(source, "", "invalid YAML: nested too deeply") from None
     except (ValueError, TypeError, OverflowError) as exc:  # a constructor's, e.g. `2001-02-30`
         raise ConfigError(source, "", f"invalid YAML: {exc}") from None
+    except (AttributeError, LookupError):  # PyYAML's on tags it cannot read: `!!float`, `!!bool x`
+        raise ConfigError(source, "", "invalid YAML: a tagged value that does not fit its tag") from None
 
 
 # --- public API ---------------------------------------------------------------------------------

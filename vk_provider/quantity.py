@@ -142,7 +142,9 @@ def format_duration(seconds: float) -> str:
     """Format seconds as a Go-style duration string: 300 -> `5m`, 5400 -> `1h30m`, 0.25 -> `250ms`."""
     if seconds < 0:
         raise ValueError(f"negative duration: {seconds}")
-    nanos = round(Decimal(repr(seconds)).scaleb(9))
+    # The float nearest MAX_DURATION_NANOS lies above it: format it as the maximum it stands for,
+    # so what is formatted parses back (check-config prints what load_config read).
+    nanos = min(round(Decimal(repr(seconds)).scaleb(9)), MAX_DURATION_NANOS)
     if nanos == 0:
         return "0s"
     if nanos < 10**9:

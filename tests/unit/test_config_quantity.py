@@ -53,3 +53,11 @@ def test_invalid_durations(text: str) -> None:
 def test_format_duration_round_trips(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
     assert parse_duration(text) == seconds
+
+
+def test_the_longest_duration_formats_to_one_that_parses() -> None:
+    # Found by tests/unit/fuzz/test_quantity_fuzz.py: the float nearest the maximum lies above it,
+    # and check-config printed '2562047h47m16.854776s', which no longer loads.
+    seconds = parse_duration("2562047h47m16.854775807s")
+    assert format_duration(seconds) == "2562047h47m16.854775807s"
+    assert parse_duration(format_duration(seconds)) == seconds

@@ -105,6 +105,19 @@ HOSTILE = [
     pytest.param(
         "node:\n  name: 2001-02-30\n", "config.yaml: invalid YAML: day is out of range", id="bad-date"
     ),
+    pytest.param(  # found by tests/unit/fuzz/test_config_fuzz.py: YAML's reader error spans two lines
+        "node:\n  name: a\x1fb\n",
+        "config.yaml:2:10: invalid YAML: unacceptable character #x001f",
+        id="control-character",
+    ),
+    *(  # found by the same: PyYAML's constructors fail with AttributeError, IndexError, KeyError
+        pytest.param(
+            f"node:\n  name: {tagged}\n",
+            "config.yaml: invalid YAML: a tagged value that does not fit its tag",
+            id=f"tag-{tagged}",
+        )
+        for tagged in ("!!timestamp 2001-02-30-", "!!float", "!!int", "!!bool x")
+    ),
 ]
 
 

@@ -132,6 +132,48 @@ def test_malformed_files(text: str, expected: str) -> None:
     assert _error(text).startswith(expected)
 
 
+# Found by tests/unit/fuzz/test_static_manifest_fuzz.py: a character YAML refuses gave a two-line
+# message; a null list entry (which the schema admits), deep nesting and values YAML's constructors
+# refuse raised AttributeError, RecursionError or ValueError out of the parser (the source's scan
+# catches ManifestError only).
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        (
+            "apiVersion: v1\nkind: Pod\x1f\n",
+            "invalid YAML/JSON at line 2, column 10: unacceptable character #x001f",
+        ),
+        (_pod(containers=[None]), "invalid Pod: spec.containers[0].name: '' is not a DNS-1123 label"),
+        (_pod(initContainers=[None]), "invalid Pod: spec.initContainers[0].name: '' is not a DNS-1123 label"),
+        (_pod(volumes=[None]), "invalid Pod: spec.volumes[0].name: '' is not a DNS-1123 label"),
+        ("[" * 5000, "invalid YAML/JSON: nested too deeply"),
+        ("a: " + "{a: [" * 2500, "invalid YAML/JSON: nested too deeply"),
+        ("apiVersion: v1\nx: 2001-02-30\n", "invalid YAML/JSON: day is out of range for month"),
+        ("x: " + "9" * 5000 + "\n", "invalid YAML/JSON: Exceeds the limit (4300 digits) for integer string"),
+        *(
+            (f"x: {tagged}\n", "invalid YAML/JSON: a tagged value that does not fit its tag")
+            for tagged in ("!!timestamp 2001-02-30-", "!!float", "!!int", "!!bool x")
+        ),
+    ],
+    ids=[
+        "control-character",
+        "null-container",
+        "null-init-container",
+        "null-volume",
+        "5000-brackets",
+        "5000-nested-under-a-key",
+        "bad-date",
+        "5000-digit-int",
+        "bad-timestamp-tag",
+        "empty-float-tag",
+        "empty-int-tag",
+        "bad-bool-tag",
+    ],
+)
+def test_hostile_files_are_one_line_manifest_errors(doc: dict[str, Any] | str, expected: str) -> None:
+    assert _error(doc).startswith(expected)
+
+
 def test_non_utf8_and_oversized_files() -> None:
     with pytest.raises(ManifestError, match="not UTF-8"):
         _parse(b"kind: Pod\n\xff\n")

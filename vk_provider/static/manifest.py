@@ -8,7 +8,9 @@ The identity that becomes host paths is checked before anything else is built fr
 `metadata.uid` given in the file must be a plain token (letters, digits, `-`; the same rule
 as the runtime's `paths.is_safe_name`), the namespace a DNS-1123 label, the name a DNS-1123
 subdomain and every volume name a unique DNS-1123 label;
-and `ManifestError`, whose message says what is wrong in one line. Pure: no file access,
+and `ManifestError`, whose message says what is wrong in one line: whatever the bytes, the
+only exception `parse_manifest` raises (YAML nested too deeply for the parser and values its
+constructors refuse included). Pure: no file access,
 no clock (the caller passes `now`), no apiserver.
 
 Upstream: pkg/kubelet/config/common.go (tryDecodeSinglePod, applyDefaults),
@@ -77,8 +79,21 @@ def _decode(data: bytes) -> dict[str, Any]:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ManifestError(f"invalid YAML/JSON{where}: {exc.problem or exc.context}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML refuses; no mark, a two-line str()
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        where = f" at line {line}, column {column}"
+        raise ManifestError(
+            f"invalid YAML/JSON{where}: unacceptable character #x{exc.character:04x}"
+        ) from None
     except yaml.YAMLError as exc:
         raise ManifestError(f"invalid YAML/JSON: {exc}") from None
+    except RecursionError:
+        raise ManifestError("invalid YAML/JSON: nested too deeply") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a constructor's, e.g. `2001-02-30`
+        raise ManifestError(f"invalid YAML/JSON: {exc}") from None
+    except (AttributeError, LookupError):  # PyYAML's on tags it cannot read: `!!float`, `!!bool x`
+        raise ManifestError("invalid YAML/JSON: a tagged value that does not fit its tag") from None
     if not documents:
         raise ManifestError("the file is empty; expected one Pod")
     if len(documents) > 1:
@@ -90,7 +105,7 @@ def _decode(data: bytes) -> dict[str, Any]:
     # values (dates, non-string keys) are refused here rather than deep in the runtime.
     try:
         result: dict[str, Any] = json.loads(json.dumps(pod))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ManifestError(f"not representable as JSON: {exc}") from None
     return result
 
@@ -248,15 +263,21 @@ def _validate_semantics(pod: Mapping[str, Any], node_name: str) -> None:
     if not spec.get("containers"):
         raise ManifestError("invalid Pod: spec.containers: at least one container is required")
     volume_names: set[str] = set()
-    for i, volume in enumerate(spec.get("volumes") or []):
-        _unique_label(f"spec.volumes[{i}]", "volume", volume.get("name", ""), volume_names)
+    for i, volume in enumerate(_items(spec, "volumes")):
+        _unique_label(f"spec.volumes[{i}]", "volume", volume.get("name") or "", volume_names)
     seen: set[str] = set()
     for list_name in _CONTAINER_LISTS:
-        for i, container in enumerate(spec.get(list_name) or []):
+        for i, container in enumerate(_items(spec, list_name)):
             where = f"spec.{list_name}[{i}]"
-            _unique_label(where, "container", container.get("name", ""), seen)
+            _unique_label(where, "container", container.get("name") or "", seen)
             if not (container.get("image") or "").strip():
                 raise ManifestError(f"invalid Pod: {where}.image: an image is required")
+
+
+def _items(spec: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The entries of a list of objects in `spec`; a null entry (the schema lets one through) is
+    the empty object Go decodes it to, so it fails the checks on its name."""
+    return [item or {} for item in spec.get(key) or []]
 
 
 def static_pod_name(name: str, node_name: str) -> str:
