@@ -272,3 +272,15 @@ async def test_an_unknown_field_with_control_characters_is_warned_about_quoted(
         assert response.status == 201
         # sigs.k8s.io/json's strictError: "unknown field " + strconv.Quote(path)
         assert response.headers.getall("Warning") == ['299 - "unknown field \\"a\\\\x01b\\\\nc\\""']
+
+
+async def test_a_generate_name_of_62_characters_is_accepted(sandbox: RunningSandbox) -> None:  # noqa: F811
+    """The real server cuts the base to 58 characters before adding the suffix (it was a 422)."""
+    body = {"metadata": {"generateName": "n" * 61 + "-"}}
+    async with (
+        admin_session(sandbox) as http,
+        http.post(sandbox.url + "/api/v1/namespaces", json=body) as response,
+    ):
+        created = await response.json()
+    assert response.status == 201, created
+    assert len(created["metadata"]["name"]) == 63 and created["metadata"]["name"].startswith("n" * 58)

@@ -20,7 +20,8 @@ async def test_other_requests_are_answered_while_a_huge_pod_is_admitted(
     sandbox: RunningSandbox,  # noqa: F811
 ) -> None:
     containers = [{"name": "c", "image": "vk-test/busybox:1"} for _ in range(40_000)]  # ~1.2 MB
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"}, "spec": {"containers": containers}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"}}
+    pod["spec"] = {"containers": containers}
     body = json.dumps(pod).encode()
     sent = asyncio.Event()
 

@@ -71,6 +71,14 @@ async def test_create_fills_system_fields_and_rv_increases() -> None:
     assert rv == b["metadata"]["resourceVersion"]
 
 
+async def test_a_long_generate_name_is_cut_to_leave_room_for_the_suffix() -> None:
+    """names.SimpleNameGenerator: a base over 58 characters is cut, so the name stays a label."""
+    store = await _store()
+    base = "a" * 61 + "-"
+    svc = await store.create("services", {"metadata": {"generateName": base, "namespace": "default"}})
+    assert len(svc["metadata"]["name"]) == 63 and svc["metadata"]["name"].startswith("a" * 58)
+
+
 async def test_errors_have_the_real_messages() -> None:
     store = await _store()
     await store.create("pods", _pod("a"))

@@ -30,7 +30,7 @@ from vk_provider.sandbox.patch import PatchError, apply_patch
 from vk_provider.sandbox.pki import SandboxPKI
 from vk_provider.sandbox.requestinfo import RequestInfo
 from vk_provider.sandbox.resources import ResourceInfo
-from vk_provider.sandbox.store import Store, clone
+from vk_provider.sandbox.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
 from vk_provider.sandbox.validation import (
     MAX_DEPTH,
     decode,
@@ -535,8 +535,8 @@ def _admit_create(
     prefix = obj["metadata"].get("generateName")
     if not obj["metadata"].get("name") and prefix:
         # rest.BeforeCreate generates the name before validation, which checks it like any name;
-        # the store generates the real one: the prefix and five of the same lowercase letters
-        obj["metadata"]["name"] = f"{prefix}xxxxx"
+        # the store generates the real one: the prefix (cut to 58) and five lowercase letters
+        obj["metadata"]["name"] = prefix[:MAX_GENERATED_PREFIX] + "x" * GENERATED_SUFFIX_LENGTH
         validate(info, obj, None, None)
         del obj["metadata"]["name"]
     else:

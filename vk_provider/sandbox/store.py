@@ -59,6 +59,9 @@ OPTIMISTIC_LOCK_MSG = (
 )
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+GENERATED_SUFFIX_LENGTH = 5
+# k8s.io/apiserver pkg/storage/names/generate.go: a base longer than 63 - 5 characters is cut
+MAX_GENERATED_PREFIX = 63 - GENERATED_SUFFIX_LENGTH
 _STATE_FILE = "store.json"
 LOG_BYTES = 64 * 1024 * 1024
 _SYSTEM_FIELDS = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
@@ -397,7 +400,8 @@ class Store:
                 )
             bucket = self._bucket(info.key)
             for _ in range(8):
-                meta["name"] = prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+                suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(GENERATED_SUFFIX_LENGTH))
+                meta["name"] = prefix[:MAX_GENERATED_PREFIX] + suffix
                 if self._key(info, namespace, meta["name"]) not in bucket:
                     break
         if self._key(info, namespace, meta["name"]) in self._bucket(info.key):
