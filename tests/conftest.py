@@ -110,7 +110,7 @@ def test_images(docker_client: object) -> dict[str, str]:
 
 
 def _remove_labelled(client: object, label: str) -> None:
-    for container in client.containers.list(all=True, filters={"label": label}):  # type: ignore[attr-defined]
+    for container in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):  # already gone
             container.remove(force=True, v=True)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import until
 
@@ -82,7 +83,7 @@ class Sandbox:
 
 def node_containers(docker_client: Any, node: str, **labels: str) -> list[Any]:
     filters = [f"{NODE_LABEL}={node}", *(f"{k}={v}" for k, v in labels.items())]
-    return list(docker_client.containers.list(all=True, filters={"label": filters}))
+    return labelled(docker_client, filters)
 
 
 def remove_node_containers(docker_client: Any, node: str) -> None:

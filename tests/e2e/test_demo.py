@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,5 +59,5 @@ def test_demo_runs_the_example_pod_and_the_static_pod(
     assert "Started container logger" in out  # kubelet events
     assert 'pod "hello" deleted' in out
     # --clean: the demo node's containers are gone once the sandbox stopped.
-    left = docker_client.containers.list(all=True, filters={"label": "io.vk-provider.node=sandbox-1"})
+    left = labelled(docker_client, "io.vk-provider.node=sandbox-1")
     assert not left, [c.name for c in left]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import until
 
@@ -154,20 +155,18 @@ def test_sandbox_runs_providers_and_cleans_up(
         _kubectl(kubeconfig, "apply", "-f", "-", stdin=POD.format(node=nodes[1]))
         _until(kubeconfig, ["get", "pod", "hello", "-o", "jsonpath={.status.phase}"], "Running")
         assert _kubectl(kubeconfig, "get", "pod", "hello", "-o", "jsonpath={.spec.nodeName}") == nodes[1]
-        labelled = docker_client.containers.list(filters={"label": f"io.vk-provider.node={nodes[1]}"})
-        assert labelled, "the pod's containers run in the local Docker engine"
+        running = labelled(docker_client, f"io.vk-provider.node={nodes[1]}", all=False)
+        assert running, "the pod's containers run in the local Docker engine"
         assert _stop(proc, DEADLINE * 2) == 0, output.read_text()
         for node in nodes:
-            left = docker_client.containers.list(all=True, filters={"label": f"io.vk-provider.node={node}"})
+            left = labelled(docker_client, f"io.vk-provider.node={node}")
             assert left == [], f"--clean left containers of {node}"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         for node in nodes:
-            for container in docker_client.containers.list(
-                all=True, filters={"label": f"io.vk-provider.node={node}"}
-            ):
+            for container in labelled(docker_client, f"io.vk-provider.node={node}"):
                 container.remove(force=True, v=True)
 
 

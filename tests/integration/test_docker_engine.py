@@ -8,6 +8,7 @@ import docker
 import pytest
 
 from tests.conftest import TEST_LABEL, _remove_labelled
+from tests.support.containers import labelled
 
 
 def test_busybox_container_lifecycle(docker_client, test_images, test_labels):
@@ -44,5 +45,5 @@ def test_cleanup_removes_leftovers_of_a_failed_test(docker_client, test_images):
         for _ in range(2)
     ]
     _remove_labelled(docker_client, label)
-    remaining = {c.id for c in docker_client.containers.list(all=True, filters={"label": label})}
+    remaining = {c.id for c in labelled(docker_client, label)}
     assert not remaining & set(ids)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh, static_pod_dir
+from tests.support.containers import labelled
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -25,7 +26,7 @@ MESSAGE = "Pod was active on the node longer than the specified deadline"
 def app_containers(docker_client: Any, uid: str, *, all_: bool = False) -> list[Any]:
     """The pod's app containers in Docker (running ones only unless `all_`)."""
     labels = [f"io.vk-provider.pod.uid={uid}", "io.vk-provider.role=app"]
-    return list(docker_client.containers.list(all=all_, filters={"label": labels}))
+    return labelled(docker_client, labels, all=all_)
 
 
 def failed_by_deadline(pod: dict[str, Any]) -> bool:
@@ -103,6 +104,6 @@ async def test_a_static_pod_past_its_deadline_fails_its_mirror(
         failed = await harness.wait_for(mirror, failed_by_deadline, within=60)
         assert failed["status"]["message"] == MESSAGE
         label = [f"io.vk-provider.pod.name={mirror}", "io.vk-provider.role=app"]
-        assert docker_client.containers.list(filters={"label": label}) == []
+        assert labelled(docker_client, label, all=False) == []
         await stays_failed(harness, mirror, 4.0)
-        assert docker_client.containers.list(filters={"label": label}) == []
+        assert labelled(docker_client, label, all=False) == []

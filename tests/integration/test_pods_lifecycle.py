@@ -23,6 +23,7 @@ from tests.integration.provider_harness import (
     sh,
     waiting_reason,
 )
+from tests.support.containers import labelled
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]
@@ -167,7 +168,7 @@ async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness
     assert container_status(pod, "main")["lastState"]["terminated"]["exitCode"] == 3
     # Only the latest instance and the one before it (for `logs --previous`) are kept.
     labels = [f"io.vk-provider.pod.uid={pod['metadata']['uid']}", "io.vk-provider.role=app"]
-    kept = docker_client.containers.list(all=True, filters={"label": labels})
+    kept = labelled(docker_client, labels)
     assert len(kept) == 2, [c.name for c in kept]
     backoff = await harness.wait_event("crashy", "BackOff")
     assert backoff["message"].startswith("Back-off restarting failed container main in pod crashy_default(")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
+from tests.support.containers import labelled
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -21,7 +22,7 @@ POD_UID_LABEL = "io.vk-provider.pod.uid"
 
 async def no_containers_left(docker_client: Any, uid: str) -> bool:
     for _ in range(100):
-        if not docker_client.containers.list(all=True, filters={"label": f"{POD_UID_LABEL}={uid}"}):
+        if not labelled(docker_client, f"{POD_UID_LABEL}={uid}"):
             return True
         await asyncio.sleep(0.2)
     return False
@@ -52,7 +53,7 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
         await harness.delete("gone", grace=0)  # force: gone from the API at once
         await harness.delete("soft")  # graceful: waits for the node to stop its containers
         soft_uid = before["soft"]["metadata"]["uid"]
-        assert docker_client.containers.list(all=True, filters={"label": f"{POD_UID_LABEL}={gone_uid}"})
+        assert labelled(docker_client, f"{POD_UID_LABEL}={gone_uid}")
 
         await harness.start_provider()
         for name in names:
@@ -73,9 +74,7 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
             assert await no_containers_left(docker_client, uid), (
                 "containers of pods deleted while down are removed"
             )
-        ran = docker_client.containers.list(
-            all=True, filters={"label": [f"{POD_UID_LABEL}={done_uid}", "io.vk-provider.role=app"]}
-        )
+        ran = labelled(docker_client, [f"{POD_UID_LABEL}={done_uid}", "io.vk-provider.role=app"])
         assert len(ran) == 1, "a completed pod's containers are never re-run"
         after_done = await harness.get("done")
         assert after_done is not None and phase(after_done) == "Succeeded"

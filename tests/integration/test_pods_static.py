@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status, static_pod_dir
+from tests.support.containers import labelled
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -31,11 +32,11 @@ async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
         assert "kubernetes.io/config.mirror" in mirror["metadata"]["annotations"]
         label = f"io.vk-provider.pod.name={mirror_name}"
         # One sandbox and one app container: the mirror pod itself is never run.
-        assert len(docker_client.containers.list(filters={"label": label})) == 2
+        assert len(labelled(docker_client, label, all=False)) == 2
         (static_dir / "web.yaml").unlink()
         await harness.wait_gone(mirror_name, within=60)
         for _ in range(120):
-            if not docker_client.containers.list(all=True, filters={"label": label}):
+            if not labelled(docker_client, label):
                 break
             await asyncio.sleep(0.5)
-        assert not docker_client.containers.list(all=True, filters={"label": label})
+        assert not labelled(docker_client, label)

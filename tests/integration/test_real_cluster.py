@@ -24,6 +24,7 @@ from cryptography import x509
 
 from tests.e2e.sandbox_process import TOLERATION
 from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, phase, static_pod_dir
+from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import RealPlane
 from tests.support.polling import eventually
@@ -156,11 +157,7 @@ async def test_a_deployment_runs_rolls_and_scales_to_zero_on_the_node(
 
     async def no_app_containers() -> bool:
         gone = not await app_pods(harness, "web")
-        containers = docker_client.containers.list(
-            all=True,
-            sparse=True,  # no inspect per container: they are being removed under our feet
-            filters={"label": [f"{NODE_LABEL}={harness.node_name}", "io.vk-provider.role=app"]},
-        )
+        containers = labelled(docker_client, [f"{NODE_LABEL}={harness.node_name}", "io.vk-provider.role=app"])
         return gone and not containers
 
     await eventually(no_app_containers, within=180, what="pods and containers gone")

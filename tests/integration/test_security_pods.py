@@ -21,6 +21,7 @@ from tests.integration.provider_harness import (
     sh,
     waiting_reason,
 )
+from tests.support.containers import labelled
 
 pytestmark = pytest.mark.docker
 
@@ -29,7 +30,7 @@ def pod_containers(docker_client: Any, uid: str, role: str | None = None) -> lis
     labels = [f"io.vk-provider.pod.uid={uid}"]
     if role is not None:
         labels.append(f"io.vk-provider.role={role}")
-    return list(docker_client.containers.list(all=True, filters={"label": labels}))
+    return labelled(docker_client, labels)
 
 
 async def logs_of(docker_client: Any, pod: dict[str, Any], name: str, wanted: bytes) -> bytes:

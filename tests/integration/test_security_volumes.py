@@ -26,6 +26,7 @@ from tests.integration.provider_harness import (
     static_pod_dir,
     waiting_reason,
 )
+from tests.support.containers import labelled
 from tests.support.planes import Plane
 from vk_provider.runtime.docker import labels as lb
 
@@ -40,7 +41,7 @@ def waiting_message(pod: dict[str, Any], name: str) -> str:
 
 
 def assert_no_container_binds_etc(docker_client: Any, uid: str, refused: str) -> None:
-    containers = docker_client.containers.list(all=True, filters={"label": f"{lb.POD_UID}={uid}"})
+    containers = labelled(docker_client, f"{lb.POD_UID}={uid}")
     assert containers, "the sandbox at least exists"
     for container in containers:
         assert container.labels.get(lb.CONTAINER_NAME) != refused, "the refused container was created"

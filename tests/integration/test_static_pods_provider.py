@@ -28,6 +28,7 @@ from tests.integration.provider_harness import (
     container_status,
     free_port,
 )
+from tests.support.containers import labelled
 from tests.support.planes import Plane
 from tests.support.polling import eventually
 
@@ -65,12 +66,12 @@ def running_app_containers(docker_client: Any, node: str, pod_name: str) -> list
         f"io.vk-provider.pod.name={pod_name}",
         "io.vk-provider.container.name=main",
     ]
-    return list(docker_client.containers.list(filters={"label": labels, "status": "running"}))
+    return labelled(docker_client, labels, all=False, status="running")
 
 
 def is_running(docker_client: Any, container_id: str) -> bool:
     """Whether the container exists and runs (the old pod's containers are removed with it)."""
-    found = docker_client.containers.list(all=True, filters={"id": container_id})
+    found = docker_client.containers.list(all=True, filters={"id": container_id}, ignore_removed=True)
     return bool(found) and found[0].status == "running"
 
 

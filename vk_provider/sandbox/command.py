@@ -232,7 +232,9 @@ def remove_node_containers(nodes: list[str]) -> int:
     removed = 0
     try:
         for node in nodes:
-            for container in client.containers.list(all=True, filters={"label": f"{NODE_LABEL}={node}"}):
+            for container in client.containers.list(
+                all=True, filters={"label": f"{NODE_LABEL}={node}"}, ignore_removed=True
+            ):
                 with contextlib.suppress(docker.errors.NotFound):
                     container.remove(force=True, v=True)
                     removed += 1
