@@ -22,6 +22,7 @@ from typing import Any
 
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.logging import get_logger
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("events")
 
@@ -126,7 +127,7 @@ class EventRecorder:
         self._clock = clock
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue(maxsize=queue_size)
         self._sent: OrderedDict[tuple[str, ...], _Sent] = OrderedDict()
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("event recorder")
         self._last_ns = 0
         self.dropped = 0
 
@@ -151,19 +152,15 @@ class EventRecorder:
             log.exception("could not record event %s", reason)
 
     async def start(self) -> None:
-        if self._client is not None and (self._task is None or self._task.done()):
-            self._task = asyncio.create_task(self._run(), name="event recorder")
+        if self._client is not None:
+            self._task.start(self._run)
 
     async def stop(self) -> None:
         """Send what is queued (for a short while), then stop."""
-        task, self._task = self._task, None
-        if task is None:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), STOP_FLUSH_SECONDS)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        if self._task.running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._queue.join(), STOP_FLUSH_SECONDS)
+        await self._task.stop()
 
     def _unique_name(self, ref: Mapping[str, Any]) -> str:
         stamp = max(time.time_ns(), self._last_ns + 1)

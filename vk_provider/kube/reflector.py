@@ -18,6 +18,7 @@ from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.logging import get_logger
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("kube.reflector")
 
@@ -113,22 +114,17 @@ class Reflector:
         self.synced = asyncio.Event()
         self.resource_version = ""
         self._store: dict[str, dict[str, Any]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask(f"reflector {self.name}")
 
     def store(self) -> dict[str, dict[str, Any]]:
         """Objects by `namespace/name` (or `name`), as last seen."""
         return dict(self._store)
 
     async def start(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name=f"reflector {self.name}")
+        self._task.start(self._run)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
 
     async def _run(self) -> None:
         need_list = True

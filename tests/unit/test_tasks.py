@@ -1,0 +1,78 @@
+"""vk_provider.tasks: the start-once / cancel-and-wait lifecycle every background part uses."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from vk_provider.tasks import BackgroundTask, cancel_and_wait
+
+
+async def test_start_runs_once_and_stop_cancels_and_waits() -> None:
+    started = 0
+    cleaned = asyncio.Event()
+
+    async def run() -> None:
+        nonlocal started
+        started += 1
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            cleaned.set()
+
+    task = BackgroundTask("sleeper")
+    task.start(run)
+    task.start(run)  # already running: not started twice
+    await asyncio.sleep(0)
+    assert task.running and started == 1
+    await task.stop()
+    assert cleaned.is_set(), "stop waits until the task's clean-up has run"
+    assert not task.running
+    await task.stop()  # stopping twice is harmless
+
+
+async def test_a_finished_task_is_started_anew() -> None:
+    runs = 0
+
+    async def run() -> None:
+        nonlocal runs
+        runs += 1
+
+    task = BackgroundTask("once")
+    task.start(run)
+    await asyncio.sleep(0.01)
+    task.start(run)
+    await asyncio.sleep(0.01)
+    assert runs == 2
+    await task.stop()
+
+
+async def test_stop_raises_what_the_task_failed_with() -> None:
+    async def run() -> None:
+        raise ValueError("broken")
+
+    task = BackgroundTask("failing")
+    task.start(run)
+    await asyncio.sleep(0.01)
+    with pytest.raises(ValueError, match="broken"):
+        await task.stop()
+
+
+async def test_the_callers_own_cancellation_is_not_swallowed() -> None:
+    async def stubborn() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(3600)  # slow clean-up
+
+    inner = asyncio.create_task(stubborn())
+    await asyncio.sleep(0)
+    outer = asyncio.create_task(cancel_and_wait(inner))
+    await asyncio.sleep(0.01)
+    outer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await outer
+    assert outer.cancelled()
+    await asyncio.sleep(0)
+    assert inner.done()
