@@ -1,5 +1,5 @@
 """Fuzzing quantities and durations: the provider's (vk_provider.quantity) and the sandbox's
-(vk_provider.sandbox.quantity).
+(vk_provider.sandbox.api.quantity).
 
 What is fuzzed: strings of the quantity grammar (signs, fractions, every suffix, exponents up
 to hundreds of digits), of Go's duration grammar (hundreds of digits, every unit), mutations of

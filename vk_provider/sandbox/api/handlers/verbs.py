@@ -1,13 +1,13 @@
 """HTTP handlers for the sandbox's resource endpoints: CRUD, status subresources and watch.
 
 What lives here: `ApiContext`, the verb handlers get/list/create/update/patch/delete/
-deletecollection (watch is in handlers_watch.py; handlers_dispatch.py routes requests), the body
-decoding (JSON, YAML, or protobuf for the kinds protobuf.py knows; then read as the kind's Go type,
+deletecollection (watch is in watch.py; dispatch.py routes requests), the body
+decoding (JSON, YAML, or protobuf for the kinds api/protobuf.py knows; then read as the kind's Go type,
 a wrong-typed field being the real server's 400, `read_typed_body` for the subresources' and
 reviews' bodies) with `fieldValidation` (Strict -> 400 strict decoding error, Warn -> `Warning`
 headers, Ignore), defaulting, admission and validation (422 with causes), dryRun, the
 resourceVersion rules for GET/LIST, and the JSON / Status / Table response helpers.
-Must not: implement storage semantics (store.py) or discovery (discovery.py).
+Must not: implement storage semantics (storage/store.py) or discovery (api/discovery.py).
 """
 
 from __future__ import annotations
@@ -23,26 +23,33 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
-from vk_provider.sandbox import errors, protobuf, tables
-from vk_provider.sandbox.defaults import admit_update, apply_defaults, mirror_pod_refusal, prepare_for_create
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.patch import PatchError, apply_patch
-from vk_provider.sandbox.pki import SandboxPKI
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo
-from vk_provider.sandbox.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
-from vk_provider.sandbox.validation import (
-    MAX_DEPTH,
-    decode,
-    definition_name,
-    go_quote,
-    too_deep,
-    unknown_field_message,
+from vk_provider.sandbox.api import errors, protobuf, tables
+from vk_provider.sandbox.api.defaults import (
+    admit_update,
+    apply_defaults,
+    mirror_pod_refusal,
+    prepare_for_create,
+)
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.patch import PatchError, apply_patch
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.validation.field import go_quote
+from vk_provider.sandbox.api.validation.kinds import (
     validate_config_update,
     validate_mirror_pod,
     validate_object,
     validate_pod_update,
 )
+from vk_provider.sandbox.api.validation.schema import (
+    MAX_DEPTH,
+    decode,
+    definition_name,
+    too_deep,
+    unknown_field_message,
+)
+from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_provider.sandbox.storage.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
 
 Obj = dict[str, Any]
 JSON = "application/json"
