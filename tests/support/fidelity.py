@@ -1660,13 +1660,13 @@ FIXES: tuple[Fix, ...] = (
     Fix(
         'Duplicated JSON fields are strict decoding errors (`duplicate field "metadata.name"`): 400 '
         "with fieldValidation=Strict, a warning with Warn.",
-        "api/handlers/verbs.py",
+        "api/decoding.py",
         ("field-validation-strict-duplicate",),
     ),
     Fix(
         "Bad `fieldValidation` / `dryRun` values are 422 Invalid `CreateOptions.meta.k8s.io` (Update-, "
         "Patch-, DeleteOptions) with causes, validated before the body (were 400 BadRequest).",
-        "api/handlers/verbs.py, api/errors.py",
+        "api/decoding.py, api/errors.py",
         ("field-validation-bad-value", "dry-run-bad-value"),
     ),
     Fix(
@@ -1684,7 +1684,7 @@ FIXES: tuple[Fix, ...] = (
     Fix(
         "Bodies in `application/yaml` are decoded; the 415 for other types names what the real server "
         "decodes (`application/json, application/yaml, application/vnd.kubernetes.protobuf`).",
-        "api/handlers/verbs.py",
+        "api/decoding.py",
         ("create-unsupported-type", "create-yaml"),
     ),
 )

@@ -1,6 +1,6 @@
 """The sandbox control plane: a protocol-faithful Kubernetes API server for tests and `vk-provider sandbox`.
 
-Laid out by the parts of a real control plane (upstream names in brackets):
+Laid out by the parts of a real control plane (upstream names in parentheses):
 
 - `server.py` wires everything into one aiohttp application; `command.py` is the `vk-provider
   sandbox` subcommand; `bootstrap.py` the objects a fresh cluster has; `kubeconfig.py` the file
@@ -9,7 +9,9 @@ Laid out by the parts of a real control plane (upstream names in brackets):
   registry`, `pkg/storage`) and the label/field selectors it filters by (`selectors.py`).
 - `api/`: everything between HTTP and the store (apiserver `pkg/endpoints`, apimachinery).
   The vocabulary: `errors.py` (metav1.Status errors), `resources.py` (the kinds served),
-  `requestinfo.py`, `quantity.py`. Decoding and rules: `protobuf.py`, `patch.py`, `defaults.py`
+  `requestinfo.py`, `quantity.py`; `decoding.py` reads request bodies and write options,
+  `responses.py` writes JSON, Status and Table answers. Rules: `protobuf.py`, `patch.py`,
+  `defaults.py`
   (defaulting, admission, PrepareForCreate), `validation/` (`names.py` name and label formats,
   `field.py` field errors, `schema.py` the official schemas and the walk against them, `kinds.py`
   the per-kind rules). Endpoints: `handlers/` (`dispatch.py` routes to `verbs.py`, `watch.py`,
@@ -21,6 +23,8 @@ Laid out by the parts of a real control plane (upstream names in brackets):
 - `pki/`: the sandbox CA and its certificates (`authority.py`) and service account tokens
   (`tokens.py`).
 
-This package imports nothing of the provider but `vk_provider.logging` (and the shared
-`vk_provider.kube_version`), and the provider never imports it: they meet only over HTTP.
+storage/ and controllers/ use only the vocabulary of api/ (errors, resources, quantity,
+validation's names and field errors), never its handlers. This package imports nothing of the
+provider but `vk_provider.logging` (and the shared `vk_provider.kube_version`), and the provider
+never imports it: they meet only over HTTP.
 """

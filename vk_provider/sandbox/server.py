@@ -33,15 +33,11 @@ from vk_provider.sandbox.api.debug import SandboxDebug
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.api.handlers.auth import authenticate as authenticate_service_account
 from vk_provider.sandbox.api.handlers.dispatch import dispatch
-from vk_provider.sandbox.api.handlers.verbs import (
-    ApiContext,
-    error_response,
-    json_response,
-    not_found_resource,
-)
+from vk_provider.sandbox.api.handlers.verbs import ApiContext
 from vk_provider.sandbox.api.metrics import MetricsAPI, SummaryScraper
 from vk_provider.sandbox.api.request_guard import RequestGuard
 from vk_provider.sandbox.api.requestinfo import RequestInfo, parse_request
+from vk_provider.sandbox.api.responses import error_response, json_response, not_found_resource
 from vk_provider.sandbox.bootstrap import (
     NamespaceContent,
     ensure_kubernetes_service,

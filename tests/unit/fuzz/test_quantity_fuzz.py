@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_text
 from vk_provider import quantity as provider
-from vk_provider.sandbox import quantity as sandbox
+from vk_provider.sandbox.api import quantity as sandbox
 
 GENEROUS = timedelta(seconds=2)  # per example, on a loaded 2-core machine; these take microseconds
 BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}

@@ -24,11 +24,11 @@ from yarl import URL
 
 from vk_provider.logging import get_logger
 from vk_provider.sandbox.api import errors
-from vk_provider.sandbox.api.handlers.verbs import json_response, not_found_resource, wants_table
 from vk_provider.sandbox.api.kubelet_proxy import kubelet_address
 from vk_provider.sandbox.api.quantity import parse_quantity
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import METRICS_GROUP, METRICS_VERSION
+from vk_provider.sandbox.api.responses import json_response, not_found_resource, wants_table
 from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.storage.store import Store, now_rfc3339
 

@@ -33,8 +33,8 @@ from aiohttp import web
 
 from vk_provider.sandbox.api import errors
 from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.api.handlers.verbs import error_response
 from vk_provider.sandbox.api.requestinfo import parse_request
+from vk_provider.sandbox.api.responses import error_response
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TokenCheck = Callable[[str], Awaitable[bool]]

@@ -20,11 +20,13 @@ from typing import Any
 
 from aiohttp import web
 
+from vk_provider.sandbox.api.decoding import read_typed_body
 from vk_provider.sandbox.api.defaults import ADMIN_GROUPS, ADMIN_USER
 from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.api.handlers.verbs import ApiContext, json_response, read_typed_body
+from vk_provider.sandbox.api.handlers.verbs import ApiContext
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.responses import json_response
 from vk_provider.sandbox.pki.tokens import ISSUER, TokenError, verify_token
 from vk_provider.sandbox.storage.store import now_rfc3339
 

@@ -22,13 +22,13 @@ from vk_provider.sandbox.api.handlers.verbs import (
     delete_object,
     get_object,
     list_objects,
-    not_found_resource,
     patch_object,
     update_object,
 )
 from vk_provider.sandbox.api.handlers.watch import watch_objects
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo, lookup
+from vk_provider.sandbox.api.responses import not_found_resource
 
 VerbHandler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
 VERB_HANDLERS: dict[str, VerbHandler] = {

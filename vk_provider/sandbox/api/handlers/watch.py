@@ -21,15 +21,10 @@ import random
 from aiohttp import web
 
 from vk_provider.sandbox.api import errors
-from vk_provider.sandbox.api.handlers.verbs import (
-    JSON,
-    ApiContext,
-    list_options_invalid,
-    table_of,
-    wants_table,
-)
+from vk_provider.sandbox.api.handlers.verbs import ApiContext, list_options_invalid
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.responses import JSON, table_of, wants_table
 
 BOOKMARK_EVERY = 60.0
 SLICE = 64 * 1024  # aiohttp's StreamWriter drains above 64 KiB
