@@ -19,7 +19,7 @@ from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
-from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 BUSYBOX = "vk-test/busybox:1"
 DEADLINE = 60.0

@@ -1619,7 +1619,7 @@ FIXES: tuple[Fix, ...] = (
     Fix(
         "Pods start at `metadata.generation: 1` (podStrategy.PrepareForCreate); the store already bumped it "
         "on spec changes and graceful deletes. Before, every pod answer lacked it.",
-        "defaults.py",
+        "api/defaults.py",
         (*_GENERATION_ONLY, "pod-create-with-rv"),
     ),
     Fix(
@@ -1627,26 +1627,26 @@ FIXES: tuple[Fix, ...] = (
         "`resourceVersion should not be set on objects to be created`; an unparsable resourceVersion is "
         "the versioner's `resourceVersion: Invalid value: ...strconv.ParseUint...` text, 500 on GET and "
         "WATCH, 400 `invalid resource version: ...` on LIST (was 400 everywhere).",
-        "errors.py, handlers.py, store.py",
+        "api/errors.py, api/handlers/verbs.py, storage/store.py",
         ("pod-create-with-rv", "bad-resource-version"),
     ),
     Fix(
         "Errors built by NewGenericServerResponse carry `details: {}` (JSON patch failures); a PATCH "
         "Content-Type the route does not consume is go-restful's `415: Unsupported Media Type`.",
-        "patch.py, handlers.py",
+        "api/patch.py, api/handlers/verbs.py",
         ("patch-json-test-fails", "patch-json-bad-path", "patch-unsupported-type"),
     ),
     Fix(
         "A deletecollection answers the items as listed, before deletion, at the list's resourceVersion "
         "(Store.DeleteCollection), not the deleted objects.",
-        "handlers.py",
+        "api/handlers/verbs.py",
         ("delete-collection",),
     ),
     Fix(
         "Pod and node conditions carry `lastProbeTime`/`lastTransitionTime`/`lastHeartbeatTime: null` "
         "when unset (metav1.Time is a struct, omitempty never drops it); node status gets `allocatable` "
         "from `capacity`, `daemonEndpoints.kubeletEndpoint.Port: 0` and the empty `nodeInfo` strings.",
-        "defaults.py",
+        "api/defaults.py",
         ("status-patch-conditions", "node-status-patch"),
     ),
     Fix(
@@ -1654,37 +1654,37 @@ FIXES: tuple[Fix, ...] = (
         "as etcd serves old revisions (was 410 Expired); `limit`/`continue` paginate with the real "
         "continue token and `remainingItemCount` (was: limit ignored); a Status's empty "
         "`details.name` is left out (omitempty).",
-        "store.py, handlers.py, errors.py",
+        "storage/store.py, api/handlers/verbs.py, api/errors.py",
         ("list-resource-version", "list-limit-continue"),
     ),
     Fix(
         'Duplicated JSON fields are strict decoding errors (`duplicate field "metadata.name"`): 400 '
         "with fieldValidation=Strict, a warning with Warn.",
-        "handlers.py",
+        "api/decoding.py",
         ("field-validation-strict-duplicate",),
     ),
     Fix(
         "Bad `fieldValidation` / `dryRun` values are 422 Invalid `CreateOptions.meta.k8s.io` (Update-, "
         "Patch-, DeleteOptions) with causes, validated before the body (were 400 BadRequest).",
-        "handlers.py, errors.py",
+        "api/decoding.py, api/errors.py",
         ("field-validation-bad-value", "dry-run-bad-value"),
     ),
     Fix(
         "A dry-run DELETE answers the object as the deletion would leave it (deletionTimestamp, "
         "generation), or the Success Status for kinds that do not return it.",
-        "store.py, handlers.py",
+        "storage/store.py, api/handlers/verbs.py",
         ("dry-run-delete",),
     ),
     Fix(
         "ConfigMap and Secret validation: data keys (IsConfigMapKey), `immutable: true`, a Secret's "
         "immutable type and the keys its type requires; Lease `leaseDurationSeconds` > 0.",
-        "validation.py, handlers.py",
+        "api/validation/kinds.py, api/handlers/verbs.py",
         ("configmap-immutable", "configmap-invalid-key", "secret-type-immutable", "lease-invalid"),
     ),
     Fix(
         "Bodies in `application/yaml` are decoded; the 415 for other types names what the real server "
         "decodes (`application/json, application/yaml, application/vnd.kubernetes.protobuf`).",
-        "handlers.py",
+        "api/decoding.py",
         ("create-unsupported-type", "create-yaml"),
     ),
 )
@@ -1788,7 +1788,7 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
         "",
         "## Deliberate differences",
         "",
-        "The emulator refuses what a web page could send it (vk_provider/sandbox/request_guard.py, "
+        "The emulator refuses what a web page could send it (vk_provider/sandbox/api/request_guard.py, "
         "docs/sandbox.md); no scenario sends such a request, since both servers must get the same bytes.",
         "",
         "- **A body without Content-Type** is answered 415 `UnsupportedMediaType` before it is read, as one "

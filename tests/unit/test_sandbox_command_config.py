@@ -16,7 +16,7 @@ from vk_provider.sandbox.command import (
     node_names,
     write_provider_configs,
 )
-from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 
 def _parse(*argv: str) -> argparse.Namespace:

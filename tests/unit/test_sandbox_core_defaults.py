@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.sandbox.defaults import admit_update, apply_defaults, prepare_for_create, qos_class
-from vk_provider.sandbox.requestinfo import parse_request
-from vk_provider.sandbox.resources import RESOURCES
+from vk_provider.sandbox.api.defaults import admit_update, apply_defaults, prepare_for_create, qos_class
+from vk_provider.sandbox.api.requestinfo import parse_request
+from vk_provider.sandbox.api.resources import RESOURCES
 
 
 def _pod(**container: Any) -> dict[str, Any]:

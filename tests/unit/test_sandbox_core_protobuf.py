@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vk_provider.sandbox.protobuf import ProtobufError, UnsupportedKindError, decode
+from vk_provider.sandbox.api.protobuf import ProtobufError, UnsupportedKindError, decode
 
 # kubectl create configmap x --from-literal=a=b
 CONFIGMAP = bytes.fromhex(

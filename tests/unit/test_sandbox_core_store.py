@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.store import Store, WatchEvent
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.storage.store import Store, WatchEvent
 
 
 async def _store(**kwargs: Any) -> Store:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.quantity import ORDER_LIMIT, parse_quantity
-from vk_provider.sandbox.scheduler_filters import (
+from vk_provider.sandbox.api.quantity import ORDER_LIMIT, parse_quantity
+from vk_provider.sandbox.controllers.scheduler_filters import (
     NodeInfo,
     choose_node,
     fit_error_message,

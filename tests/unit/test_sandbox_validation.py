@@ -6,15 +6,8 @@ import copy
 from typing import Any
 
 from vk_provider.kube_version import KUBE_VERSION
-from vk_provider.sandbox.validation import (
-    decode,
-    decode_errors,
-    too_deep,
-    unknown_fields,
-    validate_mirror_pod,
-    validate_object,
-    validate_pod_update,
-)
+from vk_provider.sandbox.api.validation.kinds import validate_mirror_pod, validate_object, validate_pod_update
+from vk_provider.sandbox.api.validation.schema import decode, decode_errors, too_deep, unknown_fields
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

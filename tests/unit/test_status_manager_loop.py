@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.sandbox.patch import strategic_merge
+from vk_provider.sandbox.api.patch import strategic_merge
 from vk_provider.status.manager import StatusManager
 
 NODE_IP = "10.0.0.7"

@@ -6,7 +6,7 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.sandbox.patch import strategic_merge
+from vk_provider.sandbox.api.patch import strategic_merge
 from vk_provider.status.cache import status_equal_by_kubelet
 from vk_provider.status.writeback import (
     can_be_deleted,

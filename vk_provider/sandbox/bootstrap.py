@@ -17,8 +17,8 @@ import contextlib
 from typing import Any
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.store import Store
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.storage.store import Store
 
 log = get_logger("sandbox.bootstrap")
 

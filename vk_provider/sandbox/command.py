@@ -30,7 +30,7 @@ import yaml
 
 from vk_provider.logging import get_logger, setup_logging
 from vk_provider.sandbox.kubeconfig import Credentials
-from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 log = get_logger("sandbox")
 

@@ -3,14 +3,14 @@
 What lives here: `SandboxServer` (start/stop, the route table, the request entry point that turns
 ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, bootstrap of the
 system namespaces and their content, and the controllers: scheduler, node lifecycle, CSR signer,
-namespace content), routing metrics.k8s.io to metrics.py, the admin bearer token (persisted in
+namespace content), routing metrics.k8s.io to api/metrics.py, the admin bearer token (persisted in
 the state directory as `admin.token`, 0600) with the request guard that requires it
-(request_guard.py, first of the middlewares), the serving certificate (`pki/apiserver.crt`,
+(api/request_guard.py, first of the middlewares), the serving certificate (`pki/apiserver.crt`,
 signed by the sandbox CA for 127.0.0.1, ::1, localhost and the listen address: kubectl sends
 a bearer token only over TLS, client-go's `clientcmd` reads no credentials for an http server),
 and `write_kubeconfig`, whose user carries the token. Must not: implement resource semantics
-(store.py, handlers*.py, metrics.py), discovery documents (discovery.py) or request checks
-(request_guard.py).
+(storage/, api/handlers/, api/metrics.py), discovery documents (api/discovery.py) or request
+checks (api/request_guard.py).
 """
 
 from __future__ import annotations
@@ -27,31 +27,28 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox import discovery, errors, kubeconfig, openapi
+from vk_provider.sandbox import kubeconfig
+from vk_provider.sandbox.api import discovery, errors, openapi
+from vk_provider.sandbox.api.debug import SandboxDebug
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.handlers.auth import authenticate as authenticate_service_account
+from vk_provider.sandbox.api.handlers.dispatch import dispatch
+from vk_provider.sandbox.api.handlers.verbs import ApiContext
+from vk_provider.sandbox.api.metrics import MetricsAPI, SummaryScraper
+from vk_provider.sandbox.api.request_guard import RequestGuard
+from vk_provider.sandbox.api.requestinfo import RequestInfo, parse_request
+from vk_provider.sandbox.api.responses import error_response, json_response, not_found_resource
 from vk_provider.sandbox.bootstrap import (
     NamespaceContent,
     ensure_kubernetes_service,
     ensure_system_namespaces,
 )
-from vk_provider.sandbox.csr_signer import CSRSigner
-from vk_provider.sandbox.debug import SandboxDebug
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.handlers import (
-    ApiContext,
-    error_response,
-    json_response,
-    not_found_resource,
-)
-from vk_provider.sandbox.handlers_auth import authenticate as authenticate_service_account
-from vk_provider.sandbox.handlers_dispatch import dispatch
-from vk_provider.sandbox.metrics import MetricsAPI, SummaryScraper
-from vk_provider.sandbox.node_lifecycle import NodeLifecycle
-from vk_provider.sandbox.pki import SandboxPKI
-from vk_provider.sandbox.request_guard import RequestGuard
-from vk_provider.sandbox.requestinfo import RequestInfo, parse_request
-from vk_provider.sandbox.scheduler import Scheduler
-from vk_provider.sandbox.store import LOG_BYTES, Store
-from vk_provider.sandbox.tokens import TokenError
+from vk_provider.sandbox.controllers.csr_signer import CSRSigner
+from vk_provider.sandbox.controllers.node_lifecycle import NodeLifecycle
+from vk_provider.sandbox.controllers.scheduler import Scheduler
+from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_provider.sandbox.pki.tokens import TokenError
+from vk_provider.sandbox.storage.store import LOG_BYTES, Store
 
 log = get_logger("sandbox.server")
 

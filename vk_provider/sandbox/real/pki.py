@@ -15,7 +15,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 ADMIN_USER = "vk-sandbox-admin"
 MASTERS_GROUP = "system:masters"

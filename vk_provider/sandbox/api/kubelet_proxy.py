@@ -23,9 +23,9 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.pki import SandboxPKI
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 log = get_logger("sandbox.kubelet-proxy")
 

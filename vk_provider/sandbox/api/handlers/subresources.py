@@ -20,20 +20,16 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.handlers import (
-    ApiContext,
-    json_response,
-    perform_delete,
-    read_typed_body,
-    success_status,
-)
-from vk_provider.sandbox.kubelet_proxy import proxy_to_kubelet
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo
-from vk_provider.sandbox.store import now_rfc3339
-from vk_provider.sandbox.tokens import ISSUER, sign_token
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.decoding import read_typed_body
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.handlers.verbs import ApiContext, perform_delete
+from vk_provider.sandbox.api.kubelet_proxy import proxy_to_kubelet
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.responses import json_response, success_status
+from vk_provider.sandbox.pki.tokens import ISSUER, sign_token
+from vk_provider.sandbox.storage.store import now_rfc3339
 
 Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vk_provider.sandbox.validation import go_quote, label_value_errors, qualified_name_errors
+from vk_provider.sandbox.api.validation.field import go_quote
+from vk_provider.sandbox.api.validation.names import label_value_errors, qualified_name_errors
 
 
 class SelectorError(Exception):

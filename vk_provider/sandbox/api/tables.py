@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from vk_provider.sandbox.validation import definitions
+from vk_provider.sandbox.api.validation.schema import definitions
 
 Obj = dict[str, Any]
 

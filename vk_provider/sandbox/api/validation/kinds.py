@@ -1,558 +1,38 @@
-"""Object validation for the sandbox apiserver: the official schemas of KUBE_VERSION plus the kind rules.
+"""The kind rules of the sandbox apiserver: hand-written validation on top of the schema walk.
 
-Lives here: the apimachinery name/label format checks (with upstream's messages, from
-`staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go`), schema validation against
-kubernetes-validate's `v<minor>.0-local-strict` definitions turned into metav1 StatusCause dicts,
-unknown-field detection for `fieldValidation=Strict|Warn`, `decode` (a body read as the Go decoder
-reads it: type mismatches and out-of-range integers worded like it, nulls in lists and maps as zero
-values), and the kind rules of `pkg/apis/core/validation/` that matter here: pods (names, images,
-resources, probes, tolerations, update immutability, mirror-pod annotation), node taints and
-core/v1 events (legacyValidateEvent). The schema files are read once per process.
+What lives here: `validate_object` (the schema causes of schema.py plus the rules of
+`pkg/apis/core/validation/` that matter here: metadata names, labels and annotations; pods (names,
+images, resources, probes, tolerations); node taints; core/v1 events (legacyValidateEvent);
+ConfigMap and Secret data; Lease specs), and the update and mirror-pod rules (`validate_pod_update`,
+`validate_config_update`, `validate_mirror_pod`, `MIRROR_POD_ANNOTATION`).
 Must not: touch the store, build HTTP responses or raise ApiError (callers turn causes into 422s).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import copy
-import functools
 import json
-import re
-from importlib import resources
 from typing import Any
 
-from vk_provider.kube_version import KUBE_MINOR_VERSION
-from vk_provider.sandbox.quantity import parse_quantity
-
-# kubernetes-validate names its schema directories by minor: v1.37.0-local-strict for 1.37.x.
-SCHEMA_VERSION = f"v{KUBE_MINOR_VERSION}.0-local-strict"
-QUANTITY_REGEX = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-
-QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
-DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"
-
-_QUALIFIED_NAME_RE = re.compile(f"^{QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{LABEL_VALUE_FMT}$")
-_DNS1123_LABEL_RE = re.compile(f"^{DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
-
-_QUALIFIED_NAME_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
+from vk_provider.sandbox.api.quantity import parse_quantity
+from vk_provider.sandbox.api.validation.field import (
+    cause,
+    child_path,
+    duplicate,
+    forbidden,
+    invalid,
+    not_found,
+    not_supported,
+    required,
 )
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    # Same shape as upstream RegexError, double spaces included.
-    s = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            s += " or "
-        s += f"'{example}', "
-    return s + f"regex used for validation is '{fmt}')"
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                "'-' or '.', and must start and end with an alphanumeric character",
-                DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return errs
-
-
-def dns1123_label_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _DNS1123_LABEL_RE.match(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                "and must start and end with an alphanumeric character",
-                DNS1123_LABEL_FMT,
-                "my-name",
-                "123-abc",
-            )
-        )
-    return errs
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    parts = value.split("/")
-    errs: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + e for e in dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + _regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, "
-                "'-', '_' or '.', and must start and end with an alphanumeric character",
-                LABEL_VALUE_FMT,
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quoted_rune(c: str) -> str:
-    if c in ('"', "\\"):
-        return "\\" + c
-    if c in _GO_ESCAPES:
-        return _GO_ESCAPES[c]
-    if c.isprintable():
-        return c
-    code = ord(c)
-    if code < 0x20 or code == 0x7F:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def go_quote(value: object) -> str:
-    """A value as Go's field.Error prints it (%q, i.e. strconv.Quote, for strings: control and
-    other unprintable characters escaped; %d for ints, %t for bools)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + "".join(map(_go_quoted_rune, value)) + '"'
-    return str(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# The packaged official schemas (read once per process)
-
-
-@functools.cache
-def definitions() -> dict[str, Any]:
-    """`$defs` of kubernetes-validate's SCHEMA_VERSION `_definitions.json` (x-kubernetes extensions kept)."""
-    root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / SCHEMA_VERSION
-    with (root / "_definitions.json").open("rb") as f:
-        defs: dict[str, Any] = json.load(f)["$defs"]
-    return defs
-
-
-@functools.cache
-def _gvk_index() -> dict[tuple[str, str], str]:
-    index: dict[tuple[str, str], str] = {}
-    for name, schema in definitions().items():
-        if "WatchEvent" in name:
-            continue
-        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
-            group, version = gvk.get("group", ""), gvk["version"]
-            api_version = f"{group}/{version}" if group else version
-            index.setdefault((api_version, gvk["kind"]), name)
-    return index
-
-
-def definition_name(api_version: str, kind: str) -> str | None:
-    """The `$defs` key of the top-level type apiVersion/kind, e.g. `io.k8s.api.core.v1.Pod`."""
-    return _gvk_index().get((api_version, kind))
-
-
-def resolve(schema: dict[str, Any]) -> dict[str, Any]:
-    """Follow a `$ref` (always local `#/$defs/...` in these files) to its definition."""
-    ref = schema.get("$ref")
-    if ref is None:
-        return schema
-    target: dict[str, Any] = definitions()[ref.rsplit("/", 1)[-1]]
-    return target
-
-
-# ---------------------------------------------------------------------------------------------
-# Causes
-
-
-def cause(reason: str, field: str, message: str) -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
-
-
-def required(field: str, detail: str = "") -> dict[str, str]:
-    return cause("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
-
-
-def invalid(field: str, value: object, detail: str) -> dict[str, str]:
-    return cause("FieldValueInvalid", field, f"Invalid value: {go_quote(value)}: {detail}")
-
-
-def not_supported(field: str, value: object, supported: list[str]) -> dict[str, str]:
-    values = ", ".join(go_quote(v) for v in supported)
-    return cause(
-        "FieldValueNotSupported", field, f"Unsupported value: {go_quote(value)}: supported values: {values}"
-    )
-
-
-def duplicate(field: str, value: object) -> dict[str, str]:
-    return cause("FieldValueDuplicate", field, f"Duplicate value: {go_quote(value)}")
-
-
-def forbidden(field: str, detail: str) -> dict[str, str]:
-    return cause("FieldValueForbidden", field, f"Forbidden: {detail}")
-
-
-def not_found(field: str, value: object) -> dict[str, str]:
-    return cause("FieldValueNotFound", field, f"Not found: {go_quote(value)}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Schema walk (the files only use type/properties/additionalProperties/items/required/enum/oneOf/
-# format/$ref, so a direct walk is both simpler and faster than a generic JSON Schema engine)
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
-
-
-# The schema's `required` lists come from Go fields without `omitempty`; the real server
-# decodes a missing one as its zero value and only refuses it where its hand-written
-# validation (pkg/apis/core/validation/validation.go, apimachinery's ValidateOwnerReferences)
-# says so. A node status without nodeInfo.kubeProxyVersion, say, is accepted. These are the
-# structs whose required fields that validation does check.
-_REQUIRED_ENFORCED = frozenset(
-    {
-        "OwnerReference",
-        "Container",
-        "EphemeralContainer",
-        "ContainerPort",
-        "EnvVar",
-        "VolumeMount",
-        "VolumeDevice",
-        "Volume",
-        "Taint",
-        "KeyToPath",
-        "ConfigMapKeySelector",
-        "SecretKeySelector",
-        "ObjectFieldSelector",
-        "ResourceFieldSelector",
-        "HTTPGetAction",
-        "TCPSocketAction",
-        "NodeSelectorRequirement",
-        "LabelSelectorRequirement",
-        "ServicePort",
-    }
+from vk_provider.sandbox.api.validation.names import (
+    config_key_errors,
+    dns1123_label_errors,
+    dns1123_subdomain_errors,
+    label_value_errors,
+    qualified_name_errors,
 )
-
-
-def _type_ok(value: Any, types: list[str]) -> bool:
-    if value is None:
-        return "null" in types
-    if isinstance(value, bool):
-        return "boolean" in types
-    if isinstance(value, float) and value.is_integer() and "integer" in types:
-        return True
-    return any(isinstance(value, _JSON_TYPES.get(t, ())) for t in types)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, dict) else "array"
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-# The ranges of the Go integer types a schema `format` names (encoding/json refuses a number
-# outside its field's type, or with a fraction, as an UnmarshalTypeError).
-_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
-
-
-class _Walk:
-    """One schema pass: causes, undeclared field paths, and the decode errors (type mismatches as
-    the Go JSON decoder words them) of one object. With `decoding`, the object is changed in place
-    as decoding it into its Go type changes it: a null list item or map value becomes its type's
-    zero value (`conditions: [null]` is stored as one empty condition), a null struct, map or list
-    field is left out, and undeclared fields are dropped."""
-
-    def __init__(self, *, decoding: bool = False) -> None:
-        self.causes: list[dict[str, str]] = []
-        self.unknown: list[str] = []
-        self.decode: list[str] = []
-        self.decoding = decoding
-
-    def walk(self, value: Any, schema: dict[str, Any], path: str, owner: str, dotted: str) -> None:
-        field_schema = schema
-        schema = resolve(schema)
-        if "oneOf" in schema:
-            types = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
-            if not _type_ok(value, types):
-                expected = " or ".join(t for t in types if t != "null")
-                self._type_error(path, value, expected, owner, dotted, field_schema)
-            elif isinstance(value, str) and str(field_schema.get("$ref", "")).endswith(_QUANTITY_DEF):
-                self._quantity(path, value)
-            return
-        types = _as_list(schema.get("type"))
-        if types and not _type_ok(value, types):
-            expected = next((t for t in types if t != "null"), types[0])
-            self._type_error(path, value, expected, owner, dotted, field_schema)
-            return
-        if value is None:
-            return
-        if "integer" in types and not self._integer_fits(value, field_schema, path, owner, dotted):
-            return
-        enum = schema.get("enum")
-        if enum is not None and value not in enum:
-            self.causes.append(not_supported(path, value, enum))
-            return
-        if isinstance(value, dict):
-            self._walk_object(value, schema, path, owner, dotted, field_schema)
-        elif isinstance(value, list):
-            items = schema.get("items")
-            if items is not None:
-                for i, item in enumerate(value):
-                    if item is None and self.decoding:
-                        item = value[i] = zero_value(items)
-                    self.walk(item, items, f"{path}[{i}]", owner, dotted)
-        elif isinstance(value, str) and schema.get("format") == "byte":
-            try:
-                base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError):
-                self.causes.append(invalid(path, "<omitted>", "illegal base64 data"))
-
-    def _walk_object(
-        self,
-        value: dict[str, Any],
-        schema: dict[str, Any],
-        path: str,
-        owner: str,
-        dotted: str,
-        field: dict[str, Any],
-    ) -> None:
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        struct = _struct_name(field) or owner
-        if struct in _REQUIRED_ENFORCED:
-            for req in schema.get("required") or ():
-                if value.get(req) is None:
-                    self.causes.append(required(_child(path, req)))
-        for key, sub in list(value.items()):
-            if props is not None and key in props:
-                if sub is None and self.decoding and _is_container(props[key]):
-                    del value[key]  # a nil struct pointer, map or slice: omitted
-                    continue
-                self.walk(sub, props[key], _child(path, key), struct, _child(dotted, key))
-            elif isinstance(extra, dict):
-                if sub is None and self.decoding:
-                    sub = value[key] = zero_value(extra)
-                self.walk(sub, extra, f"{path}[{key}]", owner, dotted)
-            elif props is not None and extra is False:
-                self.unknown.append(_child(path, key))
-                if self.decoding:
-                    del value[key]  # the Go decoder has nowhere to put it
-
-    def _integer_fits(self, value: Any, field: dict[str, Any], path: str, owner: str, dotted: str) -> bool:
-        low, high = _INT_RANGES.get(str(resolve(field).get("format")), _INT_RANGES["int64"])
-        number = value
-        if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-            number = int(value)
-        if isinstance(number, int) and low <= number <= high:
-            return True
-        go_type = _go_type(field)
-        target = f"Go struct field {owner}.{dotted} of type {go_type}"
-        self.decode.append(f"json: cannot unmarshal number {value!r} into {target}")
-        self.causes.append(invalid(path, _short(value), f"must be a number of type {go_type}"))
-        return False
-
-    def _quantity(self, path: str, value: str) -> None:
-        try:
-            parse_quantity(value)
-        except ValueError:
-            message = f"quantities must match the regular expression '{QUANTITY_REGEX}'"
-            self.decode.append(message)
-            self.causes.append(invalid(path, value, message))
-
-    def _type_error(
-        self, path: str, value: Any, expected: str, owner: str, dotted: str, field: dict[str, Any]
-    ) -> None:
-        detail = f"{path} in body must be of type {expected}: {go_quote(_json_type(value))}"
-        self.causes.append(invalid(path, _short(value), detail))
-        go_json = {"integer": "number", "boolean": "bool"}.get(_json_type(value), _json_type(value))
-        if go_json == "number" and expected == "integer":  # a fraction: Go names the literal
-            go_json = f"number {value!r}"
-        target = f"Go struct field {owner}.{dotted} of type {_go_type(field)}"
-        self.decode.append(f"json: cannot unmarshal {go_json} into {target}")
-
-
-def _struct_name(field: dict[str, Any]) -> str:
-    ref = field.get("$ref")
-    return ref.rsplit(".", 1)[-1] if isinstance(ref, str) else ""
-
-
-def _go_type(field: dict[str, Any]) -> str:
-    """The Go type of a schema as upstream spells it (v1.PodSpec, []v1.Container, int32)."""
-    ref = field.get("$ref")
-    if isinstance(ref, str):
-        parts = ref.rsplit("/", 1)[-1].split(".")
-        return f"{parts[-2]}.{parts[-1]}"
-    types = [t for t in _as_list(field.get("type")) if t != "null"]
-    kind = types[0] if types else ""
-    fmt = field.get("format")
-    if kind == "integer":
-        return str(fmt) if fmt in ("int32", "int64") else "int"
-    if kind == "number":
-        return "float64"
-    if kind == "boolean":
-        return "bool"
-    if kind == "string":
-        return "[]uint8" if fmt == "byte" else "string"
-    if kind == "array":
-        return "[]" + _go_type(field.get("items") or {})
-    if kind == "object":
-        extra = field.get("additionalProperties")
-        return "map[string]" + (_go_type(extra) if isinstance(extra, dict) else "interface {}")
-    return "interface {}"
-
-
-def _as_list(t: Any) -> list[str]:
-    if t is None:
-        return []
-    return [t] if isinstance(t, str) else list(t)
-
-
-def _short(value: Any) -> Any:
-    return value if isinstance(value, str | int | float | bool) or value is None else _json_type(value)
-
-
-def zero_value(schema: dict[str, Any]) -> Any:
-    """The JSON form of a Go zero value of schema's type: "", 0, false, [], {} (a struct with its
-    non-omitempty, i.e. `required`, scalar fields set to their zero values)."""
-    target = resolve(schema)
-    if "oneOf" in target:  # Quantity and IntOrString
-        return "0" if str(schema.get("$ref", "")).endswith(_QUANTITY_DEF) else 0
-    kind = next((t for t in _as_list(target.get("type")) if t != "null"), "object")
-    if kind != "object":
-        return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(kind, [])
-    props = target.get("properties") or {}
-    zero: dict[str, Any] = {}
-    for name in target.get("required") or ():
-        field = resolve(props.get(name) or {})
-        scalar = next((t for t in _as_list(field.get("type")) if t != "null"), "")
-        if scalar in ("string", "integer", "number", "boolean") and "oneOf" not in field:
-            zero[name] = zero_value(field)
-    return zero
-
-
-def _is_container(schema: dict[str, Any]) -> bool:
-    target = resolve(schema)
-    return "oneOf" not in target and bool({"object", "array"} & set(_as_list(target.get("type"))))
-
-
-def _schema_pass(obj: dict[str, Any], definition: str | None = None, *, decoding: bool = False) -> _Walk:
-    """definition: the `$defs` name to read obj as (default: the one of its own apiVersion/kind)."""
-    name = definition or definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-    result = _Walk(decoding=decoding)
-    if name is not None:
-        result.walk(obj, definitions()[name], "", name.rsplit(".", 1)[-1], "")
-    return result
-
-
-# The deepest nesting of objects and lists a body may have. encoding/json allows 10000; no
-# Kubernetes object comes near 100, and Python's own recursion (copying, comparing) does not
-# reach 10000.
-MAX_DEPTH = 100
-
-
-def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether objects and lists nest more than `limit` deep in value (walked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth >= limit:
-                return True
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return False
-
-
-def decode(obj: dict[str, Any], definition: str | None = None) -> tuple[list[str], list[str]]:
-    """Read obj as the real server's Go decoder reads a body into its type, changing it in place
-    (nulls and undeclared fields, see `_Walk`); returns (decode errors, the undeclared fields'
-    paths). The server answers the first decode error with a 400, before any unknown-field
-    handling."""
-    result = _schema_pass(obj, definition, decoding=True)
-    return result.decode, result.unknown
-
-
-def unknown_fields(obj: dict[str, Any]) -> list[str]:
-    """Paths (`spec.containers[0].foo`) of fields the official schema does not declare."""
-    return _schema_pass(obj).unknown
-
-
-def decode_errors(obj: dict[str, Any]) -> list[str]:
-    """Type mismatches worded as the real server's decoder reports them (it answers the first with
-    400 `<Kind> in version "v1" cannot be handled as a <Kind>: <error>`), e.g.
-    `json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort
-    of type int32`. validate_object also reports each as a FieldValueInvalid cause."""
-    return _schema_pass(obj).decode
-
-
-def unknown_field_message(path: str) -> str:
-    return f"unknown field {go_quote(path)}"  # sigs.k8s.io/json strictError: strconv.Quote(path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Kind rules
+from vk_provider.sandbox.api.validation.schema import schema_pass, unknown_field_message
 
 _NAMESPACE_SCOPED_DNS_LABEL_KINDS = {"Namespace", "Service"}
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
@@ -601,6 +81,16 @@ def _enum(out: list[dict[str, str]], path: str, value: Any, allowed: list[str]) 
         out.append(not_supported(path, value, allowed))
 
 
+def _unique_label(out: list[dict[str, str]], path: str, name: Any, seen: set[str]) -> None:
+    """A container or volume name: a DNS-1123 label not already in `seen` (which it joins)."""
+    errs = dns1123_label_errors(str(name))
+    if errs:
+        out.append(invalid(path, name, "; ".join(errs)))
+    elif name in seen:
+        out.append(duplicate(path, name))
+    seen.add(str(name))
+
+
 def _validate_containers(
     containers: list[Any], path: str, seen: set[str], volumes: set[str], out: list[dict[str, str]]
 ) -> None:
@@ -610,12 +100,7 @@ def _validate_containers(
         p = f"{path}[{i}]"
         name = c.get("name")
         if name:
-            errs = dns1123_label_errors(str(name))
-            if errs:
-                out.append(invalid(f"{p}.name", name, "; ".join(errs)))
-            elif name in seen:
-                out.append(duplicate(f"{p}.name", name))
-            seen.add(str(name))
+            _unique_label(out, f"{p}.name", name, seen)
         elif "name" in c:
             out.append(required(f"{p}.name"))
         if not c.get("image"):
@@ -789,7 +274,6 @@ def _validate_event(ev: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-_CONFIG_KEY_RE = re.compile(r"^[-._a-zA-Z0-9]+$")
 # The keys each Secret type requires (ValidateSecret, pkg/apis/core/validation/validation.go).
 _SECRET_TYPE_KEYS = {
     "kubernetes.io/dockercfg": (".dockercfg",),
@@ -797,26 +281,6 @@ _SECRET_TYPE_KEYS = {
     "kubernetes.io/ssh-auth": ("ssh-privatekey",),
     "kubernetes.io/tls": ("tls.crt", "tls.key"),
 }
-
-
-def config_key_errors(key: str) -> list[str]:
-    """IsConfigMapKey (k8s.io/apimachinery pkg/util/validation/validation.go)."""
-    errs = [_max_len_error(253)] if len(key) > 253 else []
-    if not _CONFIG_KEY_RE.match(key):
-        errs.append(
-            _regex_error(
-                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-                "[-._a-zA-Z0-9]+",
-                "key.name",
-                "KEY_NAME",
-                "key-name",
-            )
-        )
-    if key in (".", ".."):
-        errs.append(f"must not be '{key}'")
-    elif key.startswith(".."):
-        errs.append("must not start with '..'")
-    return errs
 
 
 def _validate_config_data(obj: dict[str, Any]) -> list[dict[str, str]]:
@@ -889,12 +353,7 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
         if not name:
             out.append(required(f"spec.volumes[{i}].name"))
             continue
-        errs = dns1123_label_errors(str(name))
-        if errs:
-            out.append(invalid(f"spec.volumes[{i}].name", name, "; ".join(errs)))
-        elif name in volumes:
-            out.append(duplicate(f"spec.volumes[{i}].name", name))
-        volumes.add(str(name))
+        _unique_label(out, f"spec.volumes[{i}].name", name, volumes)
     containers = spec.get("containers") or []
     if not containers:
         out.append(required("spec.containers"))
@@ -928,7 +387,7 @@ def validate_object(obj: dict[str, Any], *, strict: bool = True) -> list[dict[st
     (The real server answers unknown fields under fieldValidation=Strict with a 400
     `strict decoding error: unknown field "<path>"`; use unknown_fields() to build that instead.)
     """
-    result = _schema_pass(obj)
+    result = schema_pass(obj)
     causes = list(result.causes)
     if strict:
         causes.extend(
@@ -982,7 +441,7 @@ def _spec_diff(old: Any, new: Any, path: str, lines: list[str]) -> None:
         return
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new)):
-            _spec_diff(old.get(key), new.get(key), _child(path, key), lines)
+            _spec_diff(old.get(key), new.get(key), child_path(path, key), lines)
         return
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         for i, (a, b) in enumerate(zip(old, new, strict=True)):

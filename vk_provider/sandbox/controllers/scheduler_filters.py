@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from vk_provider.sandbox.quantity import parse_quantity
+from vk_provider.sandbox.api.quantity import parse_quantity
 
 SCHEDULER_NAME = "default-scheduler"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"

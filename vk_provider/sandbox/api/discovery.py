@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
-from vk_provider.sandbox.resources import ResourceInfo, Subresource, group_versions, in_group_version
+from vk_provider.sandbox.api.resources import ResourceInfo, Subresource, group_versions, in_group_version
 
 Obj = dict[str, Any]
 

@@ -1,7 +1,7 @@
 """PATCH bodies applied to stored objects, as the real apiserver applies them.
 
 Lives here: strategic merge patch driven by the `x-kubernetes-patch-strategy` /
-`x-kubernetes-patch-merge-key` extensions of the official schemas (validation.py; algorithm of
+`x-kubernetes-patch-merge-key` extensions of the official schemas (validation/schema.py; algorithm of
 `staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go` with the server's options
 MergeParallelList and IgnoreUnmatchedNulls), JSON merge patch (RFC 7386) and JSON patch (RFC 6902,
 error texts of evanphx/json-patch), and the content-type dispatch with its 415 answer.
@@ -15,7 +15,13 @@ import copy
 import json
 from typing import Any
 
-from vk_provider.sandbox.validation import MAX_DEPTH, definition_name, definitions, resolve, too_deep
+from vk_provider.sandbox.api.validation.schema import (
+    MAX_DEPTH,
+    definition_name,
+    definitions,
+    resolve,
+    too_deep,
+)
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

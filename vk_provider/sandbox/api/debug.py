@@ -18,10 +18,11 @@ from typing import Any
 
 from aiohttp import web
 
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.requestinfo import RequestInfo, parse_request
-from vk_provider.sandbox.store import OPTIMISTIC_LOCK_MSG, Store
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.requestinfo import RequestInfo, parse_request
+from vk_provider.sandbox.api.responses import error_response
+from vk_provider.sandbox.storage.store import OPTIMISTIC_LOCK_MSG, Store
 
 PREFIX = "/debug/sandbox"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -94,8 +95,6 @@ class SandboxDebug:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        from vk_provider.sandbox.handlers import error_response
-
         ri = parse_request(request.method, request.path, request.query)
         if ri.is_resource:
             self._counts[_key(ri)] += 1

@@ -31,10 +31,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.handlers import error_response
-from vk_provider.sandbox.requestinfo import parse_request
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.requestinfo import parse_request
+from vk_provider.sandbox.api.responses import error_response
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 TokenCheck = Callable[[str], Awaitable[bool]]

@@ -3,7 +3,7 @@
 What lives here: `ResourceInfo` (plural name, kind, group, version, scope, verbs, short names,
 categories, subresources, and the registry-strategy flags the store needs) and the lookups by
 store key ("pods", "leases.coordination.k8s.io") or by URL parts; also the discovery-only entries
-of metrics.k8s.io (served by metrics.py). Values follow the real discovery documents of
+of metrics.k8s.io (served by api/metrics.py). Values follow the real discovery documents of
 KUBE_VERSION. Must not: hold objects or do I/O.
 """
 
@@ -138,7 +138,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
         return_deleted_object=True,
     ),
     ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
-    # create-only reviews, answered and never stored (handlers_auth.py)
+    # create-only reviews, answered and never stored (api/handlers/auth.py)
     *(
         ResourceInfo(name, kind.lower(), kind, group, "v1", False, verbs=("create",))
         for name, kind, group in (
@@ -165,7 +165,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
 
 RESOURCES: dict[str, ResourceInfo] = {r.key: r for r in _REGISTRY}
 
-# metrics.k8s.io: in a real cluster an aggregated API served by metrics-server. Here metrics.py
+# metrics.k8s.io: in a real cluster an aggregated API served by metrics-server. Here api/metrics.py
 # answers it from the kubelets' stats; it is in discovery only, never in the store (RESOURCES).
 METRICS_GROUP = "metrics.k8s.io"
 METRICS_VERSION = "v1beta1"

@@ -9,7 +9,7 @@ Memory: an event's object JSON is the one the store made once for every watcher;
 in slices of `SLICE` bytes, each awaiting the client, so a connection buffers at most about one
 slice; when the store terminates the watch (its buffer overflowed: a client that does not read)
 while a write waits for that client, the connection is dropped and the client re-watches.
-Must not: decide which events a watcher sees (store.py does: replay, 410, selector transitions).
+Must not: decide which events a watcher sees (storage/store.py does: replay, 410, selector transitions).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ import random
 
 from aiohttp import web
 
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.handlers import JSON, ApiContext, list_options_invalid, table_of, wants_table
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.handlers.verbs import ApiContext, list_options_invalid
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.responses import JSON, table_of, wants_table
 
 BOOKMARK_EVERY = 60.0
 SLICE = 64 * 1024  # aiohttp's StreamWriter drains above 64 KiB

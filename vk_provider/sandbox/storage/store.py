@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.resources import ResourceInfo, by_key
-from vk_provider.sandbox.selectors import (
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.resources import ResourceInfo, by_key
+from vk_provider.sandbox.storage.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,

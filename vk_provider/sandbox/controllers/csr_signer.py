@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.pki import SUPPORTED_SIGNERS, CSRError, SandboxPKI
-from vk_provider.sandbox.store import Store
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.pki.authority import SUPPORTED_SIGNERS, CSRError, SandboxPKI
+from vk_provider.sandbox.storage.store import Store
 
 log = get_logger("sandbox.csr-signer")
 

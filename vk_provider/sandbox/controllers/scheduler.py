@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.logging import get_logger, pod_ref
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.scheduler_filters import (
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.controllers.scheduler_filters import (
     MALFORMED,
     SCHEDULER_NAME,
     NodeInfo,
@@ -26,7 +26,7 @@ from vk_provider.sandbox.scheduler_filters import (
     counts_against_node,
     waits_for_scheduling,
 )
-from vk_provider.sandbox.store import Store
+from vk_provider.sandbox.storage.store import Store
 
 log = get_logger("sandbox.scheduler")
 

@@ -8,7 +8,7 @@ sandbox authorizes like `--authorization-mode=AlwaysAllow`).
 Reviews are answered, never stored; their metadata is empty (apimachinery omits a zero
 creationTimestamp), but a SelfSubjectReview's carries the time of the request, as upstream's
 `pkg/registry/authentication/selfsubjectreview/rest.go`. `authenticate` is also what the
-request guard (request_guard.py, through server.py) uses to accept a service account token as
+request guard (api/request_guard.py, through server.py) uses to accept a service account token as
 an API credential. Must not: decide which requests need credentials (the request guard does).
 """
 
@@ -20,13 +20,15 @@ from typing import Any
 
 from aiohttp import web
 
-from vk_provider.sandbox.defaults import ADMIN_GROUPS, ADMIN_USER
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.handlers import ApiContext, json_response, read_typed_body
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo
-from vk_provider.sandbox.store import now_rfc3339
-from vk_provider.sandbox.tokens import ISSUER, TokenError, verify_token
+from vk_provider.sandbox.api.decoding import read_typed_body
+from vk_provider.sandbox.api.defaults import ADMIN_GROUPS, ADMIN_USER
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.handlers.verbs import ApiContext
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import ResourceInfo
+from vk_provider.sandbox.api.responses import json_response
+from vk_provider.sandbox.pki.tokens import ISSUER, TokenError, verify_token
+from vk_provider.sandbox.storage.store import now_rfc3339
 
 Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]

@@ -1,6 +1,6 @@
 """The OpenAPI documents kubectl reads: `/openapi/v3` (index), `/openapi/v3/<gv path>`, `/openapi/v2`.
 
-Lives here: conversion of kubernetes-validate's JSON-schema definitions (validation.SCHEMA_VERSION)
+Lives here: conversion of kubernetes-validate's JSON-schema definitions (validation/schema.SCHEMA_VERSION)
 into OpenAPI schemas (`#/components/schemas/...` for v3, `#/definitions/...` for v2;
 `x-kubernetes-group-version-kind` and the patch extensions kept), and paths for the resources of
 the sandbox's registry with operations shaped like upstream's: PATCH carries
@@ -21,8 +21,8 @@ import json
 from typing import Any
 
 from vk_provider.kube_version import KUBE_MINOR_VERSION
-from vk_provider.sandbox.resources import RESOURCES, ResourceInfo
-from vk_provider.sandbox.validation import definition_name, definitions
+from vk_provider.sandbox.api.resources import RESOURCES, ResourceInfo
+from vk_provider.sandbox.api.validation.schema import definition_name, definitions
 
 Obj = dict[str, Any]
 

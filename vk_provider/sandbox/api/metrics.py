@@ -23,14 +23,14 @@ from aiohttp import web
 from yarl import URL
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.handlers import json_response, not_found_resource, wants_table
-from vk_provider.sandbox.kubelet_proxy import kubelet_address
-from vk_provider.sandbox.pki import SandboxPKI
-from vk_provider.sandbox.quantity import parse_quantity
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import METRICS_GROUP, METRICS_VERSION
-from vk_provider.sandbox.store import Store, now_rfc3339
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.kubelet_proxy import kubelet_address
+from vk_provider.sandbox.api.quantity import parse_quantity
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import METRICS_GROUP, METRICS_VERSION
+from vk_provider.sandbox.api.responses import json_response, not_found_resource, wants_table
+from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_provider.sandbox.storage.store import Store, now_rfc3339
 
 log = get_logger("sandbox.metrics")
 

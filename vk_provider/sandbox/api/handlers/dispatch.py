@@ -1,8 +1,8 @@
 """Routing a parsed resource request to its handler.
 
 What lives here: `dispatch(ctx, request, ri)`: looks the resource up in the registry (404 for
-unknown ones, 405 for verbs it does not serve), sends action subresources to handlers_pods.py,
-reviews to handlers_auth.py, status-like subresources and plain verbs to handlers.py.
+unknown ones, 405 for verbs it does not serve), sends action subresources to subresources.py,
+reviews to auth.py, status-like subresources and plain verbs to verbs.py.
 Must not: implement any verb itself.
 """
 
@@ -12,23 +12,23 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from vk_provider.sandbox import errors
-from vk_provider.sandbox.handlers import (
+from vk_provider.sandbox.api import errors
+from vk_provider.sandbox.api.handlers.auth import REVIEW_HANDLERS
+from vk_provider.sandbox.api.handlers.subresources import SUBRESOURCE_HANDLERS
+from vk_provider.sandbox.api.handlers.verbs import (
     ApiContext,
     create_object,
     delete_collection,
     delete_object,
     get_object,
     list_objects,
-    not_found_resource,
     patch_object,
     update_object,
 )
-from vk_provider.sandbox.handlers_auth import REVIEW_HANDLERS
-from vk_provider.sandbox.handlers_pods import SUBRESOURCE_HANDLERS
-from vk_provider.sandbox.handlers_watch import watch_objects
-from vk_provider.sandbox.requestinfo import RequestInfo
-from vk_provider.sandbox.resources import ResourceInfo, lookup
+from vk_provider.sandbox.api.handlers.watch import watch_objects
+from vk_provider.sandbox.api.requestinfo import RequestInfo
+from vk_provider.sandbox.api.resources import ResourceInfo, lookup
+from vk_provider.sandbox.api.responses import not_found_resource
 
 VerbHandler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
 VERB_HANDLERS: dict[str, VerbHandler] = {

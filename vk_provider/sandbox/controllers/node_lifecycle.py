@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.logging import get_logger
-from vk_provider.sandbox.errors import ApiError
-from vk_provider.sandbox.scheduler_filters import MALFORMED, tolerates
-from vk_provider.sandbox.store import Store
+from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.controllers.scheduler_filters import MALFORMED, tolerates
+from vk_provider.sandbox.storage.store import Store
 
 log = get_logger("sandbox.node-lifecycle")
 
