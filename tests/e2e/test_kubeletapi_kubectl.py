@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
 from tests.support.kubectl import KUBECTL
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
 from tests.support.kubectl import KUBECTL
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.kube_version import KUBE_VERSION
 
 pytestmark = pytest.mark.kubectl

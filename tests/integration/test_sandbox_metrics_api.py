@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.kubeletapi.tls import self_signed
 
 DEADLINE = 30.0

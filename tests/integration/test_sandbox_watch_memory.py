@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 
 MIB = 1024 * 1024
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
