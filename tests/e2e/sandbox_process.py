@@ -14,7 +14,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -28,6 +27,7 @@ import yaml
 from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import until
+from tests.support.ports import free_port
 
 DEADLINE = 120.0
 NODE_LABEL = "io.vk-provider.node"
@@ -165,12 +165,6 @@ def stop_sandbox(sandbox: Sandbox) -> int:
         sandbox.proc.kill()
         sandbox.proc.wait()
         raise
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -45,13 +44,6 @@ BUSYBOX = "vk-test/busybox:1"
 PAUSE = "vk-test/pause:1"
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
@@ -122,7 +114,7 @@ class ProviderHarness:
         self.workdir = workdir
         self.sync_period = sync_period
         self.static_dir = static_dir
-        # api_port (emulator only): a fixed port (see `free_port`) lets a test write the kubeconfig
+        # api_port (emulator only): a fixed port (`free_port`) lets a test write the kubeconfig
         # and start the provider before the sandbox listens; 0 picks a free port at start.
         self.plane = plane if plane is not None else EmulatorPlane(workdir, api_port)
         self.kubeconfig = self.plane.admin_kubeconfig

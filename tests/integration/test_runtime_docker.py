@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import urllib.request
 import uuid
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -400,9 +400,7 @@ async def test_exec_returns_code_and_output_and_times_out(runtime: DockerRuntime
 
 
 async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: DockerRuntime) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        host_port = s.getsockname()[1]
+    host_port = free_port()
     pod = make_pod(
         "net-" + "x" * 70,
         [

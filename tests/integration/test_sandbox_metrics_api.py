@@ -7,7 +7,6 @@ answers; Running pods with a rate), selectors, and metrics-server's errors. No D
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.support.ports import free_port
 from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.kubeletapi.tls import self_signed
 
@@ -92,16 +92,10 @@ async def kubelet(tmp_path: Path) -> AsyncIterator[tuple[RunningSandbox, StandIn
             await runner.cleanup()
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def _objects(sandbox: RunningSandbox, port: int) -> None:
     for name, ready, kubelet_port in (
         ("live", "True", port),
-        ("dead", "True", _closed_port()),
+        ("dead", "True", free_port()),
         ("down", "False", port),
     ):
         await sandbox.store.create(

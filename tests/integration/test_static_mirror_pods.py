@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.polling import eventually
+from tests.support.ports import free_port
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -55,12 +55,6 @@ def by_uid(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def pod_path(pod: dict[str, Any]) -> str:
     return f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:

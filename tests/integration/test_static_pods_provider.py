@@ -26,11 +26,11 @@ from tests.integration.provider_harness import (
     PAUSE,
     ProviderHarness,
     container_status,
-    free_port,
 )
 from tests.support.containers import labelled
 from tests.support.planes import Plane
 from tests.support.polling import eventually
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.docker
 
