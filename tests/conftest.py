@@ -23,14 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
 
 pytest_plugins = ["tests.support.fixtures_sandbox"]
 
 REPO = Path(__file__).resolve().parent.parent
-BUSYBOX_IMAGE = "vk-test/busybox:1"
-PAUSE_IMAGE = "vk-test/pause:1"
 TEST_LABEL = "io.vk-provider.test"
 NODE_LABEL = "io.vk-provider.node"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
@@ -33,7 +34,6 @@ from vk_provider.runtime.types import ContainerRole
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
-BUSYBOX = "vk-test/busybox:1"
 SCRIPT = (
     "httpd -p 8080 -h /var/www; echo hello from app;"
     " i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"
@@ -75,7 +75,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
                 },
             }
             await sandbox.store.create("nodes", node)
-            spec = {"name": "app", "image": BUSYBOX, "command": ["sh", "-c", SCRIPT]}
+            spec = {"name": "app", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SCRIPT]}
             manifest = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -92,7 +92,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
             assert code == 0, err  # kubectl port-forward wants a Running pod
             sandbox_state = await runtime.ensure_sandbox(pod)
-            await runtime.ensure_image(BUSYBOX, "IfNotPresent", pod)
+            await runtime.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
             await runtime.start_container(
                 ContainerLaunch(
                     pod=pod,

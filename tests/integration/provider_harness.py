@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import EmulatorPlane, RealPlane
 from vk_provider.app import Provider
 from vk_provider.config import (
@@ -40,8 +41,6 @@ from vk_provider.config import (
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.sandbox.server import SandboxServer
 
-BUSYBOX = "vk-test/busybox:1"
-PAUSE = "vk-test/pause:1"
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -83,7 +82,7 @@ def static_pod_dir(directory: Path, name: str, containers: list[dict[str, Any]],
 
 def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
     """A busybox container running `script` with sh -c."""
-    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
+    return {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **extra}
 
 
 def phase(pod: dict[str, Any]) -> str:
@@ -146,7 +145,7 @@ class ProviderHarness:
         return Config(
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
             kubernetes=KubernetesConfig(kubeconfig=str(self.plane.provider_kubeconfig)),
-            docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
+            docker=DockerConfig(sandbox_image=PAUSE_IMAGE, state_dir=str(self.workdir / "state")),
             pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
@@ -174,7 +173,7 @@ class ProviderHarness:
         cfg = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
             "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
-            "docker": {"sandboxImage": PAUSE, "stateDir": str(self.workdir / "state")},
+            "docker": {"sandboxImage": PAUSE_IMAGE, "stateDir": str(self.workdir / "state")},
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
             "kubeletServer": {
                 "listen": "127.0.0.1:0",

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
 from vk_provider.config import DockerConfig, KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.docker import DockerRuntime
@@ -21,7 +22,6 @@ from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
 from vk_provider.sandbox.pki import SandboxPKI
 
-BUSYBOX = "vk-test/busybox:1"
 DEADLINE = 60.0
 
 
@@ -50,7 +50,9 @@ async def run_pod(
 ) -> tuple[dict[str, Any], dict[str, ContainerInstance]]:
     """Start `sh -c <script>` containers (name -> script) in a pod (new, or `pod` again)."""
     if pod is None:
-        specs = [{"name": n, "image": BUSYBOX, "command": ["sh", "-c", s]} for n, s in containers.items()]
+        specs = [
+            {"name": n, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", s]} for n, s in containers.items()
+        ]
         pod = {
             "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
             "spec": {"containers": specs},
@@ -61,7 +63,7 @@ async def run_pod(
         if c["name"] not in containers:
             continue
         script = containers[c["name"]]
-        await rt.ensure_image(BUSYBOX, "IfNotPresent", pod)
+        await rt.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
         started[c["name"]] = await rt.start_container(
             ContainerLaunch(
                 pod=pod,
@@ -274,7 +276,7 @@ async def test_attach_to_the_main_process(
     runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
 ) -> None:
     _, base = kubelet
-    specs = [{"name": "app", "image": BUSYBOX, "stdin": True, "command": ["sh"]}]
+    specs = [{"name": "app", "image": BUSYBOX_IMAGE, "stdin": True, "command": ["sh"]}]
     pod = {
         "metadata": {"name": "talker", "namespace": "default", "uid": str(uuid.uuid4())},
         "spec": {"containers": specs},

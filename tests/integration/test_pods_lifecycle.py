@@ -15,7 +15,6 @@ import aiohttp
 import pytest
 
 from tests.integration.provider_harness import (
-    BUSYBOX,
     ProviderHarness,
     condition,
     container_status,
@@ -24,6 +23,7 @@ from tests.integration.provider_harness import (
     waiting_reason,
 )
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]
@@ -40,7 +40,7 @@ async def test_init_then_two_app_containers_share_localhost_and_serve_on_the_pod
                 sh("loop", "while true; do wget -qO- http://localhost:8080/ && echo reached; sleep 1; done"),
                 {
                     "name": "httpd",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
                 },
             ],

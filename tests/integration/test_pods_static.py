@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status, static_pod_dir
+from tests.integration.provider_harness import ProviderHarness, container_status, static_pod_dir
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.docker
 async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    containers = [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}]
+    containers = [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}]
     static_dir = static_pod_dir(tmp_path, "web", containers, terminationGracePeriodSeconds=2)
     mirror_name = f"web-{node_name.lower()}"
     async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from tests.integration.provider_harness import (
-    BUSYBOX,
     ProviderHarness,
     container_status,
     phase,
     waiting_reason,
 )
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
 
 pytestmark = pytest.mark.docker
@@ -72,7 +72,7 @@ async def test_configmap_secret_and_downward_api_volumes_are_files(
         [
             {
                 "name": "main",
-                "image": BUSYBOX,
+                "image": BUSYBOX_IMAGE,
                 "command": ["sh", "-c", script],
                 "volumeMounts": [
                     {"name": "conf", "mountPath": "/etc/app/conf"},
@@ -130,7 +130,7 @@ async def test_missing_configmap_keeps_the_pod_creating_until_it_appears(
             [
                 {
                     "name": "main",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": ["sh", "-c", "cat /cfg/key; echo; sleep 3600"],
                     "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}],
                 }
@@ -159,7 +159,7 @@ async def test_configmap_volume_is_updated_in_place(
                 [
                     {
                         "name": "main",
-                        "image": BUSYBOX,
+                        "image": BUSYBOX_IMAGE,
                         "command": ["sh", "-c", "while true; do cat /cfg/key; echo; sleep 0.5; done"],
                         "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}],
                     }
@@ -189,7 +189,7 @@ async def test_service_account_volume_has_token_ca_and_namespace(
             [
                 {
                     "name": "main",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": [
                         "sh",
                         "-c",

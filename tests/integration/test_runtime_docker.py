@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import DockerRuntime
@@ -30,7 +31,6 @@ from vk_provider.runtime.types import (
 
 pytestmark = pytest.mark.asyncio
 
-BUSYBOX = "vk-test/busybox:1"
 DEADLINE = 60.0
 
 
@@ -42,7 +42,7 @@ def make_pod(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[s
 
 
 def container(name: str, *command: str, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "command": list(command), **fields}
+    return {"name": name, "image": BUSYBOX_IMAGE, "command": list(command), **fields}
 
 
 @pytest.fixture
@@ -264,7 +264,7 @@ async def test_image_failures_have_kubelet_reasons(runtime: DockerRuntime) -> No
     assert pull.value.reason == "ErrImagePull"
     assert pull.value.message.startswith(f'Failed to pull image "{missing}": ')
 
-    assert (await runtime.ensure_image(BUSYBOX, "Never", pod)).startswith("sha256:")
+    assert (await runtime.ensure_image(BUSYBOX_IMAGE, "Never", pod)).startswith("sha256:")
 
 
 @pytest.mark.parametrize(
@@ -291,7 +291,7 @@ async def test_other_nodes_containers_are_invisible_and_untouched(
 ) -> None:
     other_uid = str(uuid.uuid4())
     foreign = docker_client.containers.run(
-        BUSYBOX,
+        BUSYBOX_IMAGE,
         ["sleep", "300"],
         detach=True,
         labels={

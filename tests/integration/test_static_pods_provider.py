@@ -22,12 +22,11 @@ import pytest
 import yaml
 
 from tests.integration.provider_harness import (
-    BUSYBOX,
-    PAUSE,
     ProviderHarness,
     container_status,
 )
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
 from tests.support.polling import eventually
 from tests.support.ports import free_port
@@ -41,7 +40,9 @@ SEEN = "kubernetes.io/config.seen"
 BAD_MANIFEST = "FailedStaticPodManifest"
 
 
-def static_manifest(name: str, command: list[str] | None = None, image: str = BUSYBOX) -> dict[str, Any]:
+def static_manifest(
+    name: str, command: list[str] | None = None, image: str = BUSYBOX_IMAGE
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "main", "image": image}
     if command is not None:
         container["command"] = command
@@ -200,7 +201,7 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
 
         # A new image (the pause image's own entrypoint).
         new_hash = new["metadata"]["annotations"][MIRROR]
-        write(path, static_manifest("web", image=PAUSE))
+        write(path, static_manifest("web", image=PAUSE_IMAGE))
         newest = await harness.wait_for(
             mirror_name,
             lambda p: p["metadata"]["annotations"][MIRROR] not in (old_hash, new_hash) and running_with()(p),
@@ -208,9 +209,9 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
         )
         third = await one_running_container(docker_client, node_name, mirror_name)
         assert third.id != second.id
-        assert third.attrs["Config"]["Image"] == PAUSE
+        assert third.attrs["Config"]["Image"] == PAUSE_IMAGE
         assert container_status(newest, "main")["containerID"] == f"docker://{third.id}"
-        assert newest["spec"]["containers"][0]["image"] == PAUSE
+        assert newest["spec"]["containers"][0]["image"] == PAUSE_IMAGE
         await eventually(
             lambda: asyncio.to_thread(lambda: not is_running(docker_client, second.id)),
             what="the old container still runs",
@@ -283,7 +284,9 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
         yaml.safe_dump(
             {
                 **static_manifest("unknown"),
-                "spec": {"containers": [{"name": "main", "image": BUSYBOX, "commandd": ["sleep", "1"]}]},
+                "spec": {
+                    "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "commandd": ["sleep", "1"]}]
+                },
             }
         ),
         "'commandd' was unexpected",
@@ -413,7 +416,7 @@ async def test_without_a_static_pod_path_leftover_mirror_pods_are_deleted(
                 "namespace": "default",
                 "annotations": {MIRROR: "0123456789abcdef", HASH: "0123456789abcdef", SOURCE: "file"},
             },
-            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": BUSYBOX}]},
+            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": BUSYBOX_IMAGE}]},
         }
         await harness.create(leftover)
         await harness.start_provider()
