@@ -24,6 +24,7 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
+from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
@@ -132,13 +133,14 @@ async def kubectl(
 
 
 async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
-    deadline = asyncio.get_running_loop().time() + 60
-    while True:
+    code, out, err = 0, "", ""
+
+    async def ticked() -> bool:
+        nonlocal code, out, err
         code, out, err = await kubectl(cluster.kubeconfig, "logs", "web")
-        if code == 0 and "tick 1\n" in out:
-            break
-        assert asyncio.get_running_loop().time() < deadline, (code, out, err)
-        await asyncio.sleep(0.3)
+        return code == 0 and "tick 1\n" in out
+
+    await eventually(ticked, within=60, interval=0.3, what=lambda: f"tick 1 in the log ({code, out, err})")
     assert out.startswith("hello from app\ntick 0\ntick 1\n")
     code, out, err = await kubectl(cluster.kubeconfig, "logs", "web", "--tail=1")
     assert code == 0 and out.count("\n") == 1 and out.startswith("tick "), (out, err)
@@ -206,14 +208,14 @@ async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
         match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
         assert match, (line, await proc.stderr.read())
         port = int(match.group(1))
-        deadline = asyncio.get_running_loop().time() + 60
-        while True:  # httpd may still be starting
+
+        async def answered() -> str | None:  # httpd may still be starting
             try:
-                body = await asyncio.to_thread(http_get, port)
-                break
+                return await asyncio.to_thread(http_get, port)
             except OSError:
-                assert asyncio.get_running_loop().time() < deadline
-                await asyncio.sleep(0.3)
+                return None
+
+        body = await eventually(answered, within=60, interval=0.3, what=f"an answer on port {port}")
         assert body == "hello from vk-test/busybox\n"
         assert await asyncio.to_thread(http_get, port) == body  # a second connection, a second stream pair
     finally:

@@ -12,7 +12,6 @@ Must not: reach into the provider's internals to decide a test's outcome.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -27,6 +26,7 @@ import yaml
 
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import EmulatorPlane, RealPlane
+from tests.support.polling import eventually
 from vk_provider.app import Provider
 from vk_provider.config import (
     Config,
@@ -250,23 +250,34 @@ class ProviderHarness:
         self, name: str, predicate: Callable[[dict[str, Any]], bool], within: float = 60.0
     ) -> dict[str, Any]:
         """Poll the pod until `predicate(pod)` holds; fail with the last pod seen."""
-        deadline = time.monotonic() + within
         pod: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
+
+        async def reached() -> dict[str, Any] | None:
+            nonlocal pod
             pod = await self.get(name)
-            if pod is not None and predicate(pod):
-                return pod
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"pod {name} did not reach the expected state in {within}s; last: {pod}")
+            return pod if pod is not None and predicate(pod) else None
+
+        found: dict[str, Any] = await eventually(
+            reached,
+            within=within,
+            interval=0.2,
+            what=lambda: f"pod {name} in the expected state (last: {pod})",
+        )
+        return found
 
     async def wait_gone(self, name: str, within: float = 60.0) -> float:
         """Poll until the pod is gone from the API; return when (monotonic)."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if await self.get(name) is None:
-                return time.monotonic()
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"pod {name} still exists after {within}s: {await self.get(name)}")
+        pod: dict[str, Any] | None = None
+
+        async def gone() -> float | None:
+            nonlocal pod
+            pod = await self.get(name)
+            return time.monotonic() if pod is None else None
+
+        when: float = await eventually(
+            gone, within=within, interval=0.1, what=lambda: f"pod {name} gone (still there: {pod})"
+        )
+        return when
 
     async def events(self, name: str) -> list[dict[str, Any]]:
         answer = await self.api.get(
@@ -276,13 +287,20 @@ class ProviderHarness:
         return list(answer.get("items") or [])
 
     async def wait_event(self, name: str, reason: str, within: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            for event in await self.events(name):
-                if event.get("reason") == reason:
-                    return event
-            await asyncio.sleep(0.3)
-        raise AssertionError(f"no {reason} event for pod {name}: {await self.events(name)}")
+        events: list[dict[str, Any]] = []
+
+        async def recorded() -> dict[str, Any] | None:
+            nonlocal events
+            events = await self.events(name)
+            return next((event for event in events if event.get("reason") == reason), None)
+
+        event: dict[str, Any] = await eventually(
+            recorded,
+            within=within,
+            interval=0.3,
+            what=lambda: f"a {reason} event for pod {name} (events: {events})",
+        )
+        return event
 
     async def counters(self) -> dict[str, Any]:
         answer = await self.api.get("/debug/sandbox/counters")

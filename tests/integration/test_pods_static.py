@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from tests.integration.provider_harness import ProviderHarness, container_status
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 
@@ -36,8 +36,7 @@ async def test_static_pod_runs_is_mirrored_and_goes_away_with_its_file(
         assert len(labelled(docker_client, label, all=False)) == 2
         (static_dir / "web.yaml").unlink()
         await harness.wait_gone(mirror_name, within=60)
-        for _ in range(120):
-            if not labelled(docker_client, label):
-                break
-            await asyncio.sleep(0.5)
+        await eventually(
+            lambda: not labelled(docker_client, label), within=60, interval=0.5, what="the containers removed"
+        )
         assert not labelled(docker_client, label)

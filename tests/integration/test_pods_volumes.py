@@ -7,10 +7,8 @@ reads its log, as `kubectl logs` would show it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from tests.integration.provider_harness import (
 )
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 
@@ -36,16 +35,22 @@ async def logs_of(pod: dict[str, Any], name: str, docker_client: Any) -> str:
 async def wait_logs(
     harness: ProviderHarness, pod_name: str, name: str, docker_client: Any, wanted: str, within: float = 60
 ) -> str:
-    deadline = time.monotonic() + within
     text = ""
-    while time.monotonic() < deadline:
+
+    async def logged() -> str | None:
+        nonlocal text
         pod = await harness.get(pod_name)
         if pod is not None and container_status(pod, name).get("containerID"):
             text = await logs_of(pod, name, docker_client)
-            if wanted in text:
-                return text
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"{wanted!r} not in the log of {pod_name}/{name}: {text!r}")
+        return text if wanted in text else None
+
+    log: str = await eventually(
+        logged,
+        within=within,
+        interval=0.5,
+        what=lambda: f"{wanted!r} in the log of {pod_name}/{name} ({text!r})",
+    )
+    return log
 
 
 async def test_configmap_secret_and_downward_api_volumes_are_files(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.polling import eventually, until
 from tests.support.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import DockerRuntime
@@ -85,17 +86,17 @@ async def start(
 async def wait_exited(
     rt: DockerRuntime, uid: str, name: str, attempt: int | None = None
 ) -> ContainerInstance:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
+
+    async def exited() -> ContainerInstance | None:
         state = await rt.pod_state(uid)
         found = [c for c in state.containers if c.name == name] if state else []
         if attempt is not None:
             found = [c for c in found if c.attempt == attempt]
         inst = max(found, key=lambda c: c.attempt) if found else None
-        if inst is not None and inst.state == ContainerRunState.EXITED:
-            return inst
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{name} did not exit")
+        return inst if inst is not None and inst.state == ContainerRunState.EXITED else None
+
+    inst: ContainerInstance = await eventually(exited, within=DEADLINE, interval=0.2, what=f"{name} to exit")
+    return inst
 
 
 async def read_logs(rt: DockerRuntime, container_id: str) -> bytes:
@@ -104,15 +105,20 @@ async def read_logs(rt: DockerRuntime, container_id: str) -> bytes:
 
 
 def http_get(url: str) -> str:
-    deadline = time.monotonic() + DEADLINE
-    while True:
+    """The body at `url`, retried while nothing answers there yet."""
+    failure: OSError | None = None
+
+    def answered() -> str | None:
+        nonlocal failure
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
-                return resp.read().decode()
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+                return str(resp.read().decode())
+        except OSError as exc:
+            failure = exc
+            return None
+
+    body: str = until(lambda: f"an answer from {url} (last error: {failure})", answered, DEADLINE, 0.2)
+    return body
 
 
 async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: DockerRuntime) -> None:

@@ -6,9 +6,7 @@ answers; Running pods with a rate), selectors, and metrics-server's errors. No D
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.support.polling import eventually
 from tests.support.ports import free_port
 from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.kubeletapi.tls import self_signed
@@ -137,10 +136,12 @@ async def _names(sandbox: RunningSandbox, path: str) -> list[str]:
 
 
 async def _second_scrape(sandbox: RunningSandbox) -> None:
-    end = time.monotonic() + DEADLINE
-    while not await _names(sandbox, f"{PREFIX}/nodes"):
-        assert time.monotonic() < end, "no NodeMetrics after the second scrape"
-        await asyncio.sleep(0.5)
+    await eventually(
+        lambda: _names(sandbox, f"{PREFIX}/nodes"),
+        within=DEADLINE,
+        interval=0.5,
+        what="NodeMetrics after the second scrape",
+    )
 
 
 async def test_the_first_scrape_has_no_rate_yet(kubelet: tuple[RunningSandbox, StandInKubelet]) -> None:

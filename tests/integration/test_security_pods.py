@@ -9,7 +9,6 @@ provider runs the other pods.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from tests.integration.provider_harness import (
     waiting_reason,
 )
 from tests.support.containers import labelled
+from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 
@@ -35,11 +35,16 @@ def pod_containers(docker_client: Any, uid: str, role: str | None = None) -> lis
 
 async def logs_of(docker_client: Any, pod: dict[str, Any], name: str, wanted: bytes) -> bytes:
     container_id = container_status(pod, name)["containerID"].removeprefix("docker://")
-    deadline = time.monotonic() + 30
     logs = b""
-    while time.monotonic() < deadline and wanted not in logs:
+
+    def logged() -> bool:
+        nonlocal logs
         logs = docker_client.containers.get(container_id).logs()
-        await asyncio.sleep(0.3)
+        return wanted in logs
+
+    await eventually(
+        logged, within=30, interval=0.3, what=lambda: f"{wanted!r} in the log of {name} ({logs!r})"
+    )
     return bytes(logs)
 
 
