@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.node_docker_proxy import DockerSocketProxy
+from tests.support.docker_socket_proxy import DockerSocketProxy
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox

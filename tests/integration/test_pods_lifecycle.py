@@ -1,7 +1,7 @@
 """Pods on real Docker driven through the sandbox API, as a user would: the issue 5 "Must show" list.
 
 Each test runs the sandbox control plane and the provider in-process for a unique node
-(tests/integration/provider_harness.py); containers carry that node's label and are
+(tests/support/provider_harness.py); containers carry that node's label and are
 removed by the `node_name` fixture.
 """
 
@@ -13,7 +13,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.integration.provider_harness import (
+from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.polling import eventually
+from tests.support.provider_harness import (
     ProviderHarness,
     condition,
     container_status,
@@ -21,9 +24,6 @@ from tests.integration.provider_harness import (
     sh,
     waiting_reason,
 )
-from tests.support.containers import labelled
-from tests.support.images import BUSYBOX_IMAGE
-from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
 from tests.support.containers import labelled
 from tests.support.planes import Plane
 from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness, container_status, phase, sh
 
 pytestmark = pytest.mark.docker
 POD_UID_LABEL = "io.vk-provider.pod.uid"

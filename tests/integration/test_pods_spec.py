@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.provider_harness import (
     ProviderHarness,
     condition,
     container_status,
     phase,
     waiting_reason,
 )
-from tests.support.images import BUSYBOX_IMAGE
 
 pytestmark = pytest.mark.docker
 

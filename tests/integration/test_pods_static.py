@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, container_status, static_pod_dir
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
 from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness, container_status, static_pod_dir
 
 pytestmark = pytest.mark.docker
 

@@ -1,7 +1,7 @@
 """configMap, secret, downwardAPI and projected volumes on real Docker, through the sandbox API.
 
 Each test runs the sandbox control plane and the provider in-process for a unique node
-(tests/integration/provider_harness.py); a container prints the mounted files and the test
+(tests/support/provider_harness.py); a container prints the mounted files and the test
 reads its log, as `kubectl logs` would show it.
 """
 
@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.planes import Plane
+from tests.support.polling import eventually
+from tests.support.provider_harness import (
     ProviderHarness,
     container_status,
     phase,
     waiting_reason,
 )
-from tests.support.images import BUSYBOX_IMAGE
-from tests.support.planes import Plane
-from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 

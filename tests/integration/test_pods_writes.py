@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, container_status
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.provider_harness import ProviderHarness, container_status
 
 pytestmark = pytest.mark.docker
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")

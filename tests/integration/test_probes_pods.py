@@ -2,7 +2,7 @@
 httpGet), liveness restarts, and a startup probe gating readiness.
 
 Each test runs the sandbox and the provider in-process for a unique node
-(tests/integration/provider_harness.py); containers are removed by the `node_name` fixture.
+(tests/support/provider_harness.py); containers are removed by the `node_name` fixture.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, condition, container_status, sh
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.provider_harness import ProviderHarness, condition, container_status, sh
 
 pytestmark = pytest.mark.docker
 # sh as PID 1 ignores SIGTERM: trap it so kills and deletions are quick.

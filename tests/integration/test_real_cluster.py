@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from tests.e2e.sandbox_process import TOLERATION
-from tests.integration.provider_harness import ProviderHarness, condition, phase, static_pod_dir
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import RealPlane
 from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness, condition, phase, static_pod_dir
+from tests.support.sandbox_process import TOLERATION
 from vk_provider.app import Provider
 from vk_provider.config import KubeletTLS
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig

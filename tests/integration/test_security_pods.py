@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
+from tests.support.containers import labelled
+from tests.support.polling import eventually
+from tests.support.provider_harness import (
     ProviderHarness,
     container_status,
     phase,
     sh,
     waiting_reason,
 )
-from tests.support.containers import labelled
-from tests.support.polling import eventually
 
 pytestmark = pytest.mark.docker
 

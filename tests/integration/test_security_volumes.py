@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
+from tests.support.containers import labelled
+from tests.support.planes import Plane
+from tests.support.provider_harness import (
     ProviderHarness,
     container_status,
     phase,
@@ -26,8 +28,6 @@ from tests.integration.provider_harness import (
     static_pod_dir,
     waiting_reason,
 )
-from tests.support.containers import labelled
-from tests.support.planes import Plane
 from vk_provider.runtime.docker import labels as lb
 
 pytestmark = pytest.mark.docker

@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.provider_harness import (
-    ProviderHarness,
-    container_status,
-)
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
 from tests.support.polling import eventually
 from tests.support.ports import free_port
+from tests.support.provider_harness import (
+    ProviderHarness,
+    container_status,
+)
 
 pytestmark = pytest.mark.docker
 
