@@ -15,15 +15,10 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import sh
+from tests.support.pod_status import condition, container_status, phase, waiting_reason
 from tests.support.polling import eventually
-from tests.support.provider_harness import (
-    ProviderHarness,
-    condition,
-    container_status,
-    phase,
-    sh,
-    waiting_reason,
-)
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from tests.support.containers import labelled
+from tests.support.manifests import sh
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
-from tests.support.provider_harness import ProviderHarness, container_status, phase, sh
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 POD_UID_LABEL = "io.vk-provider.pod.uid"

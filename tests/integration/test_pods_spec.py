@@ -9,13 +9,8 @@ from typing import Any
 import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
-from tests.support.provider_harness import (
-    ProviderHarness,
-    condition,
-    container_status,
-    phase,
-    waiting_reason,
-)
+from tests.support.pod_status import condition, container_status, phase, waiting_reason
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 

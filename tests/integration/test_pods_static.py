@@ -9,9 +9,11 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import static_pod_dir
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status
 from tests.support.polling import eventually
-from tests.support.provider_harness import ProviderHarness, container_status, static_pod_dir
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 

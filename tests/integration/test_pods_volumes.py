@@ -16,13 +16,9 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.polling import eventually
-from tests.support.provider_harness import (
-    ProviderHarness,
-    container_status,
-    phase,
-    waiting_reason,
-)
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
-from tests.support.provider_harness import ProviderHarness, container_status
+from tests.support.pod_status import container_status
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")

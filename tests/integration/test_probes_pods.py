@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
-from tests.support.provider_harness import ProviderHarness, condition, container_status, sh
+from tests.support.manifests import sh
+from tests.support.pod_status import condition, container_status
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 # sh as PID 1 ignores SIGTERM: trap it so kills and deletions are quick.

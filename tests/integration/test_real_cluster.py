@@ -25,9 +25,11 @@ from cryptography import x509
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
+from tests.support.manifests import static_pod_dir
 from tests.support.planes import RealPlane
+from tests.support.pod_status import condition, phase
 from tests.support.polling import eventually
-from tests.support.provider_harness import ProviderHarness, condition, phase, static_pod_dir
+from tests.support.provider_harness import ProviderHarness
 from tests.support.sandbox_process import TOLERATION
 from vk_provider.app import Provider
 from vk_provider.config import KubeletTLS

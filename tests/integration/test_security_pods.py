@@ -14,14 +14,10 @@ from typing import Any
 import pytest
 
 from tests.support.containers import labelled
+from tests.support.manifests import sh
+from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.polling import eventually
-from tests.support.provider_harness import (
-    ProviderHarness,
-    container_status,
-    phase,
-    sh,
-    waiting_reason,
-)
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 

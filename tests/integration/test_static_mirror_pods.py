@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
+from tests.support.manifests import by_uid, sh
 from tests.support.polling import eventually
 from tests.support.ports import free_port
 from vk_provider.config import KubernetesConfig
@@ -36,21 +38,10 @@ RESYNC = 2.0
 
 
 def static_pod(node: str, name: str = "web", command: str = "sleep 3600") -> dict[str, Any]:
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {
-            "containers": [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", command]}]
-        },
-    }
+    manifest = manifests.pod(name, [sh("main", command)], namespace=None, labels={"app": name})
     return parse_manifest(
         json.dumps(manifest).encode(), f"/etc/manifests/{name}.yaml", node, datetime.now(UTC)
     )
-
-
-def by_uid(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p["metadata"]["uid"]: p for p in pods}
 
 
 def pod_path(pod: dict[str, Any]) -> str:

@@ -21,15 +21,14 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import manifests
 from tests.support.containers import labelled
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status
 from tests.support.polling import eventually
 from tests.support.ports import free_port
-from tests.support.provider_harness import (
-    ProviderHarness,
-    container_status,
-)
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 
@@ -46,12 +45,7 @@ def static_manifest(
     container: dict[str, Any] = {"name": "main", "image": image}
     if command is not None:
         container["command"] = command
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [container], "terminationGracePeriodSeconds": 2},
-    }
+    return manifests.pod(name, [container], namespace=None, terminationGracePeriodSeconds=2)
 
 
 def write(path: Path, manifest: dict[str, Any]) -> None:

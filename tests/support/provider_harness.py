@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
+from tests.support import manifests
+from tests.support.images import PAUSE_IMAGE
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.polling import eventually
 from vk_provider.app import Provider
@@ -43,57 +44,6 @@ from vk_provider.sandbox.server import SandboxServer
 
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"nodeName": node, "containers": containers, **spec},
-    }
-
-
-def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
-    status = pod.get("status") or {}
-    for item in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
-        if item.get("name") == name:
-            return dict(item)
-    return {}
-
-
-def waiting_reason(pod: dict[str, Any], name: str) -> str:
-    return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
-
-
-def static_pod_dir(directory: Path, name: str, containers: list[dict[str, Any]], **spec: Any) -> Path:
-    """A static pod directory `directory/manifests` holding `<name>.yaml`, a Pod in `default`."""
-    static_dir = directory / "manifests"
-    static_dir.mkdir(exist_ok=True)
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"containers": containers, **spec},
-    }
-    (static_dir / f"{name}.yaml").write_text(yaml.safe_dump(manifest))
-    return static_dir
-
-
-def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    """A busybox container running `script` with sh -c."""
-    return {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **extra}
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
-    for item in (pod.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return dict(item)
-    return {}
 
 
 class ProviderHarness:
@@ -225,7 +175,7 @@ class ProviderHarness:
         return self.client
 
     def manifest(self, name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-        return pod_manifest(name, self.node_name, containers, **spec)
+        return manifests.pod(name, containers, nodeName=self.node_name, **spec)
 
     async def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
         namespace = manifest["metadata"].get("namespace", NAMESPACE)
