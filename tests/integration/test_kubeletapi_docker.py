@@ -112,10 +112,7 @@ async def wait_for_log(http: aiohttp.ClientSession, url: str, needle: str) -> st
         return text if status == 200 and needle in text else None
 
     log: str = await eventually(
-        appeared,
-        within=DEADLINE,
-        interval=0.2,
-        what=lambda: f"{needle!r} in the log (last: {status} {text!r})",
+        appeared, within=DEADLINE, interval=0.2, what=lambda: f"{needle!r}: {status} {text!r}"
     )
     return log
 

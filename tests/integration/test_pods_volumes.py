@@ -41,10 +41,7 @@ async def wait_logs(
         return text if wanted in text else None
 
     log: str = await eventually(
-        logged,
-        within=within,
-        interval=0.5,
-        what=lambda: f"{wanted!r} in the log of {pod_name}/{name} ({text!r})",
+        logged, within=within, interval=0.5, what=lambda: f"{wanted!r} in {name}: {text!r}"
     )
     return log
 

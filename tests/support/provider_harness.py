@@ -200,34 +200,41 @@ class ProviderHarness:
         self, name: str, predicate: Callable[[dict[str, Any]], bool], within: float = 60.0
     ) -> dict[str, Any]:
         """Poll the pod until `predicate(pod)` holds; fail with the last pod seen."""
-        pod: dict[str, Any] | None = None
-
-        async def reached() -> dict[str, Any] | None:
-            nonlocal pod
-            pod = await self.get(name)
-            return pod if pod is not None and predicate(pod) else None
-
-        found: dict[str, Any] = await eventually(
-            reached,
-            within=within,
-            interval=0.2,
-            what=lambda: f"pod {name} in the expected state (last: {pod})",
+        found: dict[str, Any] = await self._watch_pod(
+            name,
+            lambda pod: pod if pod is not None and predicate(pod) else None,
+            within,
+            0.2,
+            "the expected state",
         )
         return found
 
     async def wait_gone(self, name: str, within: float = 60.0) -> float:
         """Poll until the pod is gone from the API; return when (monotonic)."""
-        pod: dict[str, Any] | None = None
-
-        async def gone() -> float | None:
-            nonlocal pod
-            pod = await self.get(name)
-            return time.monotonic() if pod is None else None
-
-        when: float = await eventually(
-            gone, within=within, interval=0.1, what=lambda: f"pod {name} gone (still there: {pod})"
+        when: float = await self._watch_pod(
+            name, lambda pod: time.monotonic() if pod is None else None, within, 0.1, "gone"
         )
         return when
+
+    async def _watch_pod(
+        self,
+        name: str,
+        reached: Callable[[dict[str, Any] | None], Any],
+        within: float,
+        interval: float,
+        what: str,
+    ) -> Any:
+        """The first truthy `reached(pod)` (None once the pod is gone); the failure names the last pod."""
+        pod: dict[str, Any] | None = None
+
+        async def check() -> Any:
+            nonlocal pod
+            pod = await self.get(name)
+            return reached(pod)
+
+        return await eventually(
+            check, within=within, interval=interval, what=lambda: f"pod {name} {what}: {pod}"
+        )
 
     async def events(self, name: str) -> list[dict[str, Any]]:
         answer = await self.api.get(
@@ -245,10 +252,7 @@ class ProviderHarness:
             return next((event for event in events if event.get("reason") == reason), None)
 
         event: dict[str, Any] = await eventually(
-            recorded,
-            within=within,
-            interval=0.3,
-            what=lambda: f"a {reason} event for pod {name} (events: {events})",
+            recorded, within=within, interval=0.3, what=lambda: f"{reason} event of {name}: {events}"
         )
         return event
 
