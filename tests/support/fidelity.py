@@ -39,11 +39,11 @@ from typing import Any
 import aiohttp
 import yaml
 
+from tests.support.kubectl import KUBECTL
 from tests.support.planes import ensure_kube_bin, launch_sandbox, log_tail, stop_process
 from tests.support.polling import until
 
 REPO = Path(__file__).resolve().parents[2]
-KUBECTL = Path(sys.executable).parent / "kubectl"
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
