@@ -8,6 +8,9 @@ The control-plane tiers: a test that takes the `plane` fixture (or `control_plan
 alone) runs once per tier chosen with `--control-plane=emulator|real|both` (default emulator;
 `make test` runs both). `@pytest.mark.emulator_only("why")` / `@pytest.mark.real_only` keep a
 test to one tier. The real control plane is started once per session, on first use.
+
+Fixtures of tests/support registered here as plugins, so tests take them by name: `sandbox`
+(tests/support/fixtures_sandbox.py).
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
 
+pytest_plugins = ["tests.support.fixtures_sandbox"]
+
 REPO = Path(__file__).resolve().parent.parent
-BUSYBOX_IMAGE = "vk-test/busybox:1"
-PAUSE_IMAGE = "vk-test/pause:1"
 TEST_LABEL = "io.vk-provider.test"
 NODE_LABEL = "io.vk-provider.node"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,16 +17,11 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.docker, pytest.mark.kubectl]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_demo_runs_the_example_pod_and_the_static_pod(

@@ -22,8 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
+from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer
@@ -33,7 +35,6 @@ from vk_provider.runtime.types import ContainerRole
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
-BUSYBOX = "vk-test/busybox:1"
 SCRIPT = (
     "httpd -p 8080 -h /var/www; echo hello from app;"
     " i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done"
@@ -75,7 +76,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
                 },
             }
             await sandbox.store.create("nodes", node)
-            spec = {"name": "app", "image": BUSYBOX, "command": ["sh", "-c", SCRIPT]}
+            spec = {"name": "app", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SCRIPT]}
             manifest = {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -92,7 +93,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
             assert code == 0, err  # kubectl port-forward wants a Running pod
             sandbox_state = await runtime.ensure_sandbox(pod)
-            await runtime.ensure_image(BUSYBOX, "IfNotPresent", pod)
+            await runtime.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
             await runtime.start_container(
                 ContainerLaunch(
                     pod=pod,
@@ -132,13 +133,14 @@ async def kubectl(
 
 
 async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
-    deadline = asyncio.get_running_loop().time() + 60
-    while True:
+    code, out, err = 0, "", ""
+
+    async def ticked() -> bool:
+        nonlocal code, out, err
         code, out, err = await kubectl(cluster.kubeconfig, "logs", "web")
-        if code == 0 and "tick 1\n" in out:
-            break
-        assert asyncio.get_running_loop().time() < deadline, (code, out, err)
-        await asyncio.sleep(0.3)
+        return code == 0 and "tick 1\n" in out
+
+    await eventually(ticked, within=60, interval=0.3, what=lambda: f"tick 1 in the log ({code, out, err})")
     assert out.startswith("hello from app\ntick 0\ntick 1\n")
     code, out, err = await kubectl(cluster.kubeconfig, "logs", "web", "--tail=1")
     assert code == 0 and out.count("\n") == 1 and out.startswith("tick "), (out, err)
@@ -206,14 +208,14 @@ async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
         match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
         assert match, (line, await proc.stderr.read())
         port = int(match.group(1))
-        deadline = asyncio.get_running_loop().time() + 60
-        while True:  # httpd may still be starting
+
+        async def answered() -> str | None:  # httpd may still be starting
             try:
-                body = await asyncio.to_thread(http_get, port)
-                break
+                return await asyncio.to_thread(http_get, port)
             except OSError:
-                assert asyncio.get_running_loop().time() < deadline
-                await asyncio.sleep(0.3)
+                return None
+
+        body = await eventually(answered, within=60, interval=0.3, what=f"an answer on port {port}")
         assert body == "hello from vk-test/busybox\n"
         assert await asyncio.to_thread(http_get, port) == body  # a second connection, a second stream pair
     finally:

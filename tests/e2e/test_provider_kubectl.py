@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.sandbox_process import (
+from tests.support.polling import until
+from tests.support.sandbox_process import (
     COUNTER,
     DEADLINE,
     KUBECTL,
@@ -38,7 +39,6 @@ from tests.e2e.sandbox_process import (
     start_sandbox,
     stop_sandbox,
 )
-from tests.support.polling import until
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -42,13 +41,12 @@ def _stop(proc: subprocess.Popen[bytes], timeout: float) -> int:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[bytes], output: Path) -> None:
-    end = time.monotonic() + DEADLINE
-    while not path.exists():
+    def appeared() -> bool:
         if proc.poll() is not None:
             raise AssertionError(f"sandbox exited with {proc.returncode}: {output.read_text()}")
-        if time.monotonic() > end:
-            raise AssertionError(f"{path} did not appear")
-        time.sleep(0.1)
+        return path.exists()
+
+    until(f"{path} to appear", appeared, DEADLINE, 0.1)
 
 
 @pytest.mark.kubectl

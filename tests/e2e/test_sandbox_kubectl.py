@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
 from tests.support.kubectl import KUBECTL
+from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.kube_version import KUBE_VERSION
 
 pytestmark = pytest.mark.kubectl
@@ -118,9 +119,7 @@ async def _set_status(sandbox: RunningSandbox, name: str, **status: Any) -> None
 
 
 async def _wait_for(check: Callable[[], Awaitable[bool]]) -> None:
-    async with asyncio.timeout(20):
-        while not await check():  # noqa: ASYNC110 - polling what another task (the scheduler) changes
-            await asyncio.sleep(0.1)
+    await eventually(check, within=20, interval=0.1, what="what the scheduler changes")
 
 
 @contextlib.asynccontextmanager

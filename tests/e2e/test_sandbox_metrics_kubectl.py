@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.sandbox_process import Sandbox, pod_manifest, running_sandbox
 from tests.support.polling import until
+from tests.support.sandbox_process import Sandbox, pod_manifest, running_sandbox
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness
 from tests.support.planes import EmulatorPlane, RealPlane
+from tests.support.provider_harness import ProviderHarness
 
 
 @pytest.fixture

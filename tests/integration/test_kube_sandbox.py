@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import running_sandbox
 from tests.support.polling import eventually
+from tests.support.sandbox import running_sandbox
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, make_kube_client
 from vk_provider.kube.events import EventRecorder

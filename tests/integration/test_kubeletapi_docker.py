@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.polling import eventually
 from vk_provider.config import DockerConfig, KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.docker import DockerRuntime
@@ -21,7 +22,6 @@ from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
 from vk_provider.sandbox.pki.authority import SandboxPKI
 
-BUSYBOX = "vk-test/busybox:1"
 DEADLINE = 60.0
 
 
@@ -50,7 +50,9 @@ async def run_pod(
 ) -> tuple[dict[str, Any], dict[str, ContainerInstance]]:
     """Start `sh -c <script>` containers (name -> script) in a pod (new, or `pod` again)."""
     if pod is None:
-        specs = [{"name": n, "image": BUSYBOX, "command": ["sh", "-c", s]} for n, s in containers.items()]
+        specs = [
+            {"name": n, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", s]} for n, s in containers.items()
+        ]
         pod = {
             "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
             "spec": {"containers": specs},
@@ -61,7 +63,7 @@ async def run_pod(
         if c["name"] not in containers:
             continue
         script = containers[c["name"]]
-        await rt.ensure_image(BUSYBOX, "IfNotPresent", pod)
+        await rt.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
         started[c["name"]] = await rt.start_container(
             ContainerLaunch(
                 pod=pod,
@@ -102,13 +104,17 @@ async def get_text(http: aiohttp.ClientSession, url: str) -> tuple[int, str]:
 
 
 async def wait_for_log(http: aiohttp.ClientSession, url: str, needle: str) -> str:
-    deadline = time.monotonic() + DEADLINE
-    while True:
+    status, text = 0, ""
+
+    async def appeared() -> str | None:
+        nonlocal status, text
         status, text = await get_text(http, url)
-        if status == 200 and needle in text:
-            return text
-        assert time.monotonic() < deadline, f"{needle!r} never appeared: {status} {text!r}"
-        await asyncio.sleep(0.2)
+        return text if status == 200 and needle in text else None
+
+    log: str = await eventually(
+        appeared, within=DEADLINE, interval=0.2, what=lambda: f"{needle!r}: {status} {text!r}"
+    )
+    return log
 
 
 async def test_logs_plain_tail_timestamps_limit_and_since(
@@ -152,12 +158,12 @@ async def test_logs_previous_instance_and_errors(
 ) -> None:
     _, base = kubelet
     pod, _ = await run_pod(runtime, "crashy", {"app": "echo first run; exit 1"})
-    deadline = time.monotonic() + DEADLINE
-    while (state := await runtime.pod_state(pod["metadata"]["uid"])) is None or state.containers[0].state != (
-        ContainerRunState.EXITED
-    ):
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
+
+    async def exited() -> bool:
+        state = await runtime.pod_state(pod["metadata"]["uid"])
+        return state is not None and state.containers[0].state == ContainerRunState.EXITED
+
+    await eventually(exited, within=DEADLINE, interval=0.2, what="the first run to exit")
     await run_pod(runtime, "crashy", {"app": "echo second run; sleep 3600"}, attempt=1, pod=pod)
     url = f"{base}/containerLogs/default/crashy/app"
     assert await wait_for_log(http, url, "second") == "second run\n"
@@ -274,7 +280,7 @@ async def test_attach_to_the_main_process(
     runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
 ) -> None:
     _, base = kubelet
-    specs = [{"name": "app", "image": BUSYBOX, "stdin": True, "command": ["sh"]}]
+    specs = [{"name": "app", "image": BUSYBOX_IMAGE, "stdin": True, "command": ["sh"]}]
     pod = {
         "metadata": {"name": "talker", "namespace": "default", "uid": str(uuid.uuid4())},
         "spec": {"containers": specs},
@@ -346,19 +352,20 @@ async def test_port_forward_over_websocket(
     _, base = kubelet
     await run_pod(runtime, "www", {"app": "httpd -f -p 8080 -h /var/www"})
     url = f"{base}/portForward/default/www?port=8080,9"
-    deadline = time.monotonic() + DEADLINE
-    while True:  # until httpd listens
-        channels: dict[int, bytes] = {}
+    channels: dict[int, bytes] = {}
+
+    async def served() -> bool:  # once httpd listens
+        nonlocal channels
+        channels = {}
         async with http.ws_connect(url, protocols=("v4.channel.k8s.io",)) as ws:
             assert ws.protocol == "v4.channel.k8s.io"
             await ws.send_bytes(b"\x00GET / HTTP/1.0\r\n\r\n")
             async with asyncio.timeout(DEADLINE):
                 async for msg in ws:
                     channels[msg.data[0]] = channels.get(msg.data[0], b"") + msg.data[1:]
-        if b"200 OK" in channels.get(0, b""):
-            break
-        assert time.monotonic() < deadline, channels
-        await asyncio.sleep(0.3)
+        return b"200 OK" in channels.get(0, b"")
+
+    await eventually(served, within=DEADLINE, interval=0.3, what=lambda: f"an answer from httpd ({channels})")
     # Each channel starts with its port, little-endian; port 9 has nothing listening.
     assert channels[0][:2] == channels[1] == (8080).to_bytes(2, "little")
     assert channels[0].startswith(b"\x90\x1fHTTP/1.1 200 OK")

@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubeletTLS, KubernetesConfig
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kubeletapi import KubeletServer

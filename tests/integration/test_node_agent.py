@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.node_docker_proxy import DockerSocketProxy
-from tests.sandbox_helpers import RunningSandbox, running_sandbox
+from tests.support.docker_socket_proxy import DockerSocketProxy
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import Config, DockerConfig, KubeletServerConfig, KubernetesConfig, NodeConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder

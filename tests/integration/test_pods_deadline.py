@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh, static_pod_dir
 from tests.support.containers import labelled
+from tests.support.manifests import sh, static_pod_dir
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 

@@ -1,29 +1,24 @@
 """Pods on real Docker driven through the sandbox API, as a user would: the issue 5 "Must show" list.
 
 Each test runs the sandbox control plane and the provider in-process for a unique node
-(tests/integration/provider_harness.py); containers carry that node's label and are
+(tests/support/provider_harness.py); containers carry that node's label and are
 removed by the `node_name` fixture.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 import aiohttp
 import pytest
 
-from tests.integration.provider_harness import (
-    BUSYBOX,
-    ProviderHarness,
-    condition,
-    container_status,
-    phase,
-    sh,
-    waiting_reason,
-)
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import sh
+from tests.support.pod_status import condition, container_status, phase, waiting_reason
+from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 HTTPD = ["httpd", "-f", "-p", "8080", "-h", "/var/www"]
@@ -40,7 +35,7 @@ async def test_init_then_two_app_containers_share_localhost_and_serve_on_the_pod
                 sh("loop", "while true; do wget -qO- http://localhost:8080/ && echo reached; sleep 1; done"),
                 {
                     "name": "httpd",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
                 },
             ],
@@ -66,11 +61,14 @@ async def test_init_then_two_app_containers_share_localhost_and_serve_on_the_pod
         assert answer.status == 200
         assert "hello" in await answer.text()
     loop_id = container_status(running, "loop")["containerID"].removeprefix("docker://")
-    deadline = time.monotonic() + 30
     logs = b""
-    while time.monotonic() < deadline and b"reached" not in logs:
-        await asyncio.sleep(0.5)
+
+    def reached() -> bool:
+        nonlocal logs
         logs = docker_client.containers.get(loop_id).logs()
+        return b"reached" in logs
+
+    await eventually(reached, within=30, interval=0.5, what=lambda: f"'reached' in the loop's log ({logs!r})")
     assert b"reached" in logs, logs
 
 
@@ -149,14 +147,17 @@ async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness
     await harness.create(harness.manifest("crashy", [sh("main", "exit 3")]))
     seen: dict[int, float] = {}
     saw_backoff = False
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and 4 not in seen:
+
+    async def fourth_restart() -> bool:
+        nonlocal saw_backoff
         pod = await harness.get("crashy")
         assert pod is not None
         count = int(container_status(pod, "main").get("restartCount") or 0)
         seen.setdefault(count, time.monotonic())
         saw_backoff = saw_backoff or waiting_reason(pod, "main") == "CrashLoopBackOff"
-        await asyncio.sleep(0.2)
+        return 4 in seen
+
+    await eventually(fourth_restart, within=180, interval=0.2, what=lambda: f"a fourth restart (seen {seen})")
     assert {1, 2, 3, 4} <= set(seen), seen
     assert saw_backoff
     # Lower bounds of the 10 s, 20 s and 40 s back-offs before the second to fourth restarts.

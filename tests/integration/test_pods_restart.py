@@ -12,20 +12,26 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import ProviderHarness, container_status, phase, sh
 from tests.support.containers import labelled
+from tests.support.manifests import sh
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase
+from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 POD_UID_LABEL = "io.vk-provider.pod.uid"
 
 
 async def no_containers_left(docker_client: Any, uid: str) -> bool:
-    for _ in range(100):
-        if not labelled(docker_client, f"{POD_UID_LABEL}={uid}"):
-            return True
-        await asyncio.sleep(0.2)
-    return False
+    """True once pod `uid` has no container left (an AssertionError after 20 s)."""
+    await eventually(
+        lambda: not labelled(docker_client, f"{POD_UID_LABEL}={uid}"),
+        within=20,
+        interval=0.2,
+        what=f"no containers left of pod {uid}",
+    )
+    return True
 
 
 async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(

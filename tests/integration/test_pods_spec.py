@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
-    BUSYBOX,
-    ProviderHarness,
-    condition,
-    container_status,
-    phase,
-    waiting_reason,
-)
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.pod_status import condition, container_status, phase, waiting_reason
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 
@@ -30,7 +25,7 @@ async def test_pod_and_host_ip_reach_the_environment_and_command(harness: Provid
     script = 'printf "%s|%s|%s|%s" "$POD_IP" "$HOST_IP" "$GREETING" "$(ARG)" > /dev/termination-log'
     container = {
         "name": "main",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         "command": ["sh", "-c", script],
         "env": [*env, {"name": "ARG", "value": "x"}],
     }
@@ -43,7 +38,7 @@ async def test_pod_and_host_ip_reach_the_environment_and_command(harness: Provid
 async def test_pre_stop_hook_runs_before_the_stop_signal(harness: ProviderHarness) -> None:
     container = {
         "name": "main",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         # Ignores SIGTERM: only the file written by the preStop hook makes it exit.
         "command": ["sh", "-c", "trap '' TERM; while [ ! -f /tmp/stop ]; do sleep 0.2; done"],
         "lifecycle": {"preStop": {"exec": {"command": ["touch", "/tmp/stop"]}}},
@@ -60,12 +55,12 @@ async def test_image_update_restarts_only_that_container(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
     tag = f"pods-{uuid.uuid4().hex[:8]}"
-    docker_client.images.get(BUSYBOX).tag("vk-test/busybox", tag)
+    docker_client.images.get(BUSYBOX_IMAGE).tag("vk-test/busybox", tag)
     new_image = f"vk-test/busybox:{tag}"
     try:
         containers = [
-            {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]},
-            {"name": "side", "image": BUSYBOX, "command": ["sleep", "3600"]},
+            {"name": "main", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]},
+            {"name": "side", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]},
         ]
         await harness.create(harness.manifest("updated", containers, terminationGracePeriodSeconds=2))
         before = await harness.wait_for("updated", lambda p: phase(p) == "Running")
@@ -93,7 +88,7 @@ async def test_image_update_restarts_only_that_container(
 async def test_post_start_hook_runs_and_a_failing_one_kills_the_container(harness: ProviderHarness) -> None:
     waits_for_hook = {
         "name": "main",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         "command": [
             "sh",
             "-c",
@@ -107,7 +102,7 @@ async def test_post_start_hook_runs_and_a_failing_one_kills_the_container(harnes
 
     failing = {
         "name": "main",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         "command": ["sleep", "3600"],
         "lifecycle": {"postStart": {"exec": {"command": ["false"]}}},
     }
@@ -121,7 +116,7 @@ async def test_post_start_hook_runs_and_a_failing_one_kills_the_container(harnes
 
 async def test_readiness_gate_set_by_someone_else_makes_the_pod_ready(harness: ProviderHarness) -> None:
     gate = "example.com/feature"
-    container = {"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}
+    container = {"name": "main", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}
     await harness.create(harness.manifest("gated", [container], readinessGates=[{"conditionType": gate}]))
     waiting = await harness.wait_for("gated", lambda p: phase(p) == "Running" and bool(condition(p, "Ready")))
     assert condition(waiting, "Ready")["status"] == "False"
@@ -137,7 +132,7 @@ async def test_readiness_gate_set_by_someone_else_makes_the_pod_ready(harness: P
 async def test_refused_spec_fails_the_pod_with_a_clear_reason(harness: ProviderHarness) -> None:
     container = {
         "name": "main",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         "command": ["sleep", "3600"],
         "securityContext": {"privileged": True},
     }

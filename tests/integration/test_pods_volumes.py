@@ -1,29 +1,24 @@
 """configMap, secret, downwardAPI and projected volumes on real Docker, through the sandbox API.
 
 Each test runs the sandbox control plane and the provider in-process for a unique node
-(tests/integration/provider_harness.py); a container prints the mounted files and the test
+(tests/support/provider_harness.py); a container prints the mounted files and the test
 reads its log, as `kubectl logs` would show it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
-    BUSYBOX,
-    ProviderHarness,
-    container_status,
-    phase,
-    waiting_reason,
-)
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase, waiting_reason
+from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 
@@ -36,16 +31,19 @@ async def logs_of(pod: dict[str, Any], name: str, docker_client: Any) -> str:
 async def wait_logs(
     harness: ProviderHarness, pod_name: str, name: str, docker_client: Any, wanted: str, within: float = 60
 ) -> str:
-    deadline = time.monotonic() + within
     text = ""
-    while time.monotonic() < deadline:
+
+    async def logged() -> str | None:
+        nonlocal text
         pod = await harness.get(pod_name)
         if pod is not None and container_status(pod, name).get("containerID"):
             text = await logs_of(pod, name, docker_client)
-            if wanted in text:
-                return text
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"{wanted!r} not in the log of {pod_name}/{name}: {text!r}")
+        return text if wanted in text else None
+
+    log: str = await eventually(
+        logged, within=within, interval=0.5, what=lambda: f"{wanted!r} in {name}: {text!r}"
+    )
+    return log
 
 
 async def test_configmap_secret_and_downward_api_volumes_are_files(
@@ -72,7 +70,7 @@ async def test_configmap_secret_and_downward_api_volumes_are_files(
         [
             {
                 "name": "main",
-                "image": BUSYBOX,
+                "image": BUSYBOX_IMAGE,
                 "command": ["sh", "-c", script],
                 "volumeMounts": [
                     {"name": "conf", "mountPath": "/etc/app/conf"},
@@ -130,7 +128,7 @@ async def test_missing_configmap_keeps_the_pod_creating_until_it_appears(
             [
                 {
                     "name": "main",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": ["sh", "-c", "cat /cfg/key; echo; sleep 3600"],
                     "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}],
                 }
@@ -159,7 +157,7 @@ async def test_configmap_volume_is_updated_in_place(
                 [
                     {
                         "name": "main",
-                        "image": BUSYBOX,
+                        "image": BUSYBOX_IMAGE,
                         "command": ["sh", "-c", "while true; do cat /cfg/key; echo; sleep 0.5; done"],
                         "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}],
                     }
@@ -189,7 +187,7 @@ async def test_service_account_volume_has_token_ca_and_namespace(
             [
                 {
                     "name": "main",
-                    "image": BUSYBOX,
+                    "image": BUSYBOX_IMAGE,
                     "command": [
                         "sh",
                         "-c",

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, container_status
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.pod_status import container_status
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -49,7 +51,7 @@ def running_and_ready(pod: dict[str, Any]) -> bool:
 async def test_create_to_running_costs_at_most_3_status_writes(harness: ProviderHarness) -> None:
     await harness.api.delete("/debug/sandbox/counters")
     await harness.create(
-        harness.manifest("simple", [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}])
+        harness.manifest("simple", [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}])
     )
     await harness.wait_for("simple", running_and_ready)
     await asyncio.sleep(SYNC_PERIOD + 1)  # any write still in flight has landed
@@ -62,7 +64,7 @@ async def test_idle_running_pods_cost_no_pod_writes(harness: ProviderHarness) ->
     names = [f"idle-{i}" for i in range(20)]
     for name in names:
         await harness.create(
-            harness.manifest(name, [{"name": "main", "image": BUSYBOX, "command": ["sleep", "3600"]}])
+            harness.manifest(name, [{"name": "main", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}])
         )
     for name in names:
         await harness.wait_for(name, running_and_ready)

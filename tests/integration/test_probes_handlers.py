@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from aiohttp import web
 
-from tests.integration.provider_harness import free_port
+from tests.support.ports import free_port
 from vk_provider.probes.handlers import GRPC_UNSUPPORTED, ProbeError, ProbeOutcome, run_probe
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, parse_probe

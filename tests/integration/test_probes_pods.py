@@ -2,7 +2,7 @@
 httpGet), liveness restarts, and a startup probe gating readiness.
 
 Each test runs the sandbox and the provider in-process for a unique node
-(tests/integration/provider_harness.py); containers are removed by the `node_name` fixture.
+(tests/support/provider_harness.py); containers are removed by the `node_name` fixture.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, container_status, sh
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import sh
+from tests.support.pod_status import condition, container_status
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 # sh as PID 1 ignores SIGTERM: trap it so kills and deletions are quick.
@@ -56,7 +59,7 @@ async def test_exec_readiness_probe_keeps_the_pod_unready_until_it_passes(harnes
 async def test_http_get_readiness_on_httpd_and_a_passing_tcp_liveness(harness: ProviderHarness) -> None:
     httpd = {
         "name": "web",
-        "image": BUSYBOX,
+        "image": BUSYBOX_IMAGE,
         "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
         "ports": [{"name": "http", "containerPort": 8080}],
         "readinessProbe": {"httpGet": {"path": "/index.html", "port": "http"}, "periodSeconds": 1},

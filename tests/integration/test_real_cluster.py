@@ -22,12 +22,15 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from tests.e2e.sandbox_process import TOLERATION
-from tests.integration.provider_harness import BUSYBOX, ProviderHarness, condition, phase, static_pod_dir
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
+from tests.support.manifests import static_pod_dir
 from tests.support.planes import RealPlane
+from tests.support.pod_status import condition, phase
 from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness
+from tests.support.sandbox_process import TOLERATION
 from vk_provider.app import Provider
 from vk_provider.config import KubeletTLS
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
@@ -38,7 +41,7 @@ from vk_provider.sandbox.real.pki import ClusterPKI
 pytestmark = [pytest.mark.docker, pytest.mark.real_only]
 APPS = "/apis/apps/v1/namespaces/default"
 NODE_LABEL = "io.vk-provider.node"
-CLOCK = {"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}
+CLOCK = {"name": "c", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}
 
 
 @pytest.fixture
@@ -80,7 +83,7 @@ def template(h: ProviderHarness, app: str, script: str) -> dict[str, Any]:
             "nodeSelector": {"kubernetes.io/hostname": h.node_name},
             "tolerations": [TOLERATION],
             "terminationGracePeriodSeconds": 2,
-            "containers": [{"name": "c", "image": BUSYBOX, "command": ["sh", "-c", script]}],
+            "containers": [{"name": "c", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script]}],
         },
     }
 
@@ -367,7 +370,7 @@ async def test_a_missing_rbac_rule_makes_the_provider_fail_visibly(
         node_name, tmp_path, plane=plane.with_provider_kubeconfig(kubeconfig)
     ) as h:
         await eventually(lambda: node_ready(h), within=60, what="node Ready")
-        await h.create(h.manifest("p", [{"name": "c", "image": BUSYBOX, "command": ["sleep", "3600"]}]))
+        await h.create(h.manifest("p", [{"name": "c", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}]))
 
         async def forbidden_event() -> dict[str, Any] | None:
             answer = await h.api.get(
@@ -404,7 +407,7 @@ async def test_as_a_kubelet_identity_pods_mirrors_status_leases_events_and_token
         )
         container = {
             "name": "c",
-            "image": BUSYBOX,
+            "image": BUSYBOX_IMAGE,
             "command": ["sh", "-c", script],
             "volumeMounts": [{"name": "cfg", "mountPath": "/cfg"}, {"name": "sec", "mountPath": "/sec"}],
         }

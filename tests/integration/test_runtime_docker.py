@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import urllib.request
 import uuid
@@ -13,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.polling import eventually, until
+from tests.support.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -30,7 +32,6 @@ from vk_provider.runtime.types import (
 
 pytestmark = pytest.mark.asyncio
 
-BUSYBOX = "vk-test/busybox:1"
 DEADLINE = 60.0
 
 
@@ -42,7 +43,7 @@ def make_pod(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[s
 
 
 def container(name: str, *command: str, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX, "command": list(command), **fields}
+    return {"name": name, "image": BUSYBOX_IMAGE, "command": list(command), **fields}
 
 
 @pytest.fixture
@@ -85,17 +86,17 @@ async def start(
 async def wait_exited(
     rt: DockerRuntime, uid: str, name: str, attempt: int | None = None
 ) -> ContainerInstance:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
+
+    async def exited() -> ContainerInstance | None:
         state = await rt.pod_state(uid)
         found = [c for c in state.containers if c.name == name] if state else []
         if attempt is not None:
             found = [c for c in found if c.attempt == attempt]
         inst = max(found, key=lambda c: c.attempt) if found else None
-        if inst is not None and inst.state == ContainerRunState.EXITED:
-            return inst
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{name} did not exit")
+        return inst if inst is not None and inst.state == ContainerRunState.EXITED else None
+
+    inst: ContainerInstance = await eventually(exited, within=DEADLINE, interval=0.2, what=f"{name} to exit")
+    return inst
 
 
 async def read_logs(rt: DockerRuntime, container_id: str) -> bytes:
@@ -104,15 +105,20 @@ async def read_logs(rt: DockerRuntime, container_id: str) -> bytes:
 
 
 def http_get(url: str) -> str:
-    deadline = time.monotonic() + DEADLINE
-    while True:
+    """The body at `url`, retried while nothing answers there yet."""
+    failure: OSError | None = None
+
+    def answered() -> str | None:
+        nonlocal failure
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
-                return resp.read().decode()
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+                return str(resp.read().decode())
+        except OSError as exc:
+            failure = exc
+            return None
+
+    body: str = until(lambda: f"an answer from {url} (last error: {failure})", answered, DEADLINE, 0.2)
+    return body
 
 
 async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: DockerRuntime) -> None:
@@ -264,7 +270,7 @@ async def test_image_failures_have_kubelet_reasons(runtime: DockerRuntime) -> No
     assert pull.value.reason == "ErrImagePull"
     assert pull.value.message.startswith(f'Failed to pull image "{missing}": ')
 
-    assert (await runtime.ensure_image(BUSYBOX, "Never", pod)).startswith("sha256:")
+    assert (await runtime.ensure_image(BUSYBOX_IMAGE, "Never", pod)).startswith("sha256:")
 
 
 @pytest.mark.parametrize(
@@ -291,7 +297,7 @@ async def test_other_nodes_containers_are_invisible_and_untouched(
 ) -> None:
     other_uid = str(uuid.uuid4())
     foreign = docker_client.containers.run(
-        BUSYBOX,
+        BUSYBOX_IMAGE,
         ["sleep", "300"],
         detach=True,
         labels={
@@ -400,9 +406,7 @@ async def test_exec_returns_code_and_output_and_times_out(runtime: DockerRuntime
 
 
 async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: DockerRuntime) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        host_port = s.getsockname()[1]
+    host_port = free_port()
     pod = make_pod(
         "net-" + "x" * 70,
         [

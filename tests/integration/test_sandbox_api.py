@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, api_client, running_sandbox
+from tests.support.sandbox import RunningSandbox, admin_session, api_client, running_sandbox
 from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
 
 

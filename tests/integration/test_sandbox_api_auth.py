@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, api_client, running_sandbox
+from tests.support.sandbox import RunningSandbox, admin_session, api_client, running_sandbox
 from tests.support.stand_in_kubelet import serving_context
 
 

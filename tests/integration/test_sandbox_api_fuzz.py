@@ -30,8 +30,8 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
 from tests.support.fuzzing import budget, load_profile, mutated_bytes, mutated_json, mutated_text
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 
 load_profile()
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox, sandbox  # noqa: F401
 from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 
 NS = "/api/v1/namespaces/default"
 JSON = "application/json"
@@ -180,7 +180,7 @@ async def _seed(server: RunningSandbox) -> None:
 
 
 @pytest.mark.parametrize("name", CASES)
-async def test_bad_input_is_a_client_error(sandbox: RunningSandbox, name: str) -> None:  # noqa: F811
+async def test_bad_input_is_a_client_error(sandbox: RunningSandbox, name: str) -> None:
     case = CASES[name]
     await _seed(sandbox)
     async with (
@@ -196,7 +196,7 @@ async def test_bad_input_is_a_client_error(sandbox: RunningSandbox, name: str) -
     assert case.message in body["message"]
 
 
-async def test_null_list_items_are_stored_as_zero_values(sandbox: RunningSandbox) -> None:  # noqa: F811
+async def test_null_list_items_are_stored_as_zero_values(sandbox: RunningSandbox) -> None:
     """`conditions: [null]` decodes as one empty condition, as the real server stores it, and a
     lone surrogate escape as U+FFFD, so no malformed object is stored."""
     node = {"metadata": {"name": "n-null"}, "status": {"conditions": [None]}}
@@ -241,7 +241,7 @@ def _ready_status(node: dict[str, Any]) -> str:
     return next(c["status"] for c in node["status"]["conditions"] if c.get("type") == "Ready")
 
 
-async def test_a_node_address_that_is_no_host_name_is_skipped_by_metrics(sandbox: RunningSandbox) -> None:  # noqa: F811
+async def test_a_node_address_that_is_no_host_name_is_skipped_by_metrics(sandbox: RunningSandbox) -> None:
     """The metrics API scrapes every Ready node: one whose address cannot be a URL's host is
     skipped, as one that does not answer is, instead of failing the whole list with a 500."""
     node = {
@@ -261,7 +261,7 @@ async def test_a_node_address_that_is_no_host_name_is_skipped_by_metrics(sandbox
 
 
 async def test_an_unknown_field_with_control_characters_is_warned_about_quoted(
-    sandbox: RunningSandbox,  # noqa: F811
+    sandbox: RunningSandbox,
 ) -> None:
     """Once answered by a dropped connection: the raw name went into the Warning header."""
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ctl"}, "a\u0001b\nc": 1}
@@ -274,7 +274,7 @@ async def test_an_unknown_field_with_control_characters_is_warned_about_quoted(
         assert response.headers.getall("Warning") == ['299 - "unknown field \\"a\\\\x01b\\\\nc\\""']
 
 
-async def test_a_generate_name_of_62_characters_is_accepted(sandbox: RunningSandbox) -> None:  # noqa: F811
+async def test_a_generate_name_of_62_characters_is_accepted(sandbox: RunningSandbox) -> None:
     """The real server cuts the base to 58 characters before adding the suffix (it was a 422)."""
     body = {"metadata": {"generateName": "n" * 61 + "-"}}
     async with (

@@ -13,11 +13,11 @@ import json
 import time
 from collections.abc import AsyncIterator
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, sandbox  # noqa: F401
+from tests.support.sandbox import RunningSandbox, admin_session
 
 
 async def test_other_requests_are_answered_while_a_huge_pod_is_admitted(
-    sandbox: RunningSandbox,  # noqa: F811
+    sandbox: RunningSandbox,
 ) -> None:
     containers = [{"name": "c", "image": "vk-test/busybox:1"} for _ in range(40_000)]  # ~1.2 MB
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"}}

@@ -4,7 +4,6 @@ and tainted after the (shortened) grace period; starting it again brings the nod
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 import yaml
 
 from tests.support.polling import eventually
+from tests.support.ports import free_port
 from vk_provider.sandbox.command import provider_config
 from vk_provider.sandbox.server import SandboxServer
 
@@ -39,9 +39,7 @@ async def test_stopped_provider_goes_unknown_and_comes_back(
 ) -> None:
     async with SandboxServer(state_dir=tmp_path / "state", node_monitor_grace_seconds=GRACE) as server:
         kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         config = provider_config(
             {"docker": {"sandboxImage": test_images["pause"]}},
             node=node_name,

@@ -6,10 +6,7 @@ answers; Running pods with a rate), selectors, and metrics-server's errors. No D
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import ssl
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +14,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
+from tests.support.polling import eventually
+from tests.support.ports import free_port
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.kubeletapi.tls import self_signed
 
 DEADLINE = 30.0
@@ -92,16 +91,10 @@ async def kubelet(tmp_path: Path) -> AsyncIterator[tuple[RunningSandbox, StandIn
             await runner.cleanup()
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def _objects(sandbox: RunningSandbox, port: int) -> None:
     for name, ready, kubelet_port in (
         ("live", "True", port),
-        ("dead", "True", _closed_port()),
+        ("dead", "True", free_port()),
         ("down", "False", port),
     ):
         await sandbox.store.create(
@@ -143,10 +136,12 @@ async def _names(sandbox: RunningSandbox, path: str) -> list[str]:
 
 
 async def _second_scrape(sandbox: RunningSandbox) -> None:
-    end = time.monotonic() + DEADLINE
-    while not await _names(sandbox, f"{PREFIX}/nodes"):
-        assert time.monotonic() < end, "no NodeMetrics after the second scrape"
-        await asyncio.sleep(0.5)
+    await eventually(
+        lambda: _names(sandbox, f"{PREFIX}/nodes"),
+        within=DEADLINE,
+        interval=0.5,
+        what="NodeMetrics after the second scrape",
+    )
 
 
 async def test_the_first_scrape_has_no_rate_yet(kubelet: tuple[RunningSandbox, StandInKubelet]) -> None:

@@ -8,7 +8,6 @@ a refused upgrade relayed as is, and the Status the real server answers when the
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from tests.support.ports import free_port
 from tests.support.stand_in_kubelet import serving_context
 from vk_provider.sandbox.api.kubelet_proxy import kubelet_address, proxy_to_kubelet
 from vk_provider.sandbox.pki.authority import SandboxPKI
@@ -54,12 +54,6 @@ def _node(port: int) -> dict[str, Any]:
             "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
         },
     }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -163,7 +157,7 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
     kubelet, kport = await _aiohttp_kubelet(pki, tmp_path, seen)
     spdy, sport = await _raw_spdy_kubelet(pki, tmp_path, seen)
     front, api = await _api_front(
-        pki, {"aio": _node(kport), "spdy": _node(sport), "down": _node(_free_port())}
+        pki, {"aio": _node(kport), "spdy": _node(sport), "down": _node(free_port())}
     )
     yield Env(api, seen)
     await front.cleanup()

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from multidict import CIMultiDictProxy
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox, tls_session
+from tests.support.kubectl import KUBECTL
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox, tls_session
 
-KUBECTL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 UNAUTHORIZED = {
     "kind": "Status",

@@ -16,7 +16,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
+from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 
 MIB = 1024 * 1024
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -72,10 +73,12 @@ async def test_watches_of_a_large_object_share_its_serialization_and_leave_no_st
             assert [e["type"] for e in events] == ["MODIFIED"] * 5
             assert events[-1]["object"]["data"]["k"] == "5" * 2 * MIB
             watch.close()
-        for _ in range(100):
-            if sandbox.store.stats()["watches"] == baseline:
-                break
-            await asyncio.sleep(0.1)
+        await eventually(
+            lambda: sandbox.store.stats()["watches"] == baseline,
+            within=10,
+            interval=0.1,
+            what="the watches closed",
+        )
         stats = sandbox.store.stats()
         assert stats["watches"] == baseline and stats["watchBufferedBytes"] == 0
 

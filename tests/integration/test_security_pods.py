@@ -9,19 +9,15 @@ provider runs the other pods.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
-    ProviderHarness,
-    container_status,
-    phase,
-    sh,
-    waiting_reason,
-)
 from tests.support.containers import labelled
+from tests.support.manifests import sh
+from tests.support.pod_status import container_status, phase, waiting_reason
+from tests.support.polling import eventually
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 
@@ -35,11 +31,16 @@ def pod_containers(docker_client: Any, uid: str, role: str | None = None) -> lis
 
 async def logs_of(docker_client: Any, pod: dict[str, Any], name: str, wanted: bytes) -> bytes:
     container_id = container_status(pod, name)["containerID"].removeprefix("docker://")
-    deadline = time.monotonic() + 30
     logs = b""
-    while time.monotonic() < deadline and wanted not in logs:
+
+    def logged() -> bool:
+        nonlocal logs
         logs = docker_client.containers.get(container_id).logs()
-        await asyncio.sleep(0.3)
+        return wanted in logs
+
+    await eventually(
+        logged, within=30, interval=0.3, what=lambda: f"{wanted!r} in the log of {name} ({logs!r})"
+    )
     return bytes(logs)
 
 

@@ -18,16 +18,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.provider_harness import (
-    ProviderHarness,
-    container_status,
-    phase,
-    sh,
-    static_pod_dir,
-    waiting_reason,
-)
 from tests.support.containers import labelled
+from tests.support.manifests import sh, static_pod_dir
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status, phase, waiting_reason
+from tests.support.provider_harness import ProviderHarness
 from vk_provider.runtime.docker import labels as lb
 
 pytestmark = pytest.mark.docker

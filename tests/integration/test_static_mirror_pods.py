@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,7 +19,10 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
+from tests.support.manifests import by_uid, sh
 from tests.support.polling import eventually
+from tests.support.ports import free_port
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -36,31 +38,14 @@ RESYNC = 2.0
 
 
 def static_pod(node: str, name: str = "web", command: str = "sleep 3600") -> dict[str, Any]:
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": name}},
-        "spec": {
-            "containers": [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", command]}]
-        },
-    }
+    manifest = manifests.pod(name, [sh("main", command)], namespace=None, labels={"app": name})
     return parse_manifest(
         json.dumps(manifest).encode(), f"/etc/manifests/{name}.yaml", node, datetime.now(UTC)
     )
 
 
-def by_uid(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p["metadata"]["uid"]: p for p in pods}
-
-
 def pod_path(pod: dict[str, Any]) -> str:
     return f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:

@@ -21,16 +21,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.provider_harness import (
-    BUSYBOX,
-    PAUSE,
-    ProviderHarness,
-    container_status,
-    free_port,
-)
+from tests.support import manifests
 from tests.support.containers import labelled
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
+from tests.support.pod_status import container_status
 from tests.support.polling import eventually
+from tests.support.ports import free_port
+from tests.support.provider_harness import ProviderHarness
 
 pytestmark = pytest.mark.docker
 
@@ -41,16 +39,13 @@ SEEN = "kubernetes.io/config.seen"
 BAD_MANIFEST = "FailedStaticPodManifest"
 
 
-def static_manifest(name: str, command: list[str] | None = None, image: str = BUSYBOX) -> dict[str, Any]:
+def static_manifest(
+    name: str, command: list[str] | None = None, image: str = BUSYBOX_IMAGE
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "main", "image": image}
     if command is not None:
         container["command"] = command
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [container], "terminationGracePeriodSeconds": 2},
-    }
+    return manifests.pod(name, [container], namespace=None, terminationGracePeriodSeconds=2)
 
 
 def write(path: Path, manifest: dict[str, Any]) -> None:
@@ -200,7 +195,7 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
 
         # A new image (the pause image's own entrypoint).
         new_hash = new["metadata"]["annotations"][MIRROR]
-        write(path, static_manifest("web", image=PAUSE))
+        write(path, static_manifest("web", image=PAUSE_IMAGE))
         newest = await harness.wait_for(
             mirror_name,
             lambda p: p["metadata"]["annotations"][MIRROR] not in (old_hash, new_hash) and running_with()(p),
@@ -208,9 +203,9 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
         )
         third = await one_running_container(docker_client, node_name, mirror_name)
         assert third.id != second.id
-        assert third.attrs["Config"]["Image"] == PAUSE
+        assert third.attrs["Config"]["Image"] == PAUSE_IMAGE
         assert container_status(newest, "main")["containerID"] == f"docker://{third.id}"
-        assert newest["spec"]["containers"][0]["image"] == PAUSE
+        assert newest["spec"]["containers"][0]["image"] == PAUSE_IMAGE
         await eventually(
             lambda: asyncio.to_thread(lambda: not is_running(docker_client, second.id)),
             what="the old container still runs",
@@ -283,7 +278,9 @@ BAD_FILES: dict[str, tuple[str | None, str]] = {
         yaml.safe_dump(
             {
                 **static_manifest("unknown"),
-                "spec": {"containers": [{"name": "main", "image": BUSYBOX, "commandd": ["sleep", "1"]}]},
+                "spec": {
+                    "containers": [{"name": "main", "image": BUSYBOX_IMAGE, "commandd": ["sleep", "1"]}]
+                },
             }
         ),
         "'commandd' was unexpected",
@@ -413,7 +410,7 @@ async def test_without_a_static_pod_path_leftover_mirror_pods_are_deleted(
                 "namespace": "default",
                 "annotations": {MIRROR: "0123456789abcdef", HASH: "0123456789abcdef", SOURCE: "file"},
             },
-            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": BUSYBOX}]},
+            "spec": {"nodeName": node_name, "containers": [{"name": "main", "image": BUSYBOX_IMAGE}]},
         }
         await harness.create(leftover)
         await harness.start_provider()

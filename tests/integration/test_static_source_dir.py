@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import watchfiles
 
+from tests.support import manifests
+from tests.support.manifests import sh
 from vk_provider.static.manifest import CONFIG_SEEN_ANNOTATION, MAX_MANIFEST_BYTES
 from vk_provider.static.source import BadManifest, StaticPodSource
 
@@ -22,11 +24,7 @@ DEADLINE = 15.0
 
 
 def manifest(name: str, command: str = "sleep 3600", **spec: Any) -> str:
-    body: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", command]}]
-    }
-    body.update(spec)
-    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}, indent=1)
+    return json.dumps(manifests.pod(name, [sh("main", command)], namespace=None, **spec), indent=1)
 
 
 class Recorder:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox_helpers import RunningSandbox, admin_session, running_sandbox
 from tests.support.polling import eventually
+from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.runtime.types import (

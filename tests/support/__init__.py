@@ -1,7 +1,7 @@
-"""Helpers shared by the integration, e2e and resilience tests.
+"""Everything the test files share that is not a test: helpers, builders, fakes and fixtures.
 
-`planes`: the two control planes behind one interface (the emulator in-process, the real
-upstream control plane as a session-wide `vk-provider sandbox --control-plane real`
-subprocess) and the `--control-plane=emulator|real|both` tiers; `polling`: `eventually`
-(async) and `until` (blocking), the one way tests wait.
+One module per job (the table in docs/testing.md lists them): waiting (`polling`), ports,
+image names, Pod manifests and status readers, the control planes and harnesses, in-memory
+stand-ins, and the fixture plugins registered by tests/conftest.py. Must not: hold tests, or
+import from a test module (a helper two test files need moves here instead).
 """

@@ -30,7 +30,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,10 +39,11 @@ from typing import Any
 import aiohttp
 import yaml
 
+from tests.support.kubectl import KUBECTL
 from tests.support.planes import ensure_kube_bin, launch_sandbox, log_tail, stop_process
+from tests.support.polling import until
 
 REPO = Path(__file__).resolve().parents[2]
-KUBECTL = Path(sys.executable).parent / "kubectl"
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
@@ -110,12 +110,14 @@ class SandboxProcess:
         if self.name == "real":
             args += ["--control-plane", "real", "--kube-bin", ensure_kube_bin()]
         self.proc = launch_sandbox(args, self.output)
-        deadline = time.monotonic() + 240
-        while "API server at" not in self.output.read_text(errors="replace"):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the {self.name} sandbox did not start:\n{self.log_tail()}")
-            time.sleep(0.2)
+        until(lambda: f"the {self.name} sandbox to start:\n{self.log_tail()}", self._started, 240, 0.2)
         return Server.from_kubeconfig(self.name, self.directory / "state" / "kubeconfig")
+
+    def _started(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the {self.name} sandbox exited:\n{self.log_tail()}")
+        return "API server at" in self.output.read_text(errors="replace")
 
     def log_tail(self, lines: int = 40) -> str:
         return log_tail(self.output, lines)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 import yaml
 
 from tests.support.polling import until
+from tests.support.ports import free_port
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
 from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.admin import AdminAPI
@@ -85,12 +85,6 @@ def log_tail(output: Path, lines: int = 40) -> str:
 def selected_kinds(config: pytest.Config) -> list[str]:
     value = str(config.getoption("--control-plane"))
     return list(KINDS) if value == "both" else [value]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class EmulatorPlane:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
+from tests.support.polling import eventually
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder, involved_reference, make_event
 
@@ -100,10 +100,7 @@ async def test_deleted_event_is_recreated_and_transient_errors_retried() -> None
     recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.05)
     await recorder.start()
     recorder.event(NODE, "Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
-    for _ in range(100):
-        if store.events:
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: store.events, within=5, interval=0.05, what="the event posted")
     assert len(store.events) == 1
     store.events.clear()  # expired by the apiserver's TTL
     recorder.event(NODE, "Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
@@ -118,10 +115,7 @@ async def test_an_event_outlives_an_apiserver_outage_of_several_tries() -> None:
     recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.01)
     await recorder.start()
     recorder.event(NODE, "Warning", "FailedStaticPodManifest", "/etc/m/x.yaml: bad")
-    for _ in range(200):
-        if store.events:
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: store.events, within=10, interval=0.05, what="the event posted")
     await recorder.stop()
     assert len(store.events) == 1
     assert store.calls == ["POST"] * 9

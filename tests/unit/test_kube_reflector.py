@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
+from tests.support.polling import eventually
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.reflector import Reflector, backoff_delay, diff_relist, list_items
 
@@ -100,10 +101,7 @@ async def test_list_watch_resume_bookmark_and_relist_on_410() -> None:
     )
     await reflector.start()
     await asyncio.wait_for(reflector.synced.wait(), 5)
-    for _ in range(200):
-        if len(client.watch_params) >= 4:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(client.watch_params) >= 4, within=2, interval=0.01, what="the fourth watch")
     await reflector.stop()
 
     assert seen == [
@@ -153,10 +151,12 @@ async def test_restart_after_stop_relists_and_reports_only_differences() -> None
     await asyncio.wait_for(reflector.synced.wait(), 5)
     await reflector.stop()
     await reflector.start()
-    for _ in range(200):
-        if len(client.list_params) == 2 and len(client.watch_params) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: len(client.list_params) == 2 and len(client.watch_params) == 2,
+        within=2,
+        interval=0.01,
+        what="the second list and watch",
+    )
     await reflector.stop()
     assert seen == [("ADDED", "a")]
     assert reflector.resource_version == "6"

@@ -7,6 +7,7 @@ import hashlib
 import struct
 import zlib
 
+from tests.support.spdy_pipe import Pipe
 from vk_provider.kubeletapi.spdy import (
     DICTIONARY,
     FLAG_FIN,
@@ -14,7 +15,6 @@ from vk_provider.kubeletapi.spdy import (
     PING,
     SYN_REPLY,
     SYN_STREAM,
-    ByteChannel,
     SpdySession,
     control_frame,
     data_frame,
@@ -35,35 +35,6 @@ def test_header_blocks_round_trip_lower_case() -> None:
     block = encode_headers({"streamType": "error", "Port": "8080"})
     assert decode_headers(block) == {"streamtype": "error", "port": "8080"}
     assert decode_headers(encode_headers({"a": "x\x00y"})) == {"a": "x"}
-
-
-class Pipe:
-    """The server's channel; the test plays the client on the other end."""
-
-    def __init__(self) -> None:
-        self.to_server: asyncio.Queue[bytes] = asyncio.Queue()
-        self.from_server = bytearray()
-        self.closed = False
-
-    def channel(self) -> ByteChannel:
-        async def write(data: bytes) -> None:
-            self.from_server += data
-
-        async def close() -> None:
-            self.closed = True
-
-        return ByteChannel(read=self.to_server.get, write=write, close=close)
-
-    def frames(self) -> list[tuple[bool, int, int, bytes]]:
-        """(control?, type or stream id, flags, payload) of everything the server wrote."""
-        out, data = [], bytes(self.from_server)
-        while data:
-            first, second = struct.unpack(">II", data[:8])
-            length = second & 0xFFFFFF
-            control = bool(first & 0x80000000)
-            out.append((control, (first & 0xFFFF) if control else first, second >> 24, data[8 : 8 + length]))
-            data = data[8 + length :]
-        return out
 
 
 async def test_session_replies_streams_data_fin_ping_and_goaway() -> None:

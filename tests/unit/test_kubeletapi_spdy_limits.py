@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_kubeletapi_spdy import Pipe
+from tests.support.spdy_pipe import Pipe
 from vk_provider.kubeletapi import spdy
 from vk_provider.kubeletapi.spdy import (
     DICTIONARY,

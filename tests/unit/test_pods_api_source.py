@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
+from tests.support.polling import eventually
 from vk_provider.kube.client import KubeClient
 from vk_provider.pods.api_source import ApiPodSource
 from vk_provider.pods.config import PodConfig, PodUpdate, UpdateKind
@@ -49,9 +50,9 @@ async def test_mirror_pods_skip_pod_config_but_reach_observers() -> None:
         on_synced=[lambda: synced.append(True)],
     )
     await source.start()
-    async with asyncio.timeout(5):
-        while len(updates) < 3:  # noqa: ASYNC110 - waiting for the background reflector
-            await asyncio.sleep(0.01)
+    await eventually(
+        lambda: len(updates) >= 3, within=5, interval=0.01, what="three updates from the reflector"
+    )
     await source.stop()
     assert client.params[0] == {"fieldSelector": "spec.nodeName=vk-1"}
     assert [(u.kind, u.pod["metadata"]["uid"], u.source) for u in updates] == [

@@ -1,6 +1,6 @@
 """spec.activeDeadlineSeconds: the pure rule (pods/policy.py, the kubelet's activeDeadlineHandler)
 and the pod workers acting on it (their timer, the kill, the terminal status and the Event),
-against the in-memory runtime of test_pods_workers.py."""
+against the in-memory runtime of tests/support/pod_workers_rig.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.pod_workers_rig import Events, Rig, box, make_pod, running_rig
 from tests.support.polling import eventually
-from tests.unit.test_pods_workers import Events, Rig, box, make_pod, running_rig
 from vk_provider.pods.policy import DEADLINE_EXCEEDED, active_deadline_left, past_active_deadline
 from vk_provider.pods.workers import WorkerState
 from vk_provider.status.generate import format_time
@@ -96,10 +96,6 @@ async def rig() -> AsyncIterator[Rig]:
     """Pod workers whose resync is far away: only the deadline timer can fire in a test."""
     async with running_rig(resync_interval=3600.0) as started:
         yield started
-
-
-async def no_objects(kind: str, namespace: str, name: str) -> Any:
-    return None
 
 
 def ago(seconds: float) -> str:

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.protobuf_bodies import CONFIGMAP, SERVICE
 from vk_provider.sandbox.api.protobuf import ProtobufError, UnsupportedKindError, decode
-
-# kubectl create configmap x --from-literal=a=b
-CONFIGMAP = bytes.fromhex(
-    "6b387300"
-    "0a0f0a0276311209436f6e6669674d6170"
-    "121b0a110a01781200"
-    "1a0022002a0032003800420012060a0161120162"
-    "1a002200"
-)
 
 
 def test_configmap_from_kubectl() -> None:
@@ -31,15 +23,6 @@ def test_unknown_kind_and_bad_bytes_are_refused() -> None:
         decode(pod)
     with pytest.raises(ProtobufError):
         decode(b'{"kind": "ConfigMap"}')
-
-
-# kubectl create service clusterip x --tcp=80:8080
-SERVICE = bytes.fromhex(
-    "6b3873000a0d0a02763112075365727669636512630a1b0a017812001a002200"
-    "2a003200380042005a080a0361707012017812400a1b0a0738302d3830383012"
-    "0354435018502207080010903f1a00280012080a036170701201781a00220943"
-    "6c757374657249503a00420052005a00600068001a020a001a002200"
-)
 
 
 def test_service_from_kubectl() -> None:

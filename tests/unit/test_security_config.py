@@ -105,7 +105,7 @@ HOSTILE = [
     pytest.param(
         "node:\n  name: 2001-02-30\n", "config.yaml: invalid YAML: day is out of range", id="bad-date"
     ),
-    pytest.param(  # found by tests/unit/fuzz/test_config_fuzz.py: YAML's reader error spans two lines
+    pytest.param(  # found by tests/unit/fuzz/test_config_load_fuzz.py: YAML's reader error spans two lines
         "node:\n  name: a\x1fb\n",
         "config.yaml:2:10: invalid YAML: unacceptable character #x001f",
         id="control-character",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.manifests import by_uid
 from vk_provider.static.mirror import MirrorPods, retry_delay
 from vk_provider.static.mirror_plan import (
     BEING_DELETED,
@@ -67,10 +68,6 @@ def mirror(
         },
         "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "vk-test/busybox:1"}]},
     }
-
-
-def by_uid(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p["metadata"]["uid"]: p for p in pods}
 
 
 def uids(decision: MirrorDecision) -> list[tuple[str, str]]:

@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.support import manifests
+from tests.support.manifests import sh
 from vk_provider.static.source import scan
 
 NODE = "node-a"
@@ -13,9 +15,7 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
 def write(path: Path, name: str, command: str) -> None:
-    container = {"name": "main", "image": "vk-test/busybox:1", "command": ["sh", "-c", command]}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {"containers": [container]}}
-    path.write_text(json.dumps(pod))
+    path.write_text(json.dumps(manifests.pod(name, [sh("main", command)], namespace=None)))
 
 
 def commands(pods: dict[str, dict[str, object]]) -> list[object]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.support.pod_status import cond
 from tests.unit import test_status_generate as generate_test
-from tests.unit.test_status_generate import cond
 from vk_provider.pods.policy import DEADLINE_EXCEEDED
 from vk_provider.runtime.types import (
     ContainerInstance,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+from tests.support.pod_status import cond
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -98,10 +99,6 @@ def gen(pod: dict[str, Any], state: PodRuntimeState | None, **kw: Any) -> dict[s
     }
     args.update(kw)
     return generate_pod_status(pod, state, **args)
-
-
-def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in status["conditions"] if c["type"] == type_)
 
 
 def cstatus(status: dict[str, Any], name: str, key: str = "containerStatuses") -> dict[str, Any]:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_bytes
-from tests.unit.test_sandbox_core_protobuf import CONFIGMAP, SERVICE
+from tests.support.protobuf_bodies import CONFIGMAP, SERVICE
 from vk_provider.sandbox.api.protobuf import MAGIC, ProtobufError, decode
 
 

@@ -2,7 +2,7 @@
 
 Use in an async test (pytest-asyncio runs in auto mode):
 
-    from tests.sandbox_helpers import running_sandbox, api_client
+    from tests.support.sandbox import running_sandbox, api_client
 
     async def test_something(tmp_path):
         async with running_sandbox(tmp_path) as sandbox:        # started, kubeconfig written
@@ -19,8 +19,8 @@ and is what `kubectl --kubeconfig` or the provider's config should point at; it 
 sandbox CA (the API is HTTPS) and carries the admin bearer token, which every API request needs.
 For raw HTTP, `admin_session(sandbox)` is an aiohttp session that trusts the CA and sends the
 token; `tls_session(sandbox)` trusts the CA and sends no credentials.
-The fixture `sandbox` below gives the same in one line; import it into a test module with
-`from tests.sandbox_helpers import sandbox  # noqa: F401`.
+The fixture `sandbox` (tests/support/fixtures_sandbox.py, a plugin every test sees) gives a
+started default sandbox in one line. Must not: assert anything about the sandbox.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 from kubernetes_asyncio import client, config
 
 from vk_provider.sandbox.server import SandboxServer
@@ -73,9 +72,3 @@ def tls_session(server: SandboxServer, **kwargs: Any) -> aiohttp.ClientSession:
 def admin_session(server: SandboxServer, **kwargs: Any) -> aiohttp.ClientSession:
     """A `tls_session` whose requests carry the admin token (as kubectl's, from the kubeconfig)."""
     return tls_session(server, headers={"Authorization": f"Bearer {server.admin_token}"}, **kwargs)
-
-
-@pytest.fixture
-async def sandbox(tmp_path: Path) -> AsyncIterator[RunningSandbox]:
-    async with running_sandbox(tmp_path) as server:
-        yield server

@@ -7,13 +7,13 @@ apiserver. The real apiserver behaviour is covered by tests/integration/test_sta
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Mapping
 from typing import Any, cast
 
 import pytest
 
+from tests.support.polling import eventually
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.sandbox.api.patch import strategic_merge
 from vk_provider.status.manager import StatusManager
@@ -144,10 +144,7 @@ async def test_doorbell_wakes_the_loop() -> None:
     await sm.start()
     try:
         sm.set_pod_status(make_pod(), running_status())
-        for _ in range(200):
-            if api.count("PATCH"):
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: api.count("PATCH"), within=2, interval=0.01, what="a status PATCH")
         assert api.pods["p"]["status"]["phase"] == "Running"
     finally:
         await sm.stop()

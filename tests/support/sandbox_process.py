@@ -2,9 +2,9 @@
 
 What lives here: `KUBECTL` (re-exported from tests/support/kubectl.py), `start_sandbox` /
 `stop_sandbox` (a unique node prefix, a free port, `--clean`; its output goes to a file, never an
-unread pipe), the `Sandbox` handle with a `kubectl` runner, the node's containers
-by label, and `pod_manifest` for pods scheduled onto the node. Must not: assert anything about the
-product itself; the tests do that.
+unread pipe), the `Sandbox` handle with a `kubectl` runner, the node's containers by label, and
+`pod_manifest` for pods scheduled onto the node (built with tests/support/manifests.py).
+Must not: assert anything about the product itself; the tests do that.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -25,9 +24,11 @@ from typing import Any
 
 import yaml
 
+from tests.support import manifests
 from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import until
+from tests.support.ports import free_port
 
 DEADLINE = 120.0
 NODE_LABEL = "io.vk-provider.node"
@@ -167,24 +168,11 @@ def stop_sandbox(sandbox: Sandbox) -> int:
         raise
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "tolerations": [TOLERATION],
-            "containers": containers,
-            **spec,
-        },
-    }
+    """A Pod the sandbox's scheduler binds to `node` (selected by hostname, its taint tolerated)."""
+    return manifests.pod(
+        name, containers, nodeSelector={"kubernetes.io/hostname": node}, tolerations=[TOLERATION], **spec
+    )
 
 
 @contextlib.contextmanager

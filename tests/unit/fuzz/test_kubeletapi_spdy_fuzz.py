@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_bytes
-from tests.unit.test_kubeletapi_spdy import Pipe
+from tests.support.spdy_pipe import Pipe
 from vk_provider.kubeletapi.spdy import (
     DICTIONARY,
     GOAWAY,

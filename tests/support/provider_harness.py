@@ -12,11 +12,9 @@ Must not: reach into the provider's internals to decide a test's outcome.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,7 +24,10 @@ from typing import Any
 
 import yaml
 
+from tests.support import manifests
+from tests.support.images import PAUSE_IMAGE
 from tests.support.planes import EmulatorPlane, RealPlane
+from tests.support.polling import eventually
 from vk_provider.app import Provider
 from vk_provider.config import (
     Config,
@@ -41,68 +42,8 @@ from vk_provider.config import (
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.sandbox.server import SandboxServer
 
-BUSYBOX = "vk-test/busybox:1"
-PAUSE = "vk-test/pause:1"
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pod_manifest(name: str, node: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"nodeName": node, "containers": containers, **spec},
-    }
-
-
-def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
-    status = pod.get("status") or {}
-    for item in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
-        if item.get("name") == name:
-            return dict(item)
-    return {}
-
-
-def waiting_reason(pod: dict[str, Any], name: str) -> str:
-    return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
-
-
-def static_pod_dir(directory: Path, name: str, containers: list[dict[str, Any]], **spec: Any) -> Path:
-    """A static pod directory `directory/manifests` holding `<name>.yaml`, a Pod in `default`."""
-    static_dir = directory / "manifests"
-    static_dir.mkdir(exist_ok=True)
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {"containers": containers, **spec},
-    }
-    (static_dir / f"{name}.yaml").write_text(yaml.safe_dump(manifest))
-    return static_dir
-
-
-def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
-    """A busybox container running `script` with sh -c."""
-    return {"name": name, "image": BUSYBOX, "command": ["sh", "-c", script], **extra}
-
-
-def phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def condition(pod: dict[str, Any], type_: str) -> dict[str, Any]:
-    for item in (pod.get("status") or {}).get("conditions") or []:
-        if item.get("type") == type_:
-            return dict(item)
-    return {}
 
 
 class ProviderHarness:
@@ -122,7 +63,7 @@ class ProviderHarness:
         self.workdir = workdir
         self.sync_period = sync_period
         self.static_dir = static_dir
-        # api_port (emulator only): a fixed port (see `free_port`) lets a test write the kubeconfig
+        # api_port (emulator only): a fixed port (`free_port`) lets a test write the kubeconfig
         # and start the provider before the sandbox listens; 0 picks a free port at start.
         self.plane = plane if plane is not None else EmulatorPlane(workdir, api_port)
         self.kubeconfig = self.plane.admin_kubeconfig
@@ -154,7 +95,7 @@ class ProviderHarness:
         return Config(
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
             kubernetes=KubernetesConfig(kubeconfig=str(self.plane.provider_kubeconfig)),
-            docker=DockerConfig(sandbox_image=PAUSE, state_dir=str(self.workdir / "state")),
+            docker=DockerConfig(sandbox_image=PAUSE_IMAGE, state_dir=str(self.workdir / "state")),
             pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
@@ -182,7 +123,7 @@ class ProviderHarness:
         cfg = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
             "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
-            "docker": {"sandboxImage": PAUSE, "stateDir": str(self.workdir / "state")},
+            "docker": {"sandboxImage": PAUSE_IMAGE, "stateDir": str(self.workdir / "state")},
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
             "kubeletServer": {
                 "listen": "127.0.0.1:0",
@@ -234,7 +175,7 @@ class ProviderHarness:
         return self.client
 
     def manifest(self, name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-        return pod_manifest(name, self.node_name, containers, **spec)
+        return manifests.pod(name, containers, nodeName=self.node_name, **spec)
 
     async def create(self, manifest: dict[str, Any]) -> dict[str, Any]:
         namespace = manifest["metadata"].get("namespace", NAMESPACE)
@@ -259,23 +200,41 @@ class ProviderHarness:
         self, name: str, predicate: Callable[[dict[str, Any]], bool], within: float = 60.0
     ) -> dict[str, Any]:
         """Poll the pod until `predicate(pod)` holds; fail with the last pod seen."""
-        deadline = time.monotonic() + within
-        pod: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            pod = await self.get(name)
-            if pod is not None and predicate(pod):
-                return pod
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"pod {name} did not reach the expected state in {within}s; last: {pod}")
+        found: dict[str, Any] = await self._watch_pod(
+            name,
+            lambda pod: pod if pod is not None and predicate(pod) else None,
+            within,
+            0.2,
+            "the expected state",
+        )
+        return found
 
     async def wait_gone(self, name: str, within: float = 60.0) -> float:
         """Poll until the pod is gone from the API; return when (monotonic)."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            if await self.get(name) is None:
-                return time.monotonic()
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"pod {name} still exists after {within}s: {await self.get(name)}")
+        when: float = await self._watch_pod(
+            name, lambda pod: time.monotonic() if pod is None else None, within, 0.1, "gone"
+        )
+        return when
+
+    async def _watch_pod(
+        self,
+        name: str,
+        reached: Callable[[dict[str, Any] | None], Any],
+        within: float,
+        interval: float,
+        what: str,
+    ) -> Any:
+        """The first truthy `reached(pod)` (None once the pod is gone); the failure names the last pod."""
+        pod: dict[str, Any] | None = None
+
+        async def check() -> Any:
+            nonlocal pod
+            pod = await self.get(name)
+            return reached(pod)
+
+        return await eventually(
+            check, within=within, interval=interval, what=lambda: f"pod {name} {what}: {pod}"
+        )
 
     async def events(self, name: str) -> list[dict[str, Any]]:
         answer = await self.api.get(
@@ -285,13 +244,17 @@ class ProviderHarness:
         return list(answer.get("items") or [])
 
     async def wait_event(self, name: str, reason: str, within: float = 60.0) -> dict[str, Any]:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            for event in await self.events(name):
-                if event.get("reason") == reason:
-                    return event
-            await asyncio.sleep(0.3)
-        raise AssertionError(f"no {reason} event for pod {name}: {await self.events(name)}")
+        events: list[dict[str, Any]] = []
+
+        async def recorded() -> dict[str, Any] | None:
+            nonlocal events
+            events = await self.events(name)
+            return next((event for event in events if event.get("reason") == reason), None)
+
+        event: dict[str, Any] = await eventually(
+            recorded, within=within, interval=0.3, what=lambda: f"{reason} event of {name}: {events}"
+        )
+        return event
 
     async def counters(self) -> dict[str, Any]:
         answer = await self.api.get("/debug/sandbox/counters")

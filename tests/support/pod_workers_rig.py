@@ -1,0 +1,206 @@
+"""Pod workers on an in-memory runtime, for the unit tests of pods/workers.py and its rules.
+
+What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
+test ends one with `exit(uid, name, code)`; `missing_images` fail their pull), the `Statuses`
+and `Events` sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as
+the workers see them), `fake_hash` (the spec hash of a container), and `running_rig`: started
+PodWorkers on all of these, yielded as a `Rig`. Must not: decide anything the workers decide
+(the records only change when the workers call the runtime or a test ends a container).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from tests.support.images import BUSYBOX_IMAGE
+from vk_provider.pods.backoff import Backoff
+from vk_provider.pods.config import PodConfig
+from vk_provider.pods.workers import PodWorkers
+from vk_provider.runtime.protocol import ContainerLaunch, Runtime
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRunState,
+    ImagePullError,
+    PodRuntimeState,
+    PodSandboxState,
+    RuntimeEvent,
+)
+
+_ids = itertools.count(1)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def fake_hash(container: Mapping[str, Any]) -> str:
+    return repr(sorted(container.items()))
+
+
+class MemoryRuntime:
+    """Containers as records; a test ends a container with `exit(uid, name, code)`."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodRuntimeState] = {}
+        self.queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
+        self.missing_images: set[str] = set()
+        self.stops: list[tuple[str, float]] = []
+        self.removed: list[str] = []
+
+    def _put(self, uid: str, **changes: Any) -> None:
+        self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
+
+    async def list_pods(self) -> dict[str, PodRuntimeState]:
+        return dict(self.pods)
+
+    async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        return self.pods.get(uid)
+
+    def events(self) -> AsyncIterator[RuntimeEvent]:
+        async def stream() -> AsyncIterator[RuntimeEvent]:
+            while True:
+                yield await self.queue.get()
+
+        return stream()
+
+    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+        if image in self.missing_images:
+            raise ImagePullError(f"pull access denied for {image}")
+        return "sha256:" + image
+
+    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        meta = pod["metadata"]
+        state = self.pods.get(meta["uid"])
+        if state is not None and state.sandbox is not None and state.sandbox.running:
+            return state.sandbox
+        sandbox = PodSandboxState(f"s{next(_ids)}", True, "172.30.0.9", _now())
+        if state is None:
+            self.pods[meta["uid"]] = PodRuntimeState(meta["uid"], meta["namespace"], meta["name"], sandbox)
+        else:
+            self._put(meta["uid"], sandbox=sandbox)
+        return sandbox
+
+    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+        uid = launch.pod["metadata"]["uid"]
+        inst = ContainerInstance(
+            name=launch.container["name"],
+            role=launch.role,
+            attempt=launch.attempt,
+            container_id=f"c{next(_ids)}",
+            image=launch.container["image"],
+            image_id="sha256:x",
+            state=ContainerRunState.RUNNING,
+            created_at=_now(),
+            started_at=_now(),
+            spec_hash=fake_hash(launch.container),
+        )
+        self._put(uid, containers=(*self.pods[uid].containers, inst))
+        return inst
+
+    def exit(self, uid: str, name: str, code: int) -> None:
+        state = self.pods[uid]
+        latest = state.latest(name)
+        assert latest is not None
+        done = dataclasses.replace(latest, state=ContainerRunState.EXITED, exit_code=code, finished_at=_now())
+        self._put(uid, containers=tuple(done if c is latest else c for c in state.containers))
+        self.queue.put_nowait(RuntimeEvent(uid, name, latest.role, "die", latest.container_id, code))
+
+    async def stop_container(
+        self, container_id: str, grace_seconds: float, signal: str | None = None
+    ) -> None:
+        self.stops.append((container_id, grace_seconds))
+        for uid, state in self.pods.items():
+            if state.sandbox is not None and state.sandbox.container_id == container_id:
+                self._put(uid, sandbox=dataclasses.replace(state.sandbox, running=False))
+            for c in state.containers:
+                if c.container_id == container_id and c.state == ContainerRunState.RUNNING:
+                    self.exit(uid, c.name, 137)
+
+    async def exec_in_container(self, container_id: str, command: list[str], timeout_seconds: float) -> Any:
+        return 0, b""
+
+    async def prune_pod(self, uid: str) -> None:
+        return None
+
+    async def remove_pod(self, uid: str) -> None:
+        self.removed.append(uid)
+        self.pods.pop(uid, None)
+
+
+class Statuses:
+    def __init__(self) -> None:
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.terminated: list[str] = []
+        self.removed: list[str] = []
+
+    def set_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
+        self.cache[pod["metadata"]["uid"]] = status
+
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None:
+        return self.cache.get(uid)
+
+    def terminate_pod(self, pod: Mapping[str, Any]) -> None:
+        self.terminated.append(pod["metadata"]["uid"])
+
+    def remove_pod(self, uid: str) -> None:
+        self.removed.append(uid)
+
+    def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None:
+        return None
+
+    def set_container_startup(self, uid: str, container_name: str, started: bool) -> None:
+        return None
+
+
+class Events:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def event(
+        self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
+    ) -> None:
+        self.seen.append((type_, reason, message))
+
+
+async def no_objects(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+    return None
+
+
+def make_pod(uid: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"uid": uid, "name": uid, "namespace": "default"},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+def box(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": BUSYBOX_IMAGE, **extra}
+
+
+Rig = tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]
+
+
+@contextlib.asynccontextmanager
+async def running_rig(**options: Any) -> AsyncIterator[Rig]:
+    """Pod workers on the in-memory runtime; `options` go to PodWorkers."""
+    runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
+    workers = PodWorkers(
+        cast(Runtime, runtime),
+        statuses,
+        events,
+        getter=no_objects,
+        host_ip=lambda: "10.0.0.1",
+        backoff=Backoff(initial=0.3, maximum=1.0),
+        **options,
+    )
+    await workers.start()
+    try:
+        yield runtime, statuses, events, workers, PodConfig(workers.update)
+    finally:
+        await workers.stop()
