@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
+import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -381,6 +382,26 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     workers.start_housekeeping(0.05)
     await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert "live" not in runtime.removed
+
+
+async def test_housekeeping_drops_expired_backoff_entries() -> None:
+    """The kubelet GCs its crash-loop backoff in HandlePodCleanups; housekeeping does the same."""
+    backoff = Backoff(initial=0.01, maximum=0.01)
+    backoff.next("gone_ns_uid_a_", time.time())
+    workers = PodWorkers(
+        cast(Runtime, MemoryRuntime()),
+        Statuses(),
+        Events(),
+        getter=no_objects,
+        host_ip=lambda: "10.0.0.1",
+        backoff=backoff,
+    )
+    await workers.start()
+    try:
+        workers.start_housekeeping(0.05)
+        await eventually(lambda: backoff.current("gone_ns_uid_a_") == 0, within=WITHIN, interval=POLL)
+    finally:
+        await workers.stop()
 
 
 async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:

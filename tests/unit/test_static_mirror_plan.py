@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from vk_provider.kube.objects import MIRROR_ANNOTATION
 from vk_provider.static.mirror import MirrorPods, retry_delay
 from vk_provider.static.mirror_plan import (
     BEING_DELETED,
     DUPLICATE,
-    MIRROR_ANNOTATION,
     ORPHANED,
     OUTDATED,
     MirrorDecision,

@@ -5,7 +5,8 @@ app containers, and for one container: pulls its image (ImagePullBackOff, pull E
 resolves its environment and starts it (Created / Started Events), runs postStart, restarts
 it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, kills it
 with preStop and the grace period, and kills it when its liveness or startup probe failed.
-Failures become the container's waiting reason in the pod's `PodWork` and arm its timer.
+Failures become the container's waiting reason in the pod's `PodWork` and arm its timer;
+every start or stop marks `PodWork.runtime_changed`, so the sync reads the pod's state again.
 Its log lines keep the pod workers' component (`pods.workers`).
 Must not: decide the pod's lifecycle (sandbox, volumes, termination, status: PodWorkers does),
 write to the apiserver, or know about Docker.
@@ -15,37 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from vk_provider.kube.objects import default_pull_policy, is_sidecar, restart_policy, should_restart, spec
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.pods.backoff import (
-    Backoff,
     container_key,
     crash_loop_message,
     format_pod,
     image_backoff_message,
     image_key,
 )
-from vk_provider.pods.env import ObjectGetter, PodAddresses, resolve_container_env
+from vk_provider.pods.deps import SyncDeps
+from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
 from vk_provider.pods.policy import (
     ERROR_RETRY_SECONDS,
     SANDBOX_STOP_SECONDS,
-    default_pull_policy,
     field_path,
     in_sandbox,
     jitter,
     now,
-    restart_policy,
-    should_restart,
-    spec,
 )
-from vk_provider.pods.work import EventSink, PodWork, wake_in
+from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
-from vk_provider.probes.manager import ProbeManager
-from vk_provider.runtime.protocol import ContainerLaunch, Runtime
+from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -55,34 +52,23 @@ from vk_provider.runtime.types import (
     PodSandboxState,
     RuntimeFailure,
 )
-from vk_provider.status.generate import ContainerWaiting
+from vk_provider.status.fields import ContainerWaiting
 
 log = get_logger("pods.workers")
 
 
+def _exit_code(instance: ContainerInstance) -> int | None:
+    """The exit code of an instance that ran and exited; None for one that did not finish."""
+    return (instance.exit_code or 0) if instance.state == ContainerRunState.EXITED else None
+
+
 class ContainerPipeline:
-    def __init__(
-        self,
-        runtime: Runtime,
-        recorder: EventSink,
-        probes: ProbeManager,
-        *,
-        getter: ObjectGetter,
-        host_ip: Callable[[], str],
-        node_allocatable: Callable[[], Mapping[str, str]],
-        backoff: Backoff,
-        spec_hash: Callable[[Mapping[str, Any]], str] | None,
-    ) -> None:
-        """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
-        `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced."""
-        self._runtime = runtime
-        self._recorder = recorder
-        self._probes = probes
-        self._getter = getter
-        self._host_ip = host_ip
-        self._node_allocatable = node_allocatable
-        self._backoff = backoff
-        self._spec_hash = spec_hash
+    def __init__(self, deps: SyncDeps) -> None:
+        self._deps = deps
+        self._runtime = deps.runtime
+        self._recorder = deps.recorder
+        self._probes = deps.probes
+        self._backoff = deps.backoff
 
     async def sync_init_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
@@ -91,7 +77,7 @@ class ContainerPipeline:
         for container in spec(work.pod).get("initContainers") or []:
             name = container["name"]
             instance = state.latest(name, ContainerRole.INIT) if state is not None else None
-            sidecar = container.get("restartPolicy") == "Always"
+            sidecar = is_sidecar(container)
             if instance is None:
                 started = await self._start(work, container, ContainerRole.INIT, 0, sandbox)
                 if not (sidecar and started) or container.get("startupProbe"):
@@ -125,7 +111,9 @@ class ContainerPipeline:
             instance = state.latest(container["name"], ContainerRole.APP) if state is not None else None
             if instance is None:
                 await self._start(work, container, ContainerRole.APP, 0, sandbox)
-            elif instance.state != ContainerRunState.RUNNING and should_restart(work.pod, instance):
+            elif instance.state != ContainerRunState.RUNNING and should_restart(
+                work.pod, container, _exit_code(instance)
+            ):
                 await self._restart(work, container, ContainerRole.APP, instance, sandbox)
             elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
                 await self._replace(work, container, instance, sandbox)
@@ -151,9 +139,9 @@ class ContainerPipeline:
         )
 
     def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
-        if self._spec_hash is None or not instance.spec_hash:
+        if self._deps.spec_hash is None or not instance.spec_hash:
             return False
-        return instance.spec_hash != self._spec_hash(container)
+        return instance.spec_hash != self._deps.spec_hash(container)
 
     async def _replace(
         self,
@@ -169,6 +157,7 @@ class ContainerPipeline:
         self._recorder.event(
             pod, "Normal", "Killing", message, field_path=field_path(ContainerRole.APP, name)
         )
+        work.runtime_changed = True
         await self._runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
         if await self._start(work, container, ContainerRole.APP, instance.attempt + 1, sandbox):
             await self._runtime.prune_pod(work.uid)
@@ -282,16 +271,16 @@ class ContainerPipeline:
         fp = field_path(role, name)
         if not await self._pull(work, container, role):
             return False
-        host_ip = self._host_ip()
+        host_ip = self._deps.host_ip()
         try:
             resolved = await resolve_container_env(
                 pod,
                 container,
-                getter=self._getter,
+                getter=self._deps.getter,
                 addresses=PodAddresses(
                     pod_ips=(sandbox.ip,) if sandbox.ip else (), host_ips=(host_ip,) if host_ip else ()
                 ),
-                node_allocatable=self._node_allocatable(),
+                node_allocatable=self._deps.node_allocatable(),
             )
             for reason, message in resolved.warnings:
                 self._recorder.event(pod, "Warning", reason, message, field_path=fp)
@@ -305,6 +294,7 @@ class ContainerPipeline:
                 args=resolved.args,
                 sandbox=sandbox,
             )
+            work.runtime_changed = True
             instance = await self._runtime.start_container(launch)
         except RuntimeFailure as exc:
             log.info("container %s: %s: %s", name, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
@@ -343,6 +333,7 @@ class ContainerPipeline:
         fp = field_path(instance.role, name)
         # The message stays generic so that secrets in the hook's output never reach an Event.
         self._recorder.event(pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp)
+        work.runtime_changed = True
         await self._runtime.stop_container(instance.container_id, grace)
         return False
 
@@ -373,6 +364,7 @@ class ContainerPipeline:
                 log.info("preStop hook of %s failed: %s", instance.name, exc, extra={"pod": pod_ref(pod)})
                 self._recorder.event(pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp)
         timeout = stop_timeout_after_prestop(grace, time.monotonic() - began) if pre_stop else float(grace)
+        work.runtime_changed = True
         await self._runtime.stop_container(instance.container_id, timeout)
         if time.monotonic() - began > grace + SANDBOX_STOP_SECONDS:
             self._recorder.event(
