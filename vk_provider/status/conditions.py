@@ -46,6 +46,16 @@ def condition(type_: str, status: str, reason: str = "", message: str = "") -> d
     return cond
 
 
+def _status_message(unknown: Sequence[str], kind: str, others: Sequence[str]) -> str:
+    """`containers with unknown status: [a], containers with <kind> status: [b]` ("" for none)."""
+    messages = []
+    if unknown:
+        messages.append(f"containers with unknown status: {go_list(unknown)}")
+    if others:
+        messages.append(f"containers with {kind} status: {go_list(others)}")
+    return ", ".join(messages)
+
+
 def containers_ready_condition(
     spec: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]] | None, phase: str
 ) -> dict[str, Any]:
@@ -65,13 +75,9 @@ def containers_ready_condition(
         return condition(CONTAINERS_READY, "False", POD_COMPLETED)
     if phase == FAILED:
         return condition(CONTAINERS_READY, "False", POD_FAILED)
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {go_list(unknown)}")
-    if unready:
-        messages.append(f"containers with unready status: {go_list(unready)}")
-    if messages:
-        return condition(CONTAINERS_READY, "False", CONTAINERS_NOT_READY, ", ".join(messages))
+    message = _status_message(unknown, "unready", unready)
+    if message:
+        return condition(CONTAINERS_READY, "False", CONTAINERS_NOT_READY, message)
     return condition(CONTAINERS_READY, "True")
 
 
@@ -142,13 +148,9 @@ def initialized_condition(
         return condition(INITIALIZED, "True", POD_COMPLETED)
     if has_any_regular_container_started(spec, statuses):
         return condition(INITIALIZED, "True")
-    messages = []
-    if unknown:
-        messages.append(f"containers with unknown status: {go_list(unknown)}")
-    if incomplete:
-        messages.append(f"containers with incomplete status: {go_list(incomplete)}")
-    if messages:
-        return condition(INITIALIZED, "False", CONTAINERS_NOT_INITIALIZED, ", ".join(messages))
+    message = _status_message(unknown, "incomplete", incomplete)
+    if message:
+        return condition(INITIALIZED, "False", CONTAINERS_NOT_INITIALIZED, message)
     return condition(INITIALIZED, "True")
 
 

@@ -23,6 +23,14 @@ def has_any_regular_container_started(spec: Mapping[str, Any], statuses: Sequenc
     return False
 
 
+def _found(
+    containers: Sequence[Mapping[str, Any]], statuses: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], int]:
+    """The statuses `containers` have, in order, and how many of them have none."""
+    found = [s for c in containers if (s := find_status(statuses, c["name"])) is not None]
+    return found, len(containers) - len(found)
+
+
 def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod_is_terminal: bool) -> str:
     """The pod phase from its container statuses (init and regular together)."""
     spec = pod_spec(pod)
@@ -49,14 +57,11 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
         else:
             pending_regular_init += 1
 
-    unknown = running = waiting = stopped = succeeded = 0
-    for container in init_containers:
-        if not is_sidecar(container):
-            continue
-        status = find_status(statuses, container["name"])
-        if status is None:
-            unknown += 1
-            continue
+    sidecars, missing_sidecars = _found([c for c in init_containers if is_sidecar(c)], statuses)
+    regular, missing_regular = _found(spec.get("containers") or [], statuses)
+    unknown = missing_sidecars + missing_regular
+    running = waiting = stopped = succeeded = 0
+    for status in sidecars:
         state = status.get("state") or {}
         if "running" in state:
             if not status.get("started"):
@@ -72,11 +77,7 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
             pending_sidecar += 1
             unknown += 1
 
-    for container in spec.get("containers") or []:
-        status = find_status(statuses, container["name"])
-        if status is None:
-            unknown += 1
-            continue
+    for status in regular:
         state = status.get("state") or {}
         if "running" in state:
             running += 1
