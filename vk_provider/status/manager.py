@@ -221,7 +221,7 @@ class StatusManager:
             observed = await self._get(entry)
             if observed is None:
                 return False
-        if str(observed["metadata"].get("uid")) != api_uid:
+        if uid_of(observed) != api_uid:
             return True  # replaced: the sync will notice and drop the entry
         return not status_equal_by_kubelet(observed.get("status") or {}, entry.status)
 
@@ -242,7 +242,7 @@ class StatusManager:
         api_pod = await self._get(entry)
         if api_pod is None:
             return
-        found_uid = str(api_pod["metadata"].get("uid"))
+        found_uid = uid_of(api_pod)
         if found_uid != api_uid:
             if not is_static(entry.pod):
                 log.info(
