@@ -8,7 +8,7 @@ with preStop and the grace period, and kills it when its liveness or startup pro
 Failures become the container's waiting reason in the pod's `PodWork` and arm its timer;
 every start or stop marks `PodWork.runtime_changed`, so the sync reads the pod's state again.
 Its log lines keep the pod workers' component (`pods.workers`).
-Must not: decide the pod's lifecycle (sandbox, volumes, termination, status: PodWorkers does),
+Must not: decide the pod's lifecycle (sandbox, volumes, termination, status: `pods/sync.py` does),
 write to the apiserver, or know about Docker.
 """
 

@@ -1,4 +1,4 @@
-"""The per-pod work record shared by the pod workers and the container pipeline.
+"""The per-pod work record shared by the pod workers, the pod sync and the container pipeline.
 
 What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
 state, waiting reasons, image failures, next timer), `WorkerState`, `wake_in` (arm a pod's
