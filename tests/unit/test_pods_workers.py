@@ -62,6 +62,7 @@ class MemoryRuntime:
         self.missing_images: set[str] = set()
         self.stops: list[tuple[str, float]] = []
         self.removed: list[str] = []
+        self.state_reads: list[str] = []
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -70,6 +71,7 @@ class MemoryRuntime:
         return dict(self.pods)
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        self.state_reads.append(uid)
         return self.pods.get(uid)
 
     def events(self) -> AsyncIterator[RuntimeEvent]:
@@ -382,6 +384,25 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     workers.start_housekeeping(0.05)
     await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert "live" not in runtime.removed
+
+
+async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    pod = make_pod("once", [box("a")])
+    cfg.upsert("api", pod)
+    await eventually(
+        lambda: statuses.cache.get("once", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    # The first sync started the sandbox and the container: one read before, one to publish.
+    before = -1
+    while runtime.state_reads.count("once") != before:  # the runtime's events ring a sync or two
+        before = runtime.state_reads.count("once")
+        await asyncio.sleep(0.2)
+    assert before >= 2
+    cfg.upsert("api", {**pod, "metadata": {**pod["metadata"], "labels": {"x": "y"}}})
+    await eventually(lambda: runtime.state_reads.count("once") > before, within=WITHIN, interval=POLL)
+    await asyncio.sleep(0.2)
+    assert runtime.state_reads.count("once") == before + 1  # nothing to do: one read
 
 
 async def test_housekeeping_drops_expired_backoff_entries() -> None:
