@@ -23,13 +23,14 @@ from typing import Any
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.objects import uid as pod_uid
 from vk_provider.kube.permissions import PermissionReporter
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.logging import get_logger
 from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import ApiPodSource, Observer, list_node_pods, make_object_getter
-from vk_provider.pods.config import PodConfig, pod_uid
+from vk_provider.pods.config import PodConfig
 from vk_provider.pods.volume_writer import make_token_requester
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.docker.runtime import DockerRuntime

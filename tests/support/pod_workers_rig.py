@@ -52,6 +52,7 @@ class MemoryRuntime:
         self.missing_images: set[str] = set()
         self.stops: list[tuple[str, float]] = []
         self.removed: list[str] = []
+        self.state_reads: list[str] = []
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -60,6 +61,7 @@ class MemoryRuntime:
         return dict(self.pods)
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        self.state_reads.append(uid)
         return self.pods.get(uid)
 
     def events(self) -> AsyncIterator[RuntimeEvent]:

@@ -42,6 +42,19 @@ def test_remaining_counts_from_the_event_time() -> None:
     assert b.remaining(key, clock.now - 11) == 0
 
 
+def test_gc_drops_only_entries_not_updated_for_twice_the_maximum() -> None:
+    clock = Clock()
+    b = Backoff(clock=clock)
+    old, fresh = container_key(POD, "old"), container_key(POD, "fresh")
+    b.next(old, clock.now)
+    clock.now += 500
+    b.next(fresh, clock.now)
+    clock.now += 101  # old: 601 s > 2 x 300 s without an update; fresh: 101 s
+    b.gc()
+    assert b.current(old) == 0
+    assert b.current(fresh) == 10
+
+
 def test_messages() -> None:
     assert crash_loop_message(10, "c", POD) == "back-off 10s restarting failed container=c pod=p_ns(u1)"
     assert go_duration(80) == "1m20s"

@@ -1,22 +1,12 @@
-"""The kubelet rules of pods/policy.py: restart decisions, the default pull policy, when a
-pod's containers are finished, and the helpers the Events and the sandbox check rely on."""
+"""The kubelet rules of pods/policy.py: when a pod's containers are finished, and the helpers
+the Events and the sandbox check rely on (the shared rules are tested in test_kube_objects)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
-from vk_provider.pods.policy import (
-    default_pull_policy,
-    field_path,
-    finished,
-    in_sandbox,
-    parse_time,
-    restart_policy,
-    should_restart,
-)
+from vk_provider.pods.policy import field_path, finished, in_sandbox
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -63,50 +53,6 @@ def runtime_state(*containers: ContainerInstance) -> PodRuntimeState:
     return PodRuntimeState(uid="u1", namespace="default", name="p", containers=containers)
 
 
-def test_restart_policy_defaults_to_always() -> None:
-    assert restart_policy(pod()) == "Always"
-    assert restart_policy({"metadata": {}}) == "Always"
-    assert restart_policy(pod("OnFailure")) == "OnFailure"
-
-
-@pytest.mark.parametrize(
-    ("policy", "exit_code", "expected"),
-    [
-        ("Always", 0, True),
-        ("Always", 1, True),
-        ("OnFailure", 0, False),
-        ("OnFailure", 1, True),
-        ("OnFailure", 137, True),
-        ("Never", 0, False),
-        ("Never", 1, False),
-    ],
-)
-def test_should_restart_an_exited_container(policy: str, exit_code: int, expected: bool) -> None:
-    assert should_restart(pod(policy), instance(exit_code=exit_code)) is expected
-
-
-def test_on_failure_restarts_a_container_that_did_not_exit() -> None:
-    created = instance(state=ContainerRunState.CREATED)
-    assert should_restart(pod("OnFailure"), created) is True
-    assert should_restart(pod("Never"), created) is False
-
-
-@pytest.mark.parametrize(
-    ("image", "expected"),
-    [
-        ("busybox", "Always"),
-        ("busybox:latest", "Always"),
-        ("registry.local:5000/team/busybox", "Always"),
-        ("registry.local:5000/team/busybox:latest", "Always"),
-        ("busybox:1.36", "IfNotPresent"),
-        ("registry.local:5000/team/busybox:1", "IfNotPresent"),
-        ("busybox@sha256:" + "a" * 64, "IfNotPresent"),
-    ],
-)
-def test_default_pull_policy(image: str, expected: str) -> None:
-    assert default_pull_policy(image) == expected
-
-
 def test_field_path_names_the_container_list() -> None:
     assert field_path(ContainerRole.APP, "web") == "spec.containers{web}"
     assert field_path(ContainerRole.INIT, "setup") == "spec.initContainers{setup}"
@@ -142,10 +88,3 @@ def test_in_sandbox_compares_creation_times() -> None:
     assert in_sandbox(instance(created_at=T0 - timedelta(seconds=1)), sandbox) is False
     assert in_sandbox(instance(created_at=None), sandbox) is True
     assert in_sandbox(instance(created_at=T0), PodSandboxState(container_id="s", running=True)) is True
-
-
-def test_parse_time() -> None:
-    assert parse_time("2026-01-01T00:00:00Z") == T0.timestamp()
-    assert parse_time("") is None
-    assert parse_time(None) is None
-    assert parse_time("not a time") is None

@@ -8,7 +8,9 @@ tests/integration/test_pods_*.py.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -26,6 +28,7 @@ from tests.support.pod_workers_rig import (
     running_rig,
 )
 from tests.support.polling import eventually
+from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers, WorkerState
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
@@ -212,6 +215,45 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     workers.start_housekeeping(0.05)
     await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert "live" not in runtime.removed
+
+
+async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: Any) -> None:
+    runtime, statuses, _, _, cfg = rig
+    pod = make_pod("once", [box("a")])
+    cfg.upsert("api", pod)
+    await eventually(
+        lambda: statuses.cache.get("once", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    # The first sync started the sandbox and the container: one read before, one to publish.
+    before = -1
+    while runtime.state_reads.count("once") != before:  # the runtime's events ring a sync or two
+        before = runtime.state_reads.count("once")
+        await asyncio.sleep(0.2)
+    assert before >= 2
+    cfg.upsert("api", {**pod, "metadata": {**pod["metadata"], "labels": {"x": "y"}}})
+    await eventually(lambda: runtime.state_reads.count("once") > before, within=WITHIN, interval=POLL)
+    await asyncio.sleep(0.2)
+    assert runtime.state_reads.count("once") == before + 1  # nothing to do: one read
+
+
+async def test_housekeeping_drops_expired_backoff_entries() -> None:
+    """The kubelet GCs its crash-loop backoff in HandlePodCleanups; housekeeping does the same."""
+    backoff = Backoff(initial=0.01, maximum=0.01)
+    backoff.next("gone_ns_uid_a_", time.time())
+    workers = PodWorkers(
+        cast(Runtime, MemoryRuntime()),
+        Statuses(),
+        Events(),
+        getter=no_objects,
+        host_ip=lambda: "10.0.0.1",
+        backoff=backoff,
+    )
+    await workers.start()
+    try:
+        workers.start_housekeeping(0.05)
+        await eventually(lambda: backoff.current("gone_ns_uid_a_") == 0, within=WITHIN, interval=POLL)
+    finally:
+        await workers.stop()
 
 
 async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -173,3 +174,24 @@ async def test_workers_end_with_a_terminal_pod() -> None:
         interval=POLL,
     )
     assert runtime.calls == []
+
+
+async def test_a_never_pods_container_is_probed_until_it_terminated() -> None:
+    """worker.go: probing stops once the container terminated and will not run again. A Never
+    pod's container that did not finish (created, waiting) still starts, so it stays probed;
+    changed by the unification: probes/worker._restartable stopped it by the policy alone."""
+    runtime, statuses, events = ExecRuntime(), Statuses(), Events()
+    manager = ProbeManager(cast(Runtime, runtime), statuses, events, lambda uid: None)
+    the_pod = pod(readinessProbe={**EXEC, "periodSeconds": 0.05})
+    the_pod["spec"]["restartPolicy"] = "Never"
+    status = running_status("abc", started=False)
+    status["containerStatuses"][0]["state"] = {"waiting": {}}
+    statuses.cache["u1"] = status
+    manager.add_pod(the_pod)
+    try:
+        await asyncio.sleep(0.3)
+        assert manager._tasks  # a few turns later, still probing
+        status["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 1}}
+        await eventually(lambda: not manager._tasks, within=WITHIN, interval=POLL)
+    finally:
+        await manager.stop()

@@ -1,7 +1,6 @@
 import pytest
 
 from vk_provider.runtime.docker.images import (
-    default_pull_policy,
     never_pull_error,
     parse_image,
     pull_error,
@@ -36,13 +35,6 @@ def test_invalid_image_names(image: str) -> None:
 def test_uppercase_repository_message() -> None:
     with pytest.raises(ImagePullError, match="repository name must be lowercase"):
         parse_image("Busybox")
-
-
-def test_default_pull_policy_latest_means_always() -> None:
-    assert default_pull_policy("busybox") == "Always"
-    assert default_pull_policy("busybox:latest") == "Always"
-    assert default_pull_policy("busybox:1") == "IfNotPresent"
-    assert default_pull_policy("busybox@sha256:" + "c" * 64) == "IfNotPresent"
 
 
 def test_should_pull() -> None:

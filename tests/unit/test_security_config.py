@@ -24,7 +24,7 @@ from vk_provider.quantity import (
 )
 from vk_provider.runtime.docker import spec
 from vk_provider.runtime.types import ContainerConfigError
-from vk_provider.status.generate import pod_qos_class
+from vk_provider.status.qos import pod_qos_class
 
 NINES = "9" * 400
 

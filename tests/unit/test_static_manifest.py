@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 import yaml
 
+from vk_provider.kube.objects import CONFIG_SOURCE_ANNOTATION
 from vk_provider.static.manifest import (
     CONFIG_HASH_ANNOTATION,
     CONFIG_SEEN_ANNOTATION,
-    CONFIG_SOURCE_ANNOTATION,
     MAX_MANIFEST_BYTES,
     ManifestError,
     parse_manifest,

@@ -12,8 +12,9 @@ from typing import Any, cast
 
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.objects import MIRROR_ANNOTATION
 from vk_provider.static.mirror import MirrorPods
-from vk_provider.static.mirror_plan import MIRROR_ANNOTATION, build_mirror_pod
+from vk_provider.static.mirror_plan import build_mirror_pod
 
 NODE = "node-a"
 POD_PATH = "/api/v1/namespaces/default/pods/web-node-a"

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from tests.support.pod_status import cond
+from vk_provider.kube.objects import format_time
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -13,14 +14,11 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
-from vk_provider.status.generate import (
-    ContainerWaiting,
-    format_time,
-    generate_pod_status,
-    get_phase,
-    need_to_reconcile_pod_readiness,
-    pod_qos_class,
-)
+from vk_provider.status.conditions import need_to_reconcile_pod_readiness
+from vk_provider.status.fields import ContainerWaiting
+from vk_provider.status.generate import generate_pod_status
+from vk_provider.status.phase import get_phase
+from vk_provider.status.qos import pod_qos_class
 
 NOW = datetime(2026, 11, 30, 1, 2, 3, 456789, tzinfo=UTC)
 T0 = datetime(2026, 11, 30, 1, 0, 0, tzinfo=UTC)
@@ -263,6 +261,29 @@ def test_image_pull_error_waiting_for_never_created_container() -> None:
 
 def test_waiting_reason_ignored_when_policy_forbids_restart() -> None:
     pod = make_pod(containers=["a"], policy="Never")
+    state = runtime(inst("a", ContainerRunState.EXITED, exit_code=1))
+    status = gen(pod, state, waiting={"a": ContainerWaiting("CrashLoopBackOff")})
+    assert "terminated" in cstatus(status, "a")["state"]
+
+
+def test_waiting_reason_of_a_completed_init_container_that_runs_again_shows() -> None:
+    """ShouldContainerBeRestarted: a non-sidecar init container that exited 0 in an Always pod
+    is restarted (a new sandbox runs it again), so a reason the worker gave it shows. Changed by
+    the unification: status/generate._should_restart kept it terminated."""
+    pod = make_pod(init=["setup"], policy="Always")
+    state = runtime(inst("setup", ContainerRunState.EXITED, role=ContainerRole.INIT, exit_code=0))
+    status = gen(pod, state, waiting={"setup": ContainerWaiting("ErrImagePull", "pull failed")})
+    setup = cstatus(status, "setup", "initContainerStatuses")
+    assert setup["state"] == {"waiting": {"reason": "ErrImagePull", "message": "pull failed"}}
+    assert setup["lastState"]["terminated"]["exitCode"] == 0
+    on_failure = make_pod(init=["setup"], policy="OnFailure")
+    status = gen(on_failure, state, waiting={"setup": ContainerWaiting("ErrImagePull", "pull failed")})
+    assert "terminated" in cstatus(status, "setup", "initContainerStatuses")["state"]
+
+
+def test_waiting_reason_ignored_once_the_pod_is_being_deleted() -> None:
+    pod = make_pod(containers=["a"], policy="Always")
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T01:00:00Z"
     state = runtime(inst("a", ContainerRunState.EXITED, exit_code=1))
     status = gen(pod, state, waiting={"a": ContainerWaiting("CrashLoopBackOff")})
     assert "terminated" in cstatus(status, "a")["state"]

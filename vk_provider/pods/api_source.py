@@ -15,17 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.objects import is_mirror, uid
 from vk_provider.kube.reflector import Reflector
-from vk_provider.pods.config import PodConfig, pod_uid
+from vk_provider.pods.config import PodConfig
 from vk_provider.pods.env import ObjectGetter
 
 SOURCE = "api"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _PLURAL = {"configmap": "configmaps", "secret": "secrets"}
-
-
-def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
-    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
 
 
 Observer = Callable[[str, Mapping[str, Any]], None]
@@ -68,10 +64,10 @@ class ApiPodSource:
     async def _handle(self, type_: str, pod: dict[str, Any]) -> None:
         for observe in self._observers:
             observe(type_, pod)
-        if is_mirror_pod(pod):
+        if is_mirror(pod):
             return
         if type_ == "DELETED":
-            self._config.remove(SOURCE, pod_uid(pod))
+            self._config.remove(SOURCE, uid(pod))
         else:
             self._config.upsert(SOURCE, pod)
 
@@ -85,7 +81,7 @@ class ApiPodSource:
 async def list_node_pods(client: KubeClient, node_name: str) -> list[dict[str, Any]]:
     """One list of the (non-mirror) pods bound to `node_name`, for adoption at start."""
     answer = await client.get("/api/v1/pods", {"fieldSelector": f"spec.nodeName={node_name}"})
-    return [pod for pod in answer.get("items") or [] if not is_mirror_pod(pod)]
+    return [pod for pod in answer.get("items") or [] if not is_mirror(pod)]
 
 
 def make_object_getter(client: KubeClient) -> ObjectGetter:

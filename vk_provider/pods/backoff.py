@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vk_provider.kube.objects import meta, uid
+
 INITIAL_BACKOFF = 10.0
 MAX_BACKOFF = 300.0
 
@@ -82,8 +84,8 @@ class Backoff:
 
 
 def pod_prefix(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('name', '')}_{meta.get('namespace', '')}_{meta.get('uid', '')}_"
+    m = meta(pod)
+    return f"{m.get('name', '')}_{m.get('namespace', '')}_{uid(pod)}_"
 
 
 def container_key(pod: Mapping[str, Any], container_name: str, spec_hash: str = "") -> str:
@@ -108,8 +110,8 @@ def go_duration(seconds: float) -> str:
 
 def format_pod(pod: Mapping[str, Any]) -> str:
     """The kubelet's format.Pod: name_namespace(uid)."""
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"
+    m = meta(pod)
+    return f"{m.get('name', '')}_{m.get('namespace', '')}({uid(pod)})"
 
 
 def crash_loop_message(delay: float, container_name: str, pod: Mapping[str, Any]) -> str:

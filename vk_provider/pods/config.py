@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from vk_provider.kube.objects import uid as uid_of
+
 
 class UpdateKind(StrEnum):
     ADD = "ADD"
@@ -32,10 +34,6 @@ class PodUpdate:
     kind: UpdateKind
     pod: Mapping[str, Any]
     source: str
-
-
-def pod_uid(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("metadata") or {}).get("uid", ""))
 
 
 def _semantic(pod: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -71,7 +69,7 @@ class PodConfig:
         self._synced: set[str] = set()
 
     def upsert(self, source: str, pod: Mapping[str, Any]) -> None:
-        uid = pod_uid(pod)
+        uid = uid_of(pod)
         if not uid:
             return
         old = self._pods.get(uid)
@@ -91,7 +89,7 @@ class PodConfig:
         """A full list from `source` (initial list or relist): diff against what it had."""
         seen: set[str] = set()
         for pod in pods:
-            uid = pod_uid(pod)
+            uid = uid_of(pod)
             if uid:
                 seen.add(uid)
                 self.upsert(source, pod)

@@ -5,9 +5,10 @@ app containers, and for one container: pulls its image (ImagePullBackOff, pull E
 resolves its environment and starts it (Created / Started Events), runs postStart, restarts
 it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, kills it
 with preStop and the grace period, and kills it when its liveness or startup probe failed.
-Failures become the container's waiting reason in the pod's `PodWork` and arm its timer.
+Failures become the container's waiting reason in the pod's `PodWork` and arm its timer;
+every start or stop marks `PodWork.runtime_changed`, so the sync reads the pod's state again.
 Its log lines keep the pod workers' component (`pods.workers`).
-Must not: decide the pod's lifecycle (sandbox, volumes, termination, status: PodWorkers does),
+Must not: decide the pod's lifecycle (sandbox, volumes, termination, status: `pods/sync.py` does),
 write to the apiserver, or know about Docker.
 """
 
@@ -15,37 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from vk_provider.kube.objects import default_pull_policy, is_sidecar, restart_policy, should_restart, spec
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.pods.backoff import (
-    Backoff,
     container_key,
     crash_loop_message,
     format_pod,
     image_backoff_message,
     image_key,
 )
-from vk_provider.pods.env import ObjectGetter, PodAddresses, resolve_container_env
+from vk_provider.pods.deps import SyncDeps
+from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
 from vk_provider.pods.policy import (
     ERROR_RETRY_SECONDS,
     SANDBOX_STOP_SECONDS,
-    default_pull_policy,
     field_path,
     in_sandbox,
     jitter,
     now,
-    restart_policy,
-    should_restart,
-    spec,
 )
-from vk_provider.pods.work import EventSink, PodWork, wake_in
+from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
-from vk_provider.probes.manager import ProbeManager
-from vk_provider.runtime.protocol import ContainerLaunch, Runtime
+from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -55,34 +52,19 @@ from vk_provider.runtime.types import (
     PodSandboxState,
     RuntimeFailure,
 )
-from vk_provider.status.generate import ContainerWaiting
+from vk_provider.status.fields import ContainerWaiting
 
 log = get_logger("pods.workers")
 
 
+def _exit_code(instance: ContainerInstance) -> int | None:
+    """The exit code of an instance that ran and exited; None for one that did not finish."""
+    return (instance.exit_code or 0) if instance.state == ContainerRunState.EXITED else None
+
+
 class ContainerPipeline:
-    def __init__(
-        self,
-        runtime: Runtime,
-        recorder: EventSink,
-        probes: ProbeManager,
-        *,
-        getter: ObjectGetter,
-        host_ip: Callable[[], str],
-        node_allocatable: Callable[[], Mapping[str, str]],
-        backoff: Backoff,
-        spec_hash: Callable[[Mapping[str, Any]], str] | None,
-    ) -> None:
-        """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
-        `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced."""
-        self._runtime = runtime
-        self._recorder = recorder
-        self._probes = probes
-        self._getter = getter
-        self._host_ip = host_ip
-        self._node_allocatable = node_allocatable
-        self._backoff = backoff
-        self._spec_hash = spec_hash
+    def __init__(self, deps: SyncDeps) -> None:
+        self._deps = deps
 
     async def sync_init_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
@@ -91,7 +73,7 @@ class ContainerPipeline:
         for container in spec(work.pod).get("initContainers") or []:
             name = container["name"]
             instance = state.latest(name, ContainerRole.INIT) if state is not None else None
-            sidecar = container.get("restartPolicy") == "Always"
+            sidecar = is_sidecar(container)
             if instance is None:
                 started = await self._start(work, container, ContainerRole.INIT, 0, sandbox)
                 if not (sidecar and started) or container.get("startupProbe"):
@@ -102,7 +84,7 @@ class ContainerPipeline:
                     return False
                 await self._kill_if_unhealthy(work, instance, sandbox.ip)
                 initialized = state is not None and any(c.role == ContainerRole.APP for c in state.containers)
-                if not initialized and not self._probes.started(work.uid, name, instance.container_id):
+                if not initialized and not self._deps.probes.started(work.uid, name, instance.container_id):
                     return False  # the next init / app containers wait for the sidecar to start
                 continue
             if instance.state == ContainerRunState.EXITED and instance.exit_code == 0 and not sidecar:
@@ -125,7 +107,9 @@ class ContainerPipeline:
             instance = state.latest(container["name"], ContainerRole.APP) if state is not None else None
             if instance is None:
                 await self._start(work, container, ContainerRole.APP, 0, sandbox)
-            elif instance.state != ContainerRunState.RUNNING and should_restart(work.pod, instance):
+            elif instance.state != ContainerRunState.RUNNING and should_restart(
+                work.pod, container, _exit_code(instance)
+            ):
                 await self._restart(work, container, ContainerRole.APP, instance, sandbox)
             elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
                 await self._replace(work, container, instance, sandbox)
@@ -138,7 +122,7 @@ class ContainerPipeline:
         Upstream: pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodActions), which
         also uses the probe's terminationGracePeriodSeconds when it has one.
         """
-        failure = self._probes.failed_probe(work.uid, instance.name, instance.container_id)
+        failure = self._deps.probes.failed_probe(work.uid, instance.name, instance.container_id)
         if failure is None:
             return
         pod = work.pod
@@ -151,9 +135,9 @@ class ContainerPipeline:
         )
 
     def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
-        if self._spec_hash is None or not instance.spec_hash:
+        if self._deps.spec_hash is None or not instance.spec_hash:
             return False
-        return instance.spec_hash != self._spec_hash(container)
+        return instance.spec_hash != self._deps.spec_hash(container)
 
     async def _replace(
         self,
@@ -166,12 +150,13 @@ class ContainerPipeline:
         pod, name = work.pod, container["name"]
         log.info("container %s definition changed, restarting it", name, extra={"pod": pod_ref(pod)})
         message = f"Container {name} definition changed, will be restarted"
-        self._recorder.event(
+        self._deps.recorder.event(
             pod, "Normal", "Killing", message, field_path=field_path(ContainerRole.APP, name)
         )
-        await self._runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
+        work.runtime_changed = True
+        await self._deps.runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
         if await self._start(work, container, ContainerRole.APP, instance.attempt + 1, sandbox):
-            await self._runtime.prune_pod(work.uid)
+            await self._deps.runtime.prune_pod(work.uid)
 
     async def _restart(
         self,
@@ -185,11 +170,11 @@ class ContainerPipeline:
         fp = field_path(role, name)
         key = container_key(pod, name)
         finished = (instance.finished_at or instance.created_at or now()).timestamp()
-        left = self._backoff.remaining(key, finished)
+        left = self._deps.backoff.remaining(key, finished)
         if left > 0:
-            message = crash_loop_message(self._backoff.current(key), name, pod)
+            message = crash_loop_message(self._deps.backoff.current(key), name, pod)
             work.waiting[name] = ContainerWaiting("CrashLoopBackOff", message)
-            self._recorder.event(
+            self._deps.recorder.event(
                 pod,
                 "Warning",
                 "BackOff",
@@ -199,7 +184,7 @@ class ContainerPipeline:
             log.info("container %s: %s", name, message, extra={"pod": pod_ref(pod)})
             wake_in(work, left)
             return
-        self._backoff.next(key, finished)
+        self._deps.backoff.next(key, finished)
         log.info(
             "restarting container %s (exit code %s, attempt %d)",
             name,
@@ -208,7 +193,7 @@ class ContainerPipeline:
             extra={"pod": pod_ref(pod)},
         )
         if await self._start(work, container, role, instance.attempt + 1, sandbox):
-            await self._runtime.prune_pod(work.uid)
+            await self._deps.runtime.prune_pod(work.uid)
 
     async def _pull(self, work: PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
         pod, name = work.pod, container["name"]
@@ -218,46 +203,46 @@ class ContainerPipeline:
         key = image_key(pod, image)
         failed_at = work.image_failures.get(image)
         if failed_at is not None:
-            left = self._backoff.remaining(key, failed_at)
+            left = self._deps.backoff.remaining(key, failed_at)
             if left > 0:
                 message = image_backoff_message(image)
                 work.waiting[name] = ContainerWaiting("ImagePullBackOff", message)
-                self._recorder.event(pod, "Normal", "BackOff", message, field_path=fp)
+                self._deps.recorder.event(pod, "Normal", "BackOff", message, field_path=fp)
                 wake_in(work, left)
                 return False
         if policy == "Always":
-            self._recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', field_path=fp)
+            self._deps.recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', field_path=fp)
         began = time.monotonic()
         try:
-            await self._runtime.ensure_image(image, policy, pod)
+            await self._deps.runtime.ensure_image(image, policy, pod)
         except ImagePullError as exc:
             now = time.time()
             log.info("image %s: %s: %s", image, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
             if exc.reason == "ErrImageNeverPull":
-                self._recorder.event(pod, "Warning", "ErrImageNeverPull", exc.message, field_path=fp)
+                self._deps.recorder.event(pod, "Warning", "ErrImageNeverPull", exc.message, field_path=fp)
             else:
-                self._recorder.event(
+                self._deps.recorder.event(
                     pod, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', field_path=fp
                 )
-                self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.reason}", field_path=fp)
+                self._deps.recorder.event(pod, "Warning", "Failed", f"Error: {exc.reason}", field_path=fp)
             if exc.reason == "ErrImagePull":
                 work.image_failures[image] = now
                 # The next sync, within the backoff window, shows ImagePullBackOff.
-                wake_in(work, min(1.0, self._backoff.next(key, now) / 2))
+                wake_in(work, min(1.0, self._deps.backoff.next(key, now) / 2))
             else:
                 wake_in(work, jitter(ERROR_RETRY_SECONDS))
             return False
         if failed_at is not None:
             del work.image_failures[image]
-            self._backoff.reset(key)
+            self._deps.backoff.reset(key)
         if policy == "Always":
             took = time.monotonic() - began
-            self._recorder.event(
+            self._deps.recorder.event(
                 pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {took:.3f}s', field_path=fp
             )
         else:
-            self._recorder.event(
+            self._deps.recorder.event(
                 pod,
                 "Normal",
                 "Pulled",
@@ -282,19 +267,19 @@ class ContainerPipeline:
         fp = field_path(role, name)
         if not await self._pull(work, container, role):
             return False
-        host_ip = self._host_ip()
+        host_ip = self._deps.host_ip()
         try:
             resolved = await resolve_container_env(
                 pod,
                 container,
-                getter=self._getter,
+                getter=self._deps.getter,
                 addresses=PodAddresses(
                     pod_ips=(sandbox.ip,) if sandbox.ip else (), host_ips=(host_ip,) if host_ip else ()
                 ),
-                node_allocatable=self._node_allocatable(),
+                node_allocatable=self._deps.node_allocatable(),
             )
             for reason, message in resolved.warnings:
-                self._recorder.event(pod, "Warning", reason, message, field_path=fp)
+                self._deps.recorder.event(pod, "Warning", reason, message, field_path=fp)
             launch = ContainerLaunch(
                 pod=pod,
                 container=container,
@@ -305,18 +290,19 @@ class ContainerPipeline:
                 args=resolved.args,
                 sandbox=sandbox,
             )
-            instance = await self._runtime.start_container(launch)
+            work.runtime_changed = True
+            instance = await self._deps.runtime.start_container(launch)
         except RuntimeFailure as exc:
             log.info("container %s: %s: %s", name, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
-            self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
+            self._deps.recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
             wake_in(work, jitter(ERROR_RETRY_SECONDS))
             return False
         log.info(
             "started container %s (%s, attempt %d)", name, role.value, attempt, extra={"pod": pod_ref(pod)}
         )
-        self._recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
-        self._recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
+        self._deps.recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
+        self._deps.recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
         post_start = (container.get("lifecycle") or {}).get("postStart")
         if post_start and instance.state == ContainerRunState.RUNNING:
             return await self._post_start(work, container, instance, post_start, sandbox.ip)
@@ -335,15 +321,18 @@ class ContainerPipeline:
         grace = effective_grace_period(None, pod)
         try:
             await asyncio.wait_for(
-                run_hook(self._runtime, container, instance.container_id, hook, grace, pod_ip), grace
+                run_hook(self._deps.runtime, container, instance.container_id, hook, grace, pod_ip), grace
             )
             return True
         except (HookError, RuntimeFailure, TimeoutError) as exc:
             log.info("postStart hook of %s failed: %s", name, exc, extra={"pod": pod_ref(pod)})
         fp = field_path(instance.role, name)
         # The message stays generic so that secrets in the hook's output never reach an Event.
-        self._recorder.event(pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp)
-        await self._runtime.stop_container(instance.container_id, grace)
+        self._deps.recorder.event(
+            pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp
+        )
+        work.runtime_changed = True
+        await self._deps.runtime.stop_container(instance.container_id, grace)
         return False
 
     def _container_spec(self, pod: Mapping[str, Any], instance: ContainerInstance) -> Mapping[str, Any]:
@@ -361,21 +350,25 @@ class ContainerPipeline:
         container = self._container_spec(pod, instance)
         fp = field_path(instance.role, instance.name)
         message = message or f"Stopping container {instance.name}"
-        self._recorder.event(pod, "Normal", probe_messages.KILLING, message, field_path=fp)
+        self._deps.recorder.event(pod, "Normal", probe_messages.KILLING, message, field_path=fp)
         began = time.monotonic()
         pre_stop = (container.get("lifecycle") or {}).get("preStop")
         if pre_stop and instance.state == ContainerRunState.RUNNING:
             try:
                 await asyncio.wait_for(
-                    run_hook(self._runtime, container, instance.container_id, pre_stop, grace, pod_ip), grace
+                    run_hook(self._deps.runtime, container, instance.container_id, pre_stop, grace, pod_ip),
+                    grace,
                 )
             except (HookError, RuntimeFailure, TimeoutError) as exc:
                 log.info("preStop hook of %s failed: %s", instance.name, exc, extra={"pod": pod_ref(pod)})
-                self._recorder.event(pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp)
+                self._deps.recorder.event(
+                    pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp
+                )
         timeout = stop_timeout_after_prestop(grace, time.monotonic() - began) if pre_stop else float(grace)
-        await self._runtime.stop_container(instance.container_id, timeout)
+        work.runtime_changed = True
+        await self._deps.runtime.stop_container(instance.container_id, timeout)
         if time.monotonic() - began > grace + SANDBOX_STOP_SECONDS:
-            self._recorder.event(
+            self._deps.recorder.event(
                 pod,
                 "Warning",
                 "ExceededGracePeriod",

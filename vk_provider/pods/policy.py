@@ -1,10 +1,10 @@
-"""Pure pod and container policy helpers of the pod workers (kubelet rules, no I/O).
+"""Pure rules of the pod workers (kubelet rules, no I/O).
 
-What lives here: the restartPolicy decisions (`restart_policy`, `should_restart`, `finished`),
-the default imagePullPolicy, an Event's container fieldPath, whether a container ran in the
-current sandbox, the activeDeadlineSeconds rule (`active_deadline_left`,
-`past_active_deadline`, `DEADLINE_EXCEEDED`), the time and jitter helpers, and the retry
-constants shared by the pod workers and the container pipeline.
+What lives here: when a pod's containers are `finished`, an Event's container fieldPath,
+whether a container ran in the current sandbox, the activeDeadlineSeconds rule
+(`active_deadline_left`, `past_active_deadline`, `DEADLINE_EXCEEDED`), the clock and jitter
+helpers, and the retry constants shared by the pod workers and the container pipeline. The
+rules every part shares (restart policy, sidecars, pull policy, times) are `kube/objects.py`.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_provider.kube.objects import container_should_restart, parse_time, restart_policy, spec
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -35,30 +36,6 @@ def now() -> datetime:
 
 def jitter(seconds: float) -> float:
     return seconds * (1.0 + 0.5 * random.random())
-
-
-def spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return pod.get("spec") or {}
-
-
-def restart_policy(pod: Mapping[str, Any]) -> str:
-    return str(spec(pod).get("restartPolicy") or "Always")
-
-
-def should_restart(pod: Mapping[str, Any], instance: ContainerInstance) -> bool:
-    policy = restart_policy(pod)
-    if policy == "Never":
-        return False
-    if policy == "OnFailure":
-        return instance.state != ContainerRunState.EXITED or (instance.exit_code or 0) != 0
-    return True
-
-
-def default_pull_policy(image: str) -> str:
-    last = image.rsplit("/", 1)[-1]
-    if "@" in last:
-        return "IfNotPresent"
-    return "Always" if ":" not in last or last.endswith(":latest") else "IfNotPresent"
 
 
 def field_path(role: ContainerRole, name: str) -> str:
@@ -82,18 +59,11 @@ def finished(pod: Mapping[str, Any], state: PodRuntimeState) -> bool:
                 return True
     for container in spec(pod).get("containers") or []:
         latest = state.latest(container["name"], ContainerRole.APP)
-        if latest is None or latest.state != ContainerRunState.EXITED or should_restart(pod, latest):
+        if latest is None or latest.state != ContainerRunState.EXITED:
+            return False
+        if container_should_restart(pod, container, latest.exit_code or 0):
             return False
     return True
-
-
-def parse_time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def active_deadline_left(
@@ -117,7 +87,7 @@ def active_deadline_left(
     start = parse_time(status.get("startTime"))
     if start is None:
         return None
-    return start + allowed - now
+    return start.timestamp() + allowed - now
 
 
 def past_active_deadline(pod: Mapping[str, Any], cached_status: Mapping[str, Any] | None, now: float) -> bool:

@@ -21,7 +21,6 @@ pkg/kubelet/token/token_manager.go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 import tempfile
@@ -34,6 +33,8 @@ from typing import Any
 
 from vk_provider.hostpaths import UnsafePathError, make_private_dirs, remove_under
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.objects import meta, parse_time
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.volumes import (
@@ -189,10 +190,8 @@ class _Token:
 
 def _ttl(answer: Mapping[str, Any], asked: int, now: float) -> float:
     expires = (answer.get("status") or {}).get("expirationTimestamp")
-    if expires:
-        with contextlib.suppress(ValueError):
-            return datetime.fromisoformat(str(expires).replace("Z", "+00:00")).timestamp() - now
-    return float(asked)
+    expiry = parse_time(expires)
+    return float(asked) if expiry is None else expiry.timestamp() - now
 
 
 # ---------------------------------------------------------------- per pod
@@ -231,8 +230,7 @@ class PodVolumes:
             fetched = await self._fetch(pod, volumes)
         except ApiStatusError as exc:
             return {str(v.get("name", "")): exc.message for v in volumes}
-        meta = pod.get("metadata") or {}
-        uid = str(meta.get("uid", ""))
+        uid = uid_of(pod)
         allocatable = self._node_allocatable()
         ownership = await self._may_chown()
         group = fs_group(pod) if ownership else None
@@ -262,8 +260,7 @@ class PodVolumes:
         return self._ownership
 
     async def _fetch(self, pod: Mapping[str, Any], volumes: Sequence[Mapping[str, Any]]) -> Fetched:
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace", ""))
+        namespace = str(meta(pod).get("namespace", ""))
         refs = sorted(set().union(*(referenced_objects(v) for v in volumes)))
         found = await asyncio.gather(*(self._getter(kind, namespace, name) for kind, name in refs))
         tokens: dict[TokenSource, str] = {}
@@ -276,8 +273,7 @@ class PodVolumes:
         return Fetched(objects=dict(zip(refs, found, strict=True)), tokens=tokens, token_errors=errors)
 
     async def _token(self, pod: Mapping[str, Any], source: TokenSource) -> str:
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("uid", "")), source)
+        key = (uid_of(pod), source)
         now = self._clock()
         cached = self._tokens.get(key)
         if cached is not None and not cached.needs_refresh(now):
@@ -286,7 +282,9 @@ class PodVolumes:
             raise ApiStatusError(0, "ServiceUnavailable", "no TokenRequest client configured")
         body = token_request_body(pod, source)
         try:
-            answer = await self._request_token(str(meta.get("namespace", "")), source.service_account, body)
+            answer = await self._request_token(
+                str(meta(pod).get("namespace", "")), source.service_account, body
+            )
         except ApiStatusError:
             if cached is not None and now - cached.issued < cached.ttl:
                 return cached.token  # token_manager.go: keep a token that has not expired yet

@@ -1,4 +1,4 @@
-"""The per-pod work record shared by the pod workers and the container pipeline.
+"""The per-pod work record shared by the pod workers, the pod sync and the container pipeline.
 
 What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
 state, waiting reasons, image failures, next timer), `WorkerState`, `wake_in` (arm a pod's
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from vk_provider.status.generate import ContainerWaiting
+from vk_provider.status.fields import ContainerWaiting
 
 MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
 
@@ -49,7 +49,6 @@ class PodWork:
     kill: bool = False  # termination requested (deleted, removed, terminal, deadline)
     removed: bool = False  # gone from its source: clean up once terminated
     grace: int | None = None
-    grace_override: int | None = None
     terminal_reason: tuple[str, str] | None = None
     waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake_at: float | None = None  # loop time of the next timer-driven sync
@@ -57,6 +56,7 @@ class PodWork:
     adopted: bool = False  # the first sync looked at what already ran
     volumes_mounted: bool = False  # the API-backed volumes were set up once
     mount_retry: float = MOUNT_RETRY_FIRST_SECONDS
+    runtime_changed: bool = False  # this sync started or stopped something: its state is stale
     task: asyncio.Task[None] | None = None
 
 

@@ -19,6 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from vk_provider.kube.objects import is_sidecar
+from vk_provider.kube.objects import spec as pod_spec
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, container_probes
@@ -45,8 +48,8 @@ class ProbeFailure:
 
 
 def _probed_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    spec = pod.get("spec") or {}
-    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    spec = pod_spec(pod)
+    sidecars = [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
     return [*sidecars, *(spec.get("containers") or [])]
 
 
@@ -67,7 +70,7 @@ class ProbeManager:
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
         """Start the workers of the pod's probes that are not running yet (idempotent)."""
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(pod)
         for container in _probed_containers(pod):
             for probe_type, spec in container_probes(container).items():
                 key = (uid, str(container["name"]), probe_type)
@@ -147,7 +150,7 @@ class ProbeManager:
         started), and its worker is triggered to probe at once (prober_manager.go
         UpdatePodStatus).
         """
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(pod)
         readiness: dict[str, bool] = {}
         started: dict[str, bool] = {}
         for (worker_uid, name, probe_type), worker in self._workers.items():

@@ -58,10 +58,6 @@ class ProbeState:
             return None
         return self._set(Result.FAILURE)
 
-    def settle(self) -> Result | None:
-        """The pod is being deleted: liveness and startup end as success for a quiet shutdown."""
-        return self._set(Result.SUCCESS)
-
     def observe(self, outcome: Result) -> Result | None:
         """One probe outcome; the published result when it changed.
 

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from vk_provider.kube.objects import container_should_restart, parse_time
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
-from vk_provider.pods.policy import parse_time
 from vk_provider.probes import messages
 from vk_provider.probes.handlers import ProbeError, run_probe
 from vk_provider.probes.results import ProbeState, Result
@@ -46,17 +47,13 @@ def _container_status(status: Mapping[str, Any], name: str) -> Mapping[str, Any]
     return None
 
 
-def _restartable(pod: Mapping[str, Any], container: Mapping[str, Any], cstatus: Mapping[str, Any]) -> bool:
-    """Whether a stopped container will run again (kubecontainer.ShouldContainerBeRestarted)."""
-    if container.get("restartPolicy") == "Always":
-        return True  # a sidecar
-    policy = str((pod.get("spec") or {}).get("restartPolicy") or "Always")
-    if policy == "Never":
-        return False
-    if policy == "OnFailure":
-        terminated = (cstatus.get("state") or {}).get("terminated")
-        return terminated is None or terminated.get("exitCode") != 0
-    return True
+def _will_run_again(pod: Mapping[str, Any], container: Mapping[str, Any], cstatus: Mapping[str, Any]) -> bool:
+    """Whether a container that is not running will run again: yes unless it terminated and its
+    restart policy says no (worker.go doProbe, with ContainerRestartRules)."""
+    terminated = (cstatus.get("state") or {}).get("terminated")
+    return terminated is None or container_should_restart(
+        pod, container, int(terminated.get("exitCode") or 0)
+    )
 
 
 class ProbeWorker:
@@ -73,7 +70,7 @@ class ProbeWorker:
         on_result: Callable[[ProbeWorker, Result | None], None],
     ) -> None:
         self.pod = pod
-        self.uid = str((pod.get("metadata") or {}).get("uid", ""))
+        self.uid = uid_of(pod)
         self.container = container
         self.name = str(container["name"])
         self.probe_type = probe_type
@@ -127,9 +124,9 @@ class ProbeWorker:
         running = (cstatus.get("state") or {}).get("running")
         if running is None:
             self._publish(self.state.container_stopped())
-            return _restartable(self.pod, self.container, cstatus)
+            return _will_run_again(self.pod, self.container, cstatus)
         started_at = parse_time(running.get("startedAt"))
-        if started_at is not None and time.time() - started_at < self.state.spec.initial_delay:
+        if started_at is not None and time.time() - started_at.timestamp() < self.state.spec.initial_delay:
             return True
         if bool(cstatus.get("started")) == (self.probe_type == ProbeType.STARTUP):
             # A started container needs no startup probe; the others wait for it to start.

@@ -24,18 +24,18 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import kubernetes_validate
 import yaml
 
+from vk_provider.kube.objects import CONFIG_SOURCE_ANNOTATION, format_time_nano
 from vk_provider.kube_version import KUBE_MINOR_VERSION
 
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 
 CONFIG_HASH_ANNOTATION = "kubernetes.io/config.hash"
-CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
 CONFIG_SEEN_ANNOTATION = "kubernetes.io/config.seen"
 FILE_SOURCE = "file"
 NO_EXECUTE_TOLERATION = {"operator": "Exists", "effect": "NoExecute"}
@@ -309,7 +309,7 @@ def apply_defaults(pod: Mapping[str, Any], path: str, node_name: str, now: datet
     annotations = dict(meta.get("annotations") or {})
     annotations[CONFIG_HASH_ANNOTATION] = uid
     annotations[CONFIG_SOURCE_ANNOTATION] = FILE_SOURCE
-    annotations[CONFIG_SEEN_ANNOTATION] = _rfc3339_nano(now)
+    annotations[CONFIG_SEEN_ANNOTATION] = format_time_nano(now)
     meta["annotations"] = annotations
     spec = result.setdefault("spec", {})
     spec["nodeName"] = node_name
@@ -319,12 +319,3 @@ def apply_defaults(pod: Mapping[str, Any], path: str, node_name: str, now: datet
     spec["tolerations"] = tolerations
     result["status"] = {"phase": "Pending"}
     return result
-
-
-def _rfc3339_nano(now: datetime) -> str:
-    """Go's RFC3339Nano in UTC: fractional seconds without trailing zeros."""
-    when = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
-    text = when.strftime("%Y-%m-%dT%H:%M:%S")
-    if when.microsecond:
-        text += "." + f"{when.microsecond:06d}".rstrip("0")
-    return text + "Z"

@@ -26,18 +26,16 @@ from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.objects import full_name, is_mirror, uid
 from vk_provider.logging import get_logger
 from vk_provider.static.mirror_plan import (
     MirrorDecision,
     build_mirror_pod,
     find_mirror,
-    full_name,
     is_deleting,
-    is_mirror_pod,
     mirror_hash,
     plan_mirrors,
     static_hash,
-    uid,
 )
 
 log = get_logger("static.mirror")
@@ -105,7 +103,7 @@ class MirrorPods:
 
     def observe(self, event_type: str, pod: Mapping[str, Any]) -> None:
         """A watch event (ADDED / MODIFIED / DELETED) for a pod of this node; others' pods are ignored."""
-        if not is_mirror_pod(pod) or (pod.get("spec") or {}).get("nodeName") != self.node_name:
+        if not is_mirror(pod) or (pod.get("spec") or {}).get("nodeName") != self.node_name:
             return
         pod_uid = uid(pod)
         if event_type == "DELETED":
@@ -166,7 +164,7 @@ class MirrorPods:
         self._listed = {
             uid(pod): pod
             for pod in answer.get("items") or []
-            if is_mirror_pod(pod) and (pod.get("spec") or {}).get("nodeName") == self.node_name
+            if is_mirror(pod) and (pod.get("spec") or {}).get("nodeName") == self.node_name
         }
 
     # -- the loop --------------------------------------------------------------------------
@@ -291,7 +289,7 @@ class MirrorPods:
     ) -> bool:
         """CreateMirrorPod. True when the current mirror exists afterwards."""
         name, want = full_name(static_pod), static_hash(static_pod)
-        node_uid = str((node.get("metadata") or {}).get("uid") or "")
+        node_uid = uid(node)
         body = build_mirror_pod(static_pod, self.node_name, node_uid)
         try:
             created = await client.create(_pods_path(name), body)
@@ -312,7 +310,7 @@ class MirrorPods:
         except ApiStatusError as exc:
             log.info("mirror pod name is taken, then unreadable (%s); retrying", exc, extra={"pod": name})
             return False
-        if not is_mirror_pod(existing):
+        if not is_mirror(existing):
             message = f"creating mirror pod {name} failed: a pod that is not a mirror pod has the name"
             log.warning(message, extra={"pod": name})
             self._event(FAILED_CREATE, message)

@@ -4,7 +4,8 @@ What lives here: `plan_mirrors(static_pods, mirrors)`, the pure reconcile of the
 (by UID, as StaticPodSource delivers them) against the mirror pods the API holds for this node,
 giving one `MirrorDecision` per full name that needs work; `build_mirror_pod`, the pod to POST
 for a static pod; `find_mirror`, the mirror a static pod's status goes to; and the identity
-helpers (`full_name`, `is_mirror_pod`, `mirror_hash`). Pure: no apiserver, no clock, no logging.
+helpers (`mirror_hash`, `static_hash`, `is_deleting`; the shared ones are in
+`kube/objects.py`). Pure: no apiserver, no clock, no logging.
 
 Upstream: pkg/kubelet/pod/mirror_client.go (CreateMirrorPod), pkg/kubelet/pod/pod_manager.go
 (IsMirrorPodOf: same full name and mirror annotation == config.hash; the spec is never compared),
@@ -18,9 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vk_provider.kube.objects import MIRROR_ANNOTATION, annotations_of, full_name, is_mirror, meta, uid
 from vk_provider.static.manifest import CONFIG_HASH_ANNOTATION
-
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 # Why a mirror pod is deleted (the words appear in the log line).
 BEING_DELETED = "being deleted"
@@ -47,50 +47,26 @@ class MirrorDecision:
     waiting: Pod | None = None
 
 
-def _meta(pod: Pod) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _annotations(pod: Pod) -> Mapping[str, Any]:
-    annotations = _meta(pod).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
-def full_name(pod: Pod) -> str:
-    """`namespace/name`, the key static and mirror pods pair by."""
-    meta = _meta(pod)
-    return f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
-
-
-def uid(pod: Pod) -> str:
-    return str(_meta(pod).get("uid") or "")
-
-
-def is_mirror_pod(pod: Pod) -> bool:
-    return MIRROR_ANNOTATION in _annotations(pod)
-
-
 def mirror_hash(mirror: Pod) -> str:
-    return str(_annotations(mirror).get(MIRROR_ANNOTATION) or "")
+    return str(annotations_of(mirror).get(MIRROR_ANNOTATION) or "")
 
 
 def static_hash(static_pod: Pod) -> str:
     """The static pod's `kubernetes.io/config.hash` (its UID), which its mirror must carry."""
-    return str(_annotations(static_pod).get(CONFIG_HASH_ANNOTATION) or uid(static_pod))
+    return str(annotations_of(static_pod).get(CONFIG_HASH_ANNOTATION) or uid(static_pod))
 
 
 def is_deleting(pod: Pod) -> bool:
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return bool(meta(pod).get("deletionTimestamp"))
 
 
 def _force_deleted(pod: Pod) -> bool:
     """Deleted with grace 0 already: only finalizers keep it (deleting it again changes nothing)."""
-    return is_deleting(pod) and _meta(pod).get("deletionGracePeriodSeconds") == 0
+    return is_deleting(pod) and meta(pod).get("deletionGracePeriodSeconds") == 0
 
 
 def _age_key(pod: Pod) -> tuple[str, str]:
-    return (str(_meta(pod).get("creationTimestamp") or ""), uid(pod))
+    return (str(meta(pod).get("creationTimestamp") or ""), uid(pod))
 
 
 def find_mirror(static_pod: Pod, mirrors: Iterable[Pod]) -> Pod | None:
@@ -114,7 +90,7 @@ def plan_mirrors(static_pods: Mapping[str, Pod], mirrors: Iterable[Pod]) -> list
         statics.setdefault(full_name(pod), pod)
     by_name: dict[str, list[Pod]] = {}
     for mirror in mirrors:
-        if is_mirror_pod(mirror):
+        if is_mirror(mirror):
             by_name.setdefault(full_name(mirror), []).append(mirror)
 
     decisions: list[MirrorDecision] = []
@@ -151,18 +127,18 @@ def build_mirror_pod(static_pod: Pod, node_name: str, node_uid: str) -> dict[str
     labels, annotations plus `kubernetes.io/config.mirror=<config.hash>`, its spec, and
     exactly one owner reference, to the Node, as a controller without blockOwnerDeletion.
     Nothing else of the static pod (no uid, resourceVersion or status)."""
-    meta = _meta(static_pod)
-    annotations = {str(k): str(v) for k, v in _annotations(static_pod).items()}
-    annotations[MIRROR_ANNOTATION] = static_hash(static_pod)
+    static_meta = meta(static_pod)
+    copied = {str(k): str(v) for k, v in annotations_of(static_pod).items()}
+    copied[MIRROR_ANNOTATION] = static_hash(static_pod)
     metadata: dict[str, Any] = {
-        "name": meta.get("name", ""),
-        "namespace": meta.get("namespace") or "default",
-        "annotations": annotations,
+        "name": static_meta.get("name", ""),
+        "namespace": static_meta.get("namespace") or "default",
+        "annotations": copied,
         "ownerReferences": [
             {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid, "controller": True}
         ],
     }
-    labels = meta.get("labels")
+    labels = static_meta.get("labels")
     if isinstance(labels, Mapping) and labels:
         metadata["labels"] = {str(k): str(v) for k, v in labels.items()}
     return {

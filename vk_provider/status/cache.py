@@ -12,26 +12,22 @@ manager (manager.py) does that.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.status.generate import (
+from vk_provider.kube.objects import format_time, is_sidecar, is_static, parse_time, restart_policy, uid
+from vk_provider.kube.objects import spec as pod_spec
+from vk_provider.status.conditions import containers_ready_condition, ready_condition, set_transition_times
+from vk_provider.status.fields import (
     CONTAINERS_READY,
     KUBELET_OWNED_CONDITIONS,
     KUBELET_SHARED_CONDITIONS,
     READY,
     STATUS_UNKNOWN,
     UNKNOWN_TERMINATED_MESSAGE,
-    containers_ready_condition,
-    format_time,
-    is_restartable_init,
-    is_static_pod,
     is_terminal_phase,
-    ready_condition,
-    set_transition_times,
 )
 
 # kubecontainer.MaxPodTerminationMessageLogLength, shared by all containers of a pod.
@@ -53,8 +49,6 @@ KUBELET_STATUS_FIELDS = (
     "ephemeralContainerStatuses",
 )
 
-_FRACTION = re.compile(r"\.\d+")
-
 
 @dataclass
 class VersionedStatus:
@@ -68,7 +62,7 @@ class VersionedStatus:
 
     @property
     def uid(self) -> str:
-        return str(self.pod["metadata"]["uid"])
+        return uid(self.pod)
 
     @property
     def name(self) -> str:
@@ -87,11 +81,8 @@ def _normalize_time(value: Any) -> Any:
     """Truncate an RFC 3339 timestamp to whole seconds in `Z` form."""
     if not isinstance(value, str) or not value:
         return value
-    try:
-        parsed = datetime.fromisoformat(_FRACTION.sub("", value).replace("Z", "+00:00"))
-    except ValueError:
-        return value
-    return format_time(parsed)
+    parsed = parse_time(value)
+    return value if parsed is None else format_time(parsed)
 
 
 def _normalize_state(state: dict[str, Any], max_message: int) -> None:
@@ -167,18 +158,17 @@ def _spec_container(spec: Mapping[str, Any], key: str, name: str) -> Mapping[str
     return {}
 
 
-def illegal_transition(old: Mapping[str, Any], new: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+def illegal_transition(old: Mapping[str, Any], new: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
     """`checkContainerStateTransition`: the name of a terminated container that came back, if any."""
-    policy = spec.get("restartPolicy") or "Always"
+    spec = pod_spec(pod)
+    policy = restart_policy(pod)
     if policy == "Always":
         return None
     for key in ("containerStatuses", "initContainerStatuses"):
         news = {s.get("name"): s for s in new.get(key) or []}
         for before in old.get(key) or []:
             name = before.get("name", "")
-            if key == "initContainerStatuses" and is_restartable_init(
-                _spec_container(spec, "initContainers", name)
-            ):
+            if key == "initContainerStatuses" and is_sidecar(_spec_container(spec, "initContainers", name)):
                 continue
             terminated = (before.get("state") or {}).get("terminated")
             if terminated is None:
@@ -203,8 +193,7 @@ def update_status(
     """`updateStatusInternal`: the new cache entry, or None and why the update was dropped."""
     old: Mapping[str, Any] = cached.status if cached is not None else (pod.get("status") or {})
     new = copy.deepcopy(dict(status))
-    spec = pod.get("spec") or {}
-    bad = illegal_transition(old, new, spec)
+    bad = illegal_transition(old, new, pod)
     if bad is not None:
         return None, f"terminated container {bad} attempted illegal transition to non-terminated state"
     if is_terminal_phase(old.get("phase")) and new.get("phase") != old.get("phase"):
@@ -255,7 +244,7 @@ def has_pod_initialized(pod: Mapping[str, Any], status: Mapping[str, Any]) -> bo
         last = inits[-1]
         state = last.get("state") or {}
         last_spec = _spec_container(pod.get("spec") or {}, "initContainers", last.get("name", ""))
-        if is_restartable_init(last_spec):
+        if is_sidecar(last_spec):
             return "running" in state
         return "terminated" in state and state["terminated"].get("exitCode", 0) == 0
     return False
@@ -284,7 +273,7 @@ def terminated_status(pod: Mapping[str, Any], base: Mapping[str, Any]) -> dict[s
     for cstatus in inits[: _initialized_prefix(inits)]:
         if "terminated" not in (cstatus.get("state") or {}):
             cstatus["state"] = _unknown_terminated()
-    if not is_static_pod(pod) and not is_terminal_phase(status.get("phase")):
+    if not is_static(pod) and not is_terminal_phase(status.get("phase")):
         status["phase"] = "Failed"
     return status
 

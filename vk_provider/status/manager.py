@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.objects import is_static
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.status.cache import (
     VersionedStatus,
@@ -29,7 +31,6 @@ from vk_provider.status.cache import (
     update_status,
     with_container_flag,
 )
-from vk_provider.status.generate import is_static_pod
 from vk_provider.status.writeback import (
     can_be_deleted,
     could_have_running_containers,
@@ -116,7 +117,7 @@ class StatusManager:
 
     def terminate_pod(self, pod: Mapping[str, Any]) -> None:
         """The pod worker is done with `pod`: mark it finished so its final delete may follow."""
-        uid = str(pod["metadata"]["uid"])
+        uid = uid_of(pod)
         cached = self._statuses.get(uid)
         base = cached.status if cached is not None else (pod.get("status") or {})
         self._update(pod, terminated_status(pod, base), force=True, finished=True)
@@ -140,7 +141,7 @@ class StatusManager:
         Without this feed, the full pass reads each pod with a GET instead.
         """
         self._watch_fed = True
-        self._observed[str(pod["metadata"]["uid"])] = pod
+        self._observed[uid_of(pod)] = pod
 
     def _set_flag(self, uid: str, container_name: str, flag: str, value: bool) -> None:
         entry = self._statuses.get(uid)
@@ -151,7 +152,7 @@ class StatusManager:
             self._update(entry.pod, status, force=False, finished=False)
 
     def _update(self, pod: Mapping[str, Any], status: dict[str, Any], *, force: bool, finished: bool) -> None:
-        uid = str(pod["metadata"]["uid"])
+        uid = uid_of(pod)
         now = datetime.now(UTC)
         cached = self._statuses.get(uid)
         entry, why = update_status(cached, pod, status, force=force, finished=finished, now=now)
@@ -182,7 +183,7 @@ class StatusManager:
 
     def _api_uid(self, entry: VersionedStatus) -> str | None:
         """The UID of the API object the status goes to: the pod's, or its mirror's (None: no mirror)."""
-        if is_static_pod(entry.pod):
+        if is_static(entry.pod):
             return self._mirror_uid(entry.pod)
         return entry.uid
 
@@ -220,7 +221,7 @@ class StatusManager:
             observed = await self._get(entry)
             if observed is None:
                 return False
-        if str(observed["metadata"].get("uid")) != api_uid:
+        if uid_of(observed) != api_uid:
             return True  # replaced: the sync will notice and drop the entry
         return not status_equal_by_kubelet(observed.get("status") or {}, entry.status)
 
@@ -232,7 +233,7 @@ class StatusManager:
             if exc.status != 404:
                 log.info("Failed to get pod for status: %s", exc, extra={"pod": pod_ref(entry.pod)})
             return None
-        self._observed[str(pod["metadata"]["uid"])] = pod
+        self._observed[uid_of(pod)] = pod
         return pod
 
     async def _sync_pod(self, uid: str, entry: VersionedStatus, api_uid: str) -> None:
@@ -241,9 +242,9 @@ class StatusManager:
         api_pod = await self._get(entry)
         if api_pod is None:
             return
-        found_uid = str(api_pod["metadata"].get("uid"))
+        found_uid = uid_of(api_pod)
         if found_uid != api_uid:
-            if not is_static_pod(entry.pod):
+            if not is_static(entry.pod):
                 log.info(
                     "Pod was deleted and then recreated, skipping status update",
                     extra={"pod": pod_ref(entry.pod)},

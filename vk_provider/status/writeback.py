@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from vk_provider.kube.objects import format_time, is_mirror
 from vk_provider.status.cache import KUBELET_STATUS_FIELDS, semantic
-from vk_provider.status.generate import (
+from vk_provider.status.fields import (
     CONTAINERS_READY,
     DISRUPTION_TARGET,
     FAILED,
@@ -23,8 +24,6 @@ from vk_provider.status.generate import (
     POD_COMPLETED,
     POD_FAILED,
     READY,
-    format_time,
-    is_mirror_pod,
     is_terminal_phase,
 )
 
@@ -138,7 +137,7 @@ def status_patch(uid: str, api_status: Mapping[str, Any], new: Mapping[str, Any]
 def can_be_deleted(api_pod: Mapping[str, Any], pod_is_finished: bool) -> bool:
     """`canBeDeleted`: deletionTimestamp set, not a mirror pod, API phase terminal, pod finished."""
     metadata = api_pod.get("metadata") or {}
-    if not metadata.get("deletionTimestamp") or is_mirror_pod(api_pod):
+    if not metadata.get("deletionTimestamp") or is_mirror(api_pod):
         return False
     status = api_pod.get("status") or {}
     if not is_terminal_phase(status.get("phase")) or not pod_is_finished:

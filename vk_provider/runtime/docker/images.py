@@ -1,7 +1,7 @@
 """Image references and pull-policy decisions, as the kubelet's image manager makes them (pure).
 
 What lives here: parsing and normalising an image reference (`:latest` when there is no
-tag or digest), the default pull policy, whether to pull given what is present, and the
+tag or digest), whether to pull given what is present, and the
 kubelet's failure messages (`InvalidImageName`, `ErrImageNeverPull`, `ErrImagePull`).
 Upstream: kubernetes `pkg/kubelet/images/image_manager.go` (EnsureImageExists,
 shouldPullImage) and distribution's reference grammar. Must not: call Docker.
@@ -82,17 +82,6 @@ def parse_image(image: str) -> ImageRef:
     if not tag and not digest:
         tag = "latest"
     return ImageRef(domain=domain, path=match.group("path"), tag=tag, digest=digest)
-
-
-def default_pull_policy(image: str) -> str:
-    """The API server's defaulting: Always for `:latest` or no tag, else IfNotPresent."""
-    try:
-        ref = parse_image(image)
-    except ImagePullError:
-        return PULL_IF_NOT_PRESENT
-    if ref.digest:
-        return PULL_IF_NOT_PRESENT
-    return PULL_ALWAYS if ref.tag == "latest" else PULL_IF_NOT_PRESENT
 
 
 def should_pull(pull_policy: str, present: bool) -> bool:

@@ -25,6 +25,7 @@ from requests.exceptions import RequestException
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
+from vk_provider.kube.objects import default_pull_policy
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.runtime.docker import images
 from vk_provider.runtime.docker import labels as lb
@@ -277,7 +278,7 @@ class DockerRuntime:
 
     async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
         ref = images.parse_image(image)
-        policy = pull_policy or images.default_pull_policy(image)
+        policy = pull_policy or default_pull_policy(image)
         api = self._engine.client.api
         try:
             present: dict[str, Any] | None = await self._engine.call(api.inspect_image, ref.normalized())

@@ -1,0 +1,152 @@
+"""The shared vocabulary of Kubernetes objects in their JSON shape: accessors and the kubelet's pod rules.
+
+What lives here: the metadata / spec accessors (`meta`, `annotations_of`, `spec`, `uid`,
+`full_name`), the config annotations and the static / mirror pod tests (`is_static`,
+`is_mirror`), the restart rules (`restart_policy` with its default, `is_sidecar`, the one
+`should_restart` over `container_should_restart`), the apiserver's `default_pull_policy`,
+and the RFC 3339 helpers of metav1.Time (`parse_time`, `format_time`, `format_time_nano`).
+Every part of the provider asks these questions here, so each has one answer.
+Must not: import anything of vk_provider (this is the ground floor), do I/O, read the clock
+or keep state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+# pkg/kubelet/types/pod_update.go
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+API_SOURCE = "api"
+
+DEFAULT_RESTART_POLICY = "Always"
+PULL_ALWAYS = "Always"
+PULL_IF_NOT_PRESENT = "IfNotPresent"
+
+Obj = Mapping[str, Any]
+
+
+def meta(obj: Obj) -> Mapping[str, Any]:
+    """The object's metadata ({} when missing or not a mapping)."""
+    value = obj.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def annotations_of(obj: Obj) -> Mapping[str, Any]:
+    value = meta(obj).get("annotations")
+    return value if isinstance(value, Mapping) else {}
+
+
+def spec(obj: Obj) -> Mapping[str, Any]:
+    """The object's spec ({} when missing or not a mapping)."""
+    value = obj.get("spec")
+    return value if isinstance(value, Mapping) else {}
+
+
+def uid(obj: Obj) -> str:
+    return str(meta(obj).get("uid") or "")
+
+
+def full_name(obj: Obj) -> str:
+    """`namespace/name` (namespace `default` when unset), the key static and mirror pods pair by."""
+    m = meta(obj)
+    return f"{m.get('namespace') or 'default'}/{m.get('name', '')}"
+
+
+def is_static(pod: Obj) -> bool:
+    """A pod from a manifest file or URL: its config.source is set and is not the apiserver."""
+    return annotations_of(pod).get(CONFIG_SOURCE_ANNOTATION) not in (None, API_SOURCE)
+
+
+def is_mirror(pod: Obj) -> bool:
+    """The apiserver's copy of a static pod (it carries the config.mirror annotation)."""
+    return MIRROR_ANNOTATION in annotations_of(pod)
+
+
+def restart_policy(pod: Obj) -> str:
+    """spec.restartPolicy, `Always` when unset (the apiserver's default)."""
+    return str(spec(pod).get("restartPolicy") or DEFAULT_RESTART_POLICY)
+
+
+def is_sidecar(container: Obj) -> bool:
+    """A restartable init container (restartPolicy Always: podutil.IsRestartableInitContainer)."""
+    return container.get("restartPolicy") == "Always"
+
+
+def container_should_restart(pod: Obj, container: Obj, exit_code: int) -> bool:
+    """Whether a container that exited with `exit_code` runs again by its restart policy: the
+    container's own restartPolicy (a sidecar's Always; ContainerRestartRules, on by default
+    since 1.35) wins over the pod's. restartPolicyRules are not supported.
+    Upstream: pkg/api/v1/pod/util.go (ContainerShouldRestart).
+    """
+    policy = container.get("restartPolicy") or restart_policy(pod)
+    if policy == "Never":
+        return False
+    if policy == "OnFailure":
+        return exit_code != 0
+    return True
+
+
+def should_restart(pod: Obj, container: Obj, exit_code: int | None) -> bool:
+    """Whether a container that is not running is to run (again): the kubelet's rule.
+
+    `exit_code` is the exit code of its latest run, None when it has no run that finished (it
+    never ran, was only created, or its state is unknown: those always start). A pod being
+    deleted restarts nothing; otherwise `container_should_restart` decides.
+    Upstream: pkg/kubelet/container/helpers.go (ShouldContainerBeRestarted).
+    """
+    if meta(pod).get("deletionTimestamp"):
+        return False
+    return exit_code is None or container_should_restart(pod, container, exit_code)
+
+
+def default_pull_policy(image: str) -> str:
+    """The apiserver's default imagePullPolicy: Always when the reference's tag is `latest`.
+
+    A reference with neither tag nor digest gets the tag `latest`; one with a digest and no
+    tag has none; one that does not parse (empty, upper case in the repository) gets
+    IfNotPresent. Upstream: pkg/apis/core/v1/defaults.go (SetDefaults_Container) and
+    pkg/util/parsers (ParseImageName).
+    """
+    name, _, digest = image.partition("@")
+    head, slash, last = name.rpartition("/")
+    repository, colon, tag = last.partition(":")
+    if not colon:
+        tag = ""
+    if not repository or repository != repository.lower() or (slash and not head):
+        return PULL_IF_NOT_PRESENT
+    if not tag and not digest:
+        tag = "latest"
+    return PULL_ALWAYS if tag == "latest" else PULL_IF_NOT_PRESENT
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp (`Z` or an offset, any fraction) as an aware datetime (naive: UTC);
+    None when `value` is empty or does not parse."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _utc(when: datetime) -> datetime:
+    return when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def format_time(when: datetime) -> str:
+    """metav1.Time: RFC 3339 at whole seconds in UTC with a `Z` (naive = UTC)."""
+    return _utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_time_nano(when: datetime) -> str:
+    """Go's RFC3339Nano in UTC: the fraction without trailing zeros, none at whole seconds."""
+    utc = _utc(when)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"

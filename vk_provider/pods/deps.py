@@ -1,0 +1,39 @@
+"""The parts a pod sync is built from, in one object.
+
+What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
+(`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
+the crash-loop / image backoff, the object getter, the node's addresses and allocatable,
+the runtime's spec hash and the TokenRequest poster. PodWorkers builds it once.
+Must not: act on anything; it only holds the parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vk_provider.pods.backoff import Backoff
+from vk_provider.pods.env import ObjectGetter
+from vk_provider.pods.volume_writer import TokenRequester
+from vk_provider.pods.work import EventSink, StatusSink
+from vk_provider.probes.manager import ProbeManager
+from vk_provider.runtime.protocol import Runtime
+
+
+@dataclass(frozen=True)
+class SyncDeps:
+    """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
+    `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced.
+    `request_token` posts a TokenRequest, for projected service account token volumes."""
+
+    runtime: Runtime
+    status: StatusSink
+    recorder: EventSink
+    probes: ProbeManager
+    backoff: Backoff
+    getter: ObjectGetter
+    host_ip: Callable[[], str]
+    node_allocatable: Callable[[], Mapping[str, str]]
+    spec_hash: Callable[[Mapping[str, Any]], str] | None = None
+    request_token: TokenRequester | None = None

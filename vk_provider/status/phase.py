@@ -1,0 +1,116 @@
+"""The pod phase from its container statuses, as the kubelet's getPhase computes it (pure).
+
+What lives here: `get_phase` and `has_any_regular_container_started`
+(`pkg/kubelet/kubelet_pods.go`). Must not: do I/O, read the clock or keep state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vk_provider.kube.objects import is_sidecar, is_static, restart_policy
+from vk_provider.kube.objects import spec as pod_spec
+from vk_provider.status.fields import FAILED, PENDING, RUNNING, SUCCEEDED, find_status
+
+
+def has_any_regular_container_started(spec: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]]) -> bool:
+    names = {c["name"] for c in spec.get("containers") or []}
+    for status in statuses:
+        state = status.get("state") or {}
+        if status.get("name") in names and ("running" in state or "terminated" in state):
+            return True
+    return False
+
+
+def _found(
+    containers: Sequence[Mapping[str, Any]], statuses: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], int]:
+    """The statuses `containers` have, in order, and how many of them have none."""
+    found = [s for c in containers if (s := find_status(statuses, c["name"])) is not None]
+    return found, len(containers) - len(found)
+
+
+def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod_is_terminal: bool) -> str:
+    """The pod phase from its container statuses (init and regular together)."""
+    spec = pod_spec(pod)
+    policy = restart_policy(pod)
+    init_containers = spec.get("initContainers") or []
+    pending_regular_init = pending_sidecar = failed_init = 0
+    for container in init_containers:
+        if is_sidecar(container):
+            continue
+        status = find_status(statuses, container["name"])
+        state = (status or {}).get("state") or {}
+        last = (status or {}).get("lastState") or {}
+        if status is None or "running" in state:
+            pending_regular_init += 1
+        elif "terminated" in state:
+            if state["terminated"].get("exitCode", 0) != 0:
+                failed_init += 1
+        elif "waiting" in state:
+            if "terminated" in last:
+                if last["terminated"].get("exitCode", 0) != 0:
+                    failed_init += 1
+            else:
+                pending_regular_init += 1
+        else:
+            pending_regular_init += 1
+
+    sidecars, missing_sidecars = _found([c for c in init_containers if is_sidecar(c)], statuses)
+    regular, missing_regular = _found(spec.get("containers") or [], statuses)
+    unknown = missing_sidecars + missing_regular
+    running = waiting = stopped = succeeded = 0
+    for status in sidecars:
+        state = status.get("state") or {}
+        if "running" in state:
+            if not status.get("started"):
+                pending_sidecar += 1
+            running += 1
+        elif "terminated" in state:
+            pass
+        elif "waiting" in state:
+            if "terminated" not in (status.get("lastState") or {}):
+                pending_sidecar += 1
+                waiting += 1
+        else:
+            pending_sidecar += 1
+            unknown += 1
+
+    for status in regular:
+        state = status.get("state") or {}
+        if "running" in state:
+            running += 1
+        elif "terminated" in state:
+            stopped += 1
+            if state["terminated"].get("exitCode", 0) == 0:
+                succeeded += 1
+        elif "waiting" in state:
+            if "terminated" in (status.get("lastState") or {}):
+                stopped += 1
+            else:
+                waiting += 1
+        else:
+            unknown += 1
+
+    if failed_init > 0 and policy == "Never":
+        return FAILED
+    if (
+        pending_regular_init > 0
+        or (pending_sidecar > 0 and not has_any_regular_container_started(spec, statuses))
+        or waiting > 0
+    ):
+        return PENDING
+    if running > 0 and unknown == 0:
+        return RUNNING
+    if running == 0 and stopped > 0 and unknown == 0:
+        if pod_is_terminal and not is_static(pod):
+            return SUCCEEDED if stopped == succeeded else FAILED
+        if policy == "Always":
+            return RUNNING
+        if stopped == succeeded:
+            return SUCCEEDED
+        if policy == "Never":
+            return FAILED
+        return RUNNING
+    return PENDING
