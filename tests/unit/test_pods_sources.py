@@ -1,14 +1,15 @@
-"""PodSources: static pods first, then adoption of what runs, then the API source, then housekeeping;
-the API watch fans out to the status manager (not deletions) and the mirror pods (everything);
+"""PodSources: static pods first, then adoption of what runs, then the API source, then
+housekeeping; the API watch (tests.support.pods_api: pods a, b and the mirror m, then b's
+deletion) fans out to the status manager (not deletions) and the mirror pods (everything);
 and BadManifestEvents: one Warning Event on the Node per newly bad manifest file."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from tests.support.pods_api import ListOnlyClient
 from tests.support.polling import eventually
 from vk_provider.config import StaticPodsConfig
 from vk_provider.kube.client import KubeClient
@@ -32,10 +33,6 @@ spec:
   - name: c
     image: vk-test/busybox:1
 """
-
-
-def pod(uid: str, **annotations: str) -> dict[str, Any]:
-    return {"metadata": {"uid": uid, "name": uid, "namespace": "d", "annotations": annotations}, "spec": {}}
 
 
 class Journal:
@@ -80,27 +77,9 @@ class Recorder:
         self.events.append((obj, type_, reason, message))
 
 
-class NodePodsClient:
-    """The node's pods are `a` and the mirror pod `m`; the watch then deletes `a`."""
-
-    async def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        assert params == {"fieldSelector": f"spec.nodeName={NODE}"}
-        items = [pod("a"), pod("m", **{"kubernetes.io/config.mirror": "hash"})]
-        return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": items}
-
-    async def watch(
-        self, path: str, params: Mapping[str, Any] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        yield {
-            "type": "DELETED",
-            "object": {**pod("a"), "metadata": {**pod("a")["metadata"], "resourceVersion": "6"}},
-        }
-        await asyncio.Event().wait()
-
-
 def sources(journal: Journal, static_path: str = "", recorder: Recorder | None = None) -> PodSources:
     return PodSources(
-        cast(KubeClient, NodePodsClient()),
+        cast(KubeClient, ListOnlyClient()),
         NODE,
         StaticPodsConfig(path=static_path, relist_interval=3600.0),
         workers=cast(PodWorkers, journal),
@@ -122,24 +101,21 @@ async def test_static_pods_then_adoption_then_the_api_then_housekeeping(tmp_path
             ("update", "ADD", "file", f"web-{NODE.lower()}"),
             ("static pods", f"web-{NODE.lower()}"),
         ]
-        await eventually(lambda: ("update", "REMOVE", "api", "a") in journal.entries, within=10)
+        await eventually(lambda: ("update", "REMOVE", "api", "b") in journal.entries, within=10)
     finally:
         await parts.stop()
     [static_uid] = [
         p["metadata"]["uid"] for p in parts.pod_config.pods() if p["metadata"]["name"].startswith("web")
     ]
-    adopt = journal.index(
-        "adopt", *sorted(["a", static_uid])
-    )  # the API's pods and the static ones, no mirror
+    # adoption knows the API's pods and the static ones, not the mirror
+    adopt = journal.index("adopt", *sorted(["a", "b", static_uid]))
     assert adopt < journal.index("update", "ADD", "api", "a") < journal.index("mirror synced")
     assert journal.index("mirror synced") < journal.index("housekeeping")
     assert journal.index("status", "a") < journal.index("mirror", "ADDED", "a")  # status first, as before
     assert ("status", "m") in journal.entries and ("mirror", "ADDED", "m") in journal.entries
-    assert ("mirror", "DELETED", "a") in journal.entries
-    assert [e for e in journal.entries if e[0] == "status"] == [
-        ("status", "a"),
-        ("status", "m"),
-    ]  # no deletion
+    assert ("mirror", "DELETED", "b") in journal.entries
+    statuses = [e for e in journal.entries if e[0] == "status"]
+    assert statuses == [("status", "a"), ("status", "m"), ("status", "b")]  # not the deletion
     assert not [e for e in journal.entries if e[0] == "update" and e[3] == "m"]  # mirror pods reach no worker
 
 
@@ -153,7 +129,7 @@ async def test_without_a_static_path_every_mirror_is_an_orphan() -> None:
         await eventually(lambda: ("housekeeping",) in journal.entries, within=10)
     finally:
         await parts.stop()
-    assert journal.entries[1] == ("adopt", "a")
+    assert journal.entries[1] == ("adopt", "a", "b")
 
 
 async def test_a_bad_manifest_file_is_one_warning_event_on_the_node(tmp_path: Path) -> None:
