@@ -20,6 +20,7 @@ from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
+    ContainerNotFound,
     ContainerRole,
     ContainerRunState,
     ContainerStartError,
@@ -28,6 +29,7 @@ from vk_provider.runtime.types import (
     PodSpecRefused,
     RuntimeEvent,
     RuntimeUnavailable,
+    StreamError,
 )
 
 pytestmark = pytest.mark.asyncio
@@ -403,6 +405,29 @@ async def test_exec_returns_code_and_output_and_times_out(runtime: DockerRuntime
     assert b"out\n" in out and b"err\n" in out
     with pytest.raises(TimeoutError):
         await runtime.exec_in_container(inst.container_id, ["sleep", "30"], 0.5)
+
+
+async def test_engine_errors_reach_callers_as_runtime_neutral_errors(runtime: DockerRuntime) -> None:
+    """docker-py's errors stay inside runtime/docker/: a vanished container is ContainerNotFound,
+    a refused exec or attach a StreamError; a running one has the container URI and stats."""
+    missing = "0" * 64
+    with pytest.raises(ContainerNotFound, match="not found on this node"):
+        await runtime.container_logs(missing, follow=False, timestamps=False, tail=None, since=None)
+    with pytest.raises(ContainerNotFound):
+        await runtime.exec_in_container(missing, ["true"], 5)
+    with pytest.raises(StreamError):
+        await runtime.open_exec(missing, ["true"], stdin=False, stdout=True, stderr=True, tty=False)
+    with pytest.raises(StreamError):
+        await runtime.open_attach(missing, stdin=False, stdout=True, stderr=True)
+    assert await runtime.container_stats(missing) is None
+    pod = make_pod("seam", [container("app", "sleep", "300")])
+    sandbox = await runtime.ensure_sandbox(pod)
+    inst = await start(runtime, pod, sandbox, 0)
+    assert inst.container_uri == f"docker://{inst.container_id}"
+    stats = await runtime.container_stats(inst.container_id)
+    assert stats is not None and stats.memory_usage_bytes > 0
+    state = await runtime.pod_state(pod["metadata"]["uid"])
+    assert state is not None and runtime.pod_address(state) == sandbox.ip != ""
 
 
 async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: DockerRuntime) -> None:

@@ -91,6 +91,7 @@ def runtime_state(
                 role=ContainerRole.APP,
                 attempt=0,
                 container_id="c0ffee",
+                container_uri="docker://c0ffee",
                 image="vk-test/busybox:1",
                 image_id="sha256:feed",
                 state=state,

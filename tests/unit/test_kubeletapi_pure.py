@@ -26,6 +26,7 @@ from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.server import parse_listen
 from vk_provider.kubeletapi.stats import cpu_memory, summary_document
 from vk_provider.kubeletapi.tls import KubeletTLSError, self_signed, server_ssl_context
+from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -131,13 +132,13 @@ def test_cpu_rate_and_working_set() -> None:
         "cpu_stats": {"cpu_usage": {"total_usage": 3_000_000_000}},
         "memory_stats": {"usage": 10_000, "stats": {"inactive_file": 4_000, "anon": 5_000}},
     }
-    cpu, mem = cpu_memory(raw, None, now=10.0)
+    cpu, mem = cpu_memory(container_stats(raw), None, now=10.0)
     assert cpu == {"usageCoreNanoSeconds": 3_000_000_000}
     assert mem == {"usageBytes": 10_000, "workingSetBytes": 6_000, "rssBytes": 5_000}
-    cpu, _ = cpu_memory(raw, (8.0, 2_000_000_000), now=10.0)
+    cpu, _ = cpu_memory(container_stats(raw), (8.0, 2_000_000_000), now=10.0)
     assert cpu["usageNanoCores"] == 500_000_000  # 1 s of CPU over 2 s
     v1 = {"memory_stats": {"usage": 100, "stats": {"total_inactive_file": 30}}}
-    assert cpu_memory(v1, None, 1.0)[1]["workingSetBytes"] == 70
+    assert cpu_memory(container_stats(v1), None, 1.0)[1]["workingSetBytes"] == 70
 
 
 def test_summary_node_is_the_sum_of_pods() -> None:

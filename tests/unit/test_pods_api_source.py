@@ -2,39 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, cast
+from typing import cast
 
+from tests.support.pods_api import ListOnlyClient
 from tests.support.polling import eventually
 from vk_provider.kube.client import KubeClient
 from vk_provider.pods.api_source import ApiPodSource
 from vk_provider.pods.config import PodConfig, PodUpdate, UpdateKind
-
-
-def pod(uid: str, **annotations: str) -> dict[str, Any]:
-    return {"metadata": {"uid": uid, "name": uid, "namespace": "d", "annotations": annotations}, "spec": {}}
-
-
-class ListOnlyClient:
-    """Answers the list with fixed pods; the watch sends one deletion and then stays open."""
-
-    def __init__(self) -> None:
-        self.params: list[Mapping[str, Any] | None] = []
-
-    async def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        self.params.append(params)
-        items = [pod("a"), pod("m", **{"kubernetes.io/config.mirror": "hash"}), pod("b")]
-        return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": items}
-
-    async def watch(
-        self, path: str, params: Mapping[str, Any] | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
-        yield {
-            "type": "DELETED",
-            "object": {**pod("b"), "metadata": {**pod("b")["metadata"], "resourceVersion": "6"}},
-        }
-        await asyncio.Event().wait()
 
 
 async def test_mirror_pods_skip_pod_config_but_reach_observers() -> None:

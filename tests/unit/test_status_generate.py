@@ -63,6 +63,7 @@ def inst(
         role=role,
         attempt=attempt,
         container_id=f"{name}-{attempt}",
+        container_uri=f"docker://{name}-{attempt}",
         image="vk-test/busybox:1",
         image_id="sha256:abc",
         state=state,

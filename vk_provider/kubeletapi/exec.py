@@ -6,8 +6,9 @@ binary message per chunk, first byte the channel) or a SPDY/3.1 upgrade negotiat
 v4.channel.k8s.io (one SPDY stream per channel, named by its `streamType` header, as the
 kubelet's `pkg/kubelet/cri/streaming/remotecommand/httpstream.go`); and `_run`, the part
 both share: engine output to stdout/stderr, stdin and resizes to the engine, and one Status
-on the error channel at the end (the exit code for exec). Must not: speak to Docker itself
-(docker_streams.py), parse queries (channels.py) or frame SPDY (spdy.py).
+on the error channel at the end (the exit code for exec). Must not: speak to the engine
+itself (the runtime's `open_exec` / `open_attach` sessions do), parse queries (channels.py)
+or frame SPDY (spdy.py).
 """
 
 from __future__ import annotations
@@ -21,13 +22,12 @@ from typing import Any, Literal
 from aiohttp import WSMsgType, web
 
 from vk_provider.kubeletapi import channels as ch
-from vk_provider.kubeletapi.docker_streams import DockerSession, DockerStreams, StreamError
 from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
 from vk_provider.kubeletapi.spdy import SpdySession, SpdyStream
 from vk_provider.kubeletapi.upgrade import http_upgrade, is_spdy_upgrade, negotiate, negotiation_failure
 from vk_provider.logging import get_logger
-from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerInstance, ContainerRunState
+from vk_provider.runtime.protocol import STDERR, InteractiveSession, Runtime
+from vk_provider.runtime.types import ContainerInstance, ContainerRunState, StreamError
 
 log = get_logger("kubeletapi.exec")
 
@@ -39,29 +39,25 @@ Send = Callable[[int, bytes], Awaitable[None]]
 Finish = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-async def stream_handler(
-    request: web.Request, runtime: Runtime, streams: DockerStreams | None, kind: Kind
-) -> web.StreamResponse:
+async def stream_handler(request: web.Request, runtime: Runtime, kind: Kind) -> web.StreamResponse:
     opts = ch.parse_stream_options(request.query, needs_command=kind == "exec")
     info = request.match_info
     pod = await find_pod(runtime, info["namespace"], info["pod"])
     instance = find_container(pod, info["container"])
     if instance.state != ContainerRunState.RUNNING:
         raise BadRequest(f'container "{instance.name}" in pod "{pod.name}" is not running')
-    if streams is None:
-        raise web.HTTPNotImplemented(text=f"{kind} needs a Docker runtime")
     if is_spdy_upgrade(request):
-        return await _spdy(request, streams, instance, opts, kind)
+        return await _spdy(request, runtime, instance, opts, kind)
     if request.headers.get("Upgrade", "").lower() != "websocket":
         raise BadRequest(f"{kind} needs a WebSocket or SPDY/3.1 upgrade")
-    return await _websocket(request, streams, instance, opts, kind)
+    return await _websocket(request, runtime, instance, opts, kind)
 
 
 async def _open(
-    streams: DockerStreams, instance: ContainerInstance, opts: ch.StreamOptions, kind: Kind
-) -> DockerSession:
+    runtime: Runtime, instance: ContainerInstance, opts: ch.StreamOptions, kind: Kind
+) -> InteractiveSession:
     if kind == "exec":
-        return await streams.exec(
+        return await runtime.open_exec(
             instance.container_id,
             list(opts.command),
             stdin=opts.stdin,
@@ -69,24 +65,24 @@ async def _open(
             stderr=opts.stderr,
             tty=opts.tty,
         )
-    return await streams.attach(
+    return await runtime.open_attach(
         instance.container_id, stdin=opts.stdin, stdout=opts.stdout, stderr=opts.stderr
     )
 
 
 async def _run(
-    streams: DockerStreams,
+    runtime: Runtime,
     instance: ContainerInstance,
     opts: ch.StreamOptions,
     kind: Kind,
     *,
     send: Send,
-    incoming: Callable[[DockerSession], Awaitable[None]],
+    incoming: Callable[[InteractiveSession], Awaitable[None]],
     finish: Finish,
 ) -> None:
     """Relay one session; `incoming` returns when the client has gone away."""
     try:
-        session = await _open(streams, instance, opts, kind)
+        session = await _open(runtime, instance, opts, kind)
     except (StreamError, OSError) as exc:
         log.info("%s in container %s failed: %s", kind, instance.container_id[:12], exc)
         await finish(ch.error_status(str(exc)))
@@ -94,7 +90,7 @@ async def _run(
 
     async def to_client() -> None:
         async for stream, data in session.output():
-            await send(ch.STDERR if stream == 2 else ch.STDOUT, data)
+            await send(ch.STDERR if stream == STDERR else ch.STDOUT, data)
 
     output = asyncio.ensure_future(to_client())
     client = asyncio.ensure_future(incoming(session))
@@ -124,7 +120,7 @@ async def _run(
 
 async def _websocket(
     request: web.Request,
-    streams: DockerStreams,
+    runtime: Runtime,
     instance: ContainerInstance,
     opts: ch.StreamOptions,
     kind: Kind,
@@ -141,7 +137,7 @@ async def _websocket(
     async def send(channel: int, data: bytes) -> None:
         await ws.send_bytes(ch.frame(channel, data))
 
-    async def incoming(session: DockerSession) -> None:
+    async def incoming(session: InteractiveSession) -> None:
         async for msg in ws:
             if msg.type != WSMsgType.BINARY or not msg.data:
                 continue  # the base64 text variants are not spoken here
@@ -160,7 +156,7 @@ async def _websocket(
             await ws.send_bytes(ch.status_frame(status))
         await ws.close()
 
-    await _run(streams, instance, opts, kind, send=send, incoming=incoming, finish=finish)
+    await _run(runtime, instance, opts, kind, send=send, incoming=incoming, finish=finish)
     await ws.close()
     return ws
 
@@ -189,7 +185,7 @@ async def _collect(spdy: SpdySession, wanted: set[str]) -> dict[str, SpdyStream]
     return found
 
 
-async def _resizes(stream: SpdyStream, session: DockerSession) -> None:
+async def _resizes(stream: SpdyStream, session: InteractiveSession) -> None:
     """The resize stream is a sequence of JSON objects `{"Width":..,"Height":..}`."""
     decoder, pending = json.JSONDecoder(), ""
     while chunk := await stream.reader.read(4096):
@@ -207,7 +203,7 @@ async def _resizes(stream: SpdyStream, session: DockerSession) -> None:
 
 async def _spdy(
     request: web.Request,
-    streams: DockerStreams,
+    runtime: Runtime,
     instance: ContainerInstance,
     opts: ch.StreamOptions,
     kind: Kind,
@@ -233,7 +229,7 @@ async def _spdy(
             if target is not None:
                 await target.write(data)
 
-        async def incoming(session: DockerSession) -> None:
+        async def incoming(session: InteractiveSession) -> None:
             pumps = []
             if "stdin" in found:
                 pumps.append(asyncio.ensure_future(_stdin(found["stdin"], session)))
@@ -252,7 +248,7 @@ async def _spdy(
             await found["error"].write(json.dumps(status, separators=(",", ":")).encode())
             await found["error"].close()
 
-        await _run(streams, instance, opts, kind, send=send, incoming=incoming, finish=finish)
+        await _run(runtime, instance, opts, kind, send=send, incoming=incoming, finish=finish)
     finally:
         await spdy.close()
         serving.cancel()
@@ -260,7 +256,7 @@ async def _spdy(
     return response
 
 
-async def _stdin(stream: SpdyStream, session: DockerSession) -> None:
+async def _stdin(stream: SpdyStream, session: InteractiveSession) -> None:
     while data := await stream.reader.read(64 * 1024):
         await session.write_stdin(data)
     session.close_stdin()

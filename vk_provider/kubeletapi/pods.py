@@ -21,7 +21,7 @@ def _pod(state: PodRuntimeState, node_name: str) -> dict[str, Any]:
             "name": c.name,
             "image": c.image,
             "imageID": c.image_id,
-            "containerID": f"docker://{c.container_id}",
+            "containerID": c.container_uri,
             "restartCount": c.attempt,
             "ready": c.state == ContainerRunState.RUNNING,
             "state": {"running": {}}

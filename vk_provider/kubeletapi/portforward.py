@@ -14,8 +14,9 @@ What lives here: `port_forward_handler` and the two ways a forwarded connection 
   `2i` carries port i's data both ways and `2i+1` its errors, and the first message on each
   is the port as 2 little-endian bytes.
 
-Every connection goes to the pod's IP (its sandbox's address on the Docker network, or the
-node IP with host networking). Must not: frame SPDY (spdy.py) or upgrade connections (upgrade.py).
+Every connection goes to the pod's address as the runtime gives it (`Runtime.pod_address`),
+or the node IP when the pod shares the node's network. Must not: frame SPDY (spdy.py) or
+upgrade connections (upgrade.py).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class _Target:
 async def port_forward_handler(request: web.Request, runtime: Runtime, node_ip: str) -> web.StreamResponse:
     info = request.match_info
     pod = await find_pod(runtime, info["namespace"], info["pod"])
-    host = pod.sandbox.ip if pod.sandbox is not None and pod.sandbox.ip else node_ip
+    host = runtime.pod_address(pod) or node_ip
     target = _Target(host, f"{pod.name}_{pod.namespace}", pod.uid)
     if is_spdy_upgrade(request):
         protocol = negotiate(request, (PORTFORWARD_PROTOCOL,))

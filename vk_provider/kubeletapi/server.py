@@ -5,9 +5,10 @@ What lives here: the aiohttp application with the kubelet's routes (virtual-kube
 is redirected with 301 to the route without it, after authentication: virtual-kubelet's
 `WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
 body, as `node/api/helpers.go`), and the listener's lifecycle on `kubeletServer.listen`
-(`auth: none` logs a WARNING at start: every request is allowed). Must not: implement a
-route's protocol (logs.py, exec.py, portforward.py, stats.py, metrics.py) or TLS/auth
-details (tls.py, auth.py).
+(`auth: none` logs a WARNING at start: every request is allowed). It reaches containers
+only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
+exec.py, portforward.py, stats.py, metrics.py), TLS/auth details (tls.py, auth.py), or
+know which engine the runtime drives.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from typing import Any
 
 from aiohttp import web
 
-from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.config import KubeletServerConfig
 from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import auth_middleware
 from vk_provider.kubeletapi.csr import ServingCertificate
-from vk_provider.kubeletapi.docker_streams import DockerStreams
 from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound
@@ -35,9 +35,8 @@ from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
 from vk_provider.kubeletapi.webhook import WebhookAuth
 from vk_provider.logging import get_logger
-from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import RuntimeFailure, RuntimeUnavailable
+from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure
 
 log = get_logger("kubeletapi")
 
@@ -61,7 +60,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except BadRequest as exc:
         return web.Response(status=400, text=f"{exc}\n")
     except RuntimeFailure as exc:  # the engine failed or the container vanished meanwhile
-        return web.Response(status=404 if exc.reason == "NotFound" else 500, text=f"{exc.message}\n")
+        status = 404 if isinstance(exc, ContainerNotFound) else 500
+        return web.Response(status=status, text=f"{exc.message}\n")
 
 
 @web.middleware
@@ -87,22 +87,13 @@ class KubeletServer:
         runtime: Runtime,
         node_ip: str,
         *,
-        engine: Engine | None = None,
         kube: KubeClient | None = None,
     ) -> None:
         self.config = config
         self.node_name = node_name
         self.runtime = runtime
         self.node_ip = node_ip
-        # Exec, attach and stats need the Docker engine itself. Without one given, a private
-        # Engine is built from a DockerRuntime's configuration (closed again by stop()).
-        docker_config = getattr(runtime, "config", None)
-        self._own_engine = False
-        if engine is None and isinstance(docker_config, DockerConfig):
-            engine, self._own_engine = Engine(docker_config), True
-        self._engine = engine
-        self._streams = DockerStreams(self._engine) if self._engine is not None else None
-        self._stats = StatsCollector(runtime, self._engine, node_name)
+        self._stats = StatsCollector(runtime, node_name)
         # auth webhook with an apiserver client: TokenReview and SubjectAccessReview, as the kubelet.
         self._webhook = (
             WebhookAuth(kube, node_name) if kube is not None and config.auth == "webhook" else None
@@ -120,7 +111,7 @@ class KubeletServer:
         app = web.Application(  # authenticate first: no redirect (or 404) for anonymous requests
             middlewares=[auth_middleware(self.config.auth, x509, self._webhook), _strict_slash, _errors]
         )
-        rt, streams = self.runtime, self._streams
+        rt = self.runtime
 
         async def healthz(_: web.Request) -> web.StreamResponse:
             return web.Response(text="ok")
@@ -132,10 +123,10 @@ class KubeletServer:
             return web.json_response(pod_list(await rt.list_pods(), self.node_name))
 
         async def exec_(request: web.Request) -> web.StreamResponse:
-            return await stream_handler(request, rt, streams, "exec")
+            return await stream_handler(request, rt, "exec")
 
         async def attach(request: web.Request) -> web.StreamResponse:
-            return await stream_handler(request, rt, streams, "attach")
+            return await stream_handler(request, rt, "attach")
 
         async def port_forward(request: web.Request) -> web.StreamResponse:
             return await port_forward_handler(request, rt, self.node_ip)
@@ -182,11 +173,6 @@ class KubeletServer:
                 self._kube, self.node_name, self.node_ip, ssl_context, scratch
             )
             self._csr_task = asyncio.create_task(self.serving_certificate.run(), name="kubelet serving CSR")
-        if self._own_engine and self._engine is not None:
-            try:
-                await self._engine.connect()
-            except RuntimeUnavailable as exc:  # exec/attach/stats connect again when asked
-                log.warning("kubelet API starts without the Docker engine: %s", exc)
         self._runner = web.AppRunner(self._app(), access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
@@ -203,8 +189,6 @@ class KubeletServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._own_engine and self._engine is not None:
-            await self._engine.close()
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None

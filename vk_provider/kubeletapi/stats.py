@@ -1,7 +1,7 @@
 """`GET /stats/summary`: CPU and memory of this node's pods, in the kubelet's Summary shape.
 
-What lives here: `StatsCollector`, which takes one-shot `docker stats` of each running app
-container through the engine's bounded pool, derives `usageNanoCores` from the previous
+What lives here: `StatsCollector`, which takes one sample of each running app container
+from the runtime (`Runtime.container_stats`), derives `usageNanoCores` from the previous
 sample of the same container, and builds `statsv1alpha1.Summary` (`kubelet/pkg/apis/stats/
 v1alpha1/types.go`): node (the sum of its pods, since the node is virtual), pods with podRef,
 containers. Pure helpers `cpu_memory` and `summary_document` do the arithmetic.
@@ -11,15 +11,11 @@ Must not: know about HTTP.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from docker.errors import DockerException
-
-from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerRole, ContainerRunState, RuntimeFailure
+from vk_provider.runtime.types import ContainerRole, ContainerRunState, ContainerStats
 
 
 def _rfc3339(t: datetime) -> str:
@@ -27,21 +23,16 @@ def _rfc3339(t: datetime) -> str:
 
 
 def cpu_memory(
-    raw: Mapping[str, Any], previous: tuple[float, int] | None, now: float
+    sample: ContainerStats, previous: tuple[float, int] | None, now: float
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """(cpu, memory) stats of one `docker stats` sample; previous is (time, usageCoreNanoSeconds)."""
-    total = int(((raw.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage") or 0)
+    """(cpu, memory) stats of one sample; previous is (time, usageCoreNanoSeconds)."""
+    total = sample.cpu_usage_core_nanoseconds
     cpu: dict[str, int] = {"usageCoreNanoSeconds": total}
     if previous is not None and now > previous[0] and total >= previous[1]:
         cpu["usageNanoCores"] = int((total - previous[1]) / (now - previous[0]))
-    mem = raw.get("memory_stats") or {}
-    usage = int(mem.get("usage") or 0)
-    detail = mem.get("stats") or {}
-    # cgroup v2 reports inactive_file, v1 total_inactive_file; working set = usage - inactive.
-    inactive = int(detail.get("inactive_file", detail.get("total_inactive_file", 0)) or 0)
-    memory = {"usageBytes": usage, "workingSetBytes": max(0, usage - inactive)}
-    if "rss" in detail or "anon" in detail:
-        memory["rssBytes"] = int(detail.get("rss", detail.get("anon", 0)) or 0)
+    memory = {"usageBytes": sample.memory_usage_bytes, "workingSetBytes": sample.memory_working_set_bytes}
+    if sample.memory_rss_bytes is not None:
+        memory["rssBytes"] = sample.memory_rss_bytes
     return cpu, memory
 
 
@@ -71,24 +62,11 @@ def summary_document(
 
 
 class StatsCollector:
-    def __init__(self, runtime: Runtime, engine: Engine | None, node_name: str) -> None:
+    def __init__(self, runtime: Runtime, node_name: str) -> None:
         self.runtime = runtime
-        self.engine = engine
         self.node_name = node_name
         self.started = datetime.now(UTC)
         self._previous: dict[str, tuple[float, int]] = {}
-
-    async def _sample(self, container_id: str) -> dict[str, Any] | None:
-        if self.engine is None:
-            return None
-        try:
-            await self.engine.connect()
-            raw: dict[str, Any] = await self.engine.call(
-                self.engine.client.api.stats, container_id, stream=False, one_shot=True
-            )
-        except (DockerException, RuntimeFailure):
-            return None
-        return raw
 
     async def summary(self) -> dict[str, Any]:
         states = await self.runtime.list_pods()
@@ -98,7 +76,7 @@ class StatsCollector:
             for c in state.containers
             if c.role == ContainerRole.APP and c.state == ContainerRunState.RUNNING
         ]
-        samples = await asyncio.gather(*(self._sample(c.container_id) for _, c in running))
+        samples = await asyncio.gather(*(self.runtime.container_stats(c.container_id) for _, c in running))
         now = datetime.now(UTC)
         stamp = _rfc3339(now)
         pods: dict[str, dict[str, Any]] = {}

@@ -4,8 +4,9 @@ What lives here: the loop that, every lease-duration/4, pings the runtime, (re)r
 the Node when it is missing (taking over an existing one), brings labels/taints to ours
 when what we want changed, patches nodes/status when something changed or every
 `statusReportInterval`, and renews the Lease only while the runtime answers; a
-Reflector on the Node so a deletion is repaired at once and `node_object()` stays
-current; kubelet-style node Events (Starting, NodeReady, NodeNotReady, re-creation).
+Reflector on the Node so a deletion is repaired at once and `node_object()` (and
+`allocatable()`, what the pods' resource fields fall back to) stays current;
+kubelet-style node Events (Starting, NodeReady, NodeNotReady, re-creation).
 Must not: start or stop pods' containers (shutdown leaves them running).
 """
 
@@ -16,7 +17,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,6 +107,11 @@ class NodeAgent:
     def node_object(self) -> dict[str, Any]:
         """The last Node object written or read (empty before registration)."""
         return dict(self._node or {})
+
+    def allocatable(self) -> Mapping[str, str]:
+        """The Node's `status.allocatable` as last written or read (empty before registration)."""
+        allocatable: Mapping[str, str] = ((self._node or {}).get("status") or {}).get("allocatable") or {}
+        return allocatable
 
     async def start(self) -> None:
         log.info("starting node agent for %s (InternalIP %s)", self.name, self.node_ip)

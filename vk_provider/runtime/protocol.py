@@ -1,8 +1,11 @@
 """The Runtime protocol: what pod workers, the node agent and the kubelet API need from a container engine.
 
-What lives here: the `Runtime` protocol and `ContainerLaunch`, the fully resolved request
-to start one container. PodWorkers depend on this module only, never on Docker.
-Must not: contain an implementation or import a specific engine's SDK.
+What lives here: the `Runtime` protocol (pod lifecycle, logs, stats, the spec hash, the
+pod's dial address for port-forward, and interactive exec/attach sessions),
+`InteractiveSession`, one such open session, and `ContainerLaunch`, the fully resolved
+request to start one container. Everything outside `vk_provider/runtime/<engine>/` depends
+on this module and `runtime.types` only; the one place that picks an engine is
+`runtime/build.py`. Must not: contain an implementation or import a specific engine's SDK.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from typing import Any, Protocol
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
+    ContainerStats,
     PodRuntimeState,
     PodSandboxState,
     RuntimeEvent,
     RuntimeInfo,
 )
+
+STDOUT, STDERR = 1, 2  # the stream numbers InteractiveSession.output yields
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,28 @@ class ContainerLaunch:
     command: tuple[str, ...] | None  # None: the image's entrypoint
     args: tuple[str, ...] | None  # None: the image's cmd
     sandbox: PodSandboxState
+
+
+class InteractiveSession(Protocol):
+    """One open exec or attach: the process's output in, stdin and terminal resizes out."""
+
+    def output(self) -> AsyncIterator[tuple[int, bytes]]:
+        """(stream, data) until the process's output ends: STDOUT or STDERR (STDOUT with a TTY)."""
+        ...
+
+    async def write_stdin(self, data: bytes) -> None: ...
+
+    def close_stdin(self) -> None:
+        """Half-close stdin (the process reads end of file)."""
+
+    async def resize(self, width: int, height: int) -> None:
+        """Resize the terminal; failures are ignored."""
+
+    async def exit_code(self) -> int | None:
+        """The exec's exit code once it has ended (None for attach); raises StreamError."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 class Runtime(Protocol):
@@ -105,3 +133,27 @@ class Runtime(Protocol):
         ...
 
     async def container_role(self, container_id: str) -> ContainerRole | None: ...
+
+    async def container_stats(self, container_id: str) -> ContainerStats | None:
+        """One CPU and memory sample of a running container; None when the engine cannot say."""
+        ...
+
+    def spec_hash(self, container: Mapping[str, Any]) -> str:
+        """The hash recorded as `ContainerInstance.spec_hash` (a change means recreate)."""
+        ...
+
+    def pod_address(self, pod: PodRuntimeState) -> str:
+        """Where the pod's ports are dialled from here; "" when it shares the node's network."""
+        ...
+
+    async def open_exec(
+        self, container_id: str, command: list[str], *, stdin: bool, stdout: bool, stderr: bool, tty: bool
+    ) -> InteractiveSession:
+        """Start `command` in the container, attached; raises StreamError."""
+        ...
+
+    async def open_attach(
+        self, container_id: str, *, stdin: bool, stdout: bool, stderr: bool
+    ) -> InteractiveSession:
+        """Attach to the container's main process; raises StreamError."""
+        ...

@@ -1,14 +1,16 @@
 """Plain data the runtime reports and the rest of the provider reads.
 
 What lives here: immutable snapshots of what a container runtime observed about a pod
-(its sandbox, every container instance with its attempt number and exit details), the
-runtime's host facts, runtime events, and the errors a runtime raises with a
-kubelet-style reason. Must not: import Docker or talk to anything; these are values.
+(its sandbox, every container instance with its attempt number, exit details and
+container-ID URI), the runtime's host facts, runtime events, one stats sample of a
+container, and the runtime-neutral errors a runtime raises with a kubelet-style reason
+(`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
+errors into these. Must not: import Docker or talk to anything; these are values.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -37,7 +39,7 @@ class ContainerInstance:
     name: str  # the pod spec's container name
     role: ContainerRole
     attempt: int  # 0 for the first run, +1 for every restart
-    container_id: str  # the runtime's id, without the docker:// prefix
+    container_id: str  # the runtime's id, without the scheme prefix
     image: str  # the image as the spec named it
     image_id: str  # docker-pullable://... or sha256:...
     state: ContainerRunState
@@ -49,6 +51,7 @@ class ContainerInstance:
     error: str = ""  # the runtime's own error, e.g. an exec format error at start
     termination_message: str = ""
     spec_hash: str = ""  # hash of the container spec it was created from
+    container_uri: str = ""  # the status's containerID: <runtime>://<container_id>
 
 
 @dataclass(frozen=True)
@@ -113,13 +116,12 @@ class RuntimeEvent:
 
 @dataclass(frozen=True)
 class ContainerStats:
-    container_id: str
-    name: str
-    cpu_usage_nanocores: int | None = None
-    cpu_usage_core_nanoseconds: int | None = None
-    memory_working_set_bytes: int | None = None
-    memory_usage_bytes: int | None = None
-    extra: dict[str, int] = field(default_factory=dict)
+    """One sample of a running container's CPU and memory (the kubelet derives rates)."""
+
+    cpu_usage_core_nanoseconds: int
+    memory_usage_bytes: int
+    memory_working_set_bytes: int
+    memory_rss_bytes: int | None = None  # None when the engine does not report it
 
 
 class RuntimeFailure(Exception):
@@ -132,6 +134,16 @@ class RuntimeFailure(Exception):
         self.message = message
         if reason is not None:
             self.reason = reason
+
+
+class ContainerNotFound(RuntimeFailure):
+    """The container does not exist on this node (any more): the kubelet API answers 404."""
+
+    reason = "NotFound"
+
+
+class StreamError(Exception):
+    """The runtime refused or failed an interactive stream (exec, attach); the message is the engine's."""
 
 
 class RuntimeUnavailable(RuntimeFailure):

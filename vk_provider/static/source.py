@@ -6,8 +6,10 @@ watchfiles and re-reads it every `relist_interval` seconds, and hands the comple
 good static pods (`dict[uid, pod]`) to an async callback whenever that set changes; and
 `BadManifest`, one file that could not become a pod, delivered as the complete current
 list to a second callback whenever that list changes (each newly bad file is also logged
-as a warning). Also `scan`, the blocking scan itself (run in a thread). Must not: start
-containers, talk to the apiserver, or stop on a bad file: the other files keep their pods.
+as a warning); `BadManifestEvents`, that second callback as the provider wires it: a
+Warning Event on the Node for each newly bad file. Also `scan`, the blocking scan itself
+(run in a thread). Must not: start containers, talk to the apiserver (Events go through
+the recorder), or stop on a bad file: the other files keep their pods.
 
 Upstream: pkg/kubelet/config/file.go and file_linux.go (listing, 10 MiB limit, dot-files
 skipped, watch restart backoff 1 s to 20 s).
@@ -27,12 +29,14 @@ from typing import Any
 
 import watchfiles
 
+from vk_provider.kube.events import EventRecorder
 from vk_provider.logging import get_logger
 from vk_provider.static.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 WATCH_RETRY_MIN = 1.0
 WATCH_RETRY_MAX = 20.0
+BAD_MANIFEST_REASON = "FailedStaticPodManifest"
 
 log = get_logger("static")
 
@@ -47,6 +51,21 @@ class BadManifest:
 
     path: str
     reason: str
+
+
+class BadManifestEvents:
+    """An `on_errors` callback: a Warning Event on the Node for each newly bad file."""
+
+    def __init__(self, recorder: EventRecorder, node_ref: Mapping[str, Any]) -> None:
+        self._recorder = recorder
+        self._node_ref = node_ref
+        self._reported: set[tuple[str, str]] = set()
+
+    async def __call__(self, bad: list[BadManifest]) -> None:
+        current = {(b.path, b.reason) for b in bad}
+        for path, reason in sorted(current - self._reported):
+            self._recorder.event(self._node_ref, "Warning", BAD_MANIFEST_REASON, f"{path}: {reason}")
+        self._reported = current
 
 
 @dataclass(frozen=True)
@@ -172,9 +191,6 @@ class StaticPodSource:
     def pods(self) -> dict[str, Pod]:
         """The last snapshot: static pods by UID."""
         return dict(self._pods)
-
-    def bad_manifests(self) -> list[BadManifest]:
-        return list(self._bad)
 
     async def start(self) -> None:
         await self.rescan()

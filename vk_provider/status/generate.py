@@ -77,7 +77,7 @@ def _instance_state(instance: ContainerInstance, old: Mapping[str, Any] | None) 
             terminated["message"] = message
         terminated["startedAt"] = format_time(instance.started_at) if instance.started_at else None
         terminated["finishedAt"] = format_time(instance.finished_at) if instance.finished_at else None
-        terminated["containerID"] = f"docker://{instance.container_id}"
+        terminated["containerID"] = instance.container_uri
         return {"terminated": terminated}, restart_count
     was_running = old is not None and "running" in (old.get("state") or {})
     if instance.state == ContainerRunState.UNKNOWN and old is not None and was_running:
@@ -170,7 +170,7 @@ def container_statuses(
                 "restartCount": restart_count,
                 "image": latest.image or container.get("image", ""),
                 "imageID": latest.image_id,
-                "containerID": f"docker://{latest.container_id}",
+                "containerID": latest.container_uri,
             }
         reason = waiting.get(name)
         if reason is not None and _will_start(pod, container, latest):

@@ -3,7 +3,8 @@
 What lives here: the label keys of DESIGN §4, the labels of a pod's sandbox and of one
 container instance, the kubelet-style container names, the label filter of one node, and
 the parse of a Docker container (its `docker inspect` dict) back into a `ContainerInstance`
-or a `PodSandboxState`. Must not: call Docker; everything here is a function of dicts.
+or a `PodSandboxState` (with its `docker://<id>` container URI). Must not: call Docker;
+everything here is a function of dicts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CONTAINER_ATTEMPT = PREFIX + "container.attempt"
 CONTAINER_IMAGE = PREFIX + "container.image"
 ROLE = PREFIX + "role"
 SPEC_HASH = PREFIX + "spec-hash"
+CONTAINER_URI_SCHEME = "docker://"  # a ContainerInstance's container_uri: the status's containerID
 TERMINATION_MESSAGE_FILE = PREFIX + "termination-message-file"
 TERMINATION_MESSAGE_POLICY = PREFIX + "termination-message-policy"
 
@@ -161,6 +163,7 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
         error=str(state.get("Error", "")),
         termination_message=termination_message,
         spec_hash=labels.get(SPEC_HASH, ""),
+        container_uri=f"{CONTAINER_URI_SCHEME}{inspect.get('Id', '')}",
     )
 
 

@@ -1,8 +1,10 @@
 """`DockerRuntime`: the Runtime protocol on one Docker engine.
 
 What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
-Docker calls, each through the engine's bounded pool (streams get their own threads), and
-reads this node's containers back from their labels. Its files live under
+Docker calls, each through the engine's bounded pool (streams get their own threads),
+reads this node's containers back from their labels, and serves the kubelet API's needs
+(logs, stats, exec/attach sessions through `interactive.DockerStreams`). docker-py's
+errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
 `docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
 become directories there, a subPath is resolved on the host before it is bound
 (`paths.resolve_subpath`), and everything is removed through `paths.remove_under`.
@@ -33,15 +35,19 @@ from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
+from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
+from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
     ContainerCreateError,
     ContainerInstance,
+    ContainerNotFound,
     ContainerRole,
     ContainerRunState,
     ContainerStartError,
+    ContainerStats,
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
@@ -96,16 +102,12 @@ class DockerRuntime:
         self.config = config
         self.node_name = node_name
         self._engine = Engine(config)
+        self._streams = DockerStreams(self._engine)
         self._pump: EventPump | None = None
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
         local = self._engine.url.startswith("unix://")
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
-
-    @property
-    def engine(self) -> Engine:
-        """The engine connection and its bounded thread pool, shared with the kubelet API."""
-        return self._engine
 
     # --- connection ---
 
@@ -491,7 +493,7 @@ class DockerRuntime:
     ) -> tuple[int, bytes]:
         api = self._engine.client.api
         if await self._owned_inspect(container_id) is None:
-            raise RuntimeFailure(f'container "{container_id}" not found on this node', "NotFound")
+            raise ContainerNotFound(f'container "{container_id}" not found on this node')
         try:
             created = await self._engine.call(
                 api.exec_create, container_id, command, stdout=True, stderr=True
@@ -526,7 +528,7 @@ class DockerRuntime:
     ) -> AsyncIterator[bytes]:
         """Checks the container here; the returned iterator streams its log in its own thread."""
         if await self._owned_inspect(container_id) is None:
-            raise RuntimeFailure(f'container "{container_id}" not found on this node', "NotFound")
+            raise ContainerNotFound(f'container "{container_id}" not found on this node')
         api = self._engine.stream_client.api
         kwargs: dict[str, Any] = {"stream": True, "follow": follow, "timestamps": timestamps}
         kwargs["tail"] = "all" if tail is None else tail
@@ -535,6 +537,37 @@ class DockerRuntime:
         return thread_stream(
             lambda: api.logs(container_id, **kwargs), name=f"docker-logs-{container_id[:12]}"
         )
+
+    # --- for the kubelet API ---
+
+    def spec_hash(self, container: Mapping[str, Any]) -> str:
+        return sp.spec_hash(container)
+
+    def pod_address(self, pod: PodRuntimeState) -> str:
+        """The sandbox's address on the Docker network ("" with host networking)."""
+        return pod.sandbox.ip if pod.sandbox is not None else ""
+
+    async def container_stats(self, container_id: str) -> ContainerStats | None:
+        try:
+            await self._engine.connect()
+            raw: dict[str, Any] = await self._engine.call(
+                self._engine.client.api.stats, container_id, stream=False, one_shot=True
+            )
+        except (*EngineErrors, RuntimeFailure):
+            return None
+        return container_stats(raw)
+
+    async def open_exec(
+        self, container_id: str, command: list[str], *, stdin: bool, stdout: bool, stderr: bool, tty: bool
+    ) -> DockerSession:
+        return await self._streams.exec(
+            container_id, command, stdin=stdin, stdout=stdout, stderr=stderr, tty=tty
+        )
+
+    async def open_attach(
+        self, container_id: str, *, stdin: bool, stdout: bool, stderr: bool
+    ) -> DockerSession:
+        return await self._streams.attach(container_id, stdin=stdin, stdout=stdout, stderr=stderr)
 
     # --- clean-up ---
 

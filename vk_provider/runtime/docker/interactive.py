@@ -5,8 +5,9 @@ one-shot SDK calls through the engine's bounded pool, then upgrades its own HTTP
 to the engine (`Connection: Upgrade`, `Upgrade: tcp`, as the Docker CLI does) with asyncio
 streams, so an interactive session holds no thread; `DockerSession` reads the engine's
 output (demultiplexing the 8-byte frame headers unless there is a TTY), writes stdin,
-half-closes stdin, resizes and reads the exit code. Must not: know the kubelet's channel
-protocol (exec.py does) or look pods up.
+half-closes stdin, resizes and reads the exit code (the Runtime protocol's
+`InteractiveSession`). Engine errors become `StreamError`. Must not: know the kubelet's
+channel protocol (the kubelet API does) or look pods up.
 """
 
 from __future__ import annotations
@@ -20,17 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from docker.errors import DockerException
-
 from vk_provider.runtime.docker.engine import Engine
-from vk_provider.runtime.types import RuntimeFailure
+from vk_provider.runtime.protocol import STDERR, STDOUT
+from vk_provider.runtime.types import RuntimeFailure, StreamError
 
-STDOUT, STDERR = 1, 2
 EXIT_POLL_FIRST, EXIT_POLL_MAX = 0.02, 1.0
 _READ_CHUNK = 64 * 1024
-
-
-class StreamError(Exception):
-    """The engine refused or failed the exec/attach; the message is the engine's."""
 
 
 @dataclass
