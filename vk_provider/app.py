@@ -1,8 +1,9 @@
 """The provider process: builds the parts, starts them in order, runs until a signal, stops them.
 
 What lives here: `Provider` (the wired parts with `start()` / `stop()`, usable in-process by
-tests) and `run_provider(config)`, the entry point that runs a Provider until SIGTERM or
-SIGINT. Start order: the runtime (`runtime.build`), the event recorder, the kubelet API
+tests), `run_provider(config)`, the entry point that runs a Provider until SIGTERM or
+SIGINT, and `clean_node(config)`, which removes what the node's pods left in the engine.
+Start order: the runtime (`runtime.build`), the event recorder, the kubelet API
 server (its bound port is what the Node advertises), node registration, the status
 manager, the pod workers, mirror pods, then the pod sources (`pods.sources`: the static
 pods, then adoption and the API source once the apiserver answers). Stop is the reverse
@@ -32,6 +33,7 @@ from vk_provider.pods.volume_writer import make_token_requester
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.build import build_runtime
 from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import RuntimeFailure
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.status.manager import StatusManager
 
@@ -165,3 +167,33 @@ async def run_provider(config: Config) -> int:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
     return code
+
+
+async def clean_node(config: Config) -> int:
+    """Remove every pod the node's provider left in the engine (containers, volumes, files).
+
+    For `vk-provider clean` and the sandbox's `--clean`, after the provider has stopped; the
+    apiserver is not touched. 0 when all were removed, 1 when the engine could not be reached or
+    a pod could not be removed (each is logged).
+    """
+    runtime = build_runtime(config)
+    node = config.node.name
+    try:
+        await runtime.start()
+        pods = await runtime.list_pods()
+        failed = 0
+        for uid, state in pods.items():
+            try:
+                await runtime.remove_pod(uid)
+            except RuntimeFailure as exc:
+                failed += 1
+                log.error(
+                    "could not remove pod %s/%s: %s", state.namespace, state.name, exc, extra={"node": node}
+                )
+    except RuntimeFailure as exc:
+        log.error("could not clean node %s: %s", node, exc, extra={"node": node})
+        return 1
+    finally:
+        await runtime.close()
+    log.info("removed %d pod(s) of node %s from the engine", len(pods) - failed, node, extra={"node": node})
+    return 1 if failed else 0

@@ -1,7 +1,7 @@
 """The `vk-provider` command line: argument parsing and dispatch to the subcommands.
 
-What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `sandbox` and
-`version`. Each subcommand is one (add_parser, handler) pair in `_commands()`; a handler
+What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `clean`, `sandbox`
+and `version`. Each subcommand is one (add_parser, handler) pair in `_commands()`; a handler
 takes the parsed arguments and returns the exit code. Exit code 2 means bad usage or a bad
 configuration, with one line on stderr. Must not: hold provider logic; `run` only loads the
 configuration and hands it to `vk_provider.app.run_provider`.
@@ -70,6 +70,31 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code
 
 
+def _add_clean(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "clean",
+        help="remove the containers, volumes and files of every pod of the node from the engine "
+        "(run it after the provider stopped; the apiserver is not touched)",
+    )
+    parser.add_argument("--config", required=True, metavar="FILE", help="the configuration file (YAML)")
+    parser.add_argument("--node-name", metavar="NAME", help="overrides node.name")
+    return parser
+
+
+def _clean(args: argparse.Namespace) -> int:
+    try:
+        config = apply_overrides(load_config(args.config), node_name=args.node_name)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    from vk_provider.app import clean_node
+    from vk_provider.logging import setup_logging
+
+    setup_logging(config.logging.level, config.logging.format)
+    exit_code: int = asyncio.run(clean_node(config))
+    return exit_code
+
+
 def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "check-config", help="validate a configuration file and print the effective configuration"
@@ -103,6 +128,7 @@ def _commands() -> list[tuple[Callable[[_SubParsers], argparse.ArgumentParser], 
     return [
         (_add_run, _run),
         (_add_check_config, _check_config),
+        (_add_clean, _clean),
         (_add_version, _version),
         (sandbox_command.add_parser, sandbox_command.run_sandbox),
     ]

@@ -8,8 +8,9 @@ real upstream components (`--control-plane real`, `sandbox/real/`); either liste
 only and writes `<state-dir>/kubeconfig`. The providers run as
 `python -m vk_provider run --config <state-dir>/providers/<node>.yaml` subprocesses; on the real
 control plane each has a kubeconfig of its own with the identity `--provider-identity` names.
-Ctrl-C or SIGTERM stops the providers, then the control plane; `--clean` also removes the
-providers' containers (label `io.vk-provider.node=<node>`).
+Ctrl-C or SIGTERM stops the providers, then the control plane; `--clean` then runs
+`python -m vk_provider clean --config <state-dir>/providers/<node>.yaml` for each node, which
+removes the containers, volumes and files of the node's pods through the provider's runtime.
 Must not: import the provider's internals; the sandbox meets the provider only through the
 command line, its config file and HTTP.
 """
@@ -36,7 +37,6 @@ log = get_logger("sandbox")
 
 DEFAULT_STATE_DIR = ".sandbox"
 NODE_PREFIX = "sandbox-"
-NODE_LABEL = "io.vk-provider.node"
 PROVIDER_STOP_SECONDS = 40.0
 
 
@@ -98,7 +98,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
-        "--clean", action="store_true", help="on exit, remove the containers of the sandbox nodes"
+        "--clean",
+        action="store_true",
+        help="on exit, remove the containers, volumes and files of the sandbox nodes' pods",
     )
     parser.add_argument(
         "--node-grace-seconds",
@@ -189,12 +191,14 @@ class _Providers:
 
     def __init__(self) -> None:
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.configs: dict[str, Path] = {}
 
     async def start(self, node: str, config_path: Path) -> None:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "vk_provider", "run", "--config", str(config_path)
         )
         self.procs[node] = proc
+        self.configs[node] = config_path
         log.info("started provider for node %s (pid %d)", node, proc.pid, extra={"node": node})
 
     async def stop(self) -> None:
@@ -214,6 +218,19 @@ class _Providers:
                     proc.kill()
                 await proc.wait()
 
+    async def clean(self) -> bool:
+        """Remove what each node's pods left in the engine, through `vk-provider clean` (the
+        provider's own runtime: the sandbox knows nothing of the engine). True when all went."""
+        ok = True
+        for node, config_path in self.configs.items():
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "vk_provider", "clean", "--config", str(config_path)
+            )
+            if await proc.wait() != 0:
+                log.error("could not remove the pods of node %s from the engine", node, extra={"node": node})
+                ok = False
+        return ok
+
     async def watch_exits(self) -> None:
         """Report providers that exit on their own (the control plane keeps running)."""
 
@@ -222,25 +239,6 @@ class _Providers:
             log.warning("provider for node %s exited with code %s", node, code, extra={"node": node})
 
         await asyncio.gather(*(one(n, p) for n, p in self.procs.items()))
-
-
-def remove_node_containers(nodes: list[str]) -> int:
-    """Remove every container labelled with one of `nodes` (blocking; run it in a thread)."""
-    import docker
-
-    client = docker.from_env()
-    removed = 0
-    try:
-        for node in nodes:
-            for container in client.containers.list(
-                all=True, filters={"label": f"{NODE_LABEL}={node}"}, ignore_removed=True
-            ):
-                with contextlib.suppress(docker.errors.NotFound):
-                    container.remove(force=True, v=True)
-                    removed += 1
-    finally:
-        client.close()
-    return removed
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
@@ -375,7 +373,7 @@ async def _real_provider_kubeconfigs(
 
 async def serve(args: argparse.Namespace) -> int:
     """Run the sandbox until SIGINT/SIGTERM. 0 on a clean stop, 1 if it cannot start (or --clean
-    cannot reach Docker), 2 on bad usage."""
+    could not remove a node's pods), 2 on bad usage."""
     from vk_provider.sandbox.real.admin import ApiError
     from vk_provider.sandbox.real.cluster import ControlPlaneError
     from vk_provider.sandbox.real.identities import IdentityError
@@ -438,11 +436,6 @@ async def serve(args: argparse.Namespace) -> int:
         await plane.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    if args.clean and nodes:
-        try:
-            removed = await asyncio.to_thread(remove_node_containers, nodes)
-        except Exception as exc:  # the Docker SDK's errors, or an engine that is not there
-            log.error("could not remove the containers of %s: %s", ", ".join(nodes), exc)
-            return 1
-        log.info("removed %d container(s) of %s", removed, ", ".join(nodes))
+    if args.clean and not await providers.clean():
+        return 1
     return code
