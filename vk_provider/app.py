@@ -36,6 +36,7 @@ from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.status.manager import StatusManager
+from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("app")
 
@@ -155,9 +156,8 @@ async def run_provider(config: Config) -> int:
             starting.result()
             await waiter
         else:
-            starting.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await starting
+            for error in await cancel_and_wait(starting):
+                raise error
     except Exception:
         log.exception("provider failed to start", extra={"node": config.node.name})
         code = 1

@@ -12,21 +12,23 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 
-async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
-    """Cancel `tasks` and wait until each has finished.
+async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> list[BaseException]:
+    """Cancel `tasks` (None entries are skipped) and wait until each has finished.
 
-    A task's own cancellation is expected and not raised; an exception it had ended with is
-    (the first one), as awaiting it would. A cancellation of the caller still propagates.
+    Returns the exceptions the tasks had ended with, their own cancellation left out; raises
+    none of them. A cancellation of the caller still propagates.
     """
     running = [task for task in tasks if task is not None]
     for task in running:
         task.cancel()
     if not running:
-        return
+        return []
     results = await asyncio.gather(*running, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-            raise result
+    return [
+        result
+        for result in results
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError)
+    ]
 
 
 class BackgroundTask:
@@ -46,6 +48,8 @@ class BackgroundTask:
             self._task = asyncio.create_task(run(), name=self.name)
 
     async def stop(self) -> None:
-        """Cancel the task and wait for it; a no-op when it never started."""
+        """Cancel the task and wait for it (a no-op when it never started); raise what it had
+        failed with, as awaiting it would."""
         task, self._task = self._task, None
-        await cancel_and_wait(task)
+        for error in await cancel_and_wait(task):
+            raise error

@@ -59,6 +59,20 @@ async def test_stop_raises_what_the_task_failed_with() -> None:
         await task.stop()
 
 
+async def test_cancel_and_wait_returns_what_the_tasks_failed_with_and_raises_none() -> None:
+    async def broken() -> None:
+        raise ValueError("broken")
+
+    async def sleeper() -> None:
+        await asyncio.sleep(3600)
+
+    tasks = [asyncio.create_task(broken()), asyncio.create_task(sleeper())]
+    await asyncio.sleep(0.01)
+    errors = await cancel_and_wait(*tasks, None)
+    assert [str(e) for e in errors] == ["broken"]
+    assert all(task.done() for task in tasks)
+
+
 async def test_the_callers_own_cancellation_is_not_swallowed() -> None:
     async def stubborn() -> None:
         try:

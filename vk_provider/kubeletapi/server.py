@@ -37,6 +37,7 @@ from vk_provider.kubeletapi.webhook import WebhookAuth
 from vk_provider.logging import get_logger
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure
+from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("kubeletapi")
 
@@ -182,10 +183,8 @@ class KubeletServer:
         log.info("kubelet API listening on https://%s:%d (auth %s)", host, self.port, self.config.auth)
 
     async def stop(self) -> None:
-        if self._csr_task is not None:
-            self._csr_task.cancel()
-            await asyncio.gather(self._csr_task, return_exceptions=True)
-            self._csr_task = None
+        task, self._csr_task = self._csr_task, None
+        await cancel_and_wait(task)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

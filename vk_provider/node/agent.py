@@ -39,6 +39,7 @@ from vk_provider.node.conditions import desired_conditions, ready_status, stamp_
 from vk_provider.node.lease import LeaseKeeper
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure, RuntimeInfo
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("node")
 
@@ -100,7 +101,7 @@ class NodeAgent:
         self._last_ready = ""
         self._kick = asyncio.Event()
         self._registered = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask(f"node agent {self.name}")
 
     # --- public -----------------------------------------------------------------------
 
@@ -116,7 +117,7 @@ class NodeAgent:
     async def start(self) -> None:
         log.info("starting node agent for %s (InternalIP %s)", self.name, self.node_ip)
         self._recorder.event(self.node_ref(), "Normal", "Starting", f"Starting vk-provider {__version__}.")
-        self._task = asyncio.create_task(self._run(), name=f"node agent {self.name}")
+        self._task.start(self._run)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._registered.wait(), START_WAIT)
         if not self._registered.is_set():
@@ -124,11 +125,7 @@ class NodeAgent:
 
     async def stop(self) -> None:
         """Stop renewing the lease and writing status; cordon if configured. Pods are left alone."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
         await self._reflector.stop()
         if self.config.node.cordon_on_shutdown and self._node_uid:
             try:

@@ -13,7 +13,6 @@ write status, or talk to the apiserver beyond listing the node's pods.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from vk_provider.pods.workers import PodWorkers
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.source import BadManifestEvents, StaticPodSource
 from vk_provider.status.manager import StatusManager
+from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("pods.sources")
 
@@ -76,10 +76,8 @@ class PodSources:
         self._api_task = asyncio.create_task(self._run_api_source(), name="api pod source start")
 
     async def stop(self) -> None:
-        if self._api_task is not None:
-            self._api_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._api_task
+        task, self._api_task = self._api_task, None
+        await cancel_and_wait(task)  # its failures were logged where they happened
         for source in (self.api_source, self.static_source):
             if source is not None:
                 try:

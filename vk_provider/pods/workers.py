@@ -37,6 +37,7 @@ from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 from vk_provider.status.conditions import need_to_reconcile_pod_readiness
 from vk_provider.status.fields import TERMINAL_PHASES
+from vk_provider.tasks import cancel_and_wait
 
 __all__ = ["EventSink", "PodSyncer", "PodWorkers", "StatusSink", "WorkerState"]
 
@@ -152,11 +153,7 @@ class PodWorkers:
         self._closing = True
         tasks = [w.task for w in self._work.values() if w.task is not None]
         tasks.extend(t for t in (self._events_task, self._housekeeping) if t is not None)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(*tasks)
         await self._probes.stop()
 
     def states(self) -> dict[str, WorkerState]:

@@ -14,7 +14,6 @@ Upstream: pkg/kubelet/prober/prober_manager.go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -28,6 +27,7 @@ from vk_provider.probes.spec import ProbeType, container_probes
 from vk_provider.probes.worker import EventSink, ProbeWorker, StatusSource
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
+from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("probes")
 
@@ -124,11 +124,7 @@ class ProbeManager:
         tasks = [task for key in keys if (task := self._tasks.pop(key, None)) is not None]
         for key in keys:
             self._workers.pop(key, None)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*tasks)
 
     async def stop_liveness_and_startup(self, uid: str) -> None:
         """The pod is terminating: no more liveness or startup probes (readiness goes on)."""

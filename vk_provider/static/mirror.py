@@ -37,6 +37,7 @@ from vk_provider.static.mirror_plan import (
     plan_mirrors,
     static_hash,
 )
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("static.mirror")
 
@@ -87,7 +88,7 @@ class MirrorPods:
         self._listed: dict[str, Pod] = {}  # mirror pods by UID, from our own list (until the feed synced)
         self._tombstones: OrderedDict[str, None] = OrderedDict()
         self._doorbell = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("mirror-pods")
         self._wait_reasons: dict[str, str] = {}  # "list" / "node": why that step failed, logged once
         self._waiting_logged: set[str] = set()
 
@@ -130,15 +131,11 @@ class MirrorPods:
 
     async def start(self) -> None:
         """Start the reconcile loop in the background; with no client there is nothing to mirror to."""
-        if self._client is not None and self._task is None:
-            self._task = asyncio.create_task(self._run(), name="mirror-pods")
+        if self._client is not None:
+            self._task.start(self._run)
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
 
     # -- the view of the API ---------------------------------------------------------------
 

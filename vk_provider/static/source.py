@@ -18,7 +18,6 @@ skipped, watch restart backoff 1 s to 20 s).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,6 +31,7 @@ import watchfiles
 from vk_provider.kube.events import EventRecorder
 from vk_provider.logging import get_logger
 from vk_provider.static.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
+from vk_provider.tasks import cancel_and_wait
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 WATCH_RETRY_MIN = 1.0
@@ -203,11 +203,7 @@ class StaticPodSource:
         self._stop.set()
         if self._session is not None:
             self._session.set()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
 
     async def rescan(self) -> None:

@@ -38,6 +38,7 @@ from vk_provider.status.writeback import (
     merge_pod_status,
     status_patch,
 )
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("status")
 
@@ -84,22 +85,18 @@ class StatusManager:
         self._observed: dict[str, Mapping[str, Any]] = {}
         self._watch_fed = False
         self._doorbell = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("status-manager")
         self.counters = StatusCounters()
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start the sync task; with no client (standalone) nothing is ever written."""
-        if self._client is not None and self._task is None:
-            self._task = asyncio.create_task(self._run(), name="status-manager")
+        if self._client is not None:
+            self._task.start(self._run)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
 
     # -- entry points ------------------------------------------------------------------------
 
