@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import yaml
 
 from vk_provider import __version__
+from vk_provider.config import Config
 from vk_provider.config_load import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -50,24 +51,31 @@ def _add_run(subparsers: _SubParsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run_with_config(args: argparse.Namespace, main: str, **overrides: str | None) -> int:
+    """Load `--config` with the flag overrides (exit 2 with one line when it is bad), set up
+    logging, then run `vk_provider.app.<main>(config)` to its exit code."""
     try:
-        config = apply_overrides(
-            load_config(args.config),
-            node_name=args.node_name,
-            kubeconfig=args.kubeconfig,
-            log_level=args.log_level,
-            log_format=args.log_format,
-        )
+        config = apply_overrides(load_config(args.config), **overrides)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    from vk_provider.app import run_provider
+    from vk_provider import app
     from vk_provider.logging import setup_logging
 
     setup_logging(config.logging.level, config.logging.format)
-    exit_code: int = asyncio.run(run_provider(config))
-    return exit_code
+    entry: Callable[[Config], Coroutine[Any, Any, int]] = getattr(app, main)
+    return asyncio.run(entry(config))
+
+
+def _run(args: argparse.Namespace) -> int:
+    return _run_with_config(
+        args,
+        "run_provider",
+        node_name=args.node_name,
+        kubeconfig=args.kubeconfig,
+        log_level=args.log_level,
+        log_format=args.log_format,
+    )
 
 
 def _add_clean(subparsers: _SubParsers) -> argparse.ArgumentParser:
@@ -82,17 +90,7 @@ def _add_clean(subparsers: _SubParsers) -> argparse.ArgumentParser:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    try:
-        config = apply_overrides(load_config(args.config), node_name=args.node_name)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
-    from vk_provider.app import clean_node
-    from vk_provider.logging import setup_logging
-
-    setup_logging(config.logging.level, config.logging.format)
-    exit_code: int = asyncio.run(clean_node(config))
-    return exit_code
+    return _run_with_config(args, "clean_node", node_name=args.node_name)
 
 
 def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
