@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.support.pod_status import cond
-from tests.unit import test_status_generate as generate_test
+from tests.support.status_generation import generate
 from vk_provider.pods.policy import DEADLINE_EXCEEDED
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -22,6 +22,7 @@ from vk_provider.status.writeback import could_have_running_containers, merge_po
 
 T0 = datetime(2026, 11, 30, 1, 0, 0, tzinfo=UTC)
 NOW = T0 + timedelta(seconds=30)
+HOST = "10.0.0.7"
 MESSAGE = "Pod was active on the node longer than the specified deadline"
 
 
@@ -67,7 +68,7 @@ def runtime(instance: ContainerInstance | None, sandbox_running: bool = True) ->
 
 def gen(pod: dict[str, Any], state: PodRuntimeState | None, **kw: Any) -> dict[str, Any]:
     """test_status_generate's `gen` at this module's NOW, for a pod past its deadline."""
-    return generate_test.gen(pod, state, **{"now": NOW, "terminal_reason": DEADLINE_EXCEEDED, **kw})
+    return generate(pod, state, **{"host_ip": HOST, "now": NOW, "terminal_reason": DEADLINE_EXCEEDED, **kw})
 
 
 def running_status() -> dict[str, Any]:

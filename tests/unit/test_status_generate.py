@@ -1,4 +1,7 @@
-"""generate_pod_status and its parts against the kubelet's rules (reference §2-§4)."""
+"""generate_pod_status and its parts against the kubelet's rules.
+
+Upstream: pkg/kubelet/kubelet_pods.go (generateAPIPodStatus), pkg/kubelet/status/generate.go.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from tests.support.pod_status import cond
+from tests.support.status_generation import generate
 from vk_provider.kube.objects import format_time
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -16,7 +20,6 @@ from vk_provider.runtime.types import (
 )
 from vk_provider.status.conditions import need_to_reconcile_pod_readiness
 from vk_provider.status.fields import ContainerWaiting
-from vk_provider.status.generate import generate_pod_status
 from vk_provider.status.phase import get_phase
 from vk_provider.status.qos import pod_qos_class
 
@@ -87,17 +90,7 @@ def runtime(*containers: ContainerInstance, ip: str = "172.17.0.9", running: boo
 
 
 def gen(pod: dict[str, Any], state: PodRuntimeState | None, **kw: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "waiting": {},
-        "pod_is_terminal": False,
-        "old_status": None,
-        "readiness": {},
-        "started": {},
-        "host_ip": HOST,
-        "now": NOW,
-    }
-    args.update(kw)
-    return generate_pod_status(pod, state, **args)
+    return generate(pod, state, **{"host_ip": HOST, "now": NOW, **kw})
 
 
 def cstatus(status: dict[str, Any], name: str, key: str = "containerStatuses") -> dict[str, Any]:
