@@ -1,6 +1,7 @@
 """The provider's configuration: typed dataclasses with their defaults.
 
-What lives here: the shape of the configuration file (DESIGN §5) as frozen dataclasses,
+What lives here: the shape of the configuration file (docs/configuration.md, config.example.yaml) as
+frozen dataclasses,
 every field with its default. Durations are held as float seconds and quantities as
 their strings as written. Loading, strict validation and the CLI overrides are in
 `vk_provider.config_load`; an empty `kubeconfig`, `docker.host` or `node.internalIP` means

@@ -314,7 +314,7 @@ def _grants(group: str, resources: str, verbs: str) -> set[tuple[str, str, str]]
     return {(group, r, v) for r in resources.split() for v in verbs.split()}
 
 
-# Everything the provider may do cluster-wide (contract §11), exactly.
+# Everything the provider may do cluster-wide (docs/install.md, the chart's RBAC), exactly.
 BASE_RULES = (
     _grants("", "nodes", "get list watch create patch")
     | _grants("", "nodes/status", "update patch")

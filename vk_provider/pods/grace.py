@@ -1,4 +1,5 @@
-"""Grace periods for pod termination, by the kubelet's rules (reference §6.3).
+"""Grace periods for pod termination, by the kubelet's rules (upstream pkg/kubelet/pod_workers.go,
+calculateEffectiveGracePeriod).
 
 What lives here: `effective_grace_period` (pod worker level: the stored value can only go
 down; deletionGracePeriodSeconds, an override, else terminationGracePeriodSeconds, else

@@ -1,4 +1,5 @@
-"""PodWorkers: one serialised asyncio worker per pod UID driving its pod (reference §6.2).
+"""PodWorkers: one serialised asyncio worker per pod UID driving its pod (upstream
+pkg/kubelet/pod_workers.go).
 
 What lives here: `PodWorkers`, the per-UID state machine (the kubelet's podWorkers), which
 receives PodConfig updates, runtime events, probe changes, timers and resyncs, and per pod

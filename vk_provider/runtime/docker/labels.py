@@ -1,6 +1,7 @@
 """Docker labels and names of the provider's containers, and reading them back (pure).
 
-What lives here: the label keys of DESIGN §4, the labels of a pod's sandbox and of one
+What lives here: the label keys (docs/architecture.md, Docker objects), the labels of a pod's sandbox
+and of one
 container instance, the kubelet-style container names, the label filter of one node, and
 the parse of a Docker container (its `docker inspect` dict) back into a `ContainerInstance`
 or a `PodSandboxState` (with its `docker://<id>` container URI). Must not: call Docker;

@@ -88,7 +88,7 @@ def _cap_name(cap: str) -> str:
 
 
 def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
-    """Refuse what the node's security allowances forbid (DESIGN §4, security defaults).
+    """Refuse what the node's security allowances forbid (docs/security.md: what is refused by default).
 
     Sysctls first, as the kubelet's admission: one outside the allow-list (the safe ones plus
     `allow.unsafe_sysctls`) fails the pod with reason SysctlForbidden and the kubelet's message.

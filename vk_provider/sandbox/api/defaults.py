@@ -6,7 +6,7 @@ obj)`, what only a create adds: admission (ServiceAccount with its projected tok
 DefaultTolerationSeconds, Priority) and the strategies' PrepareForCreate (pod status reset to
 Pending with its QoS class, namespace phase, service cluster IP), and `admit_update(info, obj,
 old)`, the admission an update of the main resource gets (DefaultTolerationSeconds again,
-Priority keeping what it set on create). Reference apiserver-semantics §7.1. Must not: touch the
+Priority keeping what it set on create), as pkg/apis/core/v1/defaults.go. Must not: touch the
 store or validate (a bad object is left for validation to report).
 """
 

@@ -1,7 +1,8 @@
 """Discovery and server-info endpoints of the sandbox: /api, /apis, group versions, /version.
 
 What lives here: the legacy discovery documents (APIVersions, APIGroupList, APIGroup,
-APIResourceList with subresources) built from the resource registry (reference §6.1), the
+APIResourceList with subresources) built from the resource registry (upstream
+k8s.io/apiserver/pkg/endpoints/discovery), the
 aggregated discovery document (`apidiscovery.k8s.io/v2` APIGroupDiscoveryList, what kubectl
 asks `/api` and `/apis` for first; `staging/src/k8s.io/api/apidiscovery/v2/types.go`), and the
 /version body of KUBE_VERSION. Must not: answer resource requests.

@@ -6,7 +6,7 @@ streamed back chunk by chunk. Upgrade requests (WebSocket `Upgrade: websocket`, 
 `Upgrade: SPDY/3.1`) are forwarded over a raw TLS connection; the kubelet's `101 Switching
 Protocols` head is relayed to the client and then bytes are copied both ways, untouched, until
 either side closes, so the client and the kubelet speak their streaming protocol end to end
-(reference apiserver-semantics §7.4; upstream `staging/src/k8s.io/apimachinery/pkg/util/proxy/
+(upstream `staging/src/k8s.io/apimachinery/pkg/util/proxy/
 upgradeaware.go`). Must not: parse or translate WebSocket/SPDY frames, or look anything up in
 the store (the caller resolves the pod, the node and the kubelet path).
 """

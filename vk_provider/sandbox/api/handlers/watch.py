@@ -1,6 +1,7 @@
 """The watch handler: a resource's changes streamed as newline-delimited JSON watch events.
 
-What lives here: `watch_objects`, the wire format of reference §4 (headers sent at once,
+What lives here: `watch_objects`, the watch wire format of
+k8s.io/apiserver/pkg/endpoints/handlers/watch.go (headers sent at once,
 chunked, one JSON document plus newline per event, flushed each time), `timeoutSeconds` (the
 real server's random 30-60 min when absent), bookmarks (`allowWatchBookmarks`), streaming lists
 (`sendInitialEvents=true` with the `k8s.io/initial-events-end` bookmark), watching one named

@@ -541,7 +541,8 @@ def _set_or_drop(spec: dict[str, Any], key: str, value: Any) -> None:
 
 
 def validate_mirror_pod(new: dict[str, Any], old: dict[str, Any] | None = None) -> list[dict[str, str]]:
-    """The mirror-pod annotation rules (ValidatePodSpecificAnnotations/-Updates, reference §7.7):
+    """The mirror-pod annotation rules (ValidatePodSpecificAnnotations/-Updates in
+    pkg/apis/core/validation/validation.go):
     a pod with the annotation must name its node (every write); with old given (an update of the
     main resource or of pods/status) the annotation may not be added, removed or changed."""
     out: list[dict[str, str]] = []
