@@ -85,6 +85,7 @@ class Provider:
         self.status = StatusManager(
             client, sync_period=cfg.status.sync_period, mirror_uid=self.mirrors.mirror_uid
         )
+        self.kubelet.counter_sources.append(self.status.counters.series)
         await self.status.start()
         self.workers = PodWorkers(
             runtime,

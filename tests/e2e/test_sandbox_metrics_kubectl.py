@@ -129,3 +129,21 @@ def test_the_raw_api_answers_like_metrics_server(sandbox: Sandbox, busy: str) ->
     assert table[1].split()[0] == POD and table[1].split()[3].endswith("s"), table
     missing = sandbox.kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope", check=False)
     assert missing.returncode != 0 and 'nodes "nope" not found' in missing.stderr
+
+
+def test_the_nodes_own_metrics_count_the_status_patches_it_sent(sandbox: Sandbox, busy: str) -> None:
+    """`/metrics` on the kubelet API (nodes/proxy/metrics, as a kubelet's): the provider's counters."""
+    path = f"/api/v1/nodes/{sandbox.node}/proxy/metrics"
+
+    def patches() -> int | None:
+        result = sandbox.kubectl("get", "--raw", path, check=False)
+        assert result.returncode == 0, (result.stderr, sandbox.log_tail())
+        found = re.search(r"^vk_provider_pod_status_patches_total (\d+)$", result.stdout, re.M)
+        assert found is not None, result.stdout
+        return int(found.group(1)) or None
+
+    assert until("a status patch counted on /metrics", patches, RATE_DEADLINE) >= 1
+    text = sandbox.kubectl("get", "--raw", path).stdout
+    assert "# TYPE vk_provider_pod_status_patches_total counter" in text
+    for name in ("deletions", "status_conflicts", "status_errors"):
+        assert re.search(rf"^vk_provider_pod_{name}_total \d+$", text, re.M), text

@@ -1,10 +1,11 @@
-"""`GET /metrics/resource`: the resource metrics metrics-server >= 0.6 scrapes, as Prometheus text.
+"""`GET /metrics/resource`: the resource metrics metrics-server scrapes, as Prometheus text.
 
-What lives here: `resource_metrics(summary)`, pure: the Summary built by stats.py rendered
-as the kubelet's `/metrics/resource` series (`pkg/kubelet/metrics/collectors/
-resource_metrics.go`): node/pod/container CPU seconds and working set, container start
-time, `scrape_error`; container series labelled `container`, `pod`, `namespace`, every
-sample with its millisecond timestamp. Must not: collect anything.
+What lives here, pure: `resource_metrics(summary)`, the Summary built by stats.py rendered as
+the kubelet's `/metrics/resource` series (`pkg/kubelet/metrics/collectors/
+resource_metrics.go`), the ones metrics-server >= 0.6 scrapes: node/pod/container CPU seconds
+and working set, container start time, `scrape_error`; container series labelled `container`,
+`pod`, `namespace`, every sample with its millisecond timestamp. (`/metrics`, the provider's own
+counters, is rendered by vk_provider/counters.py.) Must not: collect or count anything.
 """
 
 from __future__ import annotations

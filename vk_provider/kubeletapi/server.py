@@ -1,4 +1,4 @@
-"""`KubeletServer`: the node's kubelet HTTPS endpoint (logs, exec, attach, pods, health).
+"""`KubeletServer`: the node's kubelet HTTPS endpoint (logs, exec, attach, pods, stats, metrics).
 
 What lives here: the aiohttp application with the kubelet's routes (virtual-kubelet
 `node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from vk_provider.config import KubeletServerConfig
+from vk_provider.counters import Counter, counter_metrics
 from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import auth_middleware
 from vk_provider.kubeletapi.csr import ServingCertificate
@@ -105,6 +106,8 @@ class KubeletServer:
         self._runner: web.AppRunner | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.port = 0
+        # What /metrics serves: each source gives its counters when scraped (the app adds them).
+        self.counter_sources: list[Callable[[], Iterable[Counter]]] = []
 
     def _app(self) -> web.Application:
         x509 = bool(self.config.client_ca_file)
@@ -139,6 +142,10 @@ class KubeletServer:
             text = resource_metrics(await self._stats.summary())
             return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
 
+        async def own_metrics(_: web.Request) -> web.StreamResponse:
+            text = counter_metrics(counter for source in self.counter_sources for counter in source())
+            return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
+
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/pods", pods)
         app.router.add_get("/runningpods/", pods)  # debug: the same pods, as virtual-kubelet's GetPods
@@ -149,6 +156,7 @@ class KubeletServer:
             app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
         app.router.add_get("/stats/summary", summary)
         app.router.add_get("/metrics/resource", metrics)
+        app.router.add_get("/metrics", own_metrics)
         return app
 
     def _warn_if_open(self, x509: bool) -> None:

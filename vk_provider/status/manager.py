@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_provider.counters import Counter
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import is_static
 from vk_provider.kube.objects import uid as uid_of
@@ -49,12 +50,29 @@ def _no_mirror(pod: Mapping[str, Any]) -> str | None:
 
 @dataclass
 class StatusCounters:
-    """What the manager sent, for metrics: status patches, final deletes, 409s and other failures."""
+    """What the manager sent, served on the kubelet API's /metrics: status patches, final
+    deletes, 409s and other failures."""
 
     writes: int = 0
     deletes: int = 0
     conflicts: int = 0
     errors: int = 0
+
+    def series(self) -> list[Counter]:
+        return [
+            Counter("vk_provider_pod_status_patches_total", "Pod status patches the node sent.", self.writes),
+            Counter("vk_provider_pod_deletions_total", "Final pod deletions the node sent.", self.deletes),
+            Counter(
+                "vk_provider_pod_status_conflicts_total",
+                "Pod status writes answered 409 Conflict (retried from a fresh read).",
+                self.conflicts,
+            ),
+            Counter(
+                "vk_provider_pod_status_errors_total",
+                "Pod status writes that failed otherwise (retried on the next sync).",
+                self.errors,
+            ),
+        ]
 
 
 def _pod_path(namespace: str, name: str) -> str:
