@@ -96,7 +96,6 @@ class Provider:
             node_allocatable=node.allocatable,
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
-            spec_hash=runtime.spec_hash,
             request_token=make_token_requester(client),
         )
         await self.workers.start()

@@ -1,11 +1,12 @@
 """Pod workers on an in-memory runtime, for the unit tests of pods/workers.py and its rules.
 
 What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
-test ends one with `exit(uid, name, code)`; `missing_images` fail their pull), the `Statuses`
-and `Events` sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as
-the workers see them), `fake_hash` (the spec hash of a container), and `running_rig`: started
-PodWorkers on all of these, yielded as a `Rig`. Must not: decide anything the workers decide
-(the records only change when the workers call the runtime or a test ends a container).
+test ends one with `exit(uid, name, code)`; `missing_images` fail their pull; its `spec_hash`
+is the container spec itself, so any change to it is a change), the `Statuses` and `Events`
+sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as the workers
+see them), and `running_rig`: started PodWorkers on all of these, yielded as a `Rig`.
+Must not: decide anything the workers decide (the records only change when the workers call
+the runtime or a test ends a container).
 """
 
 from __future__ import annotations
@@ -39,10 +40,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def fake_hash(container: Mapping[str, Any]) -> str:
-    return repr(sorted(container.items()))
-
-
 class MemoryRuntime:
     """Containers as records; a test ends a container with `exit(uid, name, code)`."""
 
@@ -59,6 +56,9 @@ class MemoryRuntime:
 
     async def list_pods(self) -> dict[str, PodRuntimeState]:
         return dict(self.pods)
+
+    def spec_hash(self, container: Mapping[str, Any]) -> str:
+        return repr(sorted(container.items()))
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
         self.state_reads.append(uid)
@@ -100,7 +100,7 @@ class MemoryRuntime:
             state=ContainerRunState.RUNNING,
             created_at=_now(),
             started_at=_now(),
-            spec_hash=fake_hash(launch.container),
+            spec_hash=self.spec_hash(launch.container),
         )
         self._put(uid, containers=(*self.pods[uid].containers, inst))
         return inst

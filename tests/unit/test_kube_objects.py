@@ -13,6 +13,7 @@ from vk_provider.kube.objects import (
     container_should_restart,
     default_pull_policy,
     format_time,
+    format_time_micro,
     format_time_nano,
     full_name,
     is_mirror,
@@ -136,5 +137,9 @@ def test_format_time() -> None:
     assert format_time(T0 + timedelta(microseconds=5)) == "2026-01-01T00:00:00Z"
     assert format_time(datetime(2026, 1, 1, 2, tzinfo=timezone(timedelta(hours=2)))) == "2026-01-01T00:00:00Z"
     assert format_time(datetime(2026, 1, 1)) == "2026-01-01T00:00:00Z"
+    assert format_time_micro(T0) == "2026-01-01T00:00:00.000000Z"
+    assert format_time_micro(datetime(2026, 1, 1, 2, 0, 0, 5, tzinfo=timezone(timedelta(hours=2)))) == (
+        "2026-01-01T00:00:00.000005Z"
+    )
     assert format_time_nano(T0) == "2026-01-01T00:00:00Z"
     assert format_time_nano(T0 + timedelta(microseconds=120000)) == "2026-01-01T00:00:00.12Z"

@@ -22,7 +22,6 @@ from tests.support.pod_workers_rig import (
     Rig,
     Statuses,
     box,
-    fake_hash,
     make_pod,
     no_objects,
     running_rig,
@@ -327,12 +326,7 @@ async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:
 async def test_running_container_whose_spec_changed_is_replaced() -> None:
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
-        cast(Runtime, runtime),
-        statuses,
-        events,
-        getter=no_objects,
-        host_ip=lambda: "10.0.0.1",
-        spec_hash=fake_hash,
+        cast(Runtime, runtime), statuses, events, getter=no_objects, host_ip=lambda: "10.0.0.1"
     )
     await workers.start()
     cfg = PodConfig(workers.update)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_provider.kube import objects
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.logging import get_logger
 from vk_provider.tasks import BackgroundTask
@@ -37,22 +38,17 @@ RETRY_SECONDS = 10.0
 STOP_FLUSH_SECONDS = 2.0
 
 
-def format_time(now: datetime) -> str:
-    """metav1.Time: whole seconds, UTC, `Z`."""
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def involved_reference(obj: Mapping[str, Any], node_name: str, field_path: str = "") -> dict[str, Any]:
     """The ObjectReference of `obj`; a Node's uid is its name, as the kubelet's node recorder sets it."""
-    meta = obj.get("metadata") or {}
-    kind = obj.get("kind") or ("Pod" if "containers" in (obj.get("spec") or {}) else "")
+    meta = objects.meta(obj)
+    kind = obj.get("kind") or ("Pod" if "containers" in objects.spec(obj) else "")
     if kind == "Node":
         return {"kind": "Node", "name": meta.get("name") or node_name, "uid": meta.get("name") or node_name}
     ref: dict[str, Any] = {
         "kind": kind,
         "namespace": meta.get("namespace", ""),
         "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
+        "uid": objects.uid(obj),
         "apiVersion": obj.get("apiVersion") or ("v1" if kind == "Pod" else ""),
         "resourceVersion": meta.get("resourceVersion", ""),
     }
@@ -64,7 +60,7 @@ def involved_reference(obj: Mapping[str, Any], node_name: str, field_path: str =
 def make_event(
     ref: Mapping[str, Any], type_: str, reason: str, message: str, node_name: str, now: datetime, name: str
 ) -> dict[str, Any]:
-    stamp = format_time(now)
+    stamp = objects.format_time(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -217,7 +213,7 @@ class EventRecorder:
         assert self._client is not None
         patch = {
             "count": sent.count + 1,
-            "lastTimestamp": format_time(pending.now),
+            "lastTimestamp": objects.format_time(pending.now),
             "message": pending.message,
         }
         try:

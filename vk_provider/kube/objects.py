@@ -4,7 +4,8 @@ What lives here: the metadata / spec accessors (`meta`, `annotations_of`, `spec`
 `full_name`), the config annotations and the static / mirror pod tests (`is_static`,
 `is_mirror`), the restart rules (`restart_policy` with its default, `is_sidecar`, the one
 `should_restart` over `container_should_restart`), the apiserver's `default_pull_policy`,
-and the RFC 3339 helpers of metav1.Time (`parse_time`, `format_time`, `format_time_nano`).
+and the RFC 3339 helpers: `parse_time`, and one formatter a precision (`format_time` for
+metav1.Time, `format_time_micro` for metav1.MicroTime, `format_time_nano` for RFC3339Nano).
 Every part of the provider asks these questions here, so each has one answer.
 Must not: import anything of vk_provider (this is the ground floor), do I/O, read the clock
 or keep state.
@@ -141,6 +142,11 @@ def _utc(when: datetime) -> datetime:
 def format_time(when: datetime) -> str:
     """metav1.Time: RFC 3339 at whole seconds in UTC with a `Z` (naive = UTC)."""
     return _utc(when).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_time_micro(when: datetime) -> str:
+    """metav1.MicroTime: RFC 3339 with all six fraction digits in UTC with a `Z` (naive = UTC)."""
+    return _utc(when).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def format_time_nano(when: datetime) -> str:

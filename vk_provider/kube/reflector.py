@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.objects import meta, uid
 from vk_provider.logging import get_logger
 from vk_provider.tasks import BackgroundTask
 
@@ -39,17 +40,13 @@ def backoff_delay(failures: int, rand: Callable[[], float] = random.random) -> f
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
-    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+    metadata = meta(obj)
+    namespace = metadata.get("namespace") or ""
+    return f"{namespace}/{metadata.get('name', '')}" if namespace else str(metadata.get("name", ""))
 
 
 def _rv(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return str(meta(obj).get("resourceVersion") or "")
 
 
 def diff_relist(
@@ -59,11 +56,11 @@ def diff_relist(
     events: list[tuple[str, dict[str, Any]]] = []
     for key, old in known.items():
         current = listed.get(key)
-        if current is None or (_uid(current) and _uid(old) and _uid(current) != _uid(old)):
+        if current is None or (uid(current) and uid(old) and uid(current) != uid(old)):
             events.append(("DELETED", old))
     for key, new in listed.items():
         before = known.get(key)
-        if before is None or (_uid(new) and _uid(before) and _uid(new) != _uid(before)):
+        if before is None or (uid(new) and uid(before) and uid(new) != uid(before)):
             events.append(("ADDED", new))
         elif _rv(before) != _rv(new):
             events.append(("MODIFIED", new))

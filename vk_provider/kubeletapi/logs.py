@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
 from aiohttp import web
 
+from vk_provider.kube.objects import parse_time
 from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
 from vk_provider.runtime.protocol import Runtime
 
@@ -61,10 +61,10 @@ def parse_log_options(query: Mapping[str, str], now: float) -> LogOptions:
     if "sinceTime" in query:
         if since_seconds is not None:
             raise BadRequest("sinceTime: at most one of sinceTime or sinceSeconds may be specified")
-        try:
-            since = datetime.fromisoformat(query["sinceTime"].replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise BadRequest(f"sinceTime: invalid RFC 3339 time {query['sinceTime']!r}") from None
+        since_time = parse_time(query["sinceTime"])
+        if since_time is None:
+            raise BadRequest(f"sinceTime: invalid RFC 3339 time {query['sinceTime']!r}")
+        since = since_time.timestamp()
     elif since_seconds is not None:
         since = now - since_seconds
     return LogOptions(

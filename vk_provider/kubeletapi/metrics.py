@@ -10,8 +10,9 @@ counters, is rendered by vk_provider/counters.py.) Must not: collect or count an
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
+
+from vk_provider.kube.objects import parse_time
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -31,7 +32,11 @@ _HELP = {
 
 
 def _ms(stamp: str) -> int:
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+    """A Summary timestamp (RFC 3339) in milliseconds since the epoch."""
+    when = parse_time(stamp)
+    if when is None:
+        raise ValueError(f"not an RFC 3339 time: {stamp!r}")
+    return int(when.timestamp() * 1000)
 
 
 def _labels(**labels: str) -> str:

@@ -14,12 +14,9 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_provider.kube.objects import format_time
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRole, ContainerRunState, ContainerStats
-
-
-def _rfc3339(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cpu_memory(
@@ -44,7 +41,7 @@ def summary_document(
     node_name: str, node_start: datetime, now: datetime, pods: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The Summary: pods as given (each with `containers`), node = sum of pods' cpu/memory."""
-    stamp = _rfc3339(now)
+    stamp = format_time(now)
     cpu_keys, mem_keys = (
         ("usageNanoCores", "usageCoreNanoSeconds"),
         ("usageBytes", "workingSetBytes", "rssBytes"),
@@ -54,7 +51,7 @@ def summary_document(
         pod["memory"] = {"time": stamp, **_sum([c["memory"] for c in pod["containers"]], mem_keys)}
     node = {
         "nodeName": node_name,
-        "startTime": _rfc3339(node_start),
+        "startTime": format_time(node_start),
         "cpu": {"time": stamp, **_sum([p["cpu"] for p in pods], cpu_keys)},
         "memory": {"time": stamp, **_sum([p["memory"] for p in pods], mem_keys)},
     }
@@ -78,7 +75,7 @@ class StatsCollector:
         ]
         samples = await asyncio.gather(*(self.runtime.container_stats(c.container_id) for _, c in running))
         now = datetime.now(UTC)
-        stamp = _rfc3339(now)
+        stamp = format_time(now)
         pods: dict[str, dict[str, Any]] = {}
         seen: dict[str, tuple[float, int]] = {}
         for (state, c), raw in zip(running, samples, strict=True):
@@ -90,7 +87,7 @@ class StatsCollector:
                 state.uid,
                 {
                     "podRef": {"name": state.name, "namespace": state.namespace, "uid": state.uid},
-                    "startTime": _rfc3339(state.sandbox.created_at)
+                    "startTime": format_time(state.sandbox.created_at)
                     if state.sandbox is not None and state.sandbox.created_at is not None
                     else stamp,
                     "containers": [],
@@ -100,7 +97,7 @@ class StatsCollector:
             pod["containers"].append(
                 {
                     "name": c.name,
-                    "startTime": _rfc3339(started) if started is not None else stamp,
+                    "startTime": format_time(started) if started is not None else stamp,
                     "cpu": {"time": stamp, **cpu},
                     "memory": {"time": stamp, **memory},
                 }

@@ -24,7 +24,9 @@ from typing import Any
 from vk_provider import __version__
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.events import EventRecorder, format_time
+from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.objects import format_time
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kube.reflector import Reflector
 from vk_provider.logging import get_logger
 from vk_provider.node.build import (
@@ -263,7 +265,7 @@ class NodeAgent:
             log.info("node %s exists; taking it over", self.name)
             self._applied_meta = None
         self._set_node(current, force=True)
-        self._node_uid = str(current["metadata"].get("uid", ""))
+        self._node_uid = uid_of(current)
         self._missing = False
         self._registered_once = True
 
@@ -330,13 +332,13 @@ class NodeAgent:
 
     async def _on_node_event(self, type_: str, node: dict[str, Any]) -> None:
         if type_ == "DELETED":
-            if str((node.get("metadata") or {}).get("uid", "")) == self._node_uid:
+            if uid_of(node) == self._node_uid:
                 log.warning("node %s was deleted", self.name)
                 self._missing = True
                 self._node = None
                 self._kick.set()
             return
-        uid = str((node.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(node)
         if self._node_uid and uid and uid != self._node_uid:
             log.warning("node %s was re-created by someone else; taking it over", self.name)
             self._node_uid = uid

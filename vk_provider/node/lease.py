@@ -10,21 +10,17 @@ whether to renew (the agent skips renewal while the runtime does not answer).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.objects import format_time_micro
 from vk_provider.logging import get_logger
 
 log = get_logger("node.lease")
 
 LEASE_NAMESPACE = "kube-node-lease"
 MAX_UPDATE_RETRIES = 5
-
-
-def micro_time(now: datetime) -> str:
-    """metav1.MicroTime: `2006-01-02T15:04:05.000000Z`."""
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def lease_path(node_name: str, collection: bool = False) -> str:
@@ -42,7 +38,7 @@ def build_lease(
     meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid}]
     lease["metadata"] = meta
     spec = dict(lease.get("spec") or {})
-    spec.update(holderIdentity=node_name, leaseDurationSeconds=duration, renewTime=micro_time(now))
+    spec.update(holderIdentity=node_name, leaseDurationSeconds=duration, renewTime=format_time_micro(now))
     lease["spec"] = spec
     return lease
 

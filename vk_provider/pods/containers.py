@@ -135,9 +135,9 @@ class ContainerPipeline:
         )
 
     def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
-        if self._deps.spec_hash is None or not instance.spec_hash:
-            return False
-        return instance.spec_hash != self._deps.spec_hash(container)
+        """Whether a running container's spec changed since it was created (`Runtime.spec_hash`);
+        an instance without a recorded hash never counts as changed."""
+        return bool(instance.spec_hash) and instance.spec_hash != self._deps.runtime.spec_hash(container)
 
     async def _replace(
         self,

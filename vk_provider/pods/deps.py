@@ -2,8 +2,8 @@
 
 What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
-the crash-loop / image backoff, the object getter, the node's addresses and allocatable,
-the runtime's spec hash and the TokenRequest poster. PodWorkers builds it once.
+the crash-loop / image backoff, the object getter, the node's addresses and allocatable
+and the TokenRequest poster. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
@@ -23,9 +22,7 @@ from vk_provider.runtime.protocol import Runtime
 
 @dataclass(frozen=True)
 class SyncDeps:
-    """`spec_hash(container)` is the runtime's hash of a container spec (the one it records as
-    `ContainerInstance.spec_hash`); with it, a running container whose spec changed is replaced.
-    `request_token` posts a TokenRequest, for projected service account token volumes."""
+    """`request_token` posts a TokenRequest, for projected service account token volumes."""
 
     runtime: Runtime
     status: StatusSink
@@ -35,5 +32,4 @@ class SyncDeps:
     getter: ObjectGetter
     host_ip: Callable[[], str]
     node_allocatable: Callable[[], Mapping[str, str]]
-    spec_hash: Callable[[Mapping[str, Any]], str] | None = None
     request_token: TokenRequester | None = None

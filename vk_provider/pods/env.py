@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.types import ContainerConfigError
 
@@ -94,7 +95,7 @@ def field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> s
     simple: dict[str, str] = {
         "metadata.name": meta.get("name", ""),
         "metadata.namespace": meta.get("namespace", ""),
-        "metadata.uid": meta.get("uid", ""),
+        "metadata.uid": uid_of(pod),
         "spec.nodeName": spec.get("nodeName", ""),
         "spec.serviceAccountName": spec.get("serviceAccountName", ""),
         "status.podIP": addresses.pod_ips[0] if addresses.pod_ips else "",

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.pods.env import PodAddresses, field_value, resource_value
 from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError
 
@@ -119,7 +120,7 @@ def token_request_body(pod: Mapping[str, Any], source: TokenSource) -> dict[str,
             "apiVersion": "v1",
             "kind": "Pod",
             "name": meta.get("name", ""),
-            "uid": meta.get("uid", ""),
+            "uid": uid_of(pod),
         },
     }
     if source.audience:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
@@ -77,7 +77,6 @@ class PodWorkers:
         max_concurrent_syncs: int = 16,
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
-        spec_hash: Callable[[Mapping[str, Any]], str] | None = None,
         request_token: TokenRequester | None = None,
     ) -> None:
         """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
@@ -98,7 +97,6 @@ class PodWorkers:
                 getter=getter,
                 host_ip=host_ip,
                 node_allocatable=node_allocatable,
-                spec_hash=spec_hash,
                 request_token=request_token,
             )
         )

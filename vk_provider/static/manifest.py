@@ -47,8 +47,14 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _SAFE_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _SAFE_UID_MAX = 253
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-# Volume sources whose credentials are a Secret named inline (VisitPodSecretNames).
-_SECRET_REF_KEYS = ("secretRef", "nodePublishSecretRef", "controllerExpandSecretRef")
+# The object references by name a static pod may not hold, field -> the resource it names.
+# Volume sources whose credentials are a Secret named inline (VisitPodSecretNames):
+_VOLUME_SECRET_REFS = dict.fromkeys(
+    ("secretRef", "nodePublishSecretRef", "controllerExpandSecretRef"), "secrets"
+)
+_PROJECTED_REFS = {"secret": "secrets", "configMap": "configmaps"}  # a projected volume's sources
+_ENV_REFS = {"secretKeyRef": "secrets", "configMapKeyRef": "configmaps"}  # env[].valueFrom
+_ENV_FROM_REFS = {"secretRef": "secrets", "configMapRef": "configmaps"}  # envFrom[]
 
 
 class ManifestError(ValueError):
@@ -177,10 +183,7 @@ def _volume_references(volume: Mapping[str, Any], where: str) -> Iterator[tuple[
             if not isinstance(source, Mapping):
                 continue
             at = f"{where}.projected.sources[{j}]"
-            if isinstance(source.get("secret"), Mapping):
-                yield "secrets", f"{at}.secret: {_name(source['secret'])}"
-            if isinstance(source.get("configMap"), Mapping):
-                yield "configmaps", f"{at}.configMap: {_name(source['configMap'])}"
+            yield from _named_references(source, at, _PROJECTED_REFS)
             if source.get("serviceAccountToken") is not None:
                 yield "serviceaccounts", f"{at}.serviceAccountToken"
             if source.get("clusterTrustBundle") is not None:
@@ -188,9 +191,7 @@ def _volume_references(volume: Mapping[str, Any], where: str) -> Iterator[tuple[
     for kind, body in volume.items():
         if kind in ("secret", "configMap", "projected") or not isinstance(body, Mapping):
             continue
-        for key in _SECRET_REF_KEYS:
-            if isinstance(body.get(key), Mapping):
-                yield "secrets", f"{where}.{kind}.{key}: {_name(body[key])}"
+        yield from _named_references(body, f"{where}.{kind}", _VOLUME_SECRET_REFS)
         if kind == "azureFile" and body.get("secretName"):
             yield "secrets", f"{where}.azureFile.secretName: {body['secretName']!r}"
 
@@ -198,21 +199,18 @@ def _volume_references(volume: Mapping[str, Any], where: str) -> Iterator[tuple[
 def _container_references(container: Mapping[str, Any], where: str) -> Iterator[tuple[str, str]]:
     for i, env in enumerate(_list(container.get("env"))):
         value_from = env.get("valueFrom") if isinstance(env, Mapping) else None
-        if not isinstance(value_from, Mapping):
-            continue
-        at = f"{where}.env[{i}].valueFrom"
-        if isinstance(value_from.get("secretKeyRef"), Mapping):
-            yield "secrets", f"{at}.secretKeyRef: {_name(value_from['secretKeyRef'])}"
-        if isinstance(value_from.get("configMapKeyRef"), Mapping):
-            yield "configmaps", f"{at}.configMapKeyRef: {_name(value_from['configMapKeyRef'])}"
+        if isinstance(value_from, Mapping):
+            yield from _named_references(value_from, f"{where}.env[{i}].valueFrom", _ENV_REFS)
     for i, env_from in enumerate(_list(container.get("envFrom"))):
-        if not isinstance(env_from, Mapping):
-            continue
-        at = f"{where}.envFrom[{i}]"
-        if isinstance(env_from.get("secretRef"), Mapping):
-            yield "secrets", f"{at}.secretRef: {_name(env_from['secretRef'])}"
-        if isinstance(env_from.get("configMapRef"), Mapping):
-            yield "configmaps", f"{at}.configMapRef: {_name(env_from['configMapRef'])}"
+        if isinstance(env_from, Mapping):
+            yield from _named_references(env_from, f"{where}.envFrom[{i}]", _ENV_FROM_REFS)
+
+
+def _named_references(body: Mapping[str, Any], at: str, refs: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """(resource, where) for each field of `refs` (field -> resource) that `body` holds as a reference."""
+    for key, resource in refs.items():
+        if isinstance(body.get(key), Mapping):
+            yield resource, f"{at}.{key}: {_name(body[key])}"
 
 
 def _list(value: Any) -> list[Any]:

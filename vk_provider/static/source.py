@@ -29,6 +29,7 @@ from typing import Any
 import watchfiles
 
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.objects import full_name, uid
 from vk_provider.logging import get_logger
 from vk_provider.static.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 from vk_provider.tasks import cancel_and_wait
@@ -104,19 +105,15 @@ def scan(path: str, node_name: str, now: datetime, previous: Mapping[str, Pod]) 
     owners = _owners(parsed, previous)
     pods: dict[str, Pod] = {}
     for file_name, pod in parsed:
-        uid, full_name = pod["metadata"]["uid"], _full_name(pod)
-        if owners[full_name] != file_name:
-            bad.append(BadManifest(file_name, f"pod {full_name} is already defined by {owners[full_name]}"))
-        elif uid in pods:
-            bad.append(BadManifest(file_name, f"pod UID {uid} is already used by another file"))
+        pod_uid, name = uid(pod), full_name(pod)
+        if owners[name] != file_name:
+            bad.append(BadManifest(file_name, f"pod {name} is already defined by {owners[name]}"))
+        elif pod_uid in pods:
+            bad.append(BadManifest(file_name, f"pod UID {pod_uid} is already used by another file"))
         else:
-            pods[uid] = previous.get(uid, pod)
+            pods[pod_uid] = previous.get(pod_uid, pod)
     bad.sort(key=lambda b: b.path)
     return ScanResult(pods, bad, missing=False)
-
-
-def _full_name(pod: Pod) -> str:
-    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
 def _owners(parsed: list[tuple[str, Pod]], previous: Mapping[str, Pod]) -> dict[str, str]:
@@ -126,12 +123,12 @@ def _owners(parsed: list[tuple[str, Pod]], previous: Mapping[str, Pod]) -> dict[
     owners: dict[str, str] = {}
     kept: set[str] = set()  # pods whose owner is the file of the last snapshot's pod
     for file_name, pod in parsed:
-        full_name = _full_name(pod)
-        held = pod["metadata"]["uid"] in previous
-        if full_name not in owners or (held and full_name not in kept):
-            owners[full_name] = file_name
+        name = full_name(pod)
+        held = uid(pod) in previous
+        if name not in owners or (held and name not in kept):
+            owners[name] = file_name
             if held:
-                kept.add(full_name)
+                kept.add(name)
     return owners
 
 

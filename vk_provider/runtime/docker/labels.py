@@ -11,9 +11,10 @@ everything here is a function of dicts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from vk_provider.kube.objects import meta, parse_time, uid
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -48,12 +49,12 @@ def pod_filter(node_name: str, uid: str) -> dict[str, list[str]]:
 
 
 def pod_labels(node_name: str, pod: Mapping[str, Any]) -> dict[str, str]:
-    meta = pod.get("metadata") or {}
+    metadata = meta(pod)
     return {
         NODE: node_name,
-        POD_UID: str(meta.get("uid", "")),
-        POD_NAME: str(meta.get("name", "")),
-        POD_NAMESPACE: str(meta.get("namespace", "default")),
+        POD_UID: uid(pod),
+        POD_NAME: str(metadata.get("name", "")),
+        POD_NAMESPACE: str(metadata.get("namespace", "default")),
     }
 
 
@@ -82,25 +83,20 @@ def sandbox_labels(node_name: str, pod: Mapping[str, Any], attempt: int, image: 
 
 def container_name(pod: Mapping[str, Any], name: str, attempt: int) -> str:
     """`k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`, as the kubelet's dockershim named them."""
-    meta = pod.get("metadata") or {}
-    pod_name, namespace, uid = meta.get("name", ""), meta.get("namespace", "default"), meta.get("uid", "")
-    return f"k8s_{name}_{pod_name}_{namespace}_{uid}_{attempt}"
+    metadata = meta(pod)
+    pod_name, namespace = metadata.get("name", ""), metadata.get("namespace", "default")
+    return f"k8s_{name}_{pod_name}_{namespace}_{uid(pod)}_{attempt}"
 
 
 def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
     return container_name(pod, SANDBOX_CONTAINER_NAME, attempt)
 
 
-def parse_time(value: str | None) -> datetime | None:
-    """Docker's RFC 3339 nanosecond timestamps; the zero time means never."""
+def docker_time(value: str | None) -> datetime | None:
+    """Docker's RFC 3339 nanosecond timestamps; its zero time (`0001-01-01T00:00:00Z`) means never."""
     if not value or value.startswith("0001-01-01"):
         return None
-    text = value.rstrip("Z")
-    if "." in text:
-        head, frac = text.split(".", 1)
-        digits = "".join(ch for ch in frac if ch.isdigit())
-        text = f"{head}.{digits[:6]:0<6}"
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    return parse_time(value)
 
 
 def _run_state(state: Mapping[str, Any]) -> ContainerRunState:
@@ -156,9 +152,9 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
         image=labels.get(CONTAINER_IMAGE) or str(config.get("Image", "")),
         image_id=str(inspect.get("Image", "")),
         state=run_state,
-        created_at=parse_time(inspect.get("Created")),
-        started_at=parse_time(state.get("StartedAt")),
-        finished_at=parse_time(state.get("FinishedAt")) if exited else None,
+        created_at=docker_time(inspect.get("Created")),
+        started_at=docker_time(state.get("StartedAt")),
+        finished_at=docker_time(state.get("FinishedAt")) if exited else None,
         exit_code=exit_code if exited else None,
         oom_killed=bool(state.get("OOMKilled", False)),
         error=str(state.get("Error", "")),
@@ -177,5 +173,5 @@ def sandbox_from_inspect(inspect: Mapping[str, Any], network: str) -> PodSandbox
         container_id=str(inspect.get("Id", "")),
         running=running,
         ip=ip if running else "",
-        created_at=parse_time(inspect.get("Created")),
+        created_at=docker_time(inspect.get("Created")),
     )

@@ -28,6 +28,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.kube.objects import default_pull_policy
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.runtime.docker import images
 from vk_provider.runtime.docker import labels as lb
@@ -324,7 +325,7 @@ class DockerRuntime:
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         sp.check_pod_allowed(pod, self.config.allow)
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(pod)
         rows = await self._list(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
@@ -382,7 +383,7 @@ class DockerRuntime:
         """Create the empty termination-message file bind-mounted into this container instance."""
         if self._state_dir is None:
             return None
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(pod)
         try:
             pod_dir = self._pod_dir(uid)
             if pod_dir is None or not paths.is_safe_name(name):
@@ -413,7 +414,7 @@ class DockerRuntime:
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         image_user = await self._image_user(launch)
-        uid = str((launch.pod.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(launch.pod)
         try:
             root = self._volumes_root(uid)
         except paths.UnsafePathError as exc:
