@@ -66,6 +66,11 @@ def is_mirror(pod: Obj) -> bool:
     return MIRROR_ANNOTATION in annotations_of(pod)
 
 
+def is_deleting(pod: Obj) -> bool:
+    """Whether the pod is being deleted (metadata.deletionTimestamp is set)."""
+    return bool(meta(pod).get("deletionTimestamp"))
+
+
 def restart_policy(pod: Obj) -> str:
     """spec.restartPolicy, `Always` when unset (the apiserver's default)."""
     return str(spec(pod).get("restartPolicy") or DEFAULT_RESTART_POLICY)
@@ -98,7 +103,7 @@ def should_restart(pod: Obj, container: Obj, exit_code: int | None) -> bool:
     deleted restarts nothing; otherwise `container_should_restart` decides.
     Upstream: pkg/kubelet/container/helpers.go (ShouldContainerBeRestarted).
     """
-    if meta(pod).get("deletionTimestamp"):
+    if is_deleting(pod):
         return False
     return exit_code is None or container_should_restart(pod, container, exit_code)
 

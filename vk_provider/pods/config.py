@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from vk_provider.kube.objects import is_deleting
 from vk_provider.kube.objects import uid as uid_of
 
 
@@ -50,9 +51,9 @@ def _semantic(pod: Mapping[str, Any]) -> tuple[Any, ...]:
 def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> UpdateKind | None:
     """What changed between two versions of one pod; None when nothing the kubelet cares about."""
     if old is None:
-        return UpdateKind.DELETE if (new.get("metadata") or {}).get("deletionTimestamp") else UpdateKind.ADD
+        return UpdateKind.DELETE if is_deleting(new) else UpdateKind.ADD
     if _semantic(old) != _semantic(new):
-        if (new.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(new):
             return UpdateKind.DELETE
         return UpdateKind.UPDATE
     if old.get("status") != new.get("status"):

@@ -26,13 +26,12 @@ from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import full_name, is_mirror, uid
+from vk_provider.kube.objects import full_name, is_deleting, is_mirror, uid
 from vk_provider.logging import get_logger
 from vk_provider.static.mirror_plan import (
     MirrorDecision,
     build_mirror_pod,
     find_mirror,
-    is_deleting,
     mirror_hash,
     plan_mirrors,
     static_hash,

@@ -4,7 +4,7 @@ What lives here: `plan_mirrors(static_pods, mirrors)`, the pure reconcile of the
 (by UID, as StaticPodSource delivers them) against the mirror pods the API holds for this node,
 giving one `MirrorDecision` per full name that needs work; `build_mirror_pod`, the pod to POST
 for a static pod; `find_mirror`, the mirror a static pod's status goes to; and the identity
-helpers (`mirror_hash`, `static_hash`, `is_deleting`; the shared ones are in
+helpers (`mirror_hash`, `static_hash`; the shared ones are in
 `kube/objects.py`). Pure: no apiserver, no clock, no logging.
 
 Upstream: pkg/kubelet/pod/mirror_client.go (CreateMirrorPod), pkg/kubelet/pod/pod_manager.go
@@ -19,7 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.objects import MIRROR_ANNOTATION, annotations_of, full_name, is_mirror, meta, uid
+from vk_provider.kube.objects import (
+    MIRROR_ANNOTATION,
+    annotations_of,
+    full_name,
+    is_deleting,
+    is_mirror,
+    meta,
+    uid,
+)
 from vk_provider.static.manifest import CONFIG_HASH_ANNOTATION
 
 # Why a mirror pod is deleted (the words appear in the log line).
@@ -54,10 +62,6 @@ def mirror_hash(mirror: Pod) -> str:
 def static_hash(static_pod: Pod) -> str:
     """The static pod's `kubernetes.io/config.hash` (its UID), which its mirror must carry."""
     return str(annotations_of(static_pod).get(CONFIG_HASH_ANNOTATION) or uid(static_pod))
-
-
-def is_deleting(pod: Pod) -> bool:
-    return bool(meta(pod).get("deletionTimestamp"))
 
 
 def _force_deleted(pod: Pod) -> bool:

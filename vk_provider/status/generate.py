@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time, is_sidecar, should_restart
+from vk_provider.kube.objects import format_time, is_deleting, is_sidecar, should_restart
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -133,7 +133,7 @@ def container_statuses(
     containers = spec.get("initContainers" if role == ContainerRole.INIT else "containers") or []
     has_init = bool(spec.get("initContainers"))
     default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
-    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    deleting = is_deleting(pod)
     result: list[dict[str, Any]] = []
     for container in containers:
         name = container["name"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from vk_provider.counters import Counter
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import is_static
+from vk_provider.kube.objects import is_deleting, is_static
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.status.cache import (
@@ -120,7 +120,7 @@ class StatusManager:
 
     def set_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
         """Cache `status` for `pod` (a new version if it differs in what the kubelet owns) and ring."""
-        force = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        force = is_deleting(pod)
         self._update(pod, status, force=force, finished=False)
 
     def get_pod_status(self, uid: str) -> dict[str, Any] | None:
