@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
@@ -59,10 +60,11 @@ def _run_with_config(args: argparse.Namespace, main: str, **overrides: str | Non
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
-    from vk_provider import app
     from vk_provider.logging import setup_logging
 
     setup_logging(config.logging.level, config.logging.format)
+    # Imported when needed (the other subcommands do without the provider's dependencies).
+    app = importlib.import_module("vk_provider.app")
     entry: Callable[[Config], Coroutine[Any, Any, int]] = getattr(app, main)
     return asyncio.run(entry(config))
 
