@@ -249,6 +249,15 @@ def test_emptydir_root_is_0777_or_setgid_fsgroup_like_the_kubelet() -> None:
     assert mem.driver_opts["o"] == "mode=2777,uid=0,gid=3456"
 
 
+def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
+    config = DockerConfig(sandbox_image="vk-test/pause:1")
+    volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
+    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes), node_name="n", config=config, attempt=0)
+    assert kw["volumes"] == [f"k8s_u1_mem:{spec.SANDBOX_MEMORY_PATH}/mem:rw,nocopy"]
+    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes[:1]), node_name="n", config=config, attempt=0)
+    assert "volumes" not in kw
+
+
 def test_root_entry_tar_holds_the_volume_root_with_its_mode_and_group() -> None:
     pod = make_pod(volumes=[{"name": "scratch", "emptyDir": {}}])
     pod["spec"]["securityContext"] = {"fsGroup": 3456}

@@ -2,14 +2,14 @@
 
 What lives here: the security allowances check (`check_pod_allowed`, raising
 `PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
-kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image, hostname, DNS,
-host aliases, published hostPorts, network, sysctls), one container's create kwargs from
-a `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the
-sandbox, resources by the kubelet's formulas, securityContext, volume mounts with their
-checked subPath/subPathExpr (`paths.subpath_of`), the termination message file), the pod's
-emptyDir volumes (`emptydir_volumes`: the kubelet's mode and fsGroup of their root, as tmpfs
-options or as the tar entry and helper container kwargs the shell applies to a new disk
-volume), and the container spec hash. The
+kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image,
+hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
+holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
+tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
+securityContext, volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`),
+the termination message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
+mode and fsGroup of their root, as tmpfs options or as the tar entry and helper container
+kwargs the shell applies to a new disk volume), and the container spec hash. The
 securityContext is the kubelet's effective one (the container's over the pod's), and
 runAsNonRoot is verified as the kubelet does against the image's user, which the shell
 inspects when `needs_image_user` says so (`verify_run_as_non_root`: CreateContainerConfigError).
@@ -58,6 +58,7 @@ EMPTYDIR_MODE = 0o777
 SETGID = 0o2000
 # Where the runtime mounts a new disk emptyDir in the never-started container that sets its root.
 VOLUME_ROOT_PATH = "vk-volume-root"
+SANDBOX_MEMORY_PATH = "/vk-memory-volumes"  # where the sandbox holds the Memory emptyDirs
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,15 @@ def sandbox_create_kwargs(
     }
     if sysctls:
         kwargs["sysctls"] = sysctls
+    # Docker unmounts a tmpfs volume when no container holds it, and its files go: the sandbox
+    # holds the pod's Memory emptyDirs, so they live as long as the pod, as the kubelet's do.
+    memory = [
+        f"{v.docker_name}:{SANDBOX_MEMORY_PATH}/{v.pod_volume}:rw,nocopy"
+        for v in emptydir_volumes(pod, node_name)
+        if v.memory
+    ]
+    if memory:
+        kwargs["volumes"] = memory
     return kwargs
 
 
