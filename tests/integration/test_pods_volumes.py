@@ -258,21 +258,21 @@ async def test_a_non_root_pod_with_an_fsgroup_writes_to_its_emptydirs(
 async def test_a_root_pod_gets_0777_emptydirs_that_start_empty_and_last_as_long_as_the_pod(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
-    # /var of the image is 0755 and not empty: an emptyDir mounted there is empty and 0777 all
+    # /usr of the image is 0755 and not empty: an emptyDir mounted there is empty and 0777 all
     # the same. What the init container leaves in the Memory one is still there for the app
     # container, and the first run of the app changes the mode of /scratch and fails: the
     # restarted container finds both volumes as they were left (the kubelet sets an emptyDir
     # up once per pod, and a tmpfs lives as long as the pod).
     script = (
-        "stat -c 'root %n %a:%g' /scratch /mem /var; ls -A /var | wc -l; cat /mem/init;"
+        "stat -c 'root %n %a:%g' /scratch /mem /usr; ls -A /usr | wc -l; cat /mem/init;"
         " if [ -e /scratch/ran ]; then ls /mem; echo done; sleep 3600; fi;"
         " touch /scratch/ran /mem/ran; chmod 750 /scratch; exit 1"
     )
-    mounts = [*EMPTYDIR_MOUNTS, {"name": "var", "mountPath": "/var"}]
+    mounts = [*EMPTYDIR_MOUNTS, {"name": "usr", "mountPath": "/usr"}]
     manifest = harness.manifest(
         "rootdirs",
         [sh("main", script, volumeMounts=mounts)],
-        volumes=[*EMPTYDIRS, {"name": "var", "emptyDir": {}}],
+        volumes=[*EMPTYDIRS, {"name": "usr", "emptyDir": {}}],
         initContainers=[sh("init", "echo from-init > /mem/init", volumeMounts=EMPTYDIR_MOUNTS)],
     )
     await harness.create(manifest)
@@ -280,7 +280,7 @@ async def test_a_root_pod_gets_0777_emptydirs_that_start_empty_and_last_as_long_
     assert log.splitlines() == [
         "root /scratch 750:0",
         "root /mem 777:0",
-        "root /var 777:0",
+        "root /usr 777:0",
         "0",
         "from-init",
         "init",
