@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.polling import eventually
@@ -213,3 +214,76 @@ async def test_service_account_volume_has_token_ca_and_namespace(
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
     )
     assert review["status"]["authenticated"] is True
+
+
+EMPTYDIRS = [
+    {"name": "scratch", "emptyDir": {}},
+    {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+]
+EMPTYDIR_MOUNTS = [{"name": "scratch", "mountPath": "/scratch"}, {"name": "mem", "mountPath": "/mem"}]
+
+
+async def test_a_non_root_pod_with_an_fsgroup_writes_to_its_emptydirs(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    # Upstream: empty_dir.go setupDir (0777) then volume_linux.go SetVolumeOwnership: the
+    # root gets group fsGroup and setgid, so what the container creates there is the group's.
+    script = (
+        "echo uid=$(id -u) gid=$(id -g) groups=$(id -G);"
+        " stat -c 'root %n %a:%g' /scratch /mem;"
+        " touch /scratch/x /mem/y && stat -c 'file %n %g' /scratch/x /mem/y;"
+        " echo done; sleep 3600"
+    )
+    manifest = harness.manifest(
+        "fsgroup",
+        [sh("main", script, volumeMounts=EMPTYDIR_MOUNTS)],
+        volumes=EMPTYDIRS,
+        securityContext={"runAsUser": 1234, "runAsGroup": 2345, "fsGroup": 3456},
+    )
+    await harness.create(manifest)
+    log = await wait_logs(harness, "fsgroup", "main", docker_client, "done")
+    first, *lines = log.splitlines()
+    uid, gid, groups = first.split(maxsplit=2)
+    assert (uid, gid) == ("uid=1234", "gid=2345")
+    assert "3456" in groups.removeprefix("groups=").split()
+    assert lines == [
+        "root /scratch 2777:3456",
+        "root /mem 2777:3456",
+        "file /scratch/x 3456",
+        "file /mem/y 3456",
+        "done",
+    ]
+
+
+async def test_a_root_pod_gets_0777_emptydirs_that_start_empty_and_last_as_long_as_the_pod(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    # /usr of the image is 0755 and not empty: an emptyDir mounted there is empty and 0777 all
+    # the same. What the init container leaves in the Memory one is still there for the app
+    # container, and the first run of the app changes the mode of /scratch and fails: the
+    # restarted container finds both volumes as they were left (the kubelet sets an emptyDir
+    # up once per pod, and a tmpfs lives as long as the pod).
+    script = (
+        "stat -c 'root %n %a:%g' /scratch /mem /usr; ls -A /usr | wc -l; cat /mem/init;"
+        " if [ -e /scratch/ran ]; then ls /mem; echo done; sleep 3600; fi;"
+        " touch /scratch/ran /mem/ran; chmod 750 /scratch; exit 1"
+    )
+    mounts = [*EMPTYDIR_MOUNTS, {"name": "usr", "mountPath": "/usr"}]
+    manifest = harness.manifest(
+        "rootdirs",
+        [sh("main", script, volumeMounts=mounts)],
+        volumes=[*EMPTYDIRS, {"name": "usr", "emptyDir": {}}],
+        initContainers=[sh("init", "echo from-init > /mem/init", volumeMounts=EMPTYDIR_MOUNTS)],
+    )
+    await harness.create(manifest)
+    log = await wait_logs(harness, "rootdirs", "main", docker_client, "done", within=90)
+    assert log.splitlines() == [
+        "root /scratch 750:0",
+        "root /mem 777:0",
+        "root /usr 777:0",
+        "0",
+        "from-init",
+        "init",
+        "ran",
+        "done",
+    ]

@@ -1,4 +1,6 @@
+import io
 import re
+import tarfile
 from typing import Any
 
 import pytest
@@ -220,15 +222,58 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
     )
     kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file="/state/tl")
     assert kw["volumes"] == [
-        "k8s_u1_scratch:/scratch:rw",
-        "k8s_u1_mem:/mem:ro",
+        "k8s_u1_scratch:/scratch:rw,nocopy",
+        "k8s_u1_mem:/mem:ro,nocopy",
         "/srv/data/sub:/data:rw",
         "/state/tl:/tmp/msg:rw",
     ]
     vols = spec.emptydir_volumes(pod, "n")
     assert [v.docker_name for v in vols] == ["k8s_u1_scratch", "k8s_u1_mem"]
-    assert vols[1].driver_opts == {"type": "tmpfs", "device": "tmpfs", "o": "size=1048576"}
+    assert vols[1].driver_opts == {
+        "type": "tmpfs",
+        "device": "tmpfs",
+        "o": "size=1048576,mode=777,uid=0,gid=0",
+    }
+    assert [(v.memory, v.mode, v.gid) for v in vols] == [(False, 0o777, 0), (True, 0o777, 0)]
     assert vols[0].labels["io.vk-provider.node"] == "n"
+
+
+def test_emptydir_root_is_0777_or_setgid_fsgroup_like_the_kubelet() -> None:
+    volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
+    pod = make_pod(volumes=volumes)
+    assert spec.emptydir_root(pod) == (0o777, 0)
+    pod["spec"]["securityContext"] = {"runAsUser": 1234, "runAsGroup": 2345, "fsGroup": 3456}
+    assert spec.emptydir_root(pod) == (0o2777, 3456)
+    disk, mem = spec.emptydir_volumes(pod, "n")
+    assert (disk.memory, disk.mode, disk.gid, disk.driver_opts) == (False, 0o2777, 3456, {})
+    assert mem.driver_opts["o"] == "mode=2777,uid=0,gid=3456"
+
+
+def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
+    config = DockerConfig(sandbox_image="vk-test/pause:1")
+    volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
+    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes), node_name="n", config=config, attempt=0)
+    assert kw["volumes"] == [f"k8s_u1_mem:{spec.SANDBOX_MEMORY_PATH}/mem:rw,nocopy"]
+    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes[:1]), node_name="n", config=config, attempt=0)
+    assert "volumes" not in kw
+
+
+def test_root_entry_tar_holds_the_volume_root_with_its_mode_and_group() -> None:
+    pod = make_pod(volumes=[{"name": "scratch", "emptyDir": {}}])
+    pod["spec"]["securityContext"] = {"fsGroup": 3456}
+    (vol,) = spec.emptydir_volumes(pod, "n")
+    with tarfile.open(fileobj=io.BytesIO(spec.root_entry_tar(vol))) as tar:
+        (entry,) = tar.getmembers()
+    assert (entry.name, entry.isdir(), entry.mode, entry.uid, entry.gid) == (
+        spec.VOLUME_ROOT_PATH,
+        True,
+        0o2777,
+        0,
+        3456,
+    )
+    kwargs = spec.volume_root_kwargs(vol, "pause:1")
+    assert kwargs["volumes"] == [f"k8s_u1_scratch:/{spec.VOLUME_ROOT_PATH}:rw,nocopy"]
+    assert kwargs["labels"] == vol.labels and kwargs["image"] == "pause:1"
 
 
 def test_mount_of_undefined_volume_is_a_config_error() -> None:

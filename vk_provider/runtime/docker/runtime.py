@@ -310,18 +310,46 @@ class DockerRuntime:
     # --- sandbox ---
 
     async def _ensure_volumes(self, pod: Mapping[str, Any]) -> None:
+        """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
+        group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
+        container restart finds the volume as the pod left it."""
         api = self._engine.client.api
         for vol in sp.emptydir_volumes(pod, self.node_name):
             try:
                 await self._engine.call(api.inspect_volume, vol.docker_name)
+                continue
             except NotFound:
-                await self._engine.call(
-                    api.create_volume,
-                    vol.docker_name,
-                    driver="local",
-                    driver_opts=vol.driver_opts or None,
-                    labels=vol.labels,
-                )
+                pass
+            await self._engine.call(
+                api.create_volume,
+                vol.docker_name,
+                driver="local",
+                driver_opts=vol.driver_opts or None,
+                labels=vol.labels,
+            )
+            if vol.memory:
+                continue  # the tmpfs mount options carry the mode and group
+            try:
+                await self._engine.call(self._set_volume_root, vol)
+            except EngineErrors:
+                # Not left half made: the next attempt creates it again.
+                with contextlib.suppress(*EngineErrors):
+                    await self._engine.call(api.remove_volume, vol.docker_name, force=True)
+                raise
+
+    def _set_volume_root(self, vol: sp.VolumeSpec) -> None:
+        """Give a new disk volume's root the kubelet's mode and group through the Docker API
+        (so also for an engine whose filesystem this process does not see): extract the root's
+        tar entry into a never-started container that mounts the volume, then remove it."""
+        container = self._engine.client.containers.create(
+            **sp.volume_root_kwargs(vol, self.config.sandbox_image)
+        )
+        try:
+            if not container.put_archive("/", sp.root_entry_tar(vol)):
+                raise APIError(f"cannot set the mode of volume {vol.docker_name}")
+        finally:
+            with contextlib.suppress(NotFound):
+                container.remove(force=True)
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         sp.check_pod_allowed(pod, self.config.allow)

@@ -2,12 +2,14 @@
 
 What lives here: the security allowances check (`check_pod_allowed`, raising
 `PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
-kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image, hostname, DNS,
-host aliases, published hostPorts, network, sysctls), one container's create kwargs from
-a `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the
-sandbox, resources by the kubelet's formulas, securityContext, volume mounts with their
-checked subPath/subPathExpr (`paths.subpath_of`), the termination message file), the pod's
-emptyDir volumes, and the container spec hash. The
+kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image,
+hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
+holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
+tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
+securityContext, volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`),
+the termination message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
+mode and fsGroup of their root, as tmpfs options or as the tar entry and helper container
+kwargs the shell applies to a new disk volume), and the container spec hash. The
 securityContext is the kubelet's effective one (the container's over the pod's), and
 runAsNonRoot is verified as the kubelet does against the image's user, which the shell
 inspects when `needs_image_user` says so (`verify_run_as_non_root`: CreateContainerConfigError).
@@ -19,9 +21,11 @@ and the function that resolves a subPath on the host.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import re
+import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,14 +52,33 @@ DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 SubPathResolver = Callable[[str, str, str, str], str]
 
 
+# Upstream: pkg/volume/emptydir/empty_dir.go (setupDir: perm 0777) and pkg/volume/volume_linux.go
+# (changeFilePermission: an fsGroup's directory gets group fsGroup, setgid, rwMask | execMask).
+EMPTYDIR_MODE = 0o777
+SETGID = 0o2000
+# Where the runtime mounts a new disk emptyDir in the never-started container that sets its root.
+VOLUME_ROOT_PATH = "vk-volume-root"
+SANDBOX_MEMORY_PATH = "/vk-memory-volumes"  # where the sandbox holds the Memory emptyDirs
+
+
 @dataclass(frozen=True)
 class VolumeSpec:
-    """A Docker volume backing one emptyDir of a pod."""
+    """A Docker volume backing one emptyDir of a pod, and the mode and group of its root.
+
+    A Memory one is a tmpfs mounted with that mode and group; a disk one gets them once, when
+    it is created (`root_entry_tar`).
+    """
 
     pod_volume: str
     docker_name: str
     labels: dict[str, str]
     driver_opts: dict[str, str]
+    mode: int = EMPTYDIR_MODE
+    gid: int = 0
+
+    @property
+    def memory(self) -> bool:
+        return self.driver_opts.get("type") == "tmpfs"
 
 
 def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -207,6 +230,15 @@ def sandbox_create_kwargs(
     }
     if sysctls:
         kwargs["sysctls"] = sysctls
+    # Docker unmounts a tmpfs volume when no container holds it, and its files go: the sandbox
+    # holds the pod's Memory emptyDirs, so they live as long as the pod, as the kubelet's do.
+    memory = [
+        f"{v.docker_name}:{SANDBOX_MEMORY_PATH}/{v.pod_volume}:rw,nocopy"
+        for v in emptydir_volumes(pod, node_name)
+        if v.memory
+    ]
+    if memory:
+        kwargs["volumes"] = memory
     return kwargs
 
 
@@ -373,9 +405,20 @@ def security_kwargs(
     return out
 
 
+def emptydir_root(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """(mode, gid) of an emptyDir's root as the kubelet leaves it: 0777 root's, or with the
+    pod's fsGroup 02777 that group's (the directory's rwx bits already hold rwMask | execMask)."""
+    group = (_spec(pod).get("securityContext") or {}).get("fsGroup")
+    if group is None:
+        return EMPTYDIR_MODE, 0
+    return EMPTYDIR_MODE | SETGID, int(group)
+
+
 def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]:
-    """One Docker volume per emptyDir, labelled like the pod's containers; Memory medium is tmpfs."""
+    """One Docker volume per emptyDir, labelled like the pod's containers; Memory medium is a
+    tmpfs whose mount options give its root the kubelet's mode and group."""
     meta = pod.get("metadata") or {}
+    mode, gid = emptydir_root(pod)
     out = []
     for vol in _spec(pod).get("volumes") or []:
         if "emptyDir" not in vol:
@@ -383,18 +426,46 @@ def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]
         ed = vol.get("emptyDir") or {}
         opts: dict[str, str] = {}
         if ed.get("medium") == "Memory":
-            opts = {"type": "tmpfs", "device": "tmpfs"}
+            options = [f"mode={mode:o}", "uid=0", f"gid={gid}"]
             if ed.get("sizeLimit"):
-                opts["o"] = f"size={math.ceil(parse_quantity(str(ed['sizeLimit'])))}"
+                options.insert(0, f"size={math.ceil(parse_quantity(str(ed['sizeLimit'])))}")
+            opts = {"type": "tmpfs", "device": "tmpfs", "o": ",".join(options)}
         out.append(
             VolumeSpec(
                 pod_volume=str(vol["name"]),
                 docker_name=f"k8s_{meta.get('uid', '')}_{vol['name']}",
                 labels=lb.pod_labels(node_name, pod),
                 driver_opts=opts,
+                mode=mode,
+                gid=gid,
             )
         )
     return out
+
+
+def root_entry_tar(vol: VolumeSpec) -> bytes:
+    """A tar of one directory entry, `VOLUME_ROOT_PATH` with the volume's mode, owner root and
+    its group: extracted at `/` of a container that mounts the volume there, Docker applies
+    them to the existing directory, the volume's root."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        entry = tarfile.TarInfo(VOLUME_ROOT_PATH)
+        entry.type = tarfile.DIRTYPE
+        entry.mode = vol.mode
+        entry.uid, entry.gid = 0, vol.gid
+        tar.addfile(entry)
+    return buf.getvalue()
+
+
+def volume_root_kwargs(vol: VolumeSpec, image: str) -> dict[str, Any]:
+    """create kwargs of the container, never started, through which a new disk emptyDir's root
+    gets its mode (`root_entry_tar`); labelled with the pod, so removing the pod removes it."""
+    return {
+        "image": image,
+        "labels": dict(vol.labels),
+        "network_disabled": True,
+        "volumes": [f"{vol.docker_name}:/{VOLUME_ROOT_PATH}:rw,nocopy"],
+    }
 
 
 def volume_binds(
@@ -408,7 +479,8 @@ def volume_binds(
 ) -> list[str]:
     """Docker bind strings for the container's volumeMounts.
 
-    emptyDir volumes are Docker volumes, hostPath volumes bind the host path. The files of
+    emptyDir volumes are Docker volumes (`nocopy`: not filled from the image), hostPath
+    volumes bind the host path. The files of
     volumes whose content comes from the API (configMap, secret, projected, downwardAPI) were
     written by the pod worker under `volumes_root/<volume>`; they are always mounted
     read-only, as the kubelet does. A subPath of those binds what it names at start time
@@ -440,6 +512,8 @@ def volume_binds(
                     f"{where}.subPath: subPath on emptyDir volumes is not supported yet"
                 )
             source = emptydirs[vol["name"]]
+            # An emptyDir starts empty: no copy of the image's directory (nor its owner and mode).
+            mode += ",nocopy"
         elif any(t in vol for t in API_VOLUME_TYPES):
             if volumes_root is None:
                 continue  # no host directory (remote engine): the pod worker reports FailedMount
