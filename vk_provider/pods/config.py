@@ -5,7 +5,8 @@ source) feeds with full lists (`set_pods`) or single changes (`upsert`, `remove`
 which turns them into `PodUpdate`s for the pod workers: ADD (new UID), UPDATE (spec,
 labels or annotations changed), DELETE (a deletionTimestamp appeared: graceful delete),
 REMOVE (the pod left its source) and RECONCILE (only the status changed). Every pod
-keeps the name of the source it came from.
+keeps the name of the source it came from; `by_name` finds one as the kubelet's pod manager
+does (the kubelet API's `DesiredPods`).
 Must not: start containers, write status or talk to the apiserver.
 
 Upstream: pkg/kubelet/config/config.go (podStorage.merge, checkAndUpdatePod).
