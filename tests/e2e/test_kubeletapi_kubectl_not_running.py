@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from tests.support.kubectl import KUBECTL
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import KubeletServerConfig
@@ -92,16 +93,12 @@ async def kubectl(cluster: Cluster, *args: str, env: dict[str, str] | None = Non
 
 async def create_pod(cluster: Cluster, name: str, status: dict[str, Any] | None) -> None:
     """A pod bound to the node; with `status`, also one of the node's desired pods, carrying it."""
-    manifest = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeName": NODE,
-            "initContainers": [{"name": "setup", "image": "vk-test/busybox:1"}],
-            "containers": [{"name": "c", "image": "127.0.0.1:1/vk-test/missing:1"}],
-        },
-    }
+    manifest = manifests.pod(
+        name,
+        [{"name": "c", "image": "127.0.0.1:1/vk-test/missing:1"}],
+        nodeName=NODE,
+        initContainers=[{"name": "setup", "image": "vk-test/busybox:1"}],
+    )
     created = await cluster.sandbox.store.create("pods", manifest)
     if status is not None:
         cluster.desired.upsert("api", {**created, "status": status})
