@@ -24,6 +24,7 @@ from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.permissions import PermissionReporter
 from vk_provider.kubeletapi import KubeletServer
+from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.logging import get_logger
 from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
@@ -110,6 +111,7 @@ class Provider:
             recorder=self.recorder,
             node_ref=node.node_ref(),
         )
+        self.kubelet.pods = KnownPods(self.sources.pod_config, self.status)
         await self.sources.start()
         log.info("provider started", extra={"node": self.node_name})
 

@@ -1,7 +1,9 @@
 """What a user types, end to end: `vk-provider sandbox` (control plane + one provider on the real
 Docker engine) started as a subprocess, then the real kubectl against it: the node, a two-container
 pod (HTTP to the pod IP, logs, logs -f, exec over WebSocket and SPDY, exec -it on a terminal,
-port-forward, describe, events), a failing pod, a crash loop, deletes, and SIGTERM with `--clean`.
+port-forward, describe, events), a failing pod, a crash loop, logs and exec of containers that never
+started (an image that cannot be pulled, an init container still running), deletes, and SIGTERM with
+`--clean`.
 
 One sandbox serves the whole module on each control-plane tier (`--control-plane`: the emulator,
 and the real upstream control plane with the providers under the Helm chart's RBAC); each test
@@ -213,6 +215,62 @@ def test_crash_loop_shows_back_off_restarts_and_previous_logs(sandbox: Sandbox) 
     status = json.loads(sandbox.kubectl("get", "pod", name, "-o", "json").stdout)["status"]
     last = status["containerStatuses"][0]["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (2, "Error")
+    sandbox.kubectl("delete", "pod", name, timeout=90)
+
+
+def _waiting_reason(sandbox: Sandbox, name: str, key: str = "containerStatuses") -> str:
+    status = json.loads(sandbox.kubectl("get", "pod", name, "-o", "json").stdout).get("status") or {}
+    states = [s.get("state") or {} for s in status.get(key) or []]
+    return str(((states[0].get("waiting") or {}).get("reason") or "") if states else "")
+
+
+# What kubectl prints against a real kubelet for a container that never started: the kubelet's
+# validateContainerLogStatus text relayed by the apiserver as a 400, and GetExec's 500 body
+# relayed as the failed upgrade (pkg/kubelet/kubelet_pods.go, pkg/kubelet/server/server.go).
+PULL_FAILURES = {
+    "ErrImagePull": "image can't be pulled",
+    "ImagePullBackOff": "trying and failing to pull image",
+}
+
+
+@pytest.mark.parametrize("websockets", ["true", "false"])  # false: kubectl speaks SPDY/3.1
+def test_logs_and_exec_of_a_container_whose_image_cannot_be_pulled(sandbox: Sandbox, websockets: str) -> None:
+    name = f"unpullable-{'ws' if websockets == 'true' else 'spdy'}"
+    containers = [{"name": "c", "image": "127.0.0.1:1/vk-test/missing:1"}]
+    sandbox.apply(pod_manifest(name, sandbox.node, containers, terminationGracePeriodSeconds=1))
+    until(f"pod {name} failing to pull", lambda: _waiting_reason(sandbox, name) in PULL_FAILURES)
+
+    logs = sandbox.kubectl("logs", name, check=False)
+    assert logs.returncode == 1, logs
+    expected = {
+        f'Error from server (BadRequest): container "c" in pod "{name}" is waiting to start: {why}\n'
+        for why in PULL_FAILURES.values()
+    }
+    assert logs.stderr in expected, logs.stderr
+
+    env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets}
+    result = sandbox.kubectl("exec", name, "-c", "c", "--", "true", check=False, env=env)
+    assert result.returncode == 1, result
+    assert result.stderr == 'error: unable to upgrade connection: container not found ("c")\n', result.stderr
+    sandbox.kubectl("delete", "pod", name, timeout=90)
+
+
+def test_logs_of_an_app_container_while_its_init_container_runs(sandbox: Sandbox) -> None:
+    name = "initializing"
+    init = [{"name": "setup", "image": "vk-test/busybox:1", "command": ["sh", "-c", "sleep 3600"]}]
+    containers = [{"name": "app", "image": "vk-test/busybox:1", "command": ["sh", "-c", COUNTER]}]
+    sandbox.apply(
+        pod_manifest(name, sandbox.node, containers, initContainers=init, terminationGracePeriodSeconds=1)
+    )
+    until(f"pod {name} initializing", lambda: _waiting_reason(sandbox, name) == "PodInitializing")
+
+    logs = sandbox.kubectl("logs", name, "-c", "app", check=False)
+    waiting = f'container "app" in pod "{name}" is waiting to start: PodInitializing'
+    assert (logs.returncode, logs.stderr) == (1, f"Error from server (BadRequest): {waiting}\n"), logs
+    result = sandbox.kubectl("exec", name, "-c", "app", "--", "true", check=False)
+    assert result.stderr == 'error: unable to upgrade connection: container not found ("app")\n', (
+        result.stderr
+    )
     sandbox.kubectl("delete", "pod", name, timeout=90)
 
 

@@ -1,4 +1,5 @@
-"""The kubelet API (`KubeletServer`) against real Docker containers: logs, exec, attach, auth, stats."""
+"""The kubelet API (`KubeletServer`) against real Docker containers: logs, exec, attach, auth, stats,
+and the answers from the node's pods' spec and status (`KubeletServer.pods`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually
 from vk_provider.config import DockerConfig, KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
+from vk_provider.kubeletapi.podstate import KnownPods
+from vk_provider.pods.config import PodConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
@@ -274,6 +277,77 @@ async def test_exec_refusals(
     assert status == 400 and "at least 1 of stdin, stdout, stderr" in text
     status, text = await get_text(http, f"{base}/exec/default/shell/nope?command=ls&output=1")
     assert (status, text) == (404, 'container "nope" not found in pod "shell"\n')
+
+
+class CachedStatuses:
+    """The status manager's cache as the kubelet API reads it (PodStatuses), filled by the test."""
+
+    def __init__(self) -> None:
+        self.by_uid: dict[str, dict[str, Any]] = {}
+
+    def get_pod_status(self, uid: str) -> dict[str, Any] | None:
+        return self.by_uid.get(uid)
+
+
+async def test_answers_from_the_pods_spec_and_status(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    server, base = kubelet
+    config, statuses = PodConfig(lambda _: None), CachedStatuses()
+    server.pods = KnownPods(config, statuses)
+    done, started = await run_pod(runtime, "done", {"app": "echo bye"})
+    config.upsert("api", done)
+
+    async def exited() -> bool:
+        pod_state = await runtime.pod_state(done["metadata"]["uid"])
+        latest = pod_state.latest("app", ContainerRole.APP) if pod_state is not None else None
+        return latest is not None and latest.state == ContainerRunState.EXITED
+
+    await eventually(exited, within=DEADLINE, interval=0.2, what="the app container to exit")
+    terminated = {"exitCode": 0, "containerID": started["app"].container_uri}
+    statuses.by_uid[done["metadata"]["uid"]] = {
+        "containerStatuses": [{"name": "app", "state": {"terminated": terminated}}]
+    }
+    assert await get_text(http, f"{base}/containerLogs/default/done/app") == (200, "bye\n")
+    assert await get_text(http, f"{base}/exec/default/done/app?command=ls&output=1") == (
+        500,
+        'container not found ("app")\n',
+    )
+    assert await get_text(http, f"{base}/attach/default/done/app?output=1") == (
+        500,
+        "container app not found in pod done_default\n",
+    )
+
+    waiting = {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}
+    pending = {
+        "metadata": {"name": "pending", "namespace": "default", "uid": str(uuid.uuid4())},
+        "spec": {"containers": [{"name": "c", "image": "127.0.0.1:1/missing:1"}]},
+        "status": {"containerStatuses": [{"name": "c", "state": waiting}]},  # no cached status: the source's
+    }
+    config.upsert("api", pending)
+    assert await get_text(http, f"{base}/containerLogs/default/pending/c") == (
+        400,
+        'container "c" in pod "pending" is waiting to start: trying and failing to pull image\n',
+    )
+    assert await get_text(http, f"{base}/exec/default/pending/c?command=ls&output=1") == (
+        500,
+        'container not found ("c")\n',
+    )
+    assert await get_text(http, f"{base}/containerLogs/default/pending/nope") == (
+        404,
+        'container "nope" not found in pod "pending"\n',
+    )
+
+    # not (or no longer) a pod of this node, though its containers remain in the engine
+    await run_pod(runtime, "leftover", {"app": "sleep 3600"})
+    assert await get_text(http, f"{base}/containerLogs/default/leftover/app") == (
+        404,
+        'pod "leftover" does not exist\n',
+    )
+    assert await get_text(http, f"{base}/exec/default/leftover/app?command=ls&output=1") == (
+        404,
+        "pod does not exist\n",
+    )
 
 
 async def test_attach_to_the_main_process(

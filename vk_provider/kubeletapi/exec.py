@@ -1,14 +1,15 @@
 """`/exec/{namespace}/{pod}/{container}` and `/attach/...`: WebSocket and SPDY/3.1 remote command.
 
 What lives here: `stream_handler`, which checks the request (options, pod, running
-container), then serves either a WebSocket upgrade offering v5/v4.channel.k8s.io (one
-binary message per chunk, first byte the channel) or a SPDY/3.1 upgrade negotiating
-v4.channel.k8s.io (one SPDY stream per channel, named by its `streamType` header, as the
-kubelet's `pkg/kubelet/cri/streaming/remotecommand/httpstream.go`); and `_run`, the part
-both share: engine output to stdout/stderr, stdin and resizes to the engine, and one Status
-on the error channel at the end (the exit code for exec). Must not: speak to the engine
-itself (the runtime's `open_exec` / `open_attach` sessions do), parse queries (channels.py)
-or frame SPDY (spdy.py).
+container: with the node's pods from the app, the kubelet's answers, podstate.py), then
+serves either a WebSocket upgrade offering v5/v4.channel.k8s.io (one binary message per
+chunk, first byte the channel) or a SPDY/3.1 upgrade negotiating v4.channel.k8s.io (one
+SPDY stream per channel, named by its `streamType` header, as the kubelet's
+`pkg/kubelet/cri/streaming/remotecommand/httpstream.go`); and `_run`, the part both share:
+engine output to stdout/stderr, stdin and resizes to the engine, and one Status on the
+error channel at the end (the exit code for exec). Must not: speak to the engine itself
+(the runtime's `open_exec` / `open_attach` sessions do), parse queries (channels.py) or
+frame SPDY (spdy.py).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import WSMsgType, web
 
 from vk_provider.kubeletapi import channels as ch
-from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
+from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError, find_container, find_pod
+from vk_provider.kubeletapi.podstate import Kind, KnownPods, not_running
 from vk_provider.kubeletapi.spdy import SpdySession, SpdyStream
 from vk_provider.kubeletapi.upgrade import http_upgrade, is_spdy_upgrade, negotiate, negotiation_failure
 from vk_provider.logging import get_logger
@@ -31,7 +33,6 @@ from vk_provider.runtime.types import ContainerInstance, ContainerRunState, Stre
 
 log = get_logger("kubeletapi.exec")
 
-Kind = Literal["exec", "attach"]
 # v5 over SPDY is v4 for client-go; the kubelet offers v4 and older, and so does this one (v4 only).
 SPDY_PROTOCOLS = (ch.V4,)
 STREAM_CREATION_TIMEOUT = 30.0  # the kubelet's --stream-creation-timeout default
@@ -39,18 +40,37 @@ Send = Callable[[int, bytes], Awaitable[None]]
 Finish = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-async def stream_handler(request: web.Request, runtime: Runtime, kind: Kind) -> web.StreamResponse:
+async def stream_handler(
+    request: web.Request, runtime: Runtime, kind: Kind, pods: KnownPods | None
+) -> web.StreamResponse:
     opts = ch.parse_stream_options(request.query, needs_command=kind == "exec")
-    info = request.match_info
-    pod = await find_pod(runtime, info["namespace"], info["pod"])
-    instance = find_container(pod, info["container"])
-    if instance.state != ContainerRunState.RUNNING:
-        raise BadRequest(f'container "{instance.name}" in pod "{pod.name}" is not running')
+    instance = await _running_container(request.match_info, runtime, kind, pods)
     if is_spdy_upgrade(request):
         return await _spdy(request, runtime, instance, opts, kind)
     if request.headers.get("Upgrade", "").lower() != "websocket":
         raise BadRequest(f"{kind} needs a WebSocket or SPDY/3.1 upgrade")
     return await _websocket(request, runtime, instance, opts, kind)
+
+
+async def _running_container(
+    info: Mapping[str, str], runtime: Runtime, kind: Kind, pods: KnownPods | None
+) -> ContainerInstance:
+    """The running container to stream from, or the kubelet's refusal (server.go getExec /
+    getAttach: `pod does not exist` 404 for a pod not on this node). Without `pods` a pod or
+    container the runtime does not have is a 404 of lookup.py."""
+    namespace, name, container = info["namespace"], info["pod"], info["container"]
+    if pods is not None and pods.pod(namespace, name) is None:
+        raise NotFound("pod does not exist")
+    instance: ContainerInstance | None
+    try:
+        instance = find_container(await find_pod(runtime, namespace, name), container)
+    except NotFound:
+        if pods is None:
+            raise
+        instance = None
+    if instance is None or instance.state != ContainerRunState.RUNNING:
+        raise ServerError(not_running(kind, namespace, name, container))
+    return instance
 
 
 async def _open(

@@ -3,7 +3,9 @@
 What lives here: `parse_log_options` (pure: the kubelet's query parameters and their rules,
 virtual-kubelet `node/api/logs.go`) and `container_logs_handler`, which streams the
 runtime's log bytes to the client, flushing each chunk (so `follow` works), cutting at
-`limitBytes`. Must not: read Docker directly (the runtime's `container_logs` does).
+`limitBytes`, after the kubelet's checks of the pod's spec and status (podstate.check_logs)
+when the app gave it the node's pods. Must not: read Docker directly (the runtime's
+`container_logs` does).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from aiohttp import web
 
 from vk_provider.kube.objects import parse_time
 from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
+from vk_provider.kubeletapi.podstate import KnownPods, check_logs
 from vk_provider.runtime.protocol import Runtime
 
 
@@ -77,9 +80,13 @@ def parse_log_options(query: Mapping[str, str], now: float) -> LogOptions:
     )
 
 
-async def container_logs_handler(request: web.Request, runtime: Runtime) -> web.StreamResponse:
+async def container_logs_handler(
+    request: web.Request, runtime: Runtime, pods: KnownPods | None
+) -> web.StreamResponse:
     opts = parse_log_options(request.query, time.time())
     info = request.match_info
+    if pods is not None:
+        check_logs(pods.pod(info["namespace"], info["pod"]), info["pod"], info["container"], opts.previous)
     pod = await find_pod(runtime, info["namespace"], info["pod"])
     instance = find_container(pod, info["container"], previous=opts.previous)
     stream = await runtime.container_logs(

@@ -2,7 +2,8 @@
 
 What lives here: `find_pod` and `find_container` over the runtime's label-rebuilt pod
 states, raising `NotFound` / `BadRequest` with the messages the kubelet's server uses
-(`pkg/kubelet/server/server.go`: `pod %q does not exist`, `container %q not found in pod %q`).
+(`pkg/kubelet/server/server.go`: `pod %q does not exist`, `container %q not found in pod %q`);
+the three refusals (`NotFound` 404, `BadRequest` 400, `ServerError` 500) every route raises.
 Must not: talk HTTP or stream anything.
 """
 
@@ -18,6 +19,10 @@ class NotFound(Exception):
 
 class BadRequest(Exception):
     """400 with this message."""
+
+
+class ServerError(Exception):
+    """500 with this message (the kubelet's streaming.WriteError of a plain error)."""
 
 
 def _recency(state: PodRuntimeState) -> tuple[bool, float]:

@@ -4,7 +4,8 @@ What lives here: the aiohttp application with the kubelet's routes (virtual-kube
 `node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
 is redirected with 301 to the route without it, after authentication: virtual-kubelet's
 `WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
-body, as `node/api/helpers.go`), and the listener's lifecycle on `kubeletServer.listen`
+body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), and
+the listener's lifecycle on `kubeletServer.listen`
 (`auth: none` logs a WARNING at start: every request is allowed). It reaches containers
 only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
 exec.py, portforward.py, stats.py, metrics.py), TLS/auth details (tls.py, auth.py), or
@@ -28,9 +29,10 @@ from vk_provider.kubeletapi.auth import auth_middleware
 from vk_provider.kubeletapi.csr import ServingCertificate
 from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.logs import container_logs_handler
-from vk_provider.kubeletapi.lookup import BadRequest, NotFound
+from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError
 from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
 from vk_provider.kubeletapi.pods import pod_list
+from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
@@ -61,6 +63,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return web.Response(status=404, text=f"{exc}\n")
     except BadRequest as exc:
         return web.Response(status=400, text=f"{exc}\n")
+    except ServerError as exc:
+        return web.Response(status=500, text=f"{exc}\n")
     except RuntimeFailure as exc:  # the engine failed or the container vanished meanwhile
         status = 404 if isinstance(exc, ContainerNotFound) else 500
         return web.Response(status=status, text=f"{exc.message}\n")
@@ -108,6 +112,10 @@ class KubeletServer:
         self.port = 0
         # What /metrics serves: each source gives its counters when scraped (the app adds them).
         self.counter_sources: list[Callable[[], Iterable[Counter]]] = []
+        # The desired pods and their statuses (the app sets them once the pod sources exist): logs,
+        # exec and attach then answer from the pod's spec and status as the kubelet; without them
+        # the runtime's containers alone are the pods.
+        self.pods: KnownPods | None = None
 
     def _app(self) -> web.Application:
         x509 = bool(self.config.client_ca_file)
@@ -121,16 +129,16 @@ class KubeletServer:
             return web.Response(text="ok")
 
         async def logs(request: web.Request) -> web.StreamResponse:
-            return await container_logs_handler(request, rt)
+            return await container_logs_handler(request, rt, self.pods)
 
         async def pods(_: web.Request) -> web.StreamResponse:
             return web.json_response(pod_list(await rt.list_pods(), self.node_name))
 
         async def exec_(request: web.Request) -> web.StreamResponse:
-            return await stream_handler(request, rt, "exec")
+            return await stream_handler(request, rt, "exec", self.pods)
 
         async def attach(request: web.Request) -> web.StreamResponse:
-            return await stream_handler(request, rt, "attach")
+            return await stream_handler(request, rt, "attach", self.pods)
 
         async def port_forward(request: web.Request) -> web.StreamResponse:
             return await port_forward_handler(request, rt, self.node_ip)

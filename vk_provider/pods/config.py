@@ -5,7 +5,8 @@ source) feeds with full lists (`set_pods`) or single changes (`upsert`, `remove`
 which turns them into `PodUpdate`s for the pod workers: ADD (new UID), UPDATE (spec,
 labels or annotations changed), DELETE (a deletionTimestamp appeared: graceful delete),
 REMOVE (the pod left its source) and RECONCILE (only the status changed). Every pod
-keeps the name of the source it came from.
+keeps the name of the source it came from; `by_name` finds one as the kubelet's pod manager
+does (the kubelet API's `DesiredPods`).
 Must not: start containers, write status or talk to the apiserver.
 
 Upstream: pkg/kubelet/config/config.go (podStorage.merge, checkAndUpdatePod).
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from vk_provider.kube.objects import is_deleting
+from vk_provider.kube.objects import is_deleting, meta
 from vk_provider.kube.objects import uid as uid_of
 
 
@@ -105,6 +106,16 @@ class PodConfig:
     def get(self, uid: str) -> Mapping[str, Any] | None:
         found = self._pods.get(uid)
         return found[1] if found else None
+
+    def by_name(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The pod of that namespace and name (the kubelet's GetPodByName); while a deleted pod
+        and its re-creation both remain, the one not being deleted."""
+        found = [
+            pod
+            for _, pod in self._pods.values()
+            if (meta(pod).get("namespace"), meta(pod).get("name")) == (namespace, name)
+        ]
+        return max(found, key=lambda pod: not is_deleting(pod), default=None)
 
     def source_of(self, uid: str) -> str | None:
         found = self._pods.get(uid)
