@@ -8,6 +8,7 @@ a refused upgrade relayed as is, and the Status the real server answers when the
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,9 +250,21 @@ async def test_spdy_upgrade_relays_101_and_raw_bytes(env: Env) -> None:
 
 async def test_refused_upgrade_is_relayed(env: Env) -> None:
     async with aiohttp.ClientSession() as session:
-        with pytest.raises(aiohttp.WSServerHandshakeError) as err:
-            await session.ws_connect(f"{env.api}/aio/attach/ns/web/app", protocols=("v5.channel.k8s.io",))
-    assert err.value.status == 400
+        # SPDY: the kubelet's refusal comes back as it is (UpgradeAwareHandler).
+        async with session.get(
+            f"{env.api}/aio/attach/ns/web/app", headers={"Connection": "Upgrade", "Upgrade": "SPDY/3.1"}
+        ) as resp:
+            assert resp.status == 400
+            assert (await resp.json())["code"] == 400
+        # WebSocket exec/attach: the real server's stream translator accepts the WebSocket, then
+        # sends the kubelet's Status on the error channel and closes.
+        async with session.ws_connect(
+            f"{env.api}/aio/attach/ns/web/app", protocols=("v5.channel.k8s.io",)
+        ) as ws:
+            assert ws.protocol == "v5.channel.k8s.io"
+            message = await ws.receive_bytes()
+            assert message[0] == 3
+            assert json.loads(message[1:]) == {"kind": "Status", "status": "Failure", "code": 400}
 
 
 async def test_unreachable_kubelet_gives_status(env: Env) -> None:

@@ -7,8 +7,10 @@ streamed back chunk by chunk. Upgrade requests (WebSocket `Upgrade: websocket`, 
 Protocols` head is relayed to the client and then bytes are copied both ways, untouched, until
 either side closes, so the client and the kubelet speak their streaming protocol end to end
 (upstream `staging/src/k8s.io/apimachinery/pkg/util/proxy/
-upgradeaware.go`). Must not: parse or translate WebSocket/SPDY frames, or look anything up in
-the store (the caller resolves the pod, the node and the kubelet path).
+upgradeaware.go`). One exception, as the real server's stream translator: a WebSocket exec or
+attach the kubelet refuses is answered on the WebSocket with the Status the translator sends.
+Must not: otherwise parse or translate WebSocket/SPDY frames, or look anything up in the store
+(the caller resolves the pod, the node and the kubelet path).
 """
 
 from __future__ import annotations
@@ -306,6 +308,8 @@ async def _proxy_upgrade(
         status, reason, headers = _parse_head((await reader.readuntil(b"\r\n\r\n"))[:-4])
         if status != 101:
             body = await asyncio.wait_for(_read_body(reader, headers), CONNECT_TIMEOUT * 3)
+            if _translated_stream(request, target):
+                return await _websocket_status(request, _upgrade_failure(body))
             plain = web.Response(status=status, reason=reason or None, body=body)
             for key, value in headers.items():
                 if key.lower() not in _DROP_RESPONSE:
@@ -321,6 +325,44 @@ async def _proxy_upgrade(
         # A kubelet that never answers the TLS close_notify must not hold the handler for long.
         with contextlib.suppress(OSError, TimeoutError):  # ssl.SSLError is an OSError
             await asyncio.wait_for(writer.wait_closed(), CLOSE_TIMEOUT)
+
+
+def _translated_stream(request: web.Request, target: str) -> bool:
+    """Whether the real apiserver would translate this request: a WebSocket exec or attach,
+    which it serves itself and turns into SPDY towards the kubelet (StreamTranslatorHandler,
+    TranslateStreamCloseWebsocketRequests, on by default since 1.30)."""
+    path = target.split("?", 1)[0]
+    return request.headers.get("Upgrade", "").lower() == "websocket" and path.startswith(
+        ("/exec/", "/attach/")
+    )
+
+
+def _upgrade_failure(body: bytes) -> dict[str, Any]:
+    """The Status of a refused kubelet upgrade as the translator reports it: a Status body as
+    it is, otherwise client-go's SPDY round tripper's `unable to upgrade connection: <body>`
+    (spdy/roundtripper.go) as an InternalError (streamtranslator.go ServeHTTP)."""
+    with contextlib.suppress(ValueError):
+        status = json.loads(body)
+        if isinstance(status, dict) and status.get("kind") == "Status":
+            return status
+    text = body.decode("utf-8", "replace").strip()
+    return errors.internal_error(f"unable to upgrade connection: {text}").status()
+
+
+async def _websocket_status(request: web.Request, status: dict[str, Any]) -> web.StreamResponse:
+    """Accept the client's WebSocket, send `status` on the error channel (3), close.
+
+    Upstream: staging/src/k8s.io/apiserver/pkg/util/proxy/streamtranslator.go (the WebSocket is
+    upgraded before the SPDY dial, so a refused dial is a Status on the stream, not an HTTP error).
+    """
+    offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+    ws = web.WebSocketResponse(
+        protocols=[p for p in offered if p.endswith(".channel.k8s.io") and "base64" not in p]
+    )
+    await ws.prepare(request)
+    await ws.send_bytes(b"\x03" + json.dumps(status, separators=(",", ":")).encode())
+    await ws.close()
+    return ws
 
 
 async def _pipe(
