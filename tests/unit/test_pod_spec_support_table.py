@@ -5,6 +5,8 @@ section for), one `Type.field` row each, with a status of supported, refused or 
 field lists come from the official definitions kubernetes-validate packages for
 KUBE_VERSION's minor (the same files as the sandbox's `validation/schema.definitions`, read
 here directly); nothing touches the network. A failure prints the paths to add or remove.
+Also checked: each row sits once under its type's heading, refused and ignored rows say why,
+a supported volume source has its own section, and a note's `Type.field` names a row.
 """
 
 from __future__ import annotations
@@ -185,3 +187,21 @@ def test_every_supported_volume_source_has_its_fields() -> None:
         if source is not None and source not in table().rows
     ]
     assert not missing, "volume sources without a section:\n  " + "\n  ".join(missing)
+
+
+_REFERENCE = re.compile(r"`([A-Z][A-Za-z]+)(?:\.(\w+))?`")
+
+
+def test_cross_references_name_rows_of_the_table() -> None:
+    """A note's `Type` or `Type.field` that is a schema type points at a section or row here."""
+    dangling = [
+        f"{t}.{field}: {match[0]}"
+        for t, rows in table().rows.items()
+        for field, (_, notes) in rows.items()
+        for match in _REFERENCE.finditer(notes)
+        if CORE + match[1] in definitions()
+        and (
+            match[1] not in table().rows or (match[2] is not None and match[2] not in table().rows[match[1]])
+        )
+    ]
+    assert not dangling, "notes pointing at no section or row:\n  " + "\n  ".join(dangling)
