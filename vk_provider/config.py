@@ -64,6 +64,8 @@ class DockerAllow:
     capabilities: tuple[str, ...] = ()
     # Sysctls (or `prefix*` patterns) allowed besides the kubelet's safe ones (--allowed-unsafe-sysctls).
     unsafe_sysctls: tuple[str, ...] = ()
+    # Unconfined seccomp / AppArmor profiles and procMount Unmasked (Docker's systempaths=unconfined).
+    unconfined: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class DockerConfig:
     network: str = "bridge"
     sandbox_image: str = "registry.k8s.io/pause:3.10"
     state_dir: str = "/var/lib/vk-provider"  # per-node files the engine bind-mounts (termination messages)
+    # Where Localhost seccomp profiles are read (the kubelet's <root-dir>/seccomp); empty: refused.
+    seccomp_profile_root: str = ""
     allow: DockerAllow = field(default_factory=DockerAllow)
 
 

@@ -369,6 +369,10 @@ def _nonempty(value: str) -> str | None:
     return "must not be empty" if not value.strip() else None
 
 
+def _absolute_or_empty(value: str) -> str | None:
+    return None if not value or value.startswith("/") else f"expected an absolute path, got {value!r}"
+
+
 def _capability_problem(value: str) -> str | None:
     if not _CAPABILITY.fullmatch(value):
         return f"expected a capability name like 'NET_ADMIN', got {value!r}"
@@ -458,6 +462,7 @@ _SCHEMA = _Section(
                     ("network", "network", _Str(_nonempty)),
                     ("sandboxImage", "sandbox_image", _Str(_nonempty)),
                     ("stateDir", "state_dir", _Str(_nonempty)),
+                    ("seccompProfileRoot", "seccomp_profile_root", _Str(_absolute_or_empty)),
                     (
                         "allow",
                         "allow",
@@ -471,6 +476,7 @@ _SCHEMA = _Section(
                                 ("hostIPC", "host_ipc", _Bool()),
                                 ("capabilities", "capabilities", _StrList(_Str(_capability_problem))),
                                 ("unsafeSysctls", "unsafe_sysctls", _StrList(_Str(sysctl_pattern_problem))),
+                                ("unconfined", "unconfined", _Bool()),
                             ],
                         ),
                     ),

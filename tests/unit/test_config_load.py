@@ -60,7 +60,8 @@ def test_values_are_read_into_the_dataclasses() -> None:
             "kubernetes": {"qps": 5.5, "burst": 10},
             "docker": {
                 "host": "tcp://10.0.0.1:2376",
-                "allow": {"hostPath": True, "capabilities": ["NET_ADMIN"]},
+                "seccompProfileRoot": "/var/lib/kubelet/seccomp",
+                "allow": {"hostPath": True, "capabilities": ["NET_ADMIN"], "unconfined": True},
             },
             "staticPods": {"path": "/etc/vk/manifests", "relistInterval": "250ms"},
             "kubeletServer": {
@@ -81,6 +82,8 @@ def test_values_are_read_into_the_dataclasses() -> None:
     assert config.kubernetes.qps == 5.5
     assert config.docker.allow.host_path is True
     assert config.docker.allow.capabilities == ("NET_ADMIN",)
+    assert config.docker.allow.unconfined is True
+    assert config.docker.seccomp_profile_root == "/var/lib/kubelet/seccomp"
     assert config.docker.max_concurrency == 8
     assert config.static_pods.relist_interval == 0.25
     assert config.kubelet_server.tls.mode == "files"
@@ -139,6 +142,10 @@ def test_values_are_read_into_the_dataclasses() -> None:
             "docker.allow.capabilities[0]: expected a capability",
         ),
         ({"docker": {"host": "/var/run/docker.sock"}}, "docker.host: expected a Docker host URL"),
+        (
+            {"docker": {"seccompProfileRoot": "seccomp"}},
+            "docker.seccompProfileRoot: expected an absolute path",
+        ),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
         ({"node": ["a"]}, "node: expected a mapping, got a list"),

@@ -1,4 +1,4 @@
-"""runAsNonRoot as the kubelet enforces it (issue 13, item 4): the pure rule in runtime/docker/spec.py.
+"""runAsNonRoot as the kubelet enforces it (issue 13, item 4): the pure rule in runtime/docker/security.py.
 
 Upstream: pkg/kubelet/kuberuntime/security_context_others.go (verifyRunAsNonRoot),
 pkg/securitycontext/util.go (DetermineEffectiveSecurityContext), kuberuntime/helpers.go
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.runtime.docker import spec
+from vk_provider.runtime.docker import security
 from vk_provider.runtime.types import ContainerConfigError
 
 WHERE = '(pod: "web_default(u-1)", container: app)'
@@ -37,7 +37,7 @@ def pod(pod_sc: dict[str, Any] | None = None, sc: dict[str, Any] | None = None) 
 
 
 def verify(p: dict[str, Any], image_user: str | None) -> str | None:
-    return spec.verify_run_as_non_root(p, p["spec"]["containers"][0], image_user)
+    return security.verify_run_as_non_root(p, p["spec"]["containers"][0], image_user)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_effective_security_context_takes_only_the_fields_a_container_inherits()
     p = pod(
         {"runAsUser": 1, "runAsGroup": 2, "fsGroup": 3, "sysctls": []}, {"runAsGroup": 5, "privileged": True}
     )
-    assert spec.effective_security_context(p, p["spec"]["containers"][0]) == {
+    assert security.effective_security_context(p, p["spec"]["containers"][0]) == {
         "runAsUser": 1,
         "runAsGroup": 5,
         "privileged": True,
@@ -116,7 +116,7 @@ def test_effective_security_context_takes_only_the_fields_a_container_inherits()
 def test_the_image_user_is_needed_only_when_it_decides() -> None:
     def needs(pod_sc: dict[str, Any] | None, sc: dict[str, Any] | None) -> bool:
         p = pod(pod_sc, sc)
-        return spec.needs_image_user(p, p["spec"]["containers"][0])
+        return security.needs_image_user(p, p["spec"]["containers"][0])
 
     assert needs(None, {"runAsNonRoot": True})
     assert needs({"runAsNonRoot": True}, None)
@@ -130,11 +130,16 @@ def test_the_image_user_is_needed_only_when_it_decides() -> None:
 def test_security_kwargs_refuse_a_root_user_with_create_container_config_error() -> None:
     p = pod(sc={"runAsNonRoot": True})
     with pytest.raises(ContainerConfigError) as refused:
-        spec.security_kwargs(p, p["spec"]["containers"][0], "")
+        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "")
     assert refused.value.reason == "CreateContainerConfigError"
     assert refused.value.message == ROOT
     allowed = pod(sc={"runAsNonRoot": True, "runAsUser": 1234})
-    assert spec.security_kwargs(allowed, allowed["spec"]["containers"][0], None)["user"] == "1234"
+    assert (
+        security.security_kwargs(allowed, allowed["spec"]["containers"][0], "spec.containers[0]", None)[
+            "user"
+        ]
+        == "1234"
+    )
 
 
 @pytest.mark.parametrize(
@@ -143,10 +148,16 @@ def test_security_kwargs_refuse_a_root_user_with_create_container_config_error()
 )
 def test_a_group_without_a_user_keeps_the_images_user(image_user: str | None, docker_user: str) -> None:
     p = pod(sc={"runAsGroup": 7})
-    assert spec.security_kwargs(p, p["spec"]["containers"][0], image_user)["user"] == docker_user
+    assert (
+        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", image_user)["user"]
+        == docker_user
+    )
 
 
 def test_a_non_root_image_user_with_a_group_does_not_become_root() -> None:
     """runAsNonRoot + runAsGroup on an image whose user is 1234: Docker gets 1234:7, not 0:7."""
     p = pod(sc={"runAsNonRoot": True, "runAsGroup": 7})
-    assert spec.security_kwargs(p, p["spec"]["containers"][0], "1234")["user"] == "1234:7"
+    assert (
+        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "1234")["user"]
+        == "1234:7"
+    )

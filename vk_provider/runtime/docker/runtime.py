@@ -7,7 +7,9 @@ reads this node's containers back from their labels, and serves the kubelet API'
 errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
 `docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
 become directories there, a subPath is resolved on the host before it is bound
-(`paths.resolve_subpath`), and everything is removed through `paths.remove_under`.
+(`paths.resolve_subpath`), and everything is removed through `paths.remove_under`. A
+container's Localhost seccomp profile is read here from `docker.seccompProfileRoot` and sent
+to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`.
 Must not: touch containers without this node's label, remove anything outside the node's
 state directory, or block the event loop.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -32,6 +35,7 @@ from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.runtime.docker import images
 from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.docker.events import EventPump
@@ -66,6 +70,7 @@ MAX_TERMINATION_LOG_BYTES = 2048
 MAX_TERMINATION_LOG_LINES = 80
 KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
+SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
 
 EngineErrors = (DockerException, RequestException)
 
@@ -109,12 +114,14 @@ class DockerRuntime:
         self._exited: dict[str, ContainerInstance] = {}
         local = self._engine.url.startswith("unix://")
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
+        self._host_security = sec.HostSecurity()  # from `info`, at start
 
     # --- connection ---
 
     async def start(self) -> None:
         await self._engine.connect()
         await self.ping()
+        await self.info()
         if self._state_dir is not None:
             await self._engine.call(self._prepare_state_dir)
         if self._pump is None:
@@ -169,6 +176,7 @@ class DockerRuntime:
             info = await self._engine.call(self._engine.client.info)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
+        self._host_security = sec.host_security(info)
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage)
 
@@ -353,6 +361,7 @@ class DockerRuntime:
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         sp.check_pod_allowed(pod, self.config.allow)
+        sec.check_security(pod, self.config, self._host_security)
         uid = uid_of(pod)
         rows = await self._list(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
@@ -428,7 +437,7 @@ class DockerRuntime:
     async def _image_user(self, launch: ContainerLaunch) -> str | None:
         """The image's `Config.User` when the securityContext needs it (`sp.needs_image_user`):
         runAsNonRoot is verified against it, as the kubelet does with the CRI's image status."""
-        if not sp.needs_image_user(launch.pod, launch.container):
+        if not sec.needs_image_user(launch.pod, launch.container):
             return None
         image = str(launch.container.get("image", ""))
         try:
@@ -439,9 +448,33 @@ class DockerRuntime:
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
         return str((inspect.get("Config") or {}).get("User") or "")
 
+    def _seccomp_json(self, launch: ContainerLaunch) -> str | None:
+        """The container's Localhost seccomp profile, read from `docker.seccompProfileRoot` on
+        this host and sent as text, as the Docker CLI sends `--security-opt seccomp=<file>`."""
+        field = sp.container_field_path(launch.pod, launch.role, str(launch.container.get("name", "")))
+        found = sec.seccomp_localhost_file(
+            launch.pod, launch.container, field, self.config.seccomp_profile_root
+        )
+        if found is None:
+            return None
+        where, path = found
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read(SECCOMP_PROFILE_MAX_BYTES + 1)
+            if len(text) > SECCOMP_PROFILE_MAX_BYTES:
+                raise ValueError(f"larger than {SECCOMP_PROFILE_MAX_BYTES} bytes")
+            return json.dumps(json.loads(text), separators=(",", ":"))
+        except OSError as exc:
+            raise ContainerConfigError(
+                f'{where}: cannot load seccomp profile "{path}": {exc.strerror}'
+            ) from exc
+        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
+            raise ContainerConfigError(f'{where}: seccomp profile "{path}" is not JSON: {exc}') from exc
+
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         image_user = await self._image_user(launch)
+        seccomp_json = await self._engine.call(self._seccomp_json, launch)
         uid = uid_of(launch.pod)
         try:
             root = self._volumes_root(uid)
@@ -458,6 +491,7 @@ class DockerRuntime:
                 volumes_root=None if root is None else str(root),
                 image_user=image_user,
                 resolve_subpath=None if root is None else paths.resolve_subpath,
+                seccomp_json=seccomp_json,
             )
         except paths.SubPathError as exc:
             log.warning(

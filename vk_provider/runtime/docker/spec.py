@@ -6,13 +6,12 @@ kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (
 hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
 holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
 tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
-securityContext, volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`),
-the termination message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
+the securityContext (`security.security_kwargs`: the effective one, runAsNonRoot, profiles),
+volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`), the termination
+message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
 mode and fsGroup of their root, as tmpfs options or as the tar entry and helper container
-kwargs the shell applies to a new disk volume), and the container spec hash. The
-securityContext is the kubelet's effective one (the container's over the pod's), and
-runAsNonRoot is verified as the kubelet does against the image's user, which the shell
-inspects when `needs_image_user` says so (`verify_run_as_non_root`: CreateContainerConfigError).
+kwargs the shell applies to a new disk volume), and the container spec hash. The security
+admission beyond `docker.allow`'s switches is `security.check_security`.
 The kwargs are those of docker-py's `containers.create`. Must not: call Docker or touch
 the filesystem; the shell passes in what it created (sandbox id, volume names, files)
 and the function that resolves a subPath on the host.
@@ -24,7 +23,6 @@ import hashlib
 import io
 import json
 import math
-import re
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker.security import cap_name, pod_containers, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, ContainerRole, PodSpecRefused
 from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
@@ -85,14 +84,6 @@ def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return pod.get("spec") or {}
 
 
-def _containers(pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(field path, container) of init then app containers."""
-    spec = _spec(pod)
-    out = [(f"spec.initContainers[{i}]", c) for i, c in enumerate(spec.get("initContainers") or [])]
-    out += [(f"spec.containers[{i}]", c) for i, c in enumerate(spec.get("containers") or [])]
-    return out
-
-
 def container_field_path(pod: Mapping[str, Any], role: ContainerRole, name: str) -> str:
     key = "initContainers" if role == ContainerRole.INIT else "containers"
     for i, c in enumerate(_spec(pod).get(key) or []):
@@ -103,11 +94,6 @@ def container_field_path(pod: Mapping[str, Any], role: ContainerRole, name: str)
 
 def _refuse(field: str, what: str, allowance: str) -> PodSpecRefused:
     return PodSpecRefused(f"{field}: {what} are not allowed on this node (docker.allow.{allowance})")
-
-
-def _cap_name(cap: str) -> str:
-    upper = cap.upper()
-    return upper[4:] if upper.startswith("CAP_") else upper
 
 
 def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
@@ -129,14 +115,14 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
     for i, vol in enumerate(spec.get("volumes") or []):
         if "hostPath" in vol and not allow.host_path:
             raise _refuse(f"spec.volumes[{i}].hostPath", "hostPath volumes", "hostPath")
-    allowed_caps = {_cap_name(c) for c in allow.capabilities}
-    for path, c in _containers(pod):
+    allowed_caps = {cap_name(c) for c in allow.capabilities}
+    for path, c in pod_containers(pod):
         sc = c.get("securityContext") or {}
         if sc.get("privileged") and not allow.privileged:
             raise _refuse(f"{path}.securityContext.privileged", "privileged containers", "privileged")
         added = (sc.get("capabilities") or {}).get("add") or []
         for j, cap in enumerate(added):
-            if "ALL" not in allowed_caps and _cap_name(cap) not in allowed_caps:
+            if "ALL" not in allowed_caps and cap_name(cap) not in allowed_caps:
                 raise PodSpecRefused(
                     f"{path}.securityContext.capabilities.add[{j}]: capability {cap} is not allowed "
                     "on this node (docker.allow.capabilities)"
@@ -190,7 +176,7 @@ def dns_kwargs(pod: Mapping[str, Any]) -> dict[str, Any]:
 def published_ports(pod: Mapping[str, Any]) -> dict[str, list[Any]]:
     """Every container's hostPort as a published port of the sandbox."""
     ports: dict[str, list[Any]] = {}
-    for _, c in _containers(pod):
+    for _, c in pod_containers(pod):
         for p in c.get("ports") or []:
             host_port = p.get("hostPort")
             if not host_port:
@@ -275,133 +261,6 @@ def resource_kwargs(container: Mapping[str, Any], field: str) -> dict[str, Any]:
         out["cpu_shares"] = cpu_shares(_milli_cpu(request) if request is not None else 0)
     except ValueError as exc:
         raise ContainerConfigError(f"{field}.resources: {exc}") from exc
-    return out
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-# pkg/securitycontext/util.go DetermineEffectiveSecurityContext: the pod's fields a container
-# inherits, and the container's fields that replace them.
-_POD_SC_FIELDS = ("seLinuxOptions", "windowsOptions", "runAsUser", "runAsGroup", "runAsNonRoot")
-_CONTAINER_SC_FIELDS = (
-    *_POD_SC_FIELDS,
-    "capabilities",
-    "privileged",
-    "readOnlyRootFilesystem",
-    "allowPrivilegeEscalation",
-    "procMount",
-)
-MAX_USER_ID = 2**31 - 1  # apimachinery validation IsValidUserID: 0..math.MaxInt32
-_NUMERIC_USER = re.compile(r"[+-]?[0-9]{1,19}")  # strconv.ParseInt(user, 10, 64)
-
-
-def effective_security_context(pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
-    """The kubelet's effective securityContext of a container: the container's over the pod's."""
-    pod_sc = _spec(pod).get("securityContext")
-    sc = container.get("securityContext")
-    if pod_sc is None:
-        return dict(sc or {})
-    out = {k: pod_sc[k] for k in _POD_SC_FIELDS if pod_sc.get(k) is not None}
-    out.update({k: (sc or {})[k] for k in _CONTAINER_SC_FIELDS if (sc or {}).get(k) is not None})
-    return out
-
-
-def needs_image_user(pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
-    """Whether the image's user matters: no runAsUser, and runAsNonRoot or a runAsGroup."""
-    sc = effective_security_context(pod, container)
-    return sc.get("runAsUser") is None and (
-        sc.get("runAsNonRoot") is True or sc.get("runAsGroup") is not None
-    )
-
-
-def image_user_id(image_user: str | None) -> tuple[int | None, str]:
-    """(uid, user name) of an image's `Config.User`, as the kubelet gets it from the CRI.
-
-    The part before `:`; numeric is a uid, anything else a user name; none at all is root
-    (containerd's getUserFromImage, then kuberuntime's getImageUser).
-    """
-    user = (image_user or "").split(":")[0]
-    if not user:
-        return 0, ""
-    if _NUMERIC_USER.fullmatch(user) and -(2**63) <= int(user) < 2**63:
-        return int(user), ""
-    return None, user
-
-
-def verify_run_as_non_root(
-    pod: Mapping[str, Any], container: Mapping[str, Any], image_user: str | None
-) -> str | None:
-    """The kubelet's verifyRunAsNonRoot: why the container must not run, or None.
-
-    Upstream: pkg/kubelet/kuberuntime/security_context_others.go. `image_user` is the image's
-    `Config.User` ("" when unset: root; None when it was not looked up: taken as root too).
-    """
-    sc = effective_security_context(pod, container)
-    if sc.get("runAsNonRoot") is not True:
-        return None
-    meta = pod.get("metadata") or {}
-    pod_name = f"{meta.get('name', '')}_{meta.get('namespace', '')}({meta.get('uid', '')})"  # format.Pod
-    where = f"(pod: {json.dumps(pod_name)}, container: {container.get('name', '')})"  # %q of it
-    if sc.get("runAsUser") is not None:
-        if int(sc["runAsUser"]) == 0:
-            return f"container's runAsUser breaks non-root policy {where}"
-        return None
-    uid, username = image_user_id(image_user)
-    if uid is None:
-        return (
-            f"container has runAsNonRoot and image has non-numeric user ({username}), "
-            f"cannot verify user is non-root {where}"
-        )
-    if uid == 0:
-        return f"container has runAsNonRoot and image will run as root {where}"
-    if not 0 <= uid <= MAX_USER_ID:
-        return (
-            f"container has runAsNonRoot and image has an invalid user id ({uid}). "
-            f"(Must be 1-({MAX_USER_ID})): must be between 0 and {MAX_USER_ID}, inclusive {where}"
-        )
-    return None
-
-
-def security_kwargs(
-    pod: Mapping[str, Any], container: Mapping[str, Any], image_user: str | None = None
-) -> dict[str, Any]:
-    """The effective securityContext (runAsUser/Group, groups, caps, ro rootfs) as create kwargs.
-
-    Raises ContainerConfigError when runAsNonRoot forbids the user. A runAsGroup without a
-    runAsUser goes with the image's user (`image_user`), as the kubelet sets it.
-    """
-    problem = verify_run_as_non_root(pod, container, image_user)
-    if problem is not None:
-        raise ContainerConfigError(problem)
-    pod_sc = _spec(pod).get("securityContext") or {}
-    sc = container.get("securityContext") or {}
-    effective = effective_security_context(pod, container)
-    out: dict[str, Any] = {}
-    user = _int_or_none(effective.get("runAsUser"))
-    group = _int_or_none(effective.get("runAsGroup"))
-    if user is not None:
-        out["user"] = f"{user}:{group}" if group is not None else str(user)
-    elif group is not None:
-        uid, username = image_user_id(image_user)
-        out["user"] = f"{uid if uid is not None else username}:{group}"
-    groups = [str(g) for g in pod_sc.get("supplementalGroups") or []]
-    if pod_sc.get("fsGroup") is not None:
-        groups.append(str(pod_sc["fsGroup"]))
-    if groups:
-        out["group_add"] = groups
-    if sc.get("readOnlyRootFilesystem"):
-        out["read_only"] = True
-    if sc.get("privileged"):
-        out["privileged"] = True
-    caps = sc.get("capabilities") or {}
-    if caps.get("add"):
-        out["cap_add"] = [_cap_name(c) for c in caps["add"]]
-    if caps.get("drop"):
-        out["cap_drop"] = [_cap_name(c) for c in caps["drop"]]
-    if sc.get("allowPrivilegeEscalation") is False:
-        out["security_opt"] = ["no-new-privileges"]
     return out
 
 
@@ -538,11 +397,13 @@ def container_create_kwargs(
     volumes_root: str | None = None,
     image_user: str | None = None,
     resolve_subpath: SubPathResolver | None = None,
+    seccomp_json: str | None = None,
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox.
 
     `image_user` is the image's `Config.User`, looked up by the shell when `needs_image_user`;
-    `resolve_subpath` is volume_binds'.
+    `resolve_subpath` is volume_binds'; `seccomp_json` the text of the container's Localhost
+    seccomp profile (`security.seccomp_localhost_file`), read by the shell.
     """
     pod, c = launch.pod, launch.container
     name = str(c["name"])
@@ -572,7 +433,7 @@ def container_create_kwargs(
     if c.get("workingDir"):
         kwargs["working_dir"] = str(c["workingDir"])
     kwargs.update(resource_kwargs(c, field))
-    kwargs.update(security_kwargs(pod, c, image_user))
+    kwargs.update(security_kwargs(pod, c, field, image_user, seccomp_json))
     binds = volume_binds(pod, c, field, node_name, volumes_root, launch.env, resolve_subpath)
     if termination_file:
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
