@@ -27,6 +27,7 @@ from requests.exceptions import RequestException
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
+from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_provider.kube.objects import default_pull_policy
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
@@ -384,6 +385,26 @@ class DockerRuntime:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra={"pod": pod_ref(pod)})
         return state
+
+    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The `type` checks run on this host for a local engine (in the pool: they stat and may
+        create); a remote engine's paths cannot be checked from here, so a typed one fails."""
+        if not self.config.allow.host_path:
+            return {}
+        failed: dict[str, str] = {}
+        for name, path, path_type in host_path_volumes(pod):
+            if self._state_dir is None:
+                if path_type:
+                    failed[name] = (
+                        f"hostPath type check failed: {path} is on the engine's host, which is not "
+                        f"this one ({self._engine.url}): type {path_type} cannot be checked"
+                    )
+                continue
+            try:
+                await self._engine.call(check_host_path, path, path_type)
+            except HostPathTypeError as exc:
+                failed[name] = str(exc)
+        return failed
 
     # --- containers ---
 

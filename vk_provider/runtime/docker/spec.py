@@ -2,20 +2,21 @@
 
 What lives here: the security allowances check (`check_pod_allowed`, raising
 `PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
-kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image,
-hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
-holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
-tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
-securityContext, volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`),
-the termination message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
-mode and fsGroup of their root, as tmpfs options or as the tar entry and helper container
-kwargs the shell applies to a new disk volume), and the container spec hash. The
-securityContext is the kubelet's effective one (the container's over the pod's), and
-runAsNonRoot is verified as the kubelet does against the image's user, which the shell
-inspects when `needs_image_user` says so (`verify_run_as_non_root`: CreateContainerConfigError).
-The kwargs are those of docker-py's `containers.create`. Must not: call Docker or touch
-the filesystem; the shell passes in what it created (sandbox id, volume names, files)
-and the function that resolves a subPath on the host.
+kubelet's allow-list, `sysctls.forbidden_sysctl`; also for image volumes, which this runtime
+does not mount), the sandbox's create kwargs (image, hostname, DNS, host aliases, published
+hostPorts, network, sysctls, the Memory emptyDirs it holds), one container's create kwargs
+from a `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from
+the sandbox, resources by the kubelet's formulas, securityContext, volume mounts with their
+checked subPath/subPathExpr (`paths.subpath_of`), the termination message file), the pod's
+emptyDir volumes (`emptydir_volumes`: the kubelet's mode and fsGroup of their root, as tmpfs
+options or as the tar entry and helper container kwargs the shell applies to a new disk
+volume), and the container spec hash. The securityContext is the kubelet's effective one
+(the container's over the pod's), and runAsNonRoot is verified as the kubelet does against
+the image's user, which the shell inspects when `needs_image_user` says so
+(`verify_run_as_non_root`: CreateContainerConfigError). The kwargs are those of docker-py's
+`containers.create`. Must not: call Docker or touch the filesystem; the shell passes in what
+it created (sandbox id, volume names, files) and the function that resolves a subPath on the
+host.
 """
 
 from __future__ import annotations
@@ -129,6 +130,12 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
     for i, vol in enumerate(spec.get("volumes") or []):
         if "hostPath" in vol and not allow.host_path:
             raise _refuse(f"spec.volumes[{i}].hostPath", "hostPath volumes", "hostPath")
+        if "image" in vol:
+            # Mounts of type image need Docker Engine API 1.48 (Docker 28); not used here.
+            raise PodSpecRefused(
+                f"spec.volumes[{i}].image: image volumes are not supported on this node "
+                "(the Docker runtime does not mount images as volumes)"
+            )
     allowed_caps = {_cap_name(c) for c in allow.capabilities}
     for path, c in _containers(pod):
         sc = c.get("securityContext") or {}

@@ -1,0 +1,160 @@
+"""Volume types beyond the API-backed ones, on real Docker, through the sandbox API: the
+Memory emptyDir's size, hostPath with its `type` checks (hostPath allowed in the node's
+configuration), subPathExpr, and what the node cannot mount (persistentVolumeClaim, csi:
+Pending with FailedMount; image volumes: refused).
+
+What a container sees is read from its log; what the user sees from the pod's status and
+Events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_pods_volumes import wait_logs
+from tests.support.manifests import sh
+from tests.support.planes import Plane
+from tests.support.pod_status import phase, waiting_reason
+from tests.support.provider_harness import ProviderHarness
+from vk_provider.config import Config
+
+pytestmark = pytest.mark.docker
+
+
+class HostPathHarness(ProviderHarness):
+    """The provider with `docker.allow.hostPath: true`."""
+
+    def config(self) -> Config:
+        base = super().config()
+        allow = dataclasses.replace(base.docker.allow, host_path=True)
+        return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
+
+
+async def test_a_memory_emptydir_is_a_tmpfs_of_its_size_limit(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    # Upstream: pkg/volume/emptydir/empty_dir.go setupTmpfs (size= from sizeLimit).
+    script = "df -k /mem | tail -1 | awk '{print $1, $2}'; echo done; sleep 3600"
+    manifest = harness.manifest(
+        "memsize",
+        [sh("main", script, volumeMounts=[{"name": "mem", "mountPath": "/mem"}])],
+        volumes=[{"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "3Mi"}}],
+    )
+    await harness.create(manifest)
+    log = await wait_logs(harness, "memsize", "main", docker_client, "done")
+    assert log.splitlines() == ["tmpfs 3072", "done"]
+
+
+async def test_host_path_types_create_what_is_missing_and_subpath_expr_expands(
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "file").write_text("on the host\n")
+    script = (
+        "stat -c '%n %F %a' /made/dir /made-file /file /null;"
+        " cat /file; echo written > /logs/out; echo done; sleep 3600"
+    )
+    volumes = [
+        {"name": "dir", "hostPath": {"path": str(host / "new" / "dir"), "type": "DirectoryOrCreate"}},
+        {"name": "made", "hostPath": {"path": str(host / "made"), "type": "FileOrCreate"}},
+        {"name": "file", "hostPath": {"path": str(host / "file"), "type": "File"}},
+        {"name": "null", "hostPath": {"path": "/dev/null", "type": "CharDevice"}},
+        {"name": "logs", "hostPath": {"path": str(host / "logs"), "type": "Directory"}},
+    ]
+    (host / "logs").mkdir()
+    mounts = [
+        {"name": "dir", "mountPath": "/made/dir"},
+        {"name": "made", "mountPath": "/made-file"},
+        {"name": "file", "mountPath": "/file", "readOnly": True},
+        {"name": "null", "mountPath": "/null"},
+        # Upstream: kubelet_pods.go makeMounts, subPathExpr expanded from the container's env.
+        {"name": "logs", "mountPath": "/logs", "subPathExpr": "$(POD_NAME)"},
+    ]
+    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    async with HostPathHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
+        manifest = harness.manifest(
+            "hostpaths", [sh("main", script, volumeMounts=mounts, env=env)], volumes=volumes
+        )
+        await harness.create(manifest)
+        log = await wait_logs(harness, "hostpaths", "main", docker_client, "done")
+    assert log.splitlines() == [
+        "/made/dir directory 755",
+        "/made-file regular empty file 644",
+        "/file regular file 644",
+        "/null character special file 666",
+        "on the host",
+        "done",
+    ]
+    assert (host / "logs" / "hostpaths" / "out").read_text() == "written\n"
+
+
+async def test_a_failed_host_path_type_check_keeps_the_pod_creating_with_failed_mount(
+    plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "plain").write_text("x")
+    async with HostPathHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
+        volumes = [{"name": "h", "hostPath": {"path": str(tmp_path / "plain"), "type": "Directory"}}]
+        manifest = harness.manifest(
+            "wrongtype",
+            [sh("main", "sleep 3600", volumeMounts=[{"name": "h", "mountPath": "/h"}])],
+            volumes=volumes,
+        )
+        await harness.create(manifest)
+        event = await harness.wait_event("wrongtype", "FailedMount")
+        pod = await harness.wait_for("wrongtype", lambda p: waiting_reason(p, "main") == "ContainerCreating")
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: {tmp_path}/plain '
+        "is not a directory, it's a File"
+    )
+    assert phase(pod) == "Pending"
+
+
+@pytest.mark.parametrize(
+    ("kind", "source"),
+    [
+        ("persistentVolumeClaim", {"claimName": "data"}),
+        ("csi", {"driver": "secrets-store.csi.k8s.io", "readOnly": True}),
+    ],
+)
+async def test_an_unsupported_volume_type_keeps_the_pod_pending_with_failed_mount(
+    harness: ProviderHarness, kind: str, source: dict[str, Any]
+) -> None:
+    manifest = harness.manifest(
+        "unmountable",
+        [sh("main", "sleep 3600", volumeMounts=[{"name": "data", "mountPath": "/data"}])],
+        volumes=[{"name": "data", kind: source}],
+    )
+    await harness.create(manifest)
+    event = await harness.wait_event("unmountable", "FailedMount")
+    pod = await harness.wait_for("unmountable", lambda p: waiting_reason(p, "main") == "ContainerCreating")
+    assert event["type"] == "Warning"
+    assert event["message"] == (
+        f'MountVolume.SetUp failed for volume "data" : {kind} volumes are not supported on this node: '
+        "it has no volume plugin for them"
+    )
+    assert phase(pod) == "Pending"
+
+
+async def test_an_image_volume_is_refused_with_its_field_path(harness: ProviderHarness) -> None:
+    manifest = harness.manifest(
+        "imagevol",
+        [sh("main", "sleep 3600", volumeMounts=[{"name": "tools", "mountPath": "/tools"}])],
+        volumes=[
+            {"name": "tools", "image": {"reference": "vk-test/busybox:1", "pullPolicy": "IfNotPresent"}}
+        ],
+    )
+    await harness.create(manifest)
+    pod = await harness.wait_for("imagevol", lambda p: phase(p) == "Failed")
+    assert pod["status"]["reason"] == "Forbidden"
+    assert pod["status"]["message"] == (
+        "spec.volumes[0].image: image volumes are not supported on this node "
+        "(the Docker runtime does not mount images as volumes)"
+    )
+    event = await harness.wait_event("imagevol", "Failed")
+    assert event["message"] == f"Error: {pod['status']['message']}"
