@@ -18,7 +18,7 @@ import pytest
 from tests.integration.test_pods_volumes import wait_logs
 from tests.support.manifests import sh
 from tests.support.planes import Plane
-from tests.support.pod_status import phase, waiting_reason
+from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.provider_harness import ProviderHarness
 from vk_provider.config import Config
 
@@ -158,3 +158,23 @@ async def test_an_image_volume_is_refused_with_its_field_path(harness: ProviderH
     )
     event = await harness.wait_event("imagevol", "Failed")
     assert event["message"] == f"Error: {pod['status']['message']}"
+
+
+async def test_a_pod_writing_past_its_disk_emptydir_size_limit_is_evicted(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    # Upstream: eviction_manager.go emptyDirLimitEviction / evictPod.
+    script = "dd if=/dev/zero of=/scratch/fill bs=1048576 count=3 2>/dev/null; echo filled; sleep 3600"
+    manifest = harness.manifest(
+        "filler",
+        [sh("main", script, volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])],
+        volumes=[{"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}],
+    )
+    await harness.create(manifest)
+    await wait_logs(harness, "filler", "main", docker_client, "filled")
+    pod = await harness.wait_for("filler", lambda p: phase(p) == "Failed", within=60)
+    message = 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
+    assert (pod["status"]["reason"], pod["status"]["message"]) == ("Evicted", message)
+    assert "terminated" in container_status(pod, "main")["state"]
+    event = await harness.wait_event("filler", "Evicted")
+    assert (event["type"], event["message"]) == ("Warning", message)

@@ -106,6 +106,11 @@ class Runtime(Protocol):
         (ensure_sandbox refuses such a pod)."""
         ...
 
+    async def volume_usage(self) -> dict[tuple[str, str], int]:
+        """Bytes used by each emptyDir volume of this node's pods, by (pod UID, volume name);
+        one engine-wide query, so call it once per period for the whole node."""
+        ...
+
     def volume_dir(self, uid: str, name: str) -> Path | None:
         """The host directory holding the files of the pod's configMap, secret, downwardAPI or
         projected volume `name` (written by the caller, mounted read-only by start_container);

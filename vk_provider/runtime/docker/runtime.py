@@ -40,6 +40,7 @@ from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
+from vk_provider.runtime.docker.volume_usage import volume_usage
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
@@ -405,6 +406,14 @@ class DockerRuntime:
             except HostPathTypeError as exc:
                 failed[name] = str(exc)
         return failed
+
+    async def volume_usage(self) -> dict[tuple[str, str], int]:
+        """From the engine's `system df` (it sizes every volume of the engine: one call per period)."""
+        try:
+            df: dict[str, Any] = await self._engine.call(self._engine.client.api.df)
+        except EngineErrors as exc:
+            raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
+        return volume_usage(df, self.node_name)
 
     # --- containers ---
 

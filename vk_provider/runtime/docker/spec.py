@@ -421,6 +421,11 @@ def emptydir_root(pod: Mapping[str, Any]) -> tuple[int, int]:
     return EMPTYDIR_MODE | SETGID, int(group)
 
 
+def emptydir_docker_prefix(uid: str) -> str:
+    """What the Docker volume names of a pod's emptyDirs start with (then the volume's name)."""
+    return f"k8s_{uid}_"
+
+
 def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]:
     """One Docker volume per emptyDir, labelled like the pod's containers; Memory medium is a
     tmpfs whose mount options give its root the kubelet's mode and group."""
@@ -440,7 +445,7 @@ def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]
         out.append(
             VolumeSpec(
                 pod_volume=str(vol["name"]),
-                docker_name=f"k8s_{meta.get('uid', '')}_{vol['name']}",
+                docker_name=emptydir_docker_prefix(str(meta.get("uid", ""))) + str(vol["name"]),
                 labels=lb.pod_labels(node_name, pod),
                 driver_opts=opts,
                 mode=mode,
