@@ -10,6 +10,7 @@ Events.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ async def test_host_path_types_create_what_is_missing_and_subpath_expr_expands(
     host.mkdir()
     (host / "file").write_text("on the host\n")
     script = (
-        "stat -c '%n %F %a' /made/dir /made-file /file /null;"
+        "stat -c '%n %F %a %g' /made/dir /made-file /file /null;"
         " cat /file; echo written > /logs/out; echo done; sleep 3600"
     )
     volumes = [
@@ -78,15 +79,19 @@ async def test_host_path_types_create_what_is_missing_and_subpath_expr_expands(
     env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
     async with HostPathHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
         manifest = harness.manifest(
-            "hostpaths", [sh("main", script, volumeMounts=mounts, env=env)], volumes=volumes
+            "hostpaths",
+            [sh("main", script, volumeMounts=mounts, env=env)],
+            volumes=volumes,
+            securityContext={"fsGroup": 3456},
         )
         await harness.create(manifest)
         log = await wait_logs(harness, "hostpaths", "main", docker_client, "done")
+    # The kubelet gives a hostPath to no fsGroup (host_path.go: SetUp sets no ownership).
     assert log.splitlines() == [
-        "/made/dir directory 755",
-        "/made-file regular empty file 644",
-        "/file regular file 644",
-        "/null character special file 666",
+        f"/made/dir directory 755 {os.getegid()}",
+        f"/made-file regular empty file 644 {os.getegid()}",
+        f"/file regular file 644 {os.getegid()}",
+        "/null character special file 666 0",
         "on the host",
         "done",
     ]
