@@ -35,17 +35,21 @@ class HostPathHarness(ProviderHarness):
         return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
 
 
+async def create_with_volume(
+    harness: ProviderHarness, name: str, script: str, volume: dict[str, Any]
+) -> None:
+    """Create pod `name`: one busybox container running `script`, `volume` mounted at /v."""
+    mounts = [{"name": volume["name"], "mountPath": "/v"}]
+    await harness.create(harness.manifest(name, [sh("main", script, volumeMounts=mounts)], volumes=[volume]))
+
+
 async def test_a_memory_emptydir_is_a_tmpfs_of_its_size_limit(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
     # Upstream: pkg/volume/emptydir/empty_dir.go setupTmpfs (size= from sizeLimit).
-    script = "df -k /mem | tail -1 | awk '{print $1, $2}'; echo done; sleep 3600"
-    manifest = harness.manifest(
-        "memsize",
-        [sh("main", script, volumeMounts=[{"name": "mem", "mountPath": "/mem"}])],
-        volumes=[{"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "3Mi"}}],
-    )
-    await harness.create(manifest)
+    script = "df -k /v | tail -1 | awk '{print $1, $2}'; echo done; sleep 3600"
+    volume = {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "3Mi"}}
+    await create_with_volume(harness, "memsize", script, volume)
     log = await wait_logs(harness, "memsize", "main", docker_client, "done")
     assert log.splitlines() == ["tmpfs 3072", "done"]
 
@@ -98,26 +102,26 @@ async def test_host_path_types_create_what_is_missing_and_subpath_expr_expands(
     assert (host / "logs" / "hostpaths" / "out").read_text() == "written\n"
 
 
+async def failed_mount_message(harness: ProviderHarness, name: str, volume: dict[str, Any]) -> str:
+    """Create a pod mounting `volume`; it stays Pending in ContainerCreating: its FailedMount text."""
+    await create_with_volume(harness, name, "sleep 3600", volume)
+    event = await harness.wait_event(name, "FailedMount")
+    pod = await harness.wait_for(name, lambda p: waiting_reason(p, "main") == "ContainerCreating")
+    assert (event["type"], phase(pod)) == ("Warning", "Pending")
+    return str(event["message"])
+
+
 async def test_a_failed_host_path_type_check_keeps_the_pod_creating_with_failed_mount(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> None:
     (tmp_path / "plain").write_text("x")
+    volume = {"name": "h", "hostPath": {"path": str(tmp_path / "plain"), "type": "Directory"}}
     async with HostPathHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
-        volumes = [{"name": "h", "hostPath": {"path": str(tmp_path / "plain"), "type": "Directory"}}]
-        manifest = harness.manifest(
-            "wrongtype",
-            [sh("main", "sleep 3600", volumeMounts=[{"name": "h", "mountPath": "/h"}])],
-            volumes=volumes,
-        )
-        await harness.create(manifest)
-        event = await harness.wait_event("wrongtype", "FailedMount")
-        pod = await harness.wait_for("wrongtype", lambda p: waiting_reason(p, "main") == "ContainerCreating")
-    assert event["type"] == "Warning"
-    assert event["message"] == (
+        message = await failed_mount_message(harness, "wrongtype", volume)
+    assert message == (
         f'MountVolume.SetUp failed for volume "h" : hostPath type check failed: {tmp_path}/plain '
         "is not a directory, it's a File"
     )
-    assert phase(pod) == "Pending"
 
 
 @pytest.mark.parametrize(
@@ -130,31 +134,16 @@ async def test_a_failed_host_path_type_check_keeps_the_pod_creating_with_failed_
 async def test_an_unsupported_volume_type_keeps_the_pod_pending_with_failed_mount(
     harness: ProviderHarness, kind: str, source: dict[str, Any]
 ) -> None:
-    manifest = harness.manifest(
-        "unmountable",
-        [sh("main", "sleep 3600", volumeMounts=[{"name": "data", "mountPath": "/data"}])],
-        volumes=[{"name": "data", kind: source}],
-    )
-    await harness.create(manifest)
-    event = await harness.wait_event("unmountable", "FailedMount")
-    pod = await harness.wait_for("unmountable", lambda p: waiting_reason(p, "main") == "ContainerCreating")
-    assert event["type"] == "Warning"
-    assert event["message"] == (
+    message = await failed_mount_message(harness, "unmountable", {"name": "data", kind: source})
+    assert message == (
         f'MountVolume.SetUp failed for volume "data" : {kind} volumes are not supported on this node: '
         "it has no volume plugin for them"
     )
-    assert phase(pod) == "Pending"
 
 
 async def test_an_image_volume_is_refused_with_its_field_path(harness: ProviderHarness) -> None:
-    manifest = harness.manifest(
-        "imagevol",
-        [sh("main", "sleep 3600", volumeMounts=[{"name": "tools", "mountPath": "/tools"}])],
-        volumes=[
-            {"name": "tools", "image": {"reference": "vk-test/busybox:1", "pullPolicy": "IfNotPresent"}}
-        ],
-    )
-    await harness.create(manifest)
+    image = {"reference": "vk-test/busybox:1", "pullPolicy": "IfNotPresent"}
+    await create_with_volume(harness, "imagevol", "sleep 3600", {"name": "tools", "image": image})
     pod = await harness.wait_for("imagevol", lambda p: phase(p) == "Failed")
     assert pod["status"]["reason"] == "Forbidden"
     assert pod["status"]["message"] == (
@@ -169,13 +158,8 @@ async def test_a_pod_writing_past_its_disk_emptydir_size_limit_is_evicted(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
     # Upstream: eviction_manager.go emptyDirLimitEviction / evictPod.
-    script = "dd if=/dev/zero of=/scratch/fill bs=1048576 count=3 2>/dev/null; echo filled; sleep 3600"
-    manifest = harness.manifest(
-        "filler",
-        [sh("main", script, volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])],
-        volumes=[{"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}],
-    )
-    await harness.create(manifest)
+    script = "dd if=/dev/zero of=/v/fill bs=1048576 count=3 2>/dev/null; echo filled; sleep 3600"
+    await create_with_volume(harness, "filler", script, {"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}})
     await wait_logs(harness, "filler", "main", docker_client, "filled")
     pod = await harness.wait_for("filler", lambda p: phase(p) == "Failed", within=60)
     message = 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". '
