@@ -54,6 +54,7 @@ from vk_provider.runtime.types import (
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
+    PodSpecRefused,
     RuntimeEvent,
     RuntimeFailure,
     RuntimeInfo,
@@ -390,8 +391,10 @@ class DockerRuntime:
     async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """The `type` checks run on this host for a local engine (in the pool: they stat and may
         create); a remote engine's paths cannot be checked from here, so a typed one fails."""
-        if not self.config.allow.host_path:
-            return {}
+        try:
+            sp.check_pod_allowed(pod, self.config.allow)
+        except PodSpecRefused:
+            return {}  # ensure_sandbox refuses the pod: nothing is made on the host for it
         failed: dict[str, str] = {}
         for name, path, path_type in host_path_volumes(pod):
             if self._state_dir is None:
