@@ -100,6 +100,8 @@ class EmptyDirEviction:
                 await self.check()
             except RuntimeFailure as exc:
                 log.warning("cannot measure the emptyDir volumes: %s", exc.message)
+            except Exception:
+                log.exception("the emptyDir sizeLimit check failed")  # the next period tries again
 
     async def check(self) -> None:
         """One pass: no engine query unless some pod has a disk sizeLimit."""
