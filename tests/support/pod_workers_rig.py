@@ -88,6 +88,9 @@ class MemoryRuntime:
             self._put(meta["uid"], sandbox=sandbox)
         return sandbox
 
+    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        return {}
+
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         uid = launch.pod["metadata"]["uid"]
         inst = ContainerInstance(

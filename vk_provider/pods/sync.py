@@ -4,12 +4,13 @@ What lives here: `PodSync`, the syncer the pod workers' state machine (`pods/wor
 calls. `sync` compares the pod's spec with the runtime's observed `PodRuntimeState` (read
 once, and again only when the sync started or stopped something) and does the next steps:
 activeDeadlineSeconds (also armed as a timer, so a pod past it is killed without waiting
-for a resync), the API-backed volumes' files (FailedMount Events while they cannot be set
-up), the sandbox, then the containers through the `ContainerPipeline` of
-`pods/containers.py`; it publishes the generated status to the StatusManager with the
-ProbeManager's readiness / startup results. `terminate` kills the containers (preStop,
-grace period) and the sandbox, then publishes the terminal status; `cleanup` forgets a
-removed pod (its containers, volumes, status and backoff). Built from one `SyncDeps`.
+for a resync), the volumes (FailedMount Events while one cannot be set up: an unsupported
+type, a failed hostPath type check, the API-backed volumes' files), the sandbox, then the
+containers through the `ContainerPipeline` of `pods/containers.py`; it publishes the
+generated status to the StatusManager with the ProbeManager's readiness / startup results.
+`terminate` kills the containers (preStop, grace period) and the sandbox, then publishes the
+terminal status; `cleanup` forgets a removed pod (its containers, volumes, status and
+backoff). Built from one `SyncDeps`.
 Must not: decide when a pod syncs or terminates (the workers do), act on one container
 itself (the pipeline does), write to the apiserver (StatusManager and EventRecorder do),
 or know about Docker.
@@ -36,6 +37,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
+from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
 from vk_provider.pods.volumes import failed_mount_message
 from vk_provider.pods.work import MOUNT_RETRY_FIRST_SECONDS, PodWork, wake_in
@@ -159,10 +161,14 @@ class PodSync:
         return status.get("phase") in TERMINAL_PHASES
 
     async def _mount_volumes(self, work: PodWork, state: PodRuntimeState | None) -> bool:
-        """Write the pod's configMap, secret, downwardAPI and projected volumes (again: their content
-        follows the API). False while a volume of a pod that never ran cannot be set up: it stays
-        ContainerCreating, retried soon. Running containers keep the volume's last content."""
-        failed = await self._volumes.setup(work.pod)
+        """Set up the pod's volumes: none of a type the node cannot mount (`volume_sources`), the
+        hostPath type checks (the runtime's), the configMap, secret, downwardAPI and projected
+        files (again: their content follows the API). False while a volume of a pod that never
+        ran cannot be set up: it stays ContainerCreating, retried soon. Running containers keep
+        the volume's last content."""
+        failed = unsupported_volumes(work.pod)
+        failed.update(await self._runtime.setup_host_paths(work.pod))
+        failed.update(await self._volumes.setup(work.pod))
         if not failed:
             work.volumes_mounted = True
             work.mount_retry = MOUNT_RETRY_FIRST_SECONDS

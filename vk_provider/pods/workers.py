@@ -8,8 +8,9 @@ runs syncing -> terminating -> terminated, calling its `PodSyncer` (`sync`, `ter
 of each state. A failed step records FailedSync and is retried. `adopt` and the
 housekeeping pass make a restart safe: containers of pods that still exist are kept as they
 are, those of vanished pods are stopped and removed; housekeeping also drops the backoff
-entries that expired (the kubelet's HandlePodCleanups). The per-pod record is
-`pods/work.py`, the pure rules `pods/policy.py`.
+entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction manager's
+kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
+per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
 (StatusManager and EventRecorder do), or know about Docker.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
@@ -28,6 +29,7 @@ from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodUpdate, UpdateKind
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import ObjectGetter
+from vk_provider.pods.eviction import EVICTED, EVICTION_GRACE_SECONDS, EmptyDirEviction
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, jitter
 from vk_provider.pods.sync import PodSync
@@ -100,7 +102,9 @@ class PodWorkers:
                 request_token=request_token,
             )
         )
+        self._eviction = EmptyDirEviction(runtime, self._running_pods, self.evict)
         self._events_task: asyncio.Task[None] | None = None
+        self._eviction_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -130,6 +134,7 @@ class PodWorkers:
 
     async def start(self) -> None:
         self._events_task = asyncio.create_task(self._pump_events(), name="pod workers: runtime events")
+        self._eviction_task = asyncio.create_task(self._eviction.run(), name="pod workers: emptyDir eviction")
 
     def start_housekeeping(self, interval: float = HOUSEKEEPING_SECONDS) -> None:
         """Periodically remove containers of pods no worker knows (call once the sources synced)."""
@@ -151,7 +156,7 @@ class PodWorkers:
         """Stop every worker; the pods' containers keep running."""
         self._closing = True
         tasks = [w.task for w in self._work.values() if w.task is not None]
-        tasks.extend(t for t in (self._events_task, self._housekeeping) if t is not None)
+        tasks.extend(t for t in (self._events_task, self._eviction_task, self._housekeeping) if t is not None)
         await cancel_and_wait(*tasks)
         await self._probes.stop()
 
@@ -184,6 +189,21 @@ class PodWorkers:
             work.kill = True
         if update.kind != UpdateKind.RECONCILE or work.kill or need_to_reconcile_pod_readiness(update.pod):
             work.doorbell.set()
+
+    def _running_pods(self) -> list[Mapping[str, Any]]:
+        return [w.pod for w in self._work.values() if w.state == WorkerState.SYNCING and not w.kill]
+
+    def evict(self, uid: str, message: str) -> None:
+        """The eviction manager's evictPod: the Event, then the pod is killed with a 1s grace
+        period and ends Failed with reason Evicted and `message`."""
+        work = self._work.get(uid)
+        if work is None or work.kill or work.state != WorkerState.SYNCING:
+            return
+        self._recorder.event(work.pod, "Warning", EVICTED, message)
+        work.terminal_reason = (EVICTED, message)
+        work.grace = EVICTION_GRACE_SECONDS
+        work.kill = True
+        work.doorbell.set()
 
     async def _pump_events(self) -> None:
         while True:

@@ -99,6 +99,18 @@ class Runtime(Protocol):
         """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends."""
         ...
 
+    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """Set up the pod's hostPath volumes as the kubelet's hostPath plugin does (the `type`
+        checks, DirectoryOrCreate / FileOrCreate made on the engine's host); the failed ones as
+        volume name -> error text. Nothing is checked or made when hostPath is not allowed
+        (ensure_sandbox refuses such a pod)."""
+        ...
+
+    async def volume_usage(self) -> dict[tuple[str, str], int]:
+        """Bytes used by each emptyDir volume of this node's pods, by (pod UID, volume name);
+        one engine-wide query, so call it once per period for the whole node."""
+        ...
+
     def volume_dir(self, uid: str, name: str) -> Path | None:
         """The host directory holding the files of the pod's configMap, secret, downwardAPI or
         projected volume `name` (written by the caller, mounted read-only by start_container);

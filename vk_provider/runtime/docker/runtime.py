@@ -30,6 +30,7 @@ from requests.exceptions import RequestException
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
+from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_provider.kube.objects import default_pull_policy
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
@@ -43,6 +44,7 @@ from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
+from vk_provider.runtime.docker.volume_usage import volume_usage
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
@@ -56,6 +58,7 @@ from vk_provider.runtime.types import (
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
+    PodSpecRefused,
     RuntimeEvent,
     RuntimeFailure,
     RuntimeInfo,
@@ -393,6 +396,36 @@ class DockerRuntime:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra={"pod": pod_ref(pod)})
         return state
+
+    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+        """The `type` checks run on this host for a local engine (in the pool: they stat and may
+        create); a remote engine's paths cannot be checked from here, so a typed one fails."""
+        try:
+            sp.check_pod_allowed(pod, self.config.allow)
+        except PodSpecRefused:
+            return {}  # ensure_sandbox refuses the pod: nothing is made on the host for it
+        failed: dict[str, str] = {}
+        for name, path, path_type in host_path_volumes(pod):
+            if self._state_dir is None:
+                if path_type:
+                    failed[name] = (
+                        f"hostPath type check failed: {path} is on the engine's host, which is not "
+                        f"this one ({self._engine.url}): type {path_type} cannot be checked"
+                    )
+                continue
+            try:
+                await self._engine.call(check_host_path, path, path_type)
+            except HostPathTypeError as exc:
+                failed[name] = str(exc)
+        return failed
+
+    async def volume_usage(self) -> dict[tuple[str, str], int]:
+        """From the engine's `system df` (it sizes every volume of the engine: one call per period)."""
+        try:
+            df: dict[str, Any] = await self._engine.call(self._engine.client.api.df)
+        except EngineErrors as exc:
+            raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
+        return volume_usage(df, self.node_name)
 
     # --- containers ---
 

@@ -2,7 +2,8 @@
 
 What lives here: the security allowances check (`check_pod_allowed`, raising
 `PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
-kubelet's allow-list, `sysctls.forbidden_sysctl`), the sandbox's create kwargs (image,
+kubelet's allow-list, `sysctls.forbidden_sysctl`; also for image volumes, which this runtime
+does not mount), the sandbox's create kwargs (image,
 hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
 holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
 tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
@@ -115,6 +116,12 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
     for i, vol in enumerate(spec.get("volumes") or []):
         if "hostPath" in vol and not allow.host_path:
             raise _refuse(f"spec.volumes[{i}].hostPath", "hostPath volumes", "hostPath")
+        if "image" in vol:
+            # Mounts of type image need Docker Engine API 1.48 (Docker 28); not used here.
+            raise PodSpecRefused(
+                f"spec.volumes[{i}].image: image volumes are not supported on this node "
+                "(the Docker runtime does not mount images as volumes)"
+            )
     allowed_caps = {cap_name(c) for c in allow.capabilities}
     for path, c in pod_containers(pod):
         sc = c.get("securityContext") or {}
@@ -273,6 +280,11 @@ def emptydir_root(pod: Mapping[str, Any]) -> tuple[int, int]:
     return EMPTYDIR_MODE | SETGID, int(group)
 
 
+def emptydir_docker_prefix(uid: str) -> str:
+    """What the Docker volume names of a pod's emptyDirs start with (then the volume's name)."""
+    return f"k8s_{uid}_"
+
+
 def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]:
     """One Docker volume per emptyDir, labelled like the pod's containers; Memory medium is a
     tmpfs whose mount options give its root the kubelet's mode and group."""
@@ -292,7 +304,7 @@ def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]
         out.append(
             VolumeSpec(
                 pod_volume=str(vol["name"]),
-                docker_name=f"k8s_{meta.get('uid', '')}_{vol['name']}",
+                docker_name=emptydir_docker_prefix(str(meta.get("uid", ""))) + str(vol["name"]),
                 labels=lb.pod_labels(node_name, pod),
                 driver_opts=opts,
                 mode=mode,
