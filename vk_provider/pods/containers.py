@@ -333,8 +333,9 @@ class ContainerPipeline:
         self._deps.recorder.event(
             pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp
         )
-        work.runtime_changed = True
-        await self._deps.runtime.stop_container(instance.container_id, grace)
+        # kuberuntime_container.go startContainer: killContainer(..., "FailedPostStartHook", ...),
+        # the Killing Event's message, preStop included.
+        await self.kill(work, instance, grace, pod_ip, message="FailedPostStartHook")
         return False
 
     def _container_spec(self, pod: Mapping[str, Any], instance: ContainerInstance) -> Mapping[str, Any]:
