@@ -9,16 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.support.images import BUSYBOX_IMAGE
+from tests.support.manifests import sh
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
 
 pytestmark = pytest.mark.docker
-
-
-def sh(name: str, script: str, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **fields}
 
 
 async def terminated_message(harness: ProviderHarness, name: str, container: str = "main") -> str:
