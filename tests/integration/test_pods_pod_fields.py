@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
 from tests.support.manifests import sh
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
@@ -54,14 +55,7 @@ async def test_managed_etc_hosts_fqdn_hostname_and_shared_process_namespace(harn
     fqdn = f"h1.sub.{NAMESPACE}.svc.cluster.local"
     hosts, _, rest = message.partition("HOSTNAME=")
     assert hosts == (
-        "# Kubernetes-managed hosts file.\n"
-        "127.0.0.1\tlocalhost\n"
-        "::1\tlocalhost ip6-localhost ip6-loopback\n"
-        "fe00::0\tip6-localnet\n"
-        "fe00::0\tip6-mcastprefix\n"
-        "fe00::1\tip6-allnodes\n"
-        "fe00::2\tip6-allrouters\n"
-        f"{ip}\t{fqdn}\th1\n"
+        MANAGED_HOSTS_PREAMBLE + f"{ip}\t{fqdn}\th1\n"
         "\n"
         "# Entries added by HostAliases.\n"
         "10.1.2.3\tfoo.local\tbar.local\n"

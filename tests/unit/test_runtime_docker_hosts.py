@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import hosts, spec
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -60,20 +61,13 @@ def test_managed_hosts_file_is_the_kubelets_byte_for_byte() -> None:
     ]
     content = hosts.pod_hosts_file(pod(hostname="h", subdomain="sub", hostAliases=aliases), ["172.17.0.3"])
     assert content == (
-        "# Kubernetes-managed hosts file.\n"
-        "127.0.0.1\tlocalhost\n"
-        "::1\tlocalhost ip6-localhost ip6-loopback\n"
-        "fe00::0\tip6-localnet\n"
-        "fe00::0\tip6-mcastprefix\n"
-        "fe00::1\tip6-allnodes\n"
-        "fe00::2\tip6-allrouters\n"
-        "172.17.0.3\th.sub.ns.svc.cluster.local\th\n"
+        MANAGED_HOSTS_PREAMBLE + "172.17.0.3\th.sub.ns.svc.cluster.local\th\n"
         "\n"
         "# Entries added by HostAliases.\n"
         "10.1.2.3\tfoo.local\tbar.local\n"
         "10.9.9.9\tz\n"
     )
-    assert hosts.pod_hosts_file(pod(), ["172.17.0.3"]).endswith("fe00::2\tip6-allrouters\n172.17.0.3\tweb\n")
+    assert hosts.pod_hosts_file(pod(), ["172.17.0.3"]) == MANAGED_HOSTS_PREAMBLE + "172.17.0.3\tweb\n"
 
 
 def _launch(p: dict[str, Any]) -> ContainerLaunch:
