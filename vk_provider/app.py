@@ -5,10 +5,10 @@ tests), `run_provider(config)`, the entry point that runs a Provider until SIGTE
 SIGINT, and `clean_node(config)`, which removes what the node's pods left in the engine.
 Start order: the runtime (`runtime.build`), the event recorder, the kubelet API
 server (its bound port is what the Node advertises), node registration, the status
-manager, the pod workers, mirror pods, then the pod sources (`pods.sources`: the static
-pods, then adoption and the API source once the apiserver answers). Stop is the reverse
-and never stops the pods' containers. Must not: contain pod, node or status logic of its
-own, or know which container engine runs the pods.
+manager, the services reflector (`kube.services`), the pod workers, mirror pods, then the
+pod sources (`pods.sources`: the static pods, then adoption and the API source once the
+apiserver answers). Stop is the reverse and never stops the pods' containers. Must not:
+contain pod, node or status logic of its own, or know which container engine runs the pods.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.permissions import PermissionReporter
+from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.logging import get_logger
@@ -61,6 +62,7 @@ class Provider:
         self.kubelet: KubeletServer | None = None
         self.node: NodeAgent | None = None
         self.status: StatusManager | None = None
+        self.services: ServiceLister | None = None
         self.workers: PodWorkers | None = None
         self.mirrors: MirrorPods | None = None
         self.sources: PodSources | None = None
@@ -88,6 +90,8 @@ class Provider:
         )
         self.kubelet.counter_sources.append(self.status.counters.series)
         await self.status.start()
+        self.services = services = ServiceLister(client)
+        await services.start()
         self.workers = PodWorkers(
             runtime,
             self.status,
@@ -98,6 +102,7 @@ class Provider:
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
             request_token=make_token_requester(client),
+            services=services,
         )
         await self.workers.start()
         await self.mirrors.start()
@@ -122,6 +127,7 @@ class Provider:
             self.mirrors,
             self.workers,
             self.status,
+            self.services,
             self.kubelet,
             self.node,
             self.recorder,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import pytest
 from aiohttp import web
 
+from tests.support.grpc_health_server import HealthServer
 from tests.support.ports import free_port
-from vk_provider.probes.handlers import GRPC_UNSUPPORTED, ProbeError, ProbeOutcome, run_probe
+from vk_provider.probes.handlers import ProbeError, ProbeOutcome, run_probe
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, parse_probe
 from vk_provider.runtime.protocol import Runtime
@@ -80,5 +82,46 @@ async def test_tcp_socket_open_and_closed() -> None:
     assert closed == ProbeOutcome(Result.FAILURE, f"dial tcp 127.0.0.1:{port}: connect: connection refused")
 
 
-async def test_grpc_is_unsupported_and_fails() -> None:
-    assert await probe({"grpc": {"port": 9000}}) == ProbeOutcome(Result.FAILURE, GRPC_UNSUPPORTED)
+async def test_grpc_health_check_against_a_real_h2c_server() -> None:
+    async with HealthServer() as server:
+        server.statuses.update({"ready": "SERVING", "busy": "NOT_SERVING"})
+        assert await probe({"grpc": {"port": server.port}}) == ProbeOutcome(Result.SUCCESS, "service healthy")
+        assert server.requests[-1][0] == ""
+        assert server.requests[-1][1].startswith("kube-probe/")
+        ready = await probe({"grpc": {"port": server.port, "service": "ready"}})
+        assert ready == ProbeOutcome(Result.SUCCESS, "service healthy")
+        assert server.requests[-1][0] == "ready"
+        busy = await probe({"grpc": {"port": server.port, "service": "busy"}})
+        assert busy == ProbeOutcome(Result.FAILURE, 'service unhealthy (responded with "NOT_SERVING")')
+        unknown = await probe({"grpc": {"port": server.port, "service": "nope"}})
+        assert unknown == ProbeOutcome(
+            Result.FAILURE,
+            "error: health rpc probe failed: rpc error: code = NotFound desc = unknown service",
+        )
+        server.implements_health = False
+        plain = await probe({"grpc": {"port": server.port}})
+        assert plain == ProbeOutcome(
+            Result.FAILURE,
+            "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): "
+            "unknown service grpc.health.v1.Health",
+        )
+
+
+async def test_grpc_nothing_listening_times_out_like_a_blocking_dial() -> None:
+    port = free_port()
+    began = time.monotonic()
+    outcome = await probe({"grpc": {"port": port}, "timeoutSeconds": 1})
+    assert outcome == ProbeOutcome(
+        Result.FAILURE,
+        f'timeout: failed to connect service "127.0.0.1:{port}" within 1s: context deadline exceeded',
+    )
+    assert 0.9 <= time.monotonic() - began < 5
+
+
+async def test_grpc_a_server_that_never_answers_is_an_rpc_timeout() -> None:
+    with socket.socket() as listener:  # accepts (the backlog) but never speaks HTTP/2
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        outcome = await probe({"grpc": {"port": port}, "timeoutSeconds": 1})
+    assert outcome == ProbeOutcome(Result.FAILURE, "timeout: health rpc did not complete within 1s")

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from vk_provider.config import DockerAllow, DockerConfig
-from vk_provider.runtime.docker import spec
+from vk_provider.runtime.docker import hosts, spec
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
@@ -195,7 +195,7 @@ def test_cluster_first_falls_back_to_engine_dns() -> None:
 def test_hostname_truncated_like_kubelet() -> None:
     pod = make_pod()
     pod["metadata"]["name"] = "a" * 62 + "-b" + "c" * 10
-    assert spec.pod_hostname(pod) == "a" * 62
+    assert hosts.kernel_hostname(pod) == "a" * 62
 
 
 def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:

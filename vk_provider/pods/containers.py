@@ -40,6 +40,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
+from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -277,6 +278,7 @@ class ContainerPipeline:
                     pod_ips=(sandbox.ip,) if sandbox.ip else (), host_ips=(host_ip,) if host_ip else ()
                 ),
                 node_allocatable=self._deps.node_allocatable(),
+                service_env=pod_service_env(pod, self._deps.services),
             )
             for reason, message in resolved.warnings:
                 self._deps.recorder.event(pod, "Warning", reason, message, field_path=fp)
@@ -331,8 +333,9 @@ class ContainerPipeline:
         self._deps.recorder.event(
             pod, "Warning", "FailedPostStartHook", "PostStartHook failed", field_path=fp
         )
-        work.runtime_changed = True
-        await self._deps.runtime.stop_container(instance.container_id, grace)
+        # kuberuntime_container.go startContainer: killContainer(..., "FailedPostStartHook", ...),
+        # the Killing Event's message, preStop included.
+        await self.kill(work, instance, grace, pod_ip, message="FailedPostStartHook")
         return False
 
     def _container_spec(self, pod: Mapping[str, Any], instance: ContainerInstance) -> Mapping[str, Any]:

@@ -2,8 +2,9 @@
 
 What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
-the crash-loop / image backoff, the object getter, the node's addresses and allocatable
-and the TokenRequest poster. PodWorkers builds it once.
+the crash-loop / image backoff, the object getter, the node's addresses and allocatable,
+the TokenRequest poster and the services (for the service environment variables).
+PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
+from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.volume_writer import TokenRequester
 from vk_provider.pods.work import EventSink, StatusSink
 from vk_provider.probes.manager import ProbeManager
@@ -33,3 +35,4 @@ class SyncDeps:
     host_ip: Callable[[], str]
     node_allocatable: Callable[[], Mapping[str, str]]
     request_token: TokenRequester | None = None
+    services: ServiceSource | None = None  # None: no service environment variables

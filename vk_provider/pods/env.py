@@ -1,10 +1,10 @@
 """Container environment resolution, as the kubelet does it before creating a container.
 
-What lives here: `expand` (the kubelet's `$(VAR)` expansion with `$$` escaping and
-unresolvable references kept as written), `resolve_container_env` (envFrom with prefix,
-env from value / fieldRef / resourceFieldRef / configMapKeyRef / secretKeyRef, then
-command and args expansion). ConfigMaps and Secrets come through an injected async
-getter, so this module needs no apiserver. A missing mandatory reference raises
+What lives here: `expand` (the kubelet's `$(VAR)` expansion with `$$` escaping and unresolvable
+references kept as written), `resolve_container_env` (envFrom with prefix, env from value /
+fieldRef / resourceFieldRef / configMapKeyRef / secretKeyRef, then command and args expansion;
+the service variables of pods/service_env.py join last). ConfigMaps and Secrets come through an
+injected async getter, so this module needs no apiserver. A missing mandatory reference raises
 `ContainerConfigError` with the kubelet's message.
 Must not: talk to the apiserver or Docker itself, or log values (they may be secrets).
 
@@ -229,17 +229,27 @@ async def resolve_container_env(
     getter: ObjectGetter,
     addresses: PodAddresses,
     node_allocatable: Mapping[str, str] | None = None,
+    service_env: Mapping[str, str] | None = None,
 ) -> ResolvedEnv:
-    """Resolve one container's environment, command and args; raise ContainerConfigError."""
+    """Resolve one container's environment, command and args; raise ContainerConfigError.
+
+    `service_env` (pods/service_env.py) is visible to `$(VAR)` references after the
+    container's own variables, and fills in the names the container does not define.
+    """
     namespace = (pod.get("metadata") or {}).get("namespace", "")
     lookups = _Lookups(getter, namespace)
+    services = service_env or {}
     values: dict[str, str] = {}
     warnings = await _env_from(container, lookups, namespace, values)
+
+    def lookup(name: str) -> str | None:  # expansion.MappingFuncFor(tmpEnv, serviceEnv)
+        return values[name] if name in values else services.get(name)
+
     for item in container.get("env") or []:
         name = item.get("name", "")
         source = item.get("valueFrom")
         if source is None:
-            values[name] = expand(str(item.get("value", "")), values.get)
+            values[name] = expand(str(item.get("value", "")), lookup)
             continue
         value: str | None
         if "fieldRef" in source:
@@ -254,6 +264,7 @@ async def resolve_container_env(
             raise ContainerConfigError(f"unsupported valueFrom in env {name}")
         if value is not None:
             values[name] = value
+    values.update({k: v for k, v in services.items() if k not in values})
     return ResolvedEnv(
         env=tuple(values.items()),
         command=_expand_list(container.get("command"), values),

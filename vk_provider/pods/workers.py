@@ -32,6 +32,7 @@ from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.eviction import EVICTED, EVICTION_GRACE_SECONDS, EmptyDirEviction
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, jitter
+from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.sync import PodSync
 from vk_provider.pods.volume_writer import TokenRequester
 from vk_provider.pods.work import EventSink, PodWork, StatusSink, WorkerState, wake_in
@@ -80,6 +81,7 @@ class PodWorkers:
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
         request_token: TokenRequester | None = None,
+        services: ServiceSource | None = None,
     ) -> None:
         """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
         self._runtime = runtime
@@ -100,6 +102,7 @@ class PodWorkers:
                 host_ip=host_ip,
                 node_allocatable=node_allocatable,
                 request_token=request_token,
+                services=services,
             )
         )
         self._eviction = EmptyDirEviction(runtime, self._running_pods, self.evict)

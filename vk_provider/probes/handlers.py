@@ -5,9 +5,8 @@ What lives here: `run_probe(runtime, container, container_id, spec, pod_ip)`, wh
 `Unhealthy` Event) and raises `ProbeError` when the probe could not be run at all (the
 kubelet then throws the result away). Must not: apply thresholds or emit Events.
 
-Upstream: pkg/kubelet/prober/prober.go (runProbe) and pkg/probe/{exec,http,tcp}/.
-gRPC probes need a gRPC client, which vk-provider does not ship: they always fail with
-`GRPC_UNSUPPORTED`.
+Upstream: pkg/kubelet/prober/prober.go (runProbe) and pkg/probe/{exec,http,tcp}/; the gRPC
+health call is probes/grpc_health.py's (pkg/probe/grpc/).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 import aiohttp
 
 from vk_provider.kube_version import KUBE_MINOR_VERSION
+from vk_provider.probes.grpc_health import grpc_probe
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeSpec
 from vk_provider.runtime.protocol import Runtime
@@ -28,7 +28,6 @@ from vk_provider.runtime.types import RuntimeFailure
 
 MAX_OUTPUT = 10 * 1024  # pkg/probe: at most 10 KiB of output or body is kept
 USER_AGENT = f"kube-probe/{KUBE_MINOR_VERSION}"  # pkg/probe/http/request.go userAgent: <major>.<minor>
-GRPC_UNSUPPORTED = "gRPC probes are not supported by vk-provider"
 
 
 @dataclass(frozen=True)
@@ -150,6 +149,17 @@ async def _tcp(container: Mapping[str, Any], spec: ProbeSpec, pod_ip: str) -> Pr
     return ProbeOutcome(Result.SUCCESS)
 
 
+async def _grpc(spec: ProbeSpec, pod_ip: str) -> ProbeOutcome:
+    """prober.go: the pod IP (a gRPC probe has no host), the probe's port and service."""
+    if not pod_ip:
+        raise ProbeError("the pod has no IP address yet")
+    handler = spec.handler
+    healthy, output = await grpc_probe(
+        pod_ip, int(handler.get("port") or 0), str(handler.get("service") or ""), spec.timeout, USER_AGENT
+    )
+    return ProbeOutcome(Result.SUCCESS if healthy else Result.FAILURE, output)
+
+
 async def run_probe(
     runtime: Runtime, container: Mapping[str, Any], container_id: str, spec: ProbeSpec, pod_ip: str
 ) -> ProbeOutcome:
@@ -160,5 +170,5 @@ async def run_probe(
     if spec.kind == "tcpSocket":
         return await _tcp(container, spec, pod_ip)
     if spec.kind == "grpc":
-        return ProbeOutcome(Result.FAILURE, GRPC_UNSUPPORTED)
+        return await _grpc(spec, pod_ip)
     raise ProbeError(f"missing probe handler for {container.get('name', '')}")

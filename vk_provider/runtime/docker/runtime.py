@@ -34,7 +34,7 @@ from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_
 from vk_provider.kube.objects import default_pull_policy
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
-from vk_provider.runtime.docker import images
+from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
@@ -467,6 +467,25 @@ class DockerRuntime:
             return None
         return str(path)
 
+    def _hosts_file(self, launch: ContainerLaunch) -> str | None:
+        """Write the pod's kubelet-managed /etc/hosts, `<state>/<node>/<uid>/etc-hosts` (kubelet:
+        makeHostsMount); none for a host-network pod, a sandbox without an IP or a remote engine,
+        where Docker's own file (with the sandbox's extra_hosts) stays."""
+        pod, ip = launch.pod, launch.sandbox.ip
+        if self._state_dir is None or not ip or (pod.get("spec") or {}).get("hostNetwork"):
+            return None
+        try:
+            pod_dir = self._pod_dir(uid_of(pod))
+            assert pod_dir is not None
+            paths.make_private_dirs(pod_dir)
+            path = pod_dir / "etc-hosts"
+            path.write_text(hosts.pod_hosts_file(pod, [ip]))
+            path.chmod(0o644)
+        except (OSError, paths.UnsafePathError) as exc:
+            log.warning("no managed /etc/hosts: %s", exc, extra={"pod": pod_ref(pod)})
+            return None
+        return str(path)
+
     async def _image_user(self, launch: ContainerLaunch) -> str | None:
         """The image's `Config.User` when the securityContext needs it (`sp.needs_image_user`):
         runAsNonRoot is verified against it, as the kubelet does with the CRI's image status."""
@@ -514,6 +533,7 @@ class DockerRuntime:
         except paths.UnsafePathError as exc:
             raise ContainerConfigError(str(exc)) from exc
         term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
+        hosts_file = await self._engine.call(self._hosts_file, launch)
         try:
             # In the pool: resolving a subPath's symlinks reads the host's filesystem.
             kwargs = await self._engine.call(
@@ -525,6 +545,7 @@ class DockerRuntime:
                 image_user=image_user,
                 resolve_subpath=None if root is None else paths.resolve_subpath,
                 seccomp_json=seccomp_json,
+                hosts_file=hosts_file,
             )
         except paths.SubPathError as exc:
             log.warning(

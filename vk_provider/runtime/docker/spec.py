@@ -1,18 +1,18 @@
 """A pod and its containers → Docker create arguments (pure).
 
-What lives here: the security allowances check (`check_pod_allowed`, raising
-`PodSpecRefused` naming the field; with reason `SysctlForbidden` for a sysctl outside the
-kubelet's allow-list, `sysctls.forbidden_sysctl`; also for image volumes, which this runtime
-does not mount), the sandbox's create kwargs (image,
-hostname, DNS, host aliases, published hostPorts, network, sysctls, the Memory emptyDirs it
-holds), one container's create kwargs from a `ContainerLaunch` (entrypoint/cmd, env, workdir,
-tty/stdin, namespaces joined from the sandbox, resources by the kubelet's formulas,
-the securityContext (`security.security_kwargs`: the effective one, runAsNonRoot, profiles),
-volume mounts with their checked subPath/subPathExpr (`paths.subpath_of`), the termination
-message file), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's
-mode and fsGroup of their root, as tmpfs options or as the tar entry and helper container
-kwargs the shell applies to a new disk volume), and the container spec hash. The security
-admission beyond `docker.allow`'s switches is `security.check_security`.
+What lives here: the security allowances check (`check_pod_allowed`, raising `PodSpecRefused` naming
+the field; with reason `SysctlForbidden` for a sysctl outside the kubelet's allow-list,
+`sysctls.forbidden_sysctl`; also for image volumes, which this runtime does not mount), the
+sandbox's create kwargs (image, hostname (`hosts.kernel_hostname`), DNS, host aliases, published
+hostPorts, network, sysctls, the Memory emptyDirs it holds), one container's create kwargs from a
+`ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the sandbox,
+resources by the kubelet's formulas, the securityContext (`security.security_kwargs`: the effective
+one, runAsNonRoot, profiles), volume mounts with their checked subPath/subPathExpr
+(`paths.subpath_of`), the termination message file, the managed /etc/hosts of `hosts`), the pod's
+emptyDir volumes (`emptydir_volumes`: the kubelet's mode and fsGroup of their root, as tmpfs options
+or as the tar entry and helper container kwargs the shell applies to a new disk volume), and the
+container spec hash. The security admission beyond `docker.allow`'s switches is
+`security.check_security`.
 The kwargs are those of docker-py's `containers.create`. Must not: call Docker or touch
 the filesystem; the shell passes in what it created (sandbox id, volume names, files)
 and the function that resolves a subPath on the host.
@@ -32,6 +32,7 @@ from typing import Any
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
 from vk_provider.quantity import parse_quantity
+from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.security import cap_name, pod_containers, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -44,7 +45,6 @@ MAX_SHARES = 262144
 SHARES_PER_CPU = 1024
 QUOTA_PERIOD = 100000
 MIN_QUOTA_PERIOD = 1000
-HOSTNAME_MAX = 63
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 
 
@@ -142,17 +142,6 @@ def spec_hash(container: Mapping[str, Any]) -> str:
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
-def pod_hostname(pod: Mapping[str, Any]) -> str:
-    """spec.hostname or the pod name, truncated to 63 characters without a trailing - or .
-
-    Upstream: pkg/kubelet/kubelet_pods.go (truncatePodHostnameIfNeeded).
-    """
-    name = str(_spec(pod).get("hostname") or (pod.get("metadata") or {}).get("name", ""))
-    if len(name) <= HOSTNAME_MAX:
-        return name
-    return name[:HOSTNAME_MAX].rstrip("-.")
-
-
 def dns_kwargs(pod: Mapping[str, Any]) -> dict[str, Any]:
     """DNS settings of the sandbox.
 
@@ -209,12 +198,13 @@ def sandbox_create_kwargs(
         kwargs["network_mode"] = "host"
     else:
         kwargs["network_mode"] = config.network
-        kwargs["hostname"] = pod_hostname(pod)
+        kwargs["hostname"] = hosts.kernel_hostname(pod)
         ports = published_ports(pod)
         if ports:
             kwargs["ports"] = ports
     if spec.get("hostPID"):
         kwargs["pid_mode"] = "host"
+    # Docker's own /etc/hosts (a host-network pod's, or where the shell has no managed file).
     aliases = [f"{h}:{a['ip']}" for a in spec.get("hostAliases") or [] for h in a.get("hostnames") or []]
     if aliases:
         kwargs["extra_hosts"] = aliases
@@ -410,8 +400,12 @@ def container_create_kwargs(
     image_user: str | None = None,
     resolve_subpath: SubPathResolver | None = None,
     seccomp_json: str | None = None,
+    hosts_file: str | None = None,
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox.
+
+    `hosts_file` is the pod's managed /etc/hosts (hosts.pod_hosts_file) the shell wrote, mounted
+    unless the container mounts a volume there.
 
     `image_user` is the image's `Config.User`, looked up by the shell when `needs_image_user`;
     `resolve_subpath` is volume_binds'; `seccomp_json` the text of the container's Localhost
@@ -451,6 +445,8 @@ def container_create_kwargs(
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
         binds.append(f"{termination_file}:{path}:rw")
         kwargs["labels"][lb.TERMINATION_MESSAGE_FILE] = termination_file
+    if hosts_file and not hosts.mounts_own_hosts(c):
+        binds.append(f"{hosts_file}:{hosts.ETC_HOSTS}:rw")
     if c.get("terminationMessagePolicy"):
         kwargs["labels"][lb.TERMINATION_MESSAGE_POLICY] = str(c["terminationMessagePolicy"])
     if binds:

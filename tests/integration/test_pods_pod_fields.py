@@ -1,0 +1,141 @@
+"""Pod-level fields on real Docker through the API, as the containers see them: the kubelet-managed
+/etc/hosts (hostname, subdomain, hostAliases), setHostnameAsFQDN and its 64-character limit,
+shareProcessNamespace, the service environment variables and terminationMessagePolicy
+FallbackToLogsOnError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
+from tests.support.manifests import sh
+from tests.support.pod_status import container_status, phase
+from tests.support.polling import eventually
+from tests.support.provider_harness import NAMESPACE, ProviderHarness
+
+pytestmark = pytest.mark.docker
+
+
+async def terminated_message(harness: ProviderHarness, name: str, container: str = "main") -> str:
+    def done(pod: dict[str, Any]) -> bool:
+        state = (container_status(pod, container) or {}).get("state") or {}
+        return "terminated" in state
+
+    pod = await harness.wait_for(name, done)
+    return str(container_status(pod, container)["state"]["terminated"].get("message", ""))
+
+
+async def test_managed_etc_hosts_fqdn_hostname_and_shared_process_namespace(harness: ProviderHarness) -> None:
+    script = (
+        "until ps | grep -q '[s]leep 3601'; do sleep 0.1; done; "
+        '{ cat /etc/hosts; echo "HOSTNAME=$(hostname)"; echo "PID1=$(tr "\\0" " " < /proc/1/cmdline)"; '
+        "} > /dev/termination-log"
+    )
+    manifest = harness.manifest(
+        "fields",
+        [sh("main", script), sh("sidecar", "exec sleep 3601")],
+        restartPolicy="Never",
+        hostname="h1",
+        subdomain="sub",
+        setHostnameAsFQDN=True,
+        shareProcessNamespace=True,
+        hostAliases=[
+            {"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]},
+            {"ip": "10.9.9.9", "hostnames": ["z.local"]},
+        ],
+        terminationGracePeriodSeconds=1,
+    )
+    await harness.create(manifest)
+    message = await terminated_message(harness, "fields")
+    pod = await harness.get("fields")
+    assert pod is not None
+    ip = pod["status"]["podIP"]
+    fqdn = f"h1.sub.{NAMESPACE}.svc.cluster.local"
+    hosts, _, rest = message.partition("HOSTNAME=")
+    assert hosts == (
+        MANAGED_HOSTS_PREAMBLE + f"{ip}\t{fqdn}\th1\n"
+        "\n"
+        "# Entries added by HostAliases.\n"
+        "10.1.2.3\tfoo.local\tbar.local\n"
+        "10.9.9.9\tz.local\n"
+    )
+    hostname, _, pid1 = rest.partition("\nPID1=")
+    assert hostname == fqdn
+    assert "/pause" in pid1  # the sandbox is PID 1 of the shared namespace
+
+
+async def test_too_long_fqdn_fails_the_sandbox_with_the_kubelets_event(harness: ProviderHarness) -> None:
+    hostname = "h" * 40
+    manifest = harness.manifest(
+        "longfqdn", [sh("main", "sleep 1")], hostname=hostname, subdomain="sub", setHostnameAsFQDN=True
+    )
+    await harness.create(manifest)
+    event = await harness.wait_event("longfqdn", "FailedCreatePodSandBox")
+    fqdn = f"{hostname}.sub.{NAMESPACE}.svc.cluster.local"
+    assert event["message"] == (
+        "Failed to create pod sandbox: failed to construct FQDN from pod hostname and cluster domain, "
+        f"FQDN {fqdn} is too long (64 characters is the max, {len(fqdn)} characters requested)"
+    )
+    pod = await harness.get("longfqdn")
+    assert pod is not None and phase(pod) == "Pending"
+
+
+async def test_service_env_vars_reach_a_later_pod_and_enable_service_links_hides_them(
+    harness: ProviderHarness,
+) -> None:
+    svc = await harness.create_object(
+        "services",
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web-svc"},
+            "spec": {"ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]},
+        },
+    )
+    ip = svc["spec"]["clusterIP"]
+    kubernetes = await harness.api.get("/api/v1/namespaces/default/services/kubernetes")
+    api_ip, api_port = kubernetes["spec"]["clusterIP"], kubernetes["spec"]["ports"][0]["port"]
+    # The provider's service informer sees it (the kubelet's race between a service and a pod).
+    provider = harness.provider
+    assert provider is not None and provider.services is not None
+    services = provider.services
+    await eventually(lambda: any(s["metadata"]["name"] == "web-svc" for s in services.services()))
+
+    script = "env | grep -E '^(WEB_SVC|KUBERNETES)_' | sort > /dev/termination-log"
+    await harness.create(harness.manifest("linked", [sh("main", script)], restartPolicy="Never"))
+    await harness.create(
+        harness.manifest("unlinked", [sh("main", script)], restartPolicy="Never", enableServiceLinks=False)
+    )
+    linked = dict(line.split("=", 1) for line in (await terminated_message(harness, "linked")).splitlines())
+    assert {k: v for k, v in linked.items() if k.startswith("WEB_SVC_")} == {
+        "WEB_SVC_SERVICE_HOST": ip,
+        "WEB_SVC_SERVICE_PORT": "8080",
+        "WEB_SVC_SERVICE_PORT_HTTP": "8080",
+        "WEB_SVC_PORT": f"tcp://{ip}:8080",
+        "WEB_SVC_PORT_8080_TCP": f"tcp://{ip}:8080",
+        "WEB_SVC_PORT_8080_TCP_PROTO": "tcp",
+        "WEB_SVC_PORT_8080_TCP_PORT": "8080",
+        "WEB_SVC_PORT_8080_TCP_ADDR": ip,
+    }
+    assert linked["KUBERNETES_SERVICE_HOST"] == api_ip
+    assert linked["KUBERNETES_SERVICE_PORT"] == str(api_port)
+    assert linked["KUBERNETES_PORT"] == f"tcp://{api_ip}:{api_port}"
+    unlinked = dict(
+        line.split("=", 1) for line in (await terminated_message(harness, "unlinked")).splitlines()
+    )
+    assert not any(k.startswith("WEB_SVC_") for k in unlinked)
+    assert unlinked["KUBERNETES_SERVICE_HOST"] == api_ip
+
+
+async def test_fallback_to_logs_on_error_shows_the_log_tail_as_the_message(harness: ProviderHarness) -> None:
+    script = "for i in $(seq 1 100); do echo line-$i; done; exit 3"
+    failing = sh("main", script, terminationMessagePolicy="FallbackToLogsOnError")
+    await harness.create(harness.manifest("fallback", [failing], restartPolicy="Never"))
+    message = await terminated_message(harness, "fallback")
+    assert message.splitlines() == [f"line-{i}" for i in range(21, 101)]  # the last 80 lines
+
+    succeeding = sh("main", "echo only-in-the-log", terminationMessagePolicy="FallbackToLogsOnError")
+    await harness.create(harness.manifest("fallback-ok", [succeeding], restartPolicy="Never"))
+    assert await terminated_message(harness, "fallback-ok") == ""  # not on success

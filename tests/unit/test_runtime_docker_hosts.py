@@ -1,0 +1,97 @@
+"""The pod's hostname, FQDN and managed /etc/hosts, as the kubelet makes them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.docker import hosts, spec
+from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.types import ContainerCreateError, ContainerRole, PodSandboxState
+
+
+def pod(name: str = "web", **fields: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": "u1"},
+        "spec": {"containers": [{"name": "app", "image": "busybox:1"}], **fields},
+    }
+
+
+def test_hostname_and_subdomain_make_the_pod_fqdn() -> None:
+    assert hosts.hostname_and_domain(pod()) == ("web", "")
+    assert hosts.hostname_and_domain(pod(hostname="h", subdomain="sub")) == ("h", "sub.ns.svc.cluster.local")
+    assert hosts.kernel_hostname(pod(hostname="h", subdomain="sub")) == "h"
+    assert hosts.kernel_hostname(pod(hostname="h", subdomain="sub", setHostnameAsFQDN=True)) == (
+        "h.sub.ns.svc.cluster.local"
+    )
+    assert hosts.kernel_hostname(pod(setHostnameAsFQDN=True)) == "web"  # no subdomain: no FQDN
+
+
+def test_an_fqdn_past_64_characters_is_the_kubelets_error() -> None:
+    long = pod(hostname="h" * 40, subdomain="sub", setHostnameAsFQDN=True)  # 40 + 25 = 65
+    with pytest.raises(ContainerCreateError) as caught:
+        hosts.kernel_hostname(long)
+    fqdn = "h" * 40 + ".sub.ns.svc.cluster.local"
+    assert caught.value.message == (
+        "failed to construct FQDN from pod hostname and cluster domain, "
+        f"FQDN {fqdn} is too long (64 characters is the max, 65 characters requested)"
+    )
+    at_limit = pod(hostname="h" * 39, subdomain="sub", setHostnameAsFQDN=True)
+    assert len(hosts.kernel_hostname(at_limit)) == 64
+    with pytest.raises(ContainerCreateError, match="is too long"):
+        spec.sandbox_create_kwargs(long, node_name="vk", config=DockerConfig(), attempt=0)
+
+
+def test_invalid_names_and_override() -> None:
+    with pytest.raises(ContainerCreateError, match='pod Hostname "Bad_Name" is not a valid DNS label'):
+        hosts.hostname_and_domain(pod(hostname="Bad_Name"))
+    with pytest.raises(ContainerCreateError, match=re.escape('pod Subdomain "a.b" is not a valid DNS label')):
+        hosts.hostname_and_domain(pod(subdomain="a.b"))
+    assert hosts.hostname_and_domain(pod(hostnameOverride="x.example", subdomain="sub")) == ("x.example", "")
+
+
+def test_managed_hosts_file_is_the_kubelets_byte_for_byte() -> None:
+    aliases = [
+        {"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]},
+        {"ip": "10.9.9.9", "hostnames": ["z"]},
+    ]
+    content = hosts.pod_hosts_file(pod(hostname="h", subdomain="sub", hostAliases=aliases), ["172.17.0.3"])
+    assert content == (
+        MANAGED_HOSTS_PREAMBLE + "172.17.0.3\th.sub.ns.svc.cluster.local\th\n"
+        "\n"
+        "# Entries added by HostAliases.\n"
+        "10.1.2.3\tfoo.local\tbar.local\n"
+        "10.9.9.9\tz\n"
+    )
+    assert hosts.pod_hosts_file(pod(), ["172.17.0.3"]) == MANAGED_HOSTS_PREAMBLE + "172.17.0.3\tweb\n"
+
+
+def _launch(p: dict[str, Any]) -> ContainerLaunch:
+    return ContainerLaunch(
+        pod=p,
+        container=p["spec"]["containers"][0],
+        role=ContainerRole.APP,
+        attempt=0,
+        env=(),
+        command=None,
+        args=None,
+        sandbox=PodSandboxState(container_id="sb", running=True, ip="172.17.0.3"),
+    )
+
+
+def test_the_hosts_file_is_mounted_unless_the_container_mounts_its_own() -> None:
+    p = pod()
+    kw = spec.container_create_kwargs(
+        _launch(p), node_name="vk", termination_file=None, hosts_file="/s/etc-hosts"
+    )
+    assert "/s/etc-hosts:/etc/hosts:rw" in kw["volumes"]
+    p = pod(volumes=[{"name": "h", "emptyDir": {}}])
+    p["spec"]["containers"][0]["volumeMounts"] = [{"name": "h", "mountPath": "/etc/hosts"}]
+    kw = spec.container_create_kwargs(
+        _launch(p), node_name="vk", termination_file=None, volumes_root="/v", hosts_file="/s/etc-hosts"
+    )
+    assert not any(b.startswith("/s/etc-hosts") for b in kw.get("volumes") or [])
