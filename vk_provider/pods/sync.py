@@ -64,6 +64,7 @@ class PodSync:
             deps.getter,
             deps.request_token,
             deps.node_allocatable,
+            ship=self._runtime.ship_volume,
         )
         self._containers = ContainerPipeline(deps)
 

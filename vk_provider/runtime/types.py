@@ -15,8 +15,19 @@ from datetime import datetime
 from enum import StrEnum
 
 # Pod volumes whose files come from the API (written by the pods layer under
-# Runtime.volume_dir, bind-mounted read-only by the runtime).
+# Runtime.volume_dir and bind-mounted read-only, or shipped to the engine by Runtime.ship_volume).
 API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
+
+
+@dataclass(frozen=True)
+class VolumeFile:
+    """One file of an API-backed volume, as the pods layer computed it (`pods.volumes`)."""
+
+    path: str  # relative to the volume's root
+    data: bytes
+    mode: int
+    uid: int | None = None  # owner to set; None: the writer's own
+    gid: int | None = None  # group to set; None: the writer's own
 
 
 class ContainerRole(StrEnum):
