@@ -47,25 +47,36 @@ class RemoteHarness(ProviderHarness):
         return dataclasses.replace(config, docker=dataclasses.replace(config.docker, host=self.engine))
 
 
-@pytest.fixture
-async def proxy() -> AsyncIterator[DockerTcpProxy]:
-    tcp = DockerTcpProxy()
-    await tcp.start()
-    yield tcp
-    await tcp.stop()
+@dataclasses.dataclass
+class RemoteEngine:
+    """The TCP engine of one test: its URL, the Docker client the test reads through, the node."""
+
+    url: str
+    docker: Any
+    node_name: str
+
+    def volumes(self) -> list[str]:
+        """The node's Docker volumes now."""
+        found = self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"})
+        return sorted(v.name for v in found)
+
+    def containers(self) -> list[Any]:
+        return labelled(self.docker, f"{NODE_LABEL}={self.node_name}")
 
 
 @pytest.fixture
-def node_volumes(node_name: str, docker_client: Any) -> Any:
-    """The node's Docker volumes now; whatever a failed test left is removed afterwards."""
-
-    def volumes() -> list[str]:
-        return sorted(
-            v.name for v in docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"})
-        )
-
-    yield volumes
-    for name in volumes():
+async def engine(
+    node_name: str, docker_client: Any, test_images: dict[str, str]
+) -> AsyncIterator[RemoteEngine]:
+    """dockerd on tcp://127.0.0.1:<port>; what a failed test left of the node is removed afterwards."""
+    proxy = DockerTcpProxy()
+    await proxy.start()
+    remote = RemoteEngine(proxy.url, docker_client, node_name)
+    yield remote
+    await proxy.stop()
+    for container in remote.containers():  # before their volumes
+        container.remove(force=True)
+    for name in remote.volumes():
         docker_client.volumes.get(name).remove(force=True)
 
 
@@ -131,16 +142,11 @@ def remote_pod(harness: ProviderHarness) -> dict[str, Any]:
 
 
 async def test_api_backed_volumes_are_shipped_to_a_remote_engine_updated_and_removed(
-    plane: Plane,
-    node_name: str,
-    test_images: dict[str, str],
-    tmp_path: Path,
-    docker_client: Any,
-    proxy: DockerTcpProxy,
-    node_volumes: Any,
+    plane: Plane, node_name: str, tmp_path: Path, engine: RemoteEngine
 ) -> None:
+    docker_client = engine.docker
     async with RemoteHarness.running(
-        node_name, tmp_path, resync_interval=2.0, plane=plane, engine=proxy.url
+        node_name, tmp_path, resync_interval=2.0, plane=plane, engine=engine.url
     ) as harness:
         await harness.create_object("configmaps", {"metadata": {"name": "remote-cfg"}, "data": {"key": "v1"}})
         secret = {"password": base64.b64encode(b"hunter2").decode()}
@@ -164,7 +170,7 @@ async def test_api_backed_volumes_are_shipped_to_a_remote_engine_updated_and_rem
         pod = await harness.get("remote")
         assert pod is not None
         uid = pod["metadata"]["uid"]
-        assert node_volumes() == sorted(f"k8s_{uid}_{v}" for v in ("cfg", "scratch", "sec", "tok"))
+        assert engine.volumes() == sorted(f"k8s_{uid}_{v}" for v in ("cfg", "scratch", "sec", "tok"))
         first_id = container_status(pod, "main")["containerID"]
 
         await harness.api.patch("/api/v1/namespaces/default/configmaps/remote-cfg", {"data": {"key": "v2"}})
@@ -184,21 +190,15 @@ async def test_api_backed_volumes_are_shipped_to_a_remote_engine_updated_and_rem
         await harness.delete("remote")
         await harness.wait_gone("remote", within=90)
         await eventually(
-            lambda: node_volumes() == [], within=30, what=lambda: f"volumes left: {node_volumes()}"
+            lambda: engine.volumes() == [], within=30, what=lambda: f"volumes left: {engine.volumes()}"
         )
-        assert labelled(docker_client, f"{NODE_LABEL}={node_name}") == []
+        assert engine.containers() == []
 
 
 async def test_clean_removes_the_shipped_volumes(
-    plane: Plane,
-    node_name: str,
-    test_images: dict[str, str],
-    tmp_path: Path,
-    docker_client: Any,
-    proxy: DockerTcpProxy,
-    node_volumes: Any,
+    plane: Plane, node_name: str, tmp_path: Path, engine: RemoteEngine
 ) -> None:
-    harness = RemoteHarness(node_name, tmp_path, plane=plane, engine=proxy.url)
+    harness = RemoteHarness(node_name, tmp_path, plane=plane, engine=engine.url)
     await harness.start_sandbox()
     try:
         await harness.start_provider()
@@ -214,9 +214,9 @@ async def test_clean_removes_the_shipped_volumes(
         )
         await harness.wait_for("left", lambda p: phase(p) == "Running", within=90)
         await harness.stop_provider()  # the pod's containers and volumes stay
-        assert [v for v in node_volumes() if v.endswith("_cfg")]
+        assert [v for v in engine.volumes() if v.endswith("_cfg")]
         config = tmp_path / "clean.yaml"
-        docker = {"host": proxy.url, "sandboxImage": PAUSE_IMAGE, "stateDir": str(tmp_path / "state")}
+        docker = {"host": engine.url, "sandboxImage": PAUSE_IMAGE, "stateDir": str(tmp_path / "state")}
         config.write_text(yaml.safe_dump({"node": {"name": node_name}, "docker": docker}))
         command = [sys.executable, "-m", "vk_provider", "clean", "--config", str(config)]
         # in a thread: the proxy serves the engine from this test's event loop
@@ -224,7 +224,7 @@ async def test_clean_removes_the_shipped_volumes(
             subprocess.run, command, cwd=REPO, capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0, done.stderr
-        assert node_volumes() == []
-        assert labelled(docker_client, f"{NODE_LABEL}={node_name}") == []
+        assert engine.volumes() == []
+        assert engine.containers() == []
     finally:
         await harness.close()
