@@ -3,7 +3,8 @@
 What lives here: immutable snapshots of what a container runtime observed about a pod
 (its sandbox, every container instance with its attempt number, exit details and
 container-ID URI), the runtime's host facts, runtime events, one stats sample of a
-container, and the runtime-neutral errors a runtime raises with a kubelet-style reason
+container, one file of an API-backed volume the pods layer hands a runtime (`VolumeFile`),
+and the runtime-neutral errors a runtime raises with a kubelet-style reason
 (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
 errors into these. Must not: import Docker or talk to anything; these are values.
 """
