@@ -17,7 +17,7 @@ import pytest
 from tests.support.images import BUSYBOX_IMAGE
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker import DockerRuntime
-from vk_provider.runtime.types import VolumeFile
+from vk_provider.runtime.types import RuntimeFailure, VolumeFile
 
 pytestmark = pytest.mark.docker
 
@@ -85,3 +85,20 @@ async def test_shipped_files_update_in_place_survive_a_restart_and_go_with_the_p
         assert docker_client.volumes.list(filters={"name": volume}) == []
     finally:
         await restarted.close()
+
+
+async def test_a_helper_image_that_cannot_be_pulled_fails_the_volume_with_the_engine_error(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> None:
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": str(uuid.uuid4())}, "spec": {}}
+    rt = remote_runtime(node_name, "vk-test/absent-helper:1", tmp_path)
+    await rt.start()
+    try:
+        with pytest.raises(RuntimeFailure) as info:
+            await rt.ship_volume(pod, "cfg", [VolumeFile("a", b"1", 0o644)], None)
+        message = info.value.message
+        assert message.startswith("cannot ship the volume's files to the engine: "), message
+        assert "vk-test/absent-helper:1" in message, message
+    finally:
+        await rt.remove_pod(str(pod["metadata"]["uid"]))  # nothing of it may be left
+        await rt.close()

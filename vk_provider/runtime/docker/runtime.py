@@ -111,7 +111,12 @@ class DockerRuntime:
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
         self._state_dir: Path | None = Path(config.state_dir) / node_name if self.local else None
-        self._shipped = ShippedVolumes(self._engine, node_name, config.sandbox_image)
+        self._shipped = ShippedVolumes(
+            self._engine,
+            node_name,
+            config.sandbox_image,
+            lambda pod: self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod),
+        )
 
     @property
     def local(self) -> bool:
@@ -408,10 +413,9 @@ class DockerRuntime:
     ) -> bool:
         try:
             return await self._shipped.ship(pod, name, files, group)
-        except EngineErrors as exc:
-            raise RuntimeFailure(
-                f"cannot ship the volume's files to the engine: {_engine_message(exc)}"
-            ) from exc
+        except (ImagePullError, *EngineErrors) as exc:
+            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
+            raise RuntimeFailure(f"cannot ship the volume's files to the engine: {message}") from exc
 
     def _pod_dir(self, uid: str) -> Path | None:
         """`<state>/<node>/<uid>`; raises paths.UnsafePathError unless the UID is one plain name."""

@@ -3,9 +3,10 @@
 What lives here: `ShippedVolumes`, which keeps a pod's configMap, secret, downwardAPI or
 projected volume as the Docker volume `labels.volume_name(pod, volume)` (labelled with the pod,
 so removing the pod removes it) and writes its files with `put_archive` into a helper
-container that mounts it, created from the sandbox image and never started, removed right
-after (`volume_tar` builds the tar: the kubelet's `..data` layout, modes and owners, which the
-engine applies as it extracts as root). What each volume holds is remembered per pod; after
+container that mounts it, created from the sandbox image (pulled if missing: a pod's volumes
+are set up before its sandbox) and never started, removed right after (`volume_tar` builds
+the tar: the kubelet's `..data` layout, modes and owners, which the engine applies as it
+extracts as root). What each volume holds is remembered per pod; after
 a restart it is read back once with `get_archive`, so an unchanged volume is not re-shipped.
 Every Docker call goes through the engine's bounded pool. Must not: know where the files come
 from (the pods layer computes them) or touch the local filesystem.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,11 +37,17 @@ def _stamp(now: float) -> str:
 
 class ShippedVolumes:
     def __init__(
-        self, engine: Engine, node_name: str, helper_image: str, clock: Callable[[], float] = time.time
+        self,
+        engine: Engine,
+        node_name: str,
+        helper_image: str,
+        ensure_image: Callable[[Mapping[str, Any]], Awaitable[object]],
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._engine = engine
         self._node = node_name
         self._image = helper_image
+        self._ensure_image = ensure_image  # pulls the helper image for the pod if it is missing
         self._clock = clock
         self._states: dict[tuple[str, str], ShippedState] = {}  # (pod uid, volume) -> what it holds
 
@@ -64,6 +71,7 @@ class ShippedVolumes:
             driver_opts={},
         )
         self._states.pop(key, None)  # unknown until this succeeds
+        await self._ensure_image(pod)  # the sandbox's pull comes later: volumes are set up first
         new, changed = await self._engine.call(self._ship, vol, files, group, state, self._clock())
         self._states[key] = new
         return changed
