@@ -93,7 +93,7 @@ def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
 
 
 def volume_name(pod: Mapping[str, Any], volume: str) -> str:
-    """`k8s_<uid>_<volume>`: the Docker volume of a pod's emptyDir or shipped API-backed volume."""
+    """`k8s_<uid>_<volume>`, as emptyDirs are named: the Docker volume of a shipped API-backed volume."""
     return f"k8s_{uid(pod)}_{volume}"
 
 

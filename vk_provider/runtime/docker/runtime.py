@@ -107,22 +107,17 @@ class DockerRuntime:
         self.node_name = node_name
         self._engine = Engine(config)
         self._streams = DockerStreams(self._engine)
-        self._pump: EventPump | None = None
-        # Exited containers never change again: their inspect (and message) is cached by id.
-        self._exited: dict[str, ContainerInstance] = {}
-        self._state_dir: Path | None = Path(config.state_dir) / node_name if self.local else None
-        self._shipped = ShippedVolumes(
+        self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
             self._engine,
             node_name,
             config.sandbox_image,
             lambda pod: self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod),
         )
-
-    @property
-    def local(self) -> bool:
-        """Whether the engine sees this process's filesystem (`docker.engineLocation`; auto: a
-        `unix://` socket is local, any other URL, even tcp://127.0.0.1, is remote)."""
-        return engine_is_local(self.config.engine_location, self._engine.url)
+        self._pump: EventPump | None = None
+        # Exited containers never change again: their inspect (and message) is cached by id.
+        self._exited: dict[str, ContainerInstance] = {}
+        local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
+        self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
 
     # --- connection ---
 

@@ -417,6 +417,7 @@ def emptydir_root(pod: Mapping[str, Any]) -> tuple[int, int]:
 def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]:
     """One Docker volume per emptyDir, labelled like the pod's containers; Memory medium is a
     tmpfs whose mount options give its root the kubelet's mode and group."""
+    meta = pod.get("metadata") or {}
     mode, gid = emptydir_root(pod)
     out = []
     for vol in _spec(pod).get("volumes") or []:
@@ -432,7 +433,7 @@ def emptydir_volumes(pod: Mapping[str, Any], node_name: str) -> list[VolumeSpec]
         out.append(
             VolumeSpec(
                 pod_volume=str(vol["name"]),
-                docker_name=lb.volume_name(pod, str(vol["name"])),
+                docker_name=f"k8s_{meta.get('uid', '')}_{vol['name']}",
                 labels=lb.pod_labels(node_name, pod),
                 driver_opts=opts,
                 mode=mode,
