@@ -71,6 +71,7 @@ class DockerAllow:
 @dataclass(frozen=True)
 class DockerConfig:
     host: str = ""  # empty: $DOCKER_HOST, then the local socket
+    engine_location: str = "auto"  # auto | local | remote: does the engine see our filesystem?
     max_concurrency: int = 8
     network: str = "bridge"
     sandbox_image: str = "registry.k8s.io/pause:3.10"

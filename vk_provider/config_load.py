@@ -458,6 +458,7 @@ _SCHEMA = _Section(
                 DockerConfig,
                 [
                     ("host", "host", _Str(_docker_host_problem)),
+                    ("engineLocation", "engine_location", _Enum(("auto", "local", "remote"))),
                     ("maxConcurrency", "max_concurrency", _PositiveInt()),
                     ("network", "network", _Str(_nonempty)),
                     ("sandboxImage", "sandbox_image", _Str(_nonempty)),

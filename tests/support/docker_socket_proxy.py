@@ -1,6 +1,9 @@
-"""A Unix-socket proxy to the real Docker socket that a test can stop and start: Docker "goes away".
+"""Proxies to the real Docker socket: a Unix socket a test can stop and start (Docker "goes away"),
+and `DockerTcpProxy`, the same engine on tcp://127.0.0.1:<port>, which a provider takes for a
+remote engine (it does not share our filesystem).
 
-Used by the node tests to make the engine unreachable for one provider without touching dockerd.
+Used by the node tests to make the engine unreachable for one provider without touching dockerd,
+and by the remote engine tests. Must not: change what goes through (bytes are piped as they are).
 """
 
 from __future__ import annotations
@@ -58,3 +61,19 @@ class DockerSocketProxy:
         finally:
             self._writers.discard(writer)
             writer.close()
+
+
+class DockerTcpProxy(DockerSocketProxy):
+    """The Docker socket on plain TCP at 127.0.0.1 (`url`: tcp://127.0.0.1:<port>)."""
+
+    def __init__(self, target: str = DOCKER_SOCKET) -> None:
+        super().__init__(Path(), target)
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, host="127.0.0.1", port=self.port)
+        self.port = int(self._server.sockets[0].getsockname()[1])

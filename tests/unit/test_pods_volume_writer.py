@@ -83,6 +83,25 @@ def test_no_host_directory_fails_the_volume() -> None:
     assert "not local" in failed["cfg"]
 
 
+def test_no_host_directory_ships_the_files_with_their_owners(tmp_path: Path) -> None:
+    shipped: dict[str, tuple[list[VolumeFile], int | None]] = {}
+
+    async def ship(pod: Any, name: str, files: Any, group: int | None) -> bool:
+        shipped[name] = (list(files), group)
+        return True
+
+    objects = {("configmap", "c"): {"data": {"k": "v"}}}
+    volumes = PodVolumes(lambda uid, name: None, getter_of(objects), None, dict, ship=ship)
+    pod = pod_with([{"name": "cfg", "configMap": {"name": "c", "defaultMode": 0o600}}])
+    pod["spec"]["securityContext"] = {"fsGroup": 2000}
+    assert asyncio.run(volumes.setup(pod)) == {}
+    # the engine extracts as root: the fsGroup's ownership applies whoever runs the provider
+    assert shipped["cfg"] == ([VolumeFile("k", b"v", 0o640, gid=2000)], 2000)
+    bad = pod_with([{"name": "v", "configMap": {"name": "c", "items": [{"key": "k", "path": "../x"}]}}])
+    assert "must be relative" in asyncio.run(volumes.setup(bad))["v"]
+    assert "v" not in shipped
+
+
 def test_tokens_are_bound_cached_and_refreshed_at_80_percent(tmp_path: Path) -> None:
     now = [1000.0]
     asked: list[tuple[str, str, dict[str, Any]]] = []

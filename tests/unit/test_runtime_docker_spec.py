@@ -225,6 +225,7 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
         "k8s_u1_scratch:/scratch:rw,nocopy",
         "k8s_u1_mem:/mem:ro,nocopy",
         "/srv/data/sub:/data:rw",
+        "k8s_u1_cfg:/cfg:ro,nocopy",  # no volumes_root (a remote engine): the shipped volume
         "/state/tl:/tmp/msg:rw",
     ]
     vols = spec.emptydir_volumes(pod, "n")

@@ -66,6 +66,7 @@ class PodSync:
             deps.getter,
             deps.request_token,
             deps.node_allocatable,
+            ship=lambda pod, name, files, group: self._runtime.ship_volume(pod, name, files, group),
         )
         self._containers = ContainerPipeline(deps)
 

@@ -11,7 +11,9 @@ injected getter and service account tokens through the injected TokenRequest fun
 (cached until 80% of their lifetime), computes each volume's files (`pods.volumes`) and
 writes them into the directory the runtime names; ownership (fsGroup, a token's fsUser) is
 applied only when this process may chown (root with CAP_CHOWN), else the files keep the
-pod's modes. `make_token_requester(client)` builds the TokenRequest function from the KubeClient.
+pod's modes. When the runtime names no directory (an engine that does not share our
+filesystem) the files, owners included, go to the injected shipper (`Runtime.ship_volume`).
+`make_token_requester(client)` builds the TokenRequest function from the KubeClient.
 Must not: decide the pod's status or emit Events (the pod worker does), or log file contents.
 
 Upstream: pkg/volume/util/atomic_writer.go, pkg/volume/volume_linux.go (SetVolumeOwnership),
@@ -40,7 +42,6 @@ from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.volumes import (
     Fetched,
     TokenSource,
-    VolumeFile,
     VolumeSetupError,
     api_volumes,
     fs_group,
@@ -49,6 +50,7 @@ from vk_provider.pods.volumes import (
     token_sources,
     volume_files,
 )
+from vk_provider.runtime.types import RuntimeFailure, VolumeFile
 
 log = get_logger("pods.volumes")
 
@@ -64,6 +66,8 @@ TOKEN_MAX_AGE = 24 * 3600.0  # ... or after 24 hours
 TokenRequester = Callable[[str, str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 # pod UID, volume name -> the host directory of that volume; None when the engine is not local.
 VolumeDir = Callable[[str, str], Path | None]
+# pod, volume name, files, fsGroup -> written (False: unchanged); Runtime.ship_volume.
+VolumeShipper = Callable[[Mapping[str, Any], str, Sequence[VolumeFile], int | None], Awaitable[bool]]
 
 
 def make_token_requester(client: KubeClient) -> TokenRequester:
@@ -207,8 +211,10 @@ class PodVolumes:
         request_token: TokenRequester | None,
         node_allocatable: Callable[[], Mapping[str, str]],
         clock: Callable[[], float] = time.time,
+        ship: VolumeShipper | None = None,
     ) -> None:
         self._volume_dir = volume_dir
+        self._ship = ship
         self._getter = getter
         self._request_token = request_token
         self._node_allocatable = node_allocatable
@@ -232,22 +238,41 @@ class PodVolumes:
             return {str(v.get("name", "")): exc.message for v in volumes}
         uid = uid_of(pod)
         allocatable = self._node_allocatable()
-        ownership = await self._may_chown()
-        group = fs_group(pod) if ownership else None
         failed: dict[str, str] = {}
         for volume in volumes:
             name = str(volume.get("name", ""))
             try:
                 target = self._volume_dir(uid, name)
                 if target is None:
-                    raise VolumeSetupError("the container engine is not local: no host directory for volumes")
+                    await self._ship_files(pod, volume, fetched, allocatable)
+                    continue
+                ownership = await self._may_chown()
                 files = volume_files(pod, volume, fetched, allocatable, ownership=ownership)
+                group = fs_group(pod) if ownership else None
                 await asyncio.to_thread(write_atomically, target, files, group)
             except (VolumeSetupError, UnsafePathError) as exc:
                 failed[name] = str(exc)
+            except RuntimeFailure as exc:
+                failed[name] = exc.message
             except OSError as exc:
                 failed[name] = f"cannot write the volume's files: {exc}"
         return failed
+
+    async def _ship_files(
+        self,
+        pod: Mapping[str, Any],
+        volume: Mapping[str, Any],
+        fetched: Fetched,
+        allocatable: Mapping[str, str],
+    ) -> None:
+        """An engine without our filesystem: the runtime ships the files, owners included (the
+        engine extracts them as root, so ownership always applies)."""
+        if self._ship is None:
+            raise VolumeSetupError("the container engine is not local: no host directory for volumes")
+        files = volume_files(pod, volume, fetched, allocatable, ownership=True)
+        for f in files:
+            _check_path(f.path)
+        await self._ship(pod, str(volume.get("name", "")), files, fs_group(pod))
 
     async def _may_chown(self) -> bool:
         if self._ownership is None:

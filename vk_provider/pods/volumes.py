@@ -26,7 +26,7 @@ from typing import Any
 
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.pods.env import PodAddresses, field_value, resource_value
-from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError
+from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, VolumeFile
 
 DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
 DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
@@ -39,15 +39,6 @@ Objects = Mapping[tuple[str, str], Mapping[str, Any] | None]
 
 class VolumeSetupError(Exception):
     """The volume cannot be set up now; `str()` is the kubelet's error text."""
-
-
-@dataclass(frozen=True)
-class VolumeFile:
-    path: str  # relative to the volume's root
-    data: bytes
-    mode: int
-    uid: int | None = None  # owner to set; None: the writer's own
-    gid: int | None = None  # group to set; None: the writer's own
 
 
 @dataclass(frozen=True)

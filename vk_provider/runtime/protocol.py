@@ -10,7 +10,7 @@ on this module and `runtime.types` only; the one place that picks an engine is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from vk_provider.runtime.types import (
     PodSandboxState,
     RuntimeEvent,
     RuntimeInfo,
+    VolumeFile,
 )
 
 STDOUT, STDERR = 1, 2  # the stream numbers InteractiveSession.output yields
@@ -115,6 +116,16 @@ class Runtime(Protocol):
         """The host directory holding the files of the pod's configMap, secret, downwardAPI or
         projected volume `name` (written by the caller, mounted read-only by start_container);
         None when the engine's filesystem is not reachable from here."""
+        ...
+
+    async def ship_volume(
+        self, pod: Mapping[str, Any], name: str, files: Sequence[VolumeFile], group: int | None
+    ) -> bool:
+        """Make the engine's copy of the pod's API-backed volume `name` hold exactly `files` (the
+        kubelet's `..data` layout, their modes and owners; `group`, an fsGroup, owns the
+        directories), for an engine whose filesystem is not reachable (`volume_dir` is None);
+        mounted read-only by start_container, removed by remove_pod. False when it already did;
+        raises RuntimeFailure."""
         ...
 
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:

@@ -3,7 +3,8 @@
 What lives here: immutable snapshots of what a container runtime observed about a pod
 (its sandbox, every container instance with its attempt number, exit details and
 container-ID URI), the runtime's host facts, runtime events, one stats sample of a
-container, and the runtime-neutral errors a runtime raises with a kubelet-style reason
+container, one file of an API-backed volume the pods layer hands a runtime (`VolumeFile`),
+and the runtime-neutral errors a runtime raises with a kubelet-style reason
 (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
 errors into these. Must not: import Docker or talk to anything; these are values.
 """
@@ -15,8 +16,19 @@ from datetime import datetime
 from enum import StrEnum
 
 # Pod volumes whose files come from the API (written by the pods layer under
-# Runtime.volume_dir, bind-mounted read-only by the runtime).
+# Runtime.volume_dir and bind-mounted read-only, or shipped to the engine by Runtime.ship_volume).
 API_VOLUME_TYPES = ("configMap", "secret", "downwardAPI", "projected")
+
+
+@dataclass(frozen=True)
+class VolumeFile:
+    """One file of an API-backed volume, as the pods layer computed it (`pods.volumes`)."""
+
+    path: str  # relative to the volume's root
+    data: bytes
+    mode: int
+    uid: int | None = None  # owner to set; None: the writer's own
+    gid: int | None = None  # group to set; None: the writer's own
 
 
 class ContainerRole(StrEnum):

@@ -3,7 +3,8 @@
 What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
-the one way blocking SDK calls reach a thread. Must not: know about pods or labels.
+the one way blocking SDK calls reach a thread; `engine_is_local`, whether the engine shares
+this host's filesystem. Must not: know about pods or labels.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ STREAM_CONNECTIONS = 8
 def engine_url(config: DockerConfig) -> str:
     """`docker.host`, then `$DOCKER_HOST`, then the local socket."""
     return config.host or os.environ.get("DOCKER_HOST", "") or LOCAL_SOCKET
+
+
+def engine_is_local(location: str, url: str) -> bool:
+    """`docker.engineLocation`: "local" or "remote" as configured; "auto": only a `unix://`
+    socket is taken for an engine on this host (a TCP or SSH endpoint may be anywhere)."""
+    if location == "auto":
+        return url.startswith("unix://")
+    return location == "local"
 
 
 class Engine:

@@ -2,7 +2,7 @@
 
 What lives here: the label keys (docs/architecture.md, Docker objects), the labels of a pod's sandbox
 and of one
-container instance, the kubelet-style container names, the label filter of one node, and
+container instance, the kubelet-style container and volume names, the label filter of one node, and
 the parse of a Docker container (its `docker inspect` dict) back into a `ContainerInstance`
 or a `PodSandboxState` (with its `docker://<id>` container URI). Must not: call Docker;
 everything here is a function of dicts.
@@ -90,6 +90,11 @@ def container_name(pod: Mapping[str, Any], name: str, attempt: int) -> str:
 
 def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
     return container_name(pod, SANDBOX_CONTAINER_NAME, attempt)
+
+
+def volume_name(pod: Mapping[str, Any], volume: str) -> str:
+    """`k8s_<uid>_<volume>`, as emptyDirs are named: the Docker volume of a shipped API-backed volume."""
+    return f"k8s_{uid(pod)}_{volume}"
 
 
 def docker_time(value: str | None) -> datetime | None:

@@ -3,7 +3,8 @@
 What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
 Docker calls, each through the engine's bounded pool (streams get their own threads),
 reads this node's containers back from their labels, and serves the kubelet API's needs
-(logs, stats, exec/attach sessions through `interactive.DockerStreams`). docker-py's
+(logs, stats, exec/attach sessions through `interactive.DockerStreams`), and ships the files of
+API-backed volumes to an engine that is not local (`shipped_volumes`). docker-py's
 errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
 `docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
 become directories there, a subPath is resolved on the host before it is bound
@@ -21,7 +22,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,11 @@ from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
-from vk_provider.runtime.docker.engine import Engine
+from vk_provider.runtime.docker.engine import Engine, engine_is_local
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
+from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.docker.volume_usage import volume_usage
@@ -63,6 +65,7 @@ from vk_provider.runtime.types import (
     RuntimeFailure,
     RuntimeInfo,
     RuntimeUnavailable,
+    VolumeFile,
 )
 
 log = get_logger("runtime.docker")
@@ -112,10 +115,16 @@ class DockerRuntime:
         self.node_name = node_name
         self._engine = Engine(config)
         self._streams = DockerStreams(self._engine)
+        self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
+            self._engine,
+            node_name,
+            config.sandbox_image,
+            lambda pod: self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod),
+        )
         self._pump: EventPump | None = None
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
-        local = self._engine.url.startswith("unix://")
+        local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
         self._host_security = sec.HostSecurity()  # from `info`, at start
 
@@ -436,6 +445,15 @@ class DockerRuntime:
             raise paths.UnsafePathError(f"volume name {name!r} cannot be a directory name")
         return None if root is None else root / name
 
+    async def ship_volume(
+        self, pod: Mapping[str, Any], name: str, files: Sequence[VolumeFile], group: int | None
+    ) -> bool:
+        try:
+            return await self._shipped.ship(pod, name, files, group)
+        except (ImagePullError, *EngineErrors) as exc:
+            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
+            raise RuntimeFailure(f"cannot ship the volume's files to the engine: {message}") from exc
+
     def _pod_dir(self, uid: str) -> Path | None:
         """`<state>/<node>/<uid>`; raises paths.UnsafePathError unless the UID is one plain name."""
         if self._state_dir is None:
@@ -736,6 +754,7 @@ class DockerRuntime:
         for vol in (volumes or {}).get("Volumes") or []:
             with contextlib.suppress(NotFound):
                 await self._engine.call(api.remove_volume, vol["Name"], force=True)
+        self._shipped.forget(uid)
         if self._state_dir is not None:
             await self._engine.call(self._drop_pod_dir, uid)
 

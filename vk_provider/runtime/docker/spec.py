@@ -329,6 +329,10 @@ def volume_root_kwargs(vol: VolumeSpec, image: str) -> dict[str, Any]:
     }
 
 
+def _api_type(vol: Mapping[str, Any]) -> str:
+    return next(t for t in API_VOLUME_TYPES if t in vol)
+
+
 def volume_binds(
     pod: Mapping[str, Any],
     container: Mapping[str, Any],
@@ -343,9 +347,11 @@ def volume_binds(
     emptyDir volumes are Docker volumes (`nocopy`: not filled from the image), hostPath
     volumes bind the host path. The files of
     volumes whose content comes from the API (configMap, secret, projected, downwardAPI) were
-    written by the pod worker under `volumes_root/<volume>`; they are always mounted
-    read-only, as the kubelet does. A subPath of those binds what it names at start time
-    (it follows no later update, as with the kubelet).
+    written by the pod worker under `volumes_root/<volume>`, or, with no `volumes_root` (an
+    engine that does not share our filesystem), shipped into the Docker volume
+    `labels.volume_name` (`shipped_volumes`); they are always mounted read-only, as the
+    kubelet does. A subPath of those binds what it names at start time (it follows no later
+    update, as with the kubelet); a subPath of a shipped one is refused (ContainerConfigError).
 
     `subPath` (or `subPathExpr`, expanded from `env`) may not be absolute nor hold `..`
     (ContainerConfigError, whatever the volume type). `resolve_subpath(volume dir, sub,
@@ -376,10 +382,17 @@ def volume_binds(
             # An emptyDir starts empty: no copy of the image's directory (nor its owner and mode).
             mode += ",nocopy"
         elif any(t in vol for t in API_VOLUME_TYPES):
-            if volumes_root is None:
-                continue  # no host directory (remote engine): the pod worker reports FailedMount
-            source = f"{volumes_root}/{vol['name']}"
             mode = "ro"
+            if volumes_root is None:  # an engine without our filesystem: the shipped Docker volume
+                if sub:
+                    raise ContainerConfigError(
+                        f"{where}.subPath: subPath on a {_api_type(vol)} volume needs a local "
+                        "engine (docker.engineLocation)"
+                    )
+                source = lb.volume_name(pod, str(vol["name"]))
+                mode = "ro,nocopy"
+            else:
+                source = f"{volumes_root}/{vol['name']}"
         else:
             continue
         if sub:
