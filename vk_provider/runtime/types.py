@@ -2,10 +2,11 @@
 
 What lives here: immutable snapshots of what a container runtime observed about a pod
 (its sandbox, every container instance with its attempt number, exit details and
-container-ID URI), the runtime's host facts, runtime events, one stats sample of a
-container, and the runtime-neutral errors a runtime raises with a kubelet-style reason
-(`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
-errors into these. Must not: import Docker or talk to anything; these are values.
+container-ID URI), what a finished image pull reports, the runtime's host facts, runtime
+events, one stats sample of a container, and the runtime-neutral errors a runtime raises
+with a kubelet-style reason (`ContainerNotFound`, `StreamError`, ...): each runtime
+translates its engine's own errors into these.
+Must not: import Docker or talk to anything; these are values.
 """
 
 from __future__ import annotations
@@ -115,6 +116,15 @@ class RuntimeEvent:
 
 
 @dataclass(frozen=True)
+class PulledImage:
+    """What one finished pull reports: the image's id, its size, how long the engine took."""
+
+    image_id: str
+    size_bytes: int
+    pull_seconds: float
+
+
+@dataclass(frozen=True)
 class ContainerStats:
     """One sample of a running container's CPU and memory (the kubelet derives rates)."""
 
@@ -153,7 +163,7 @@ class RuntimeUnavailable(RuntimeFailure):
 
 
 class ImagePullError(RuntimeFailure):
-    """Reason is ErrImagePull, InvalidImageName or ErrImageNeverPull."""
+    """Reason is ErrImagePull, InvalidImageName, ImageInspectError or ErrImageNeverPull."""
 
     reason = "ErrImagePull"
 
