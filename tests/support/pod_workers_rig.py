@@ -24,6 +24,7 @@ from tests.support.images import BUSYBOX_IMAGE
 from vk_provider.kube.keyring import Keyring
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
+from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
@@ -199,14 +200,14 @@ Rig = tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]
 
 
 @contextlib.asynccontextmanager
-async def running_rig(**options: Any) -> AsyncIterator[Rig]:
-    """Pod workers on the in-memory runtime; `options` go to PodWorkers."""
+async def running_rig(getter: ObjectGetter = no_objects, **options: Any) -> AsyncIterator[Rig]:
+    """Pod workers on the in-memory runtime; `getter` serves the API objects; `options` go to PodWorkers."""
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
         cast(Runtime, runtime),
         statuses,
         events,
-        getter=no_objects,
+        getter=getter,
         host_ip=lambda: "10.0.0.1",
         backoff=Backoff(initial=0.3, maximum=1.0),
         **options,
