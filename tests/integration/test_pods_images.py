@@ -142,3 +142,25 @@ async def test_two_pods_needing_the_same_image_start_with_one_pull(
     for name in ("first", "second"):
         pulled = await harness.wait_event(name, "Pulled")
         assert pulled["message"].startswith(f'Successfully pulled image "{image}" in '), pulled
+
+
+async def test_an_image_pulled_with_a_secret_is_not_lent_to_pods_without_it(
+    harness: ProviderHarness, docker_client: Any, local_registry: LocalRegistry
+) -> None:
+    repo = repository("lent")
+    image = local_registry.push(docker_client, BUSYBOX_IMAGE, repo)
+    await harness.create_object("secrets", dockerconfigjson(local_registry.host, "owner-creds"))
+    await harness.create(private_pod(harness, "owner", image, "owner-creds"))
+    await harness.wait_for("owner", lambda p: phase(p) == "Running", within=90)
+    # present on the engine now, but pulled with a secret: IfNotPresent pulls again, as the pod
+    await harness.create(private_pod(harness, "intruder", image))
+    failed = await harness.wait_for("intruder", lambda p: waiting_reason(p, "main") == "ErrImagePull")
+    assert "no basic auth credentials" in container_status(failed, "main")["state"]["waiting"]["message"]
+    await harness.create(private_pod(harness, "friend", image, "owner-creds"))
+    await harness.wait_for("friend", lambda p: phase(p) == "Running", within=90)
+    present = await harness.wait_event("friend", "Pulled")
+    assert (
+        present["message"]
+        == f'Container image "{image}" already present on machine and can be accessed by the pod'
+    )
+    assert local_registry.manifest_requests(repo, "1") == 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.kube.keyring import BadPullSecret, RegistryAuth, make_keyring
+from vk_provider.kube.keyring import BadPullSecret, RegistryAuth, SecretRef, make_keyring, normalized_name
 
 
 def secret(name: str, auths: dict[str, Any], kind: str = "kubernetes.io/dockerconfigjson") -> dict[str, Any]:
@@ -17,7 +17,8 @@ def secret(name: str, auths: dict[str, Any], kind: str = "kubernetes.io/dockerco
     else:
         key, body = ".dockercfg", auths
     data = base64.b64encode(json.dumps(body).encode()).decode()
-    return {"metadata": {"name": name, "namespace": "ns"}, "type": kind, "data": {key: data}}
+    meta = {"name": name, "namespace": "ns", "uid": f"uid-{name}"}
+    return {"metadata": meta, "type": kind, "data": {key: data}}
 
 
 def creds(user: str, password: str = "pw") -> dict[str, str]:
@@ -37,7 +38,7 @@ def test_both_secret_types_and_the_auth_field_or_plain_fields() -> None:
         ]
     )
     (alice,) = keyring.lookup("reg.example:5000/team/app")
-    assert (alice.username, alice.password, alice.source) == ("alice", "pa:ss", "ns/a")
+    assert (alice.username, alice.password, alice.secret) == ("alice", "pa:ss", SecretRef("ns", "a", "uid-a"))
     assert users(keyring.lookup("other.example/x")) == ["bob"]
     assert "pa:ss" not in repr(alice)
 
@@ -90,3 +91,18 @@ def test_bad_secret_data_is_an_error() -> None:
         make_keyring([bad])
     with pytest.raises(BadPullSecret, match="base64"):
         make_keyring([secret("s", {"reg.example": {"auth": base64.b64encode(b"nocolon").decode()}})])
+
+
+@pytest.mark.parametrize(
+    ("image", "name"),
+    [
+        ("busybox", "docker.io/library/busybox"),
+        ("docker.io/busybox:1", "docker.io/library/busybox"),
+        ("index.docker.io/team/app", "docker.io/team/app"),
+        ("vk-test/busybox:1", "docker.io/vk-test/busybox"),
+        ("127.0.0.1:5000/busybox:1", "127.0.0.1:5000/busybox"),
+        ("localhost/team/app@sha256:" + "a" * 64, "localhost/team/app"),
+    ],
+)
+def test_fully_qualified_name_as_distribution_normalises_it(image: str, name: str) -> None:
+    assert normalized_name(image) == name

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.pod_workers_rig import Rig, box, make_pod, running_rig
 from tests.support.polling import eventually
-from vk_provider.pods.images import go_duration
+from vk_provider.pods.images import go_duration, present_message
 
 WITHIN = 10.0
 
@@ -53,7 +53,7 @@ async def test_if_not_present_uses_a_present_image(rig: Rig) -> None:
     rig[4].upsert("api", make_pod("here", [box("a", imagePullPolicy="IfNotPresent")]))
     await running(rig, "here")
     image = box("a")["image"]
-    assert ("Normal", "Pulled", f'Container image "{image}" already present on machine') in events(rig)
+    assert ("Normal", "Pulled", present_message(image)) in events(rig)
     assert not [e for e in events(rig) if e[1] == "Pulling"]
 
 

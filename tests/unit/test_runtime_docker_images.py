@@ -32,21 +32,6 @@ def test_uppercase_repository_message() -> None:
         parse_image("Busybox")
 
 
-@pytest.mark.parametrize(
-    ("image", "name"),
-    [
-        ("busybox", "docker.io/library/busybox"),
-        ("docker.io/busybox:1", "docker.io/library/busybox"),
-        ("index.docker.io/team/app", "docker.io/team/app"),
-        ("vk-test/busybox:1", "docker.io/vk-test/busybox"),
-        ("127.0.0.1:5000/busybox:1", "127.0.0.1:5000/busybox"),
-        ("localhost/team/app@sha256:" + "a" * 64, "localhost/team/app"),
-    ],
-)
-def test_fully_qualified_name_as_distribution_normalises_it(image: str, name: str) -> None:
-    assert parse_image(image).name == name
-
-
 def test_kubelet_messages() -> None:
     err = inspect_error("x:1", "engine down")
     assert (err.reason, err.message) == ("ImageInspectError", 'Failed to inspect image "x:1": engine down')

@@ -1,6 +1,7 @@
 """Registry credentials from a pod's image pull secrets, matched as the kubelet matches them (pure).
 
-What lives here: `RegistryAuth` (one username / password pair), `make_keyring(secrets)`, which
+What lives here: `RegistryAuth` (one username / password pair and the `SecretRef` it came
+from), `normalized_name(image)` (the repository credentials are looked up by), `make_keyring(secrets)`, which
 reads the `kubernetes.io/dockerconfigjson` (`.dockerconfigjson`, `{"auths": {...}}`) and
 `kubernetes.io/dockercfg` (`.dockercfg`, the bare map) secrets into a `Keyring`, and
 `Keyring.lookup(name)`: every credential whose registry key matches a normalised repository
@@ -17,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import fnmatch
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,16 +37,31 @@ class BadPullSecret(ValueError):
 
 
 @dataclass(frozen=True)
+class SecretRef:
+    """The coordinates of the secret a credential came from (credentialprovider's SecretCoordinates)."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True)
 class RegistryAuth:
-    """One credential; `source` names the secret it came from (`namespace/name`), for logs."""
+    """One credential and the secret it came from (not part of its identity)."""
 
     username: str
     password: str
     email: str = ""
-    source: str = field(default="", compare=False)
+    secret: SecretRef | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:  # never print the password
-        return f"RegistryAuth(username={self.username!r}, source={self.source!r})"
+        return f"RegistryAuth(username={self.username!r}, secret={self.secret!r})"
+
+    @property
+    def credential_hash(self) -> str:
+        """keyring.go hashAuthConfig: a digest of the credential, to recognise it again."""
+        body = json.dumps([self.username, self.password, self.email]).encode()
+        return hashlib.sha256(body).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,10 @@ class Keyring:
     """Registry keys (host, or host + path prefix), sorted in reverse so longer ones come first."""
 
     entries: tuple[tuple[str, tuple[RegistryAuth, ...]], ...] = ()
+
+    def lookup_image(self, image: str) -> tuple[RegistryAuth, ...]:
+        """The credentials for an image reference (by its normalised repository name)."""
+        return self.lookup(normalized_name(image))
 
     def lookup(self, name: str) -> tuple[RegistryAuth, ...]:
         """The credentials for a normalised repository name, in the order to try them."""
@@ -63,6 +84,21 @@ class Keyring:
         return ()
 
 
+def normalized_name(image: str) -> str:
+    """The fully qualified repository of a reference, tag and digest dropped, as distribution's
+    ParseNormalizedNamed names it (`busybox` is `docker.io/library/busybox`); what the kubelet
+    looks credentials up by (pkg/util/parsers ParseImageName)."""
+    name = image.partition("@")[0]
+    head, slash, last = name.rpartition("/")
+    name = f"{head}{slash}{last.partition(':')[0]}"
+    first, sep, rest = name.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost" or first != first.lower()):
+        if first not in ("docker.io", "index.docker.io"):
+            return name
+        name = rest
+    return f"docker.io/{name if '/' in name else 'library/' + name}"
+
+
 def make_keyring(secrets: Iterable[Mapping[str, Any]]) -> Keyring:
     """The keyring of the docker-type secrets among `secrets` (others are skipped, as upstream).
 
@@ -71,7 +107,9 @@ def make_keyring(secrets: Iterable[Mapping[str, Any]]) -> Keyring:
     for secret in secrets:
         config = _docker_config(secret)
         meta = secret.get("metadata") or {}
-        source = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+        source = SecretRef(
+            str(meta.get("namespace", "")), str(meta.get("name", "")), str(meta.get("uid", ""))
+        )
         for registry, entry in config.items():
             key = _registry_key(str(registry))
             if key is None:
@@ -109,10 +147,10 @@ def _decode(secret: Mapping[str, Any], value: Any) -> Any:
         raise BadPullSecret(f"secret {_name(secret)}: {exc}") from exc
 
 
-def _entry_auth(entry: Any, source: str) -> RegistryAuth:
+def _entry_auth(entry: Any, source: SecretRef) -> RegistryAuth:
     """DockerConfigEntry.UnmarshalJSON: `auth` (base64 of user:password) wins over the fields."""
     if not isinstance(entry, dict):
-        raise BadPullSecret(f"secret {source}: a registry entry is not an object")
+        raise BadPullSecret(f"secret {source.name}: a registry entry is not an object")
     username, password = str(entry.get("username") or ""), str(entry.get("password") or "")
     encoded = str(entry.get("auth") or "")
     if encoded:
@@ -120,7 +158,7 @@ def _entry_auth(entry: Any, source: str) -> RegistryAuth:
         try:
             user, sep, secret = base64.b64decode(padded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError) as exc:
-            raise BadPullSecret(f"secret {source}: {exc}") from exc
+            raise BadPullSecret(f"secret {source.name}: {exc}") from exc
         if not sep:
             raise BadPullSecret("unable to parse auth field, must be formatted as base64(username:password)")
         username, password = user, secret

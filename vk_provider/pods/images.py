@@ -3,7 +3,9 @@
 What lives here: `ImageManager.ensure`, which makes a container's image present before it is
 created, as `pkg/kubelet/images/image_manager.go` EnsureImageExists does: ask the runtime
 whether the image is there; `IfNotPresent` / `Never` use it (`Pulled`: already present on
-machine), `Never` without it fails with `ErrImageNeverPull`; otherwise, unless the image is
+machine and can be accessed by the pod) unless it was pulled with a pull secret the pod does
+not hold (`pods/pull_records.py`: then it is pulled again with the pod's own credentials),
+`Never` without it fails with `ErrImageNeverPull`; otherwise, unless the image is
 in its back-off (`ImagePullBackOff`, the message carrying the last pull error), fetch the
 pod's `imagePullSecrets` (`pkg/kubelet/kubelet_pods.go` getPullSecretsForPod; the
 ServiceAccount admission plugin has already copied the service account's into the pod),
@@ -23,12 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.keyring import BadPullSecret, Keyring, make_keyring
+from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
 from vk_provider.kube.objects import default_pull_policy, meta
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.pods.backoff import image_backoff_message, image_key
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, field_path, jitter
+from vk_provider.pods.pull_records import PullRecords
 from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.runtime.types import ContainerRole, ImagePullError, PulledImage
 from vk_provider.status.fields import ContainerWaiting
@@ -63,6 +66,12 @@ def go_duration(seconds: float) -> str:
     return f"{minutes}m{text}" if minutes else text
 
 
+def present_message(image: str) -> str:
+    """With KubeletEnsureSecretPulledImages (on by default since 1.35) every present image is
+    checked against the pull records first, hence the longer message."""
+    return f'Container image "{image}" already present on machine and can be accessed by the pod'
+
+
 def never_pull_message(image: str) -> str:
     return f'Container image "{image}" is not present with pull policy of Never'
 
@@ -77,6 +86,7 @@ def pulled_message(image: str, pulled: PulledImage, total_seconds: float) -> str
 class ImageManager:
     def __init__(self, deps: SyncDeps) -> None:
         self._deps = deps
+        self._records = PullRecords()
 
     async def ensure(self, work: PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
         """True when the image is present; else the container's waiting reason is set and the
@@ -91,17 +101,33 @@ class ImageManager:
             self._event(work, "Warning", "InspectFailed", exc.message, fp)
             return self._failed(work, name, fp, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))
         if present is not None and policy != PULL_ALWAYS:
-            self._event(work, "Normal", "Pulled", f'Container image "{image}" already present on machine', fp)
-            return True
+            credentials: tuple[RegistryAuth, ...] = ()
+            if self._records.tracked(present, image):  # only then do the pod's secrets matter
+                found = await self._credentials(work, name, fp)
+                if found is None:
+                    return False
+                credentials = found[0].lookup_image(image)
+            if not self._records.must_pull(present, image, credentials):
+                self._event(work, "Normal", "Pulled", present_message(image), fp)
+                return True
         if policy == PULL_NEVER:
             message = never_pull_message(image)
             self._event(work, "Warning", "ErrImageNeverPull", message, fp)
             return self._failed(work, name, fp, "ErrImageNeverPull", message, jitter(ERROR_RETRY_SECONDS))
         return await self._pull(work, name, fp, image)
 
+    async def _credentials(self, work: PodWork, name: str, fp: str) -> tuple[Keyring, tuple[str, ...]] | None:
+        """The pod's keyring and its missing secrets; None when a secret is not the JSON of its
+        type (the container waits with the parse error)."""
+        secrets = await self.pull_secrets(work.pod)
+        try:
+            return make_keyring(secrets.found), secrets.missing
+        except BadPullSecret as exc:
+            self._failed(work, name, fp, "ErrImagePull", str(exc), jitter(ERROR_RETRY_SECONDS))
+            return None
+
     async def _pull(self, work: PodWork, name: str, fp: str, image: str) -> bool:
-        pod = work.pod
-        key = image_key(pod, image)
+        key = image_key(work.pod, image)
         failure = work.image_failures.get(image)
         if failure is not None:
             left = self._deps.backoff.remaining(key, failure[0])
@@ -109,12 +135,10 @@ class ImageManager:
                 self._event(work, "Normal", "BackOff", image_backoff_message(image), fp)
                 message = f"{image_backoff_message(image)}: ErrImagePull: {failure[1]}"
                 return self._failed(work, name, fp, "ImagePullBackOff", message, left)
-        secrets = await self.pull_secrets(pod)
-        try:
-            keyring = make_keyring(secrets.found)
-        except BadPullSecret as exc:
-            return self._failed(work, name, fp, "ErrImagePull", str(exc), jitter(ERROR_RETRY_SECONDS))
-        return await self._pull_with(work, name, fp, image, keyring, secrets.missing)
+        found = await self._credentials(work, name, fp)
+        if found is None:
+            return False
+        return await self._pull_with(work, name, fp, image, *found)
 
     async def _pull_with(
         self, work: PodWork, name: str, fp: str, image: str, keyring: Keyring, missing: tuple[str, ...]
@@ -140,6 +164,7 @@ class ImageManager:
                 )
             # The next sync, within the back-off window, shows ImagePullBackOff.
             return self._failed(work, name, fp, exc.reason, exc.message, min(1.0, delay / 2))
+        self._records.record(pulled.image_id, image, pulled.auth)
         if work.image_failures.pop(image, None) is not None:
             self._deps.backoff.reset(key)
         self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)

@@ -6,7 +6,8 @@ container-ID URI), what a finished image pull reports, the runtime's host facts,
 events, one stats sample of a container, and the runtime-neutral errors a runtime raises
 with a kubelet-style reason (`ContainerNotFound`, `StreamError`, ...): each runtime
 translates its engine's own errors into these.
-Must not: import Docker or talk to anything; these are values.
+Must not: import Docker or talk to anything; these are values (the one import: a pull's
+`kube.keyring.RegistryAuth`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+
+from vk_provider.kube.keyring import RegistryAuth
 
 # Pod volumes whose files come from the API (written by the pods layer under
 # Runtime.volume_dir, bind-mounted read-only by the runtime).
@@ -117,11 +120,13 @@ class RuntimeEvent:
 
 @dataclass(frozen=True)
 class PulledImage:
-    """What one finished pull reports: the image's id, its size, how long the engine took."""
+    """What one finished pull reports: the image's id, its size, how long the engine took, and
+    the credential that worked (None: an anonymous pull)."""
 
     image_id: str
     size_bytes: int
     pull_seconds: float
+    auth: RegistryAuth | None = None
 
 
 @dataclass(frozen=True)

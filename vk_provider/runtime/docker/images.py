@@ -1,7 +1,7 @@
 """Image references and pull-policy decisions, as the kubelet's image manager makes them (pure).
 
 What lives here: parsing and normalising an image reference (`:latest` when there is no
-tag or digest; the fully qualified name credentials are looked up by), and the kubelet's
+tag or digest), and the kubelet's
 failure messages of the engine's side (`InvalidImageName`, `ImageInspectError`,
 `ErrImagePull`). The pull policy is decided above the runtime (`pods/images.py`).
 Upstream: kubernetes `pkg/kubelet/images/image_manager.go` (applyDefaultImageTag,
@@ -38,15 +38,6 @@ class ImageRef:
     @property
     def repository(self) -> str:
         return f"{self.domain}/{self.path}" if self.domain else self.path
-
-    @property
-    def name(self) -> str:
-        """The fully qualified repository (`docker.io/library/busybox`), as distribution's
-        ParseNormalizedNamed gives it: what the kubelet looks credentials up by."""
-        if self.domain and self.domain not in ("docker.io", "index.docker.io"):
-            return f"{self.domain}/{self.path}"
-        path = self.path if "/" in self.path else f"library/{self.path}"
-        return f"docker.io/{path}"
 
     def normalized(self) -> str:
         """The reference with `:latest` applied when it has neither tag nor digest."""

@@ -41,7 +41,7 @@ class ImagePuller:
     async def pull(self, image: str, keyring: Keyring) -> PulledImage:
         """Pull (or join the pull already running for the same reference and credentials)."""
         ref = images.parse_image(image)
-        key: _Key = (ref.normalized(), keyring.lookup(ref.name))
+        key: _Key = (ref.normalized(), keyring.lookup_image(image))
         flight = self._flights.get(key)
         if flight is None:
             flight = asyncio.get_running_loop().create_task(self._pull(ref, key[1]))
@@ -58,9 +58,11 @@ class ImagePuller:
     async def _pull(self, ref: images.ImageRef, credentials: tuple[RegistryAuth, ...]) -> PulledImage:
         began = time.monotonic()
         errors: list[str] = []
+        used: RegistryAuth | None = None
         for auth in credentials or (None,):
             try:
                 await self._engine.call(self._pull_blocking, ref, auth)
+                used = auth
                 break
             except (DockerException, RequestException) as exc:
                 errors.append(engine_message(exc))
@@ -73,7 +75,7 @@ class ImagePuller:
             )
         except (DockerException, RequestException) as exc:
             raise images.pull_error([engine_message(exc)]) from exc
-        return PulledImage(str(inspect["Id"]), int(inspect.get("Size") or 0), took)
+        return PulledImage(str(inspect["Id"]), int(inspect.get("Size") or 0), took, used)
 
     def _pull_blocking(self, ref: images.ImageRef, auth: RegistryAuth | None) -> None:
         """Pull, failing on the first error the engine reports in its progress stream."""
