@@ -26,6 +26,16 @@ def repository(kind: str) -> str:
     return f"vk-test/{kind}-{uuid.uuid4().hex[:8]}"
 
 
+async def pushed_with_secret(
+    harness: ProviderHarness, docker_client: Any, registry: LocalRegistry, kind: str, secret: str
+) -> tuple[str, str]:
+    """A new repository on the registry and a dockerconfigjson secret for it: (repository, image)."""
+    repo = repository(kind)
+    image = registry.push(docker_client, BUSYBOX_IMAGE, repo)
+    await harness.create_object("secrets", dockerconfigjson(registry.host, secret))
+    return repo, image
+
+
 def private_pod(
     harness: ProviderHarness, name: str, image: str, *secrets: str, **spec: Any
 ) -> dict[str, Any]:
@@ -111,9 +121,7 @@ async def test_a_missing_pull_secret_warns_and_the_pull_goes_on(
 async def test_the_service_accounts_pull_secrets_are_used(
     harness: ProviderHarness, docker_client: Any, local_registry: LocalRegistry
 ) -> None:
-    repo = repository("account")
-    image = local_registry.push(docker_client, BUSYBOX_IMAGE, repo)
-    await harness.create_object("secrets", dockerconfigjson(local_registry.host, "account-creds"))
+    repo, image = await pushed_with_secret(harness, docker_client, local_registry, "account", "account-creds")
     await harness.create_object(
         "serviceaccounts",
         {"metadata": {"name": "puller"}, "imagePullSecrets": [{"name": "account-creds"}]},
@@ -147,9 +155,7 @@ async def test_two_pods_needing_the_same_image_start_with_one_pull(
 async def test_an_image_pulled_with_a_secret_is_not_lent_to_pods_without_it(
     harness: ProviderHarness, docker_client: Any, local_registry: LocalRegistry
 ) -> None:
-    repo = repository("lent")
-    image = local_registry.push(docker_client, BUSYBOX_IMAGE, repo)
-    await harness.create_object("secrets", dockerconfigjson(local_registry.host, "owner-creds"))
+    repo, image = await pushed_with_secret(harness, docker_client, local_registry, "lent", "owner-creds")
     await harness.create(private_pod(harness, "owner", image, "owner-creds"))
     await harness.wait_for("owner", lambda p: phase(p) == "Running", within=90)
     # present on the engine now, but pulled with a secret: IfNotPresent pulls again, as the pod
