@@ -21,6 +21,9 @@ WITHIN = 10.0
 
 def secret_getter(names: set[str]) -> Any:
     async def get(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        if kind == "secret" and name == "garbled":  # base64 of "nope", not JSON
+            data = {".dockerconfigjson": "bm9wZQ=="}
+            return {"metadata": {"name": name}, "type": "kubernetes.io/dockerconfigjson", "data": data}
         if kind == "secret" and name in names:
             return {"metadata": {"name": name, "namespace": namespace}, "type": "Opaque", "data": {}}
         return None
@@ -118,6 +121,17 @@ async def test_a_missing_pull_secret_is_reported_when_the_pull_fails(rig: Rig) -
         "attempting to pull the image may not succeed.",
     )
     assert len(set(warnings)) == 1  # only the failing pod's pull warned
+
+
+async def test_an_unreadable_pull_secret_keeps_the_container_waiting(rig: Rig) -> None:
+    rig[0].pullable_images.add("new:2")
+    rig[4].upsert(
+        "api", make_pod("garbled", [{"name": "a", "image": "new:2"}], imagePullSecrets=[{"name": "garbled"}])
+    )
+    await eventually(lambda: waiting(rig, "garbled").get("reason") == "ErrImagePull", within=WITHIN)
+    assert waiting(rig, "garbled")["message"].startswith("secret garbled: ")
+    assert ("Warning", "Failed", "Error: ErrImagePull") in events(rig)
+    assert rig[0].pulls == []
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,7 @@ class ImageManager:
     async def _credentials(self, work: PodWork, name: str, fp: str) -> tuple[Keyring, tuple[str, ...]] | None:
         """The pod's keyring and its missing secrets; None when a secret is not the JSON of its
         type (the container waits with the parse error)."""
-        secrets = await self.pull_secrets(work.pod)
+        secrets = await self._pull_secrets(work.pod)
         try:
             return make_keyring(secrets.found), secrets.missing
         except BadPullSecret as exc:
@@ -171,7 +171,7 @@ class ImageManager:
         log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra={"pod": pod_ref(pod)})
         return True
 
-    async def pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
+    async def _pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
         """getPullSecretsForPod: each named secret of `spec.imagePullSecrets`; any failure to
         read one (absent, forbidden, the API down) makes it missing, and the pull goes on."""
         namespace = str(meta(pod).get("namespace") or "")
