@@ -4,14 +4,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo lint typecheck docker images helm kube install unit clean
+.PHONY: test test-fast demo lint typecheck docker images registry helm kube install unit clean
 
 # Both tiers: every API-facing test against the emulator and against the real control plane.
-test: docker images install helm kube lint typecheck
+test: docker images registry install helm kube lint typecheck
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=both
 
 # The inner loop: the emulator tier only (no Go build needed).
-test-fast: docker images install helm lint typecheck
+test-fast: docker images registry install helm lint typecheck
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=emulator
 
 demo: docker images install
@@ -30,6 +30,10 @@ docker:
 
 images: docker
 	bash scripts/build-test-images.sh
+
+# Debian's docker-registry and htpasswd, for the image-pull tests' local registry.
+registry:
+	bash scripts/ensure-registry.sh
 
 helm: install
 	bash scripts/ensure-helm.sh $(VENV)/bin/helm

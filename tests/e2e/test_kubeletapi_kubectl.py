@@ -93,7 +93,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
             assert code == 0, err  # kubectl port-forward wants a Running pod
             sandbox_state = await runtime.ensure_sandbox(pod)
-            await runtime.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
+            assert await runtime.image_id(BUSYBOX_IMAGE) is not None
             await runtime.start_container(
                 ContainerLaunch(
                     pod=pod,

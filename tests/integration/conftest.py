@@ -3,18 +3,19 @@
 The provider runs for the test's unique `node_name` (its containers are removed afterwards by
 the `node_name` fixture) with the default harness settings, on each control-plane tier chosen
 (`plane`); a module that needs other settings defines its own `harness` fixture, which takes
-precedence.
+precedence. `local_registry` (session) is a registry with basic auth on 127.0.0.1, for pulls.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.provider_harness import ProviderHarness
+from tests.support.registry import LocalRegistry
 
 
 @pytest.fixture
@@ -23,3 +24,13 @@ async def harness(
 ) -> AsyncIterator[ProviderHarness]:
     async with ProviderHarness.running(node_name, tmp_path, plane=plane) as h:
         yield h
+
+
+@pytest.fixture(scope="session")
+def local_registry(
+    docker_client: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalRegistry]:
+    """Debian's docker-registry with htpasswd auth on 127.0.0.1 (tests/support/registry.py)."""
+    registry = LocalRegistry.start(tmp_path_factory.mktemp("registry"))
+    yield registry
+    registry.stop()

@@ -66,7 +66,7 @@ async def run_pod(
         if c["name"] not in containers:
             continue
         script = containers[c["name"]]
-        await rt.ensure_image(BUSYBOX_IMAGE, "IfNotPresent", pod)
+        assert await rt.image_id(BUSYBOX_IMAGE) is not None
         started[c["name"]] = await rt.start_container(
             ContainerLaunch(
                 pod=pod,

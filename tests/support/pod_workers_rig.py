@@ -1,7 +1,8 @@
 """Pod workers on an in-memory runtime, for the unit tests of pods/workers.py and its rules.
 
 What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
-test ends one with `exit(uid, name, code)`; `missing_images` fail their pull; its `spec_hash`
+test ends one with `exit(uid, name, code)`; images are present, except `missing_images` (whose
+pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull); its `spec_hash`
 is the container spec itself, so any change to it is a change), the `Statuses` and `Events`
 sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as the workers
 see them), and `running_rig`: started PodWorkers on all of these, yielded as a `Rig`.
@@ -20,8 +21,10 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from tests.support.images import BUSYBOX_IMAGE
+from vk_provider.kube.keyring import Keyring
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
+from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
@@ -30,6 +33,7 @@ from vk_provider.runtime.types import (
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
+    PulledImage,
     RuntimeEvent,
 )
 
@@ -47,6 +51,8 @@ class MemoryRuntime:
         self.pods: dict[str, PodRuntimeState] = {}
         self.queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
         self.missing_images: set[str] = set()
+        self.pullable_images: set[str] = set()  # absent until pulled
+        self.pulls: list[str] = []
         self.stops: list[tuple[str, float]] = []
         self.removed: list[str] = []
         self.state_reads: list[str] = []
@@ -71,10 +77,15 @@ class MemoryRuntime:
 
         return stream()
 
-    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+    async def image_id(self, image: str) -> str | None:
+        return None if image in self.missing_images or image in self.pullable_images else "sha256:" + image
+
+    async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
+        self.pulls.append(image)
         if image in self.missing_images:
             raise ImagePullError(f"pull access denied for {image}")
-        return "sha256:" + image
+        self.pullable_images.discard(image)
+        return PulledImage("sha256:" + image, 1234, 0.5)
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         meta = pod["metadata"]
@@ -192,14 +203,14 @@ Rig = tuple[MemoryRuntime, Statuses, Events, PodWorkers, PodConfig]
 
 
 @contextlib.asynccontextmanager
-async def running_rig(**options: Any) -> AsyncIterator[Rig]:
-    """Pod workers on the in-memory runtime; `options` go to PodWorkers."""
+async def running_rig(getter: ObjectGetter = no_objects, **options: Any) -> AsyncIterator[Rig]:
+    """Pod workers on the in-memory runtime; `getter` serves the API objects; `options` go to PodWorkers."""
     runtime, statuses, events = MemoryRuntime(), Statuses(), Events()
     workers = PodWorkers(
         cast(Runtime, runtime),
         statuses,
         events,
-        getter=no_objects,
+        getter=getter,
         host_ip=lambda: "10.0.0.1",
         backoff=Backoff(initial=0.3, maximum=1.0),
         **options,

@@ -1,11 +1,6 @@
 import pytest
 
-from vk_provider.runtime.docker.images import (
-    never_pull_error,
-    parse_image,
-    pull_error,
-    should_pull,
-)
+from vk_provider.runtime.docker.images import inspect_error, parse_image, pull_error
 from vk_provider.runtime.types import ImagePullError
 
 
@@ -37,17 +32,10 @@ def test_uppercase_repository_message() -> None:
         parse_image("Busybox")
 
 
-def test_should_pull() -> None:
-    assert should_pull("Always", present=True)
-    assert should_pull("IfNotPresent", present=False)
-    assert not should_pull("IfNotPresent", present=True)
-    assert not should_pull("Never", present=False)
-
-
 def test_kubelet_messages() -> None:
-    err = never_pull_error("x:1")
-    assert err.reason == "ErrImageNeverPull"
-    assert err.message == 'Container image "x:1" is not present with pull policy of Never'
-    err = pull_error("x:1", "manifest unknown")
-    assert err.reason == "ErrImagePull"
-    assert err.message == 'Failed to pull image "x:1": manifest unknown'
+    err = inspect_error("x:1", "engine down")
+    assert (err.reason, err.message) == ("ImageInspectError", 'Failed to inspect image "x:1": engine down')
+    err = pull_error(["manifest unknown"])
+    assert (err.reason, err.message) == ("ErrImagePull", "manifest unknown")
+    # one error per credential tried, aggregated as utilerrors.NewAggregate prints them
+    assert pull_error(["denied", "unauthorized", "denied"]).message == "[denied, unauthorized]"

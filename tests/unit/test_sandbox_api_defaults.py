@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.sandbox.api.defaults import admit_update, apply_defaults, prepare_for_create, qos_class
+from vk_provider.sandbox.api.defaults import (
+    admit_update,
+    apply_defaults,
+    copy_pull_secrets,
+    prepare_for_create,
+    qos_class,
+    service_account_of,
+)
 from vk_provider.sandbox.api.requestinfo import parse_request
 from vk_provider.sandbox.api.resources import RESOURCES
 
@@ -110,3 +117,17 @@ def test_request_paths() -> None:
         ("stats", "summary"),
     )
     assert not parse_request("GET", "/apis/coordination.k8s.io", {}).is_resource
+
+
+def test_service_account_pull_secrets_are_copied_only_into_pods_without_any() -> None:
+    account = {"imagePullSecrets": [{"name": "a"}, {"name": "b"}]}
+    pod: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {"serviceAccountName": "builder"}}
+    assert service_account_of(pod) == "builder"
+    copy_pull_secrets(pod, account)
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "a"}, {"name": "b"}]
+    assert service_account_of(pod) is None  # it names pull secrets now: they are kept
+    mirror = {"metadata": {"annotations": {"kubernetes.io/config.mirror": "x"}}, "spec": {}}
+    assert service_account_of(mirror) is None
+    bare: dict[str, Any] = {"spec": {"serviceAccountName": "default"}}
+    copy_pull_secrets(bare, {})
+    assert "imagePullSecrets" not in bare["spec"]

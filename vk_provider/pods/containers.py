@@ -1,7 +1,7 @@
 """The container pipeline of the pod workers: what to do with each container of one pod.
 
 What lives here: `ContainerPipeline`, which runs a pod's init containers one at a time and its
-app containers, and for one container: pulls its image (ImagePullBackOff, pull Events),
+app containers, and for one container: has its image made present (`pods/images.py`),
 resolves its environment and starts it (Created / Started Events), runs postStart, restarts
 it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, kills it
 with preStop and the grace period, and kills it when its liveness or startup probe failed.
@@ -19,19 +19,18 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.kube.objects import default_pull_policy, is_sidecar, restart_policy, should_restart, spec
+from vk_provider.kube.objects import is_sidecar, restart_policy, should_restart, spec
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.pods.backoff import (
     container_key,
     crash_loop_message,
     format_pod,
-    image_backoff_message,
-    image_key,
 )
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
+from vk_provider.pods.images import ImageManager
 from vk_provider.pods.policy import (
     ERROR_RETRY_SECONDS,
     SANDBOX_STOP_SECONDS,
@@ -48,7 +47,6 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
-    ImagePullError,
     PodRuntimeState,
     PodSandboxState,
     RuntimeFailure,
@@ -66,6 +64,7 @@ def _exit_code(instance: ContainerInstance) -> int | None:
 class ContainerPipeline:
     def __init__(self, deps: SyncDeps) -> None:
         self._deps = deps
+        self._images = ImageManager(deps)
 
     async def sync_init_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
@@ -196,62 +195,6 @@ class ContainerPipeline:
         if await self._start(work, container, role, instance.attempt + 1, sandbox):
             await self._deps.runtime.prune_pod(work.uid)
 
-    async def _pull(self, work: PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
-        pod, name = work.pod, container["name"]
-        fp = field_path(role, name)
-        image = str(container.get("image", ""))
-        policy = str(container.get("imagePullPolicy") or default_pull_policy(image))
-        key = image_key(pod, image)
-        failed_at = work.image_failures.get(image)
-        if failed_at is not None:
-            left = self._deps.backoff.remaining(key, failed_at)
-            if left > 0:
-                message = image_backoff_message(image)
-                work.waiting[name] = ContainerWaiting("ImagePullBackOff", message)
-                self._deps.recorder.event(pod, "Normal", "BackOff", message, field_path=fp)
-                wake_in(work, left)
-                return False
-        if policy == "Always":
-            self._deps.recorder.event(pod, "Normal", "Pulling", f'Pulling image "{image}"', field_path=fp)
-        began = time.monotonic()
-        try:
-            await self._deps.runtime.ensure_image(image, policy, pod)
-        except ImagePullError as exc:
-            now = time.time()
-            log.info("image %s: %s: %s", image, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
-            work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
-            if exc.reason == "ErrImageNeverPull":
-                self._deps.recorder.event(pod, "Warning", "ErrImageNeverPull", exc.message, field_path=fp)
-            else:
-                self._deps.recorder.event(
-                    pod, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', field_path=fp
-                )
-                self._deps.recorder.event(pod, "Warning", "Failed", f"Error: {exc.reason}", field_path=fp)
-            if exc.reason == "ErrImagePull":
-                work.image_failures[image] = now
-                # The next sync, within the backoff window, shows ImagePullBackOff.
-                wake_in(work, min(1.0, self._deps.backoff.next(key, now) / 2))
-            else:
-                wake_in(work, jitter(ERROR_RETRY_SECONDS))
-            return False
-        if failed_at is not None:
-            del work.image_failures[image]
-            self._deps.backoff.reset(key)
-        if policy == "Always":
-            took = time.monotonic() - began
-            self._deps.recorder.event(
-                pod, "Normal", "Pulled", f'Successfully pulled image "{image}" in {took:.3f}s', field_path=fp
-            )
-        else:
-            self._deps.recorder.event(
-                pod,
-                "Normal",
-                "Pulled",
-                f'Container image "{image}" already present on machine',
-                field_path=fp,
-            )
-        return True
-
     async def _start(
         self,
         work: PodWork,
@@ -266,7 +209,7 @@ class ContainerPipeline:
         """
         pod, name = work.pod, container["name"]
         fp = field_path(role, name)
-        if not await self._pull(work, container, role):
+        if not await self._images.ensure(work, container, role):
             return False
         host_ip = self._deps.host_ip()
         try:

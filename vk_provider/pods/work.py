@@ -52,7 +52,8 @@ class PodWork:
     terminal_reason: tuple[str, str] | None = None
     waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake_at: float | None = None  # loop time of the next timer-driven sync
-    image_failures: dict[str, float] = field(default_factory=dict)  # image -> epoch of the last failure
+    # image -> (epoch, message) of the last failed pull
+    image_failures: dict[str, tuple[float, str]] = field(default_factory=dict)
     adopted: bool = False  # the first sync looked at what already ran
     volumes_mounted: bool = False  # the API-backed volumes were set up once
     mount_retry: float = MOUNT_RETRY_FIRST_SECONDS

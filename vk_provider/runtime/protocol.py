@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from vk_provider.kube.keyring import Keyring
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerStats,
     PodRuntimeState,
     PodSandboxState,
+    PulledImage,
     RuntimeEvent,
     RuntimeInfo,
     VolumeFile,
@@ -92,8 +94,16 @@ class Runtime(Protocol):
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None: ...
 
-    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
-        """Make the image present per pull policy; return its id. Raises ImagePullError."""
+    async def image_id(self, image: str) -> str | None:
+        """The id of the image when the engine has it, else None (the kubelet's GetImageRef).
+
+        Raises ImagePullError: InvalidImageName, or ImageInspectError when the engine fails."""
+        ...
+
+    async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
+        """Pull the image, trying each credential the keyring has for its registry in turn
+        (anonymously when it has none); one pull at a time per reference and credentials, a
+        second caller waits for the first's result. Raises ImagePullError (ErrImagePull)."""
         ...
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:

@@ -2,11 +2,13 @@
 
 What lives here: immutable snapshots of what a container runtime observed about a pod
 (its sandbox, every container instance with its attempt number, exit details and
-container-ID URI), the runtime's host facts, runtime events, one stats sample of a
-container, one file of an API-backed volume the pods layer hands a runtime (`VolumeFile`),
-and the runtime-neutral errors a runtime raises with a kubelet-style reason
-(`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
-errors into these. Must not: import Docker or talk to anything; these are values.
+container-ID URI), what a finished image pull reports, the runtime's host facts, runtime
+events, one stats sample of a container, one file of an API-backed volume the pods layer hands
+a runtime (`VolumeFile`), and the runtime-neutral errors a runtime raises with a kubelet-style
+reason (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
+errors into these.
+Must not: import Docker or talk to anything; these are values (the one import: a pull's
+`kube.keyring.RegistryAuth`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+
+from vk_provider.kube.keyring import RegistryAuth
 
 # Pod volumes whose files come from the API (written by the pods layer under
 # Runtime.volume_dir and bind-mounted read-only, or shipped to the engine by Runtime.ship_volume).
@@ -127,6 +131,17 @@ class RuntimeEvent:
 
 
 @dataclass(frozen=True)
+class PulledImage:
+    """What one finished pull reports: the image's id, its size, how long the engine took, and
+    the credential that worked (None: an anonymous pull)."""
+
+    image_id: str
+    size_bytes: int
+    pull_seconds: float
+    auth: RegistryAuth | None = None
+
+
+@dataclass(frozen=True)
 class ContainerStats:
     """One sample of a running container's CPU and memory (the kubelet derives rates)."""
 
@@ -165,7 +180,7 @@ class RuntimeUnavailable(RuntimeFailure):
 
 
 class ImagePullError(RuntimeFailure):
-    """Reason is ErrImagePull, InvalidImageName or ErrImageNeverPull."""
+    """Reason is ErrImagePull, InvalidImageName, ImageInspectError or ErrImageNeverPull."""
 
     reason = "ErrImagePull"
 

@@ -1,10 +1,11 @@
 """Image references and pull-policy decisions, as the kubelet's image manager makes them (pure).
 
 What lives here: parsing and normalising an image reference (`:latest` when there is no
-tag or digest), whether to pull given what is present, and the
-kubelet's failure messages (`InvalidImageName`, `ErrImageNeverPull`, `ErrImagePull`).
-Upstream: kubernetes `pkg/kubelet/images/image_manager.go` (EnsureImageExists,
-shouldPullImage) and distribution's reference grammar. Must not: call Docker.
+tag or digest), and the kubelet's
+failure messages of the engine's side (`InvalidImageName`, `ImageInspectError`,
+`ErrImagePull`). The pull policy is decided above the runtime (`pods/images.py`).
+Upstream: kubernetes `pkg/kubelet/images/image_manager.go` (applyDefaultImageTag,
+evalCRIPullErr) and distribution's reference grammar. Must not: call Docker.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ _DOMAIN_RE = re.compile(rf"^{_DOMAIN}$")
 _PATH_RE = re.compile(
     rf"^(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
 )
-
-PULL_ALWAYS = "Always"
-PULL_IF_NOT_PRESENT = "IfNotPresent"
-PULL_NEVER = "Never"
-PULL_POLICIES = (PULL_ALWAYS, PULL_IF_NOT_PRESENT, PULL_NEVER)
 
 
 @dataclass(frozen=True)
@@ -84,19 +80,14 @@ def parse_image(image: str) -> ImageRef:
     return ImageRef(domain=domain, path=match.group("path"), tag=tag, digest=digest)
 
 
-def should_pull(pull_policy: str, present: bool) -> bool:
-    if pull_policy == PULL_ALWAYS:
-        return True
-    if pull_policy == PULL_NEVER:
-        return False
-    return not present
+def inspect_error(image: str, engine_message: str) -> ImagePullError:
+    """imagePullPrecheck's failure: `Failed to inspect image "i": ...`, ImageInspectError."""
+    return ImagePullError(f'Failed to inspect image "{image}": {engine_message}', "ImageInspectError")
 
 
-def never_pull_error(image: str) -> ImagePullError:
-    return ImagePullError(
-        f'Container image "{image}" is not present with pull policy of Never', "ErrImageNeverPull"
-    )
-
-
-def pull_error(image: str, engine_message: str) -> ImagePullError:
-    return ImagePullError(f'Failed to pull image "{image}": {engine_message}', "ErrImagePull")
+def pull_error(engine_messages: list[str]) -> ImagePullError:
+    """The CRI pull's error as the kubelet keeps it (evalCRIPullErr's fallback: the error's own
+    text; one per credential tried, aggregated as k8s.io/apimachinery's utilerrors does)."""
+    unique = list(dict.fromkeys(engine_messages))
+    text = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+    return ImagePullError(text, "ErrImagePull")

@@ -32,7 +32,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
-from vk_provider.kube.objects import default_pull_policy
+from vk_provider.kube.keyring import Keyring
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.runtime.docker import hosts, images
@@ -43,6 +43,8 @@ from vk_provider.runtime.docker.engine import Engine, engine_is_local
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
+from vk_provider.runtime.docker.pull import ImagePuller
+from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
@@ -61,6 +63,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
     PodSpecRefused,
+    PulledImage,
     RuntimeEvent,
     RuntimeFailure,
     RuntimeInfo,
@@ -79,12 +82,6 @@ EXIT_POLL_SECONDS = 2.0
 SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
 
 EngineErrors = (DockerException, RequestException)
-
-
-def _engine_message(exc: BaseException) -> str:
-    if isinstance(exc, APIError) and exc.explanation:
-        return str(exc.explanation)
-    return str(exc)
 
 
 def _storage_bytes(root_dir: str) -> int:
@@ -119,8 +116,9 @@ class DockerRuntime:
             self._engine,
             node_name,
             config.sandbox_image,
-            lambda pod: self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod),
+            lambda pod: self._ensure_sandbox_image(),
         )
+        self._puller = ImagePuller(self._engine)
         self._pump: EventPump | None = None
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
@@ -299,33 +297,21 @@ class DockerRuntime:
 
     # --- images ---
 
-    async def ensure_image(self, image: str, pull_policy: str, pod: Mapping[str, Any]) -> str:
+    async def image_id(self, image: str) -> str | None:
         ref = images.parse_image(image)
-        policy = pull_policy or default_pull_policy(image)
-        api = self._engine.client.api
         try:
-            present: dict[str, Any] | None = await self._engine.call(api.inspect_image, ref.normalized())
+            inspect: dict[str, Any] = await self._engine.call(
+                self._engine.client.api.inspect_image, ref.normalized()
+            )
         except ImageNotFound:
-            present = None
+            return None
         except EngineErrors as exc:
-            raise images.pull_error(image, _engine_message(exc)) from exc
-        if not images.should_pull(policy, present is not None):
-            if present is None:
-                raise images.never_pull_error(image)
-            return str(present["Id"])
-        log.info("pulling image %s (policy %s)", image, policy, extra={"pod": pod_ref(pod)})
-        try:
-            await self._engine.call(self._pull, ref.repository, ref.digest or ref.tag)
-            pulled: dict[str, Any] = await self._engine.call(api.inspect_image, ref.normalized())
-        except EngineErrors as exc:
-            raise images.pull_error(image, _engine_message(exc)) from exc
-        return str(pulled["Id"])
+            raise images.inspect_error(image, _engine_message(exc)) from exc
+        return str(inspect["Id"])
 
-    def _pull(self, repository: str, tag: str) -> None:
-        """Pull, failing on the first error the engine reports in its progress stream."""
-        for item in self._engine.client.api.pull(repository, tag=tag, stream=True, decode=True):
-            if isinstance(item, dict) and item.get("error"):
-                raise APIError(str(item["error"]), explanation=str(item["error"]))
+    async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
+        log.info("pulling image %s", image)
+        return await self._puller.pull(image, keyring)
 
     # --- sandbox ---
 
@@ -371,6 +357,12 @@ class DockerRuntime:
             with contextlib.suppress(NotFound):
                 container.remove(force=True)
 
+    async def _ensure_sandbox_image(self) -> None:
+        """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
+        containers of shipped volumes are made from it."""
+        if await self.image_id(self.config.sandbox_image) is None:
+            await self.pull_image(self.config.sandbox_image, Keyring())
+
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
@@ -385,7 +377,7 @@ class DockerRuntime:
                 return state
             attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
         try:
-            await self.ensure_image(self.config.sandbox_image, images.PULL_IF_NOT_PRESENT, pod)
+            await self._ensure_sandbox_image()
             await self._ensure_volumes(pod)
             kwargs = sp.sandbox_create_kwargs(
                 pod, node_name=self.node_name, config=self.config, attempt=attempt

@@ -3,6 +3,7 @@
 What lives here: `apply_defaults(info, obj)`, the versioned defaults applied whenever a body is
 decoded (create, update, patch; `pkg/apis/core/v1/defaults.go`), `prepare_for_create(info,
 obj)`, what only a create adds: admission (ServiceAccount with its projected token volume,
+and `copy_pull_secrets` of the service account the create handler looked up,
 DefaultTolerationSeconds, Priority) and the strategies' PrepareForCreate (pod status reset to
 Pending with its QoS class, namespace phase, service cluster IP), and `admit_update(info, obj,
 old)`, the admission an update of the main resource gets (DefaultTolerationSeconds again,
@@ -292,6 +293,28 @@ def _admit_pod(pod: Obj) -> None:
         c.setdefault("volumeMounts", []).append(
             {"name": name, "readOnly": True, "mountPath": SERVICE_ACCOUNT_MOUNT}
         )
+
+
+def service_account_of(pod: Obj) -> str | None:
+    """The service account whose imagePullSecrets ServiceAccount admission copies into this new
+    pod: the admitted pod's own, unless it is a mirror pod or already names pull secrets."""
+    spec = pod.get("spec") or {}
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if MIRROR_POD_ANNOTATION in annotations or spec.get("imagePullSecrets"):
+        return None
+    return str(spec.get("serviceAccountName") or "") or None
+
+
+def copy_pull_secrets(pod: Obj, service_account: Obj) -> None:
+    """plugin/pkg/admission/serviceaccount/admission.go Admit: a pod without imagePullSecrets
+    gets its service account's (names only)."""
+    names = [
+        {"name": ref.get("name", "")}
+        for ref in service_account.get("imagePullSecrets") or []
+        if isinstance(ref, dict)
+    ]
+    if names:
+        pod.setdefault("spec", {})["imagePullSecrets"] = names
 
 
 def _token_volume(name: str) -> Obj:

@@ -28,8 +28,10 @@ from vk_provider.sandbox.api.decoding import (
 from vk_provider.sandbox.api.defaults import (
     admit_update,
     apply_defaults,
+    copy_pull_secrets,
     mirror_pod_refusal,
     prepare_for_create,
+    service_account_of,
 )
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.api.patch import PatchError, apply_patch
@@ -278,8 +280,23 @@ async def create_object(
     obj, duplicates = await read_body_noting_duplicates(request)
     # Decoding, defaulting and validating a 3 MiB object takes seconds: off the event loop
     warnings = await asyncio.to_thread(_admit_create, ri, info, obj, mode, duplicates)
+    if info.key == "pods":
+        await _admit_pull_secrets(ctx, obj)
     created = await ctx.store.create(info.key, obj, dry_run=dry)
     return json_response(created, 201, warnings)
+
+
+async def _admit_pull_secrets(ctx: ApiContext, pod: Obj) -> None:
+    """ServiceAccount admission's copy of the service account's imagePullSecrets into a new pod
+    (none when the account cannot be read: the real plugin would refuse such a pod)."""
+    account = service_account_of(pod)
+    if account is None:
+        return
+    try:
+        found = await ctx.store.get("serviceaccounts", pod["metadata"].get("namespace"), account)
+    except ApiError:
+        return
+    copy_pull_secrets(pod, found)
 
 
 def _admit_create(

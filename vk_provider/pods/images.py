@@ -1,0 +1,204 @@
+"""The kubelet's image manager for one container: pull policy, pull secrets, Events, back-off.
+
+What lives here: `ImageManager.ensure`, which makes a container's image present before it is
+created, as `pkg/kubelet/images/image_manager.go` EnsureImageExists does: ask the runtime
+whether the image is there; `IfNotPresent` / `Never` use it (`Pulled`: already present on
+machine and can be accessed by the pod) unless it was pulled with a pull secret the pod does
+not hold (`pods/pull_records.py`: then it is pulled again with the pod's own credentials),
+`Never` without it fails with `ErrImageNeverPull`; otherwise, unless the image is
+in its back-off (`ImagePullBackOff`, the message carrying the last pull error), fetch the
+pod's `imagePullSecrets` (`pkg/kubelet/kubelet_pods.go` getPullSecretsForPod; the
+ServiceAccount admission plugin has already copied the service account's into the pod),
+turn them into a keyring (`kube/keyring.py`) and pull (`Pulling`, then `Pulled` with the
+durations and size, or `Failed` and `ErrImagePull`; a missing secret adds the kubelet's
+`FailedToRetrieveImagePullSecret` warning when the pull failed, `pkg/kubelet/kubelet.go`).
+Every failure also gets kuberuntime's `Failed` Event `Error: <reason>`
+(`pkg/kubelet/kuberuntime/kuberuntime_container.go` startContainer).
+Must not: know the engine (the runtime pulls, one pull per image at a time), or start containers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
+from vk_provider.kube.objects import default_pull_policy, meta
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.pods.backoff import image_backoff_message, image_key
+from vk_provider.pods.deps import SyncDeps
+from vk_provider.pods.policy import ERROR_RETRY_SECONDS, field_path, jitter
+from vk_provider.pods.pull_records import PullRecords
+from vk_provider.pods.work import PodWork, wake_in
+from vk_provider.runtime.types import ContainerRole, ImagePullError, PulledImage
+from vk_provider.status.fields import ContainerWaiting
+
+log = get_logger("pods.workers")
+
+PULL_ALWAYS = "Always"
+PULL_NEVER = "Never"
+
+
+@dataclass(frozen=True)
+class PullSecrets:
+    """The pod's pull secrets that could be read, and the names of those that could not."""
+
+    found: tuple[Mapping[str, Any], ...]
+    missing: tuple[str, ...]
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() of a duration truncated to milliseconds: 512ms, 1.234s, 2m3.5s."""
+    ms = max(math.floor(seconds * 1000), 0)
+    if ms == 0:
+        return "0s"
+    if ms < 1000:
+        return f"{ms}ms"
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, frac = divmod(rest, 1000)
+    text = f"{secs}.{frac:03d}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    return f"{minutes}m{text}" if minutes else text
+
+
+def present_message(image: str) -> str:
+    """With KubeletEnsureSecretPulledImages (on by default since 1.35) every present image is
+    checked against the pull records first, hence the longer message."""
+    return f'Container image "{image}" already present on machine and can be accessed by the pod'
+
+
+def never_pull_message(image: str) -> str:
+    return f'Container image "{image}" is not present with pull policy of Never'
+
+
+def pulled_message(image: str, pulled: PulledImage, total_seconds: float) -> str:
+    return (
+        f'Successfully pulled image "{image}" in {go_duration(pulled.pull_seconds)} '
+        f"({go_duration(total_seconds)} including waiting). Image size: {pulled.size_bytes} bytes."
+    )
+
+
+class ImageManager:
+    def __init__(self, deps: SyncDeps) -> None:
+        self._deps = deps
+        self._records = PullRecords()
+
+    async def ensure(self, work: PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
+        """True when the image is present; else the container's waiting reason is set and the
+        pod's timer armed (the back-off's end, or the kubelet's retry of a failed sync)."""
+        name = container["name"]
+        fp = field_path(role, name)
+        image = str(container.get("image", ""))
+        policy = str(container.get("imagePullPolicy") or default_pull_policy(image))
+        try:
+            present = await self._deps.runtime.image_id(image)
+        except ImagePullError as exc:  # InvalidImageName, ImageInspectError
+            self._event(work, "Warning", "InspectFailed", exc.message, fp)
+            return self._failed(work, name, fp, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))
+        if present is not None and policy != PULL_ALWAYS:
+            credentials: tuple[RegistryAuth, ...] = ()
+            if self._records.tracked(present, image):  # only then do the pod's secrets matter
+                found = await self._credentials(work, name, fp)
+                if found is None:
+                    return False
+                credentials = found[0].lookup_image(image)
+            if not self._records.must_pull(present, image, credentials):
+                self._event(work, "Normal", "Pulled", present_message(image), fp)
+                return True
+        if policy == PULL_NEVER:
+            message = never_pull_message(image)
+            self._event(work, "Warning", "ErrImageNeverPull", message, fp)
+            return self._failed(work, name, fp, "ErrImageNeverPull", message, jitter(ERROR_RETRY_SECONDS))
+        return await self._pull(work, name, fp, image)
+
+    async def _credentials(self, work: PodWork, name: str, fp: str) -> tuple[Keyring, tuple[str, ...]] | None:
+        """The pod's keyring and its missing secrets; None when a secret is not the JSON of its
+        type (the container waits with the parse error)."""
+        secrets = await self._pull_secrets(work.pod)
+        try:
+            return make_keyring(secrets.found), secrets.missing
+        except BadPullSecret as exc:
+            self._failed(work, name, fp, "ErrImagePull", str(exc), jitter(ERROR_RETRY_SECONDS))
+            return None
+
+    async def _pull(self, work: PodWork, name: str, fp: str, image: str) -> bool:
+        key = image_key(work.pod, image)
+        failure = work.image_failures.get(image)
+        if failure is not None:
+            left = self._deps.backoff.remaining(key, failure[0])
+            if left > 0:
+                self._event(work, "Normal", "BackOff", image_backoff_message(image), fp)
+                message = f"{image_backoff_message(image)}: ErrImagePull: {failure[1]}"
+                return self._failed(work, name, fp, "ImagePullBackOff", message, left)
+        found = await self._credentials(work, name, fp)
+        if found is None:
+            return False
+        return await self._pull_with(work, name, fp, image, *found)
+
+    async def _pull_with(
+        self, work: PodWork, name: str, fp: str, image: str, keyring: Keyring, missing: tuple[str, ...]
+    ) -> bool:
+        pod, key = work.pod, image_key(work.pod, image)
+        self._event(work, "Normal", "Pulling", f'Pulling image "{image}"', fp)
+        began = time.monotonic()
+        try:
+            pulled = await self._deps.runtime.pull_image(image, keyring)
+        except ImagePullError as exc:
+            at = time.time()
+            self._event(work, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', fp)
+            delay = self._deps.backoff.next(key, at)
+            work.image_failures[image] = (at, exc.message)
+            if missing:
+                self._event(
+                    work,
+                    "Warning",
+                    "FailedToRetrieveImagePullSecret",
+                    f"Unable to retrieve some image pull secrets ({', '.join(missing)}); "
+                    "attempting to pull the image may not succeed.",
+                    "",
+                )
+            # The next sync, within the back-off window, shows ImagePullBackOff.
+            return self._failed(work, name, fp, exc.reason, exc.message, min(1.0, delay / 2))
+        self._records.record(pulled.image_id, image, pulled.auth)
+        if work.image_failures.pop(image, None) is not None:
+            self._deps.backoff.reset(key)
+        self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
+        log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra={"pod": pod_ref(pod)})
+        return True
+
+    async def _pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
+        """getPullSecretsForPod: each named secret of `spec.imagePullSecrets`; any failure to
+        read one (absent, forbidden, the API down) makes it missing, and the pull goes on."""
+        namespace = str(meta(pod).get("namespace") or "")
+        found: list[Mapping[str, Any]] = []
+        missing: list[str] = []
+        for ref in (pod.get("spec") or {}).get("imagePullSecrets") or []:
+            secret_name = str((ref or {}).get("name") or "")
+            if not secret_name:
+                continue  # validation allowed empty names (issue 99454): skipped without a warning
+            try:
+                secret = await self._deps.getter("secret", namespace, secret_name)
+            except Exception as exc:  # the kubelet treats every error as a missing secret
+                log.info("pull secret %s: %s", secret_name, exc, extra={"pod": pod_ref(pod)})
+                secret = None
+            if secret is None:
+                missing.append(secret_name)
+            else:
+                found.append(secret)
+        return PullSecrets(tuple(found), tuple(missing))
+
+    def _event(self, work: PodWork, type_: str, reason: str, message: str, fp: str) -> None:
+        self._deps.recorder.event(work.pod, type_, reason, message, field_path=fp)
+
+    def _failed(self, work: PodWork, name: str, fp: str, reason: str, message: str, retry: float) -> bool:
+        """The container waits with `reason`; kuberuntime's `Error: <reason>` Event; a timer."""
+        log.info("image of %s: %s: %s", name, reason, message, extra={"pod": pod_ref(work.pod)})
+        work.waiting[name] = ContainerWaiting(reason, message)
+        self._event(work, "Warning", "Failed", f"Error: {reason}", fp)
+        wake_in(work, retry)
+        return False
