@@ -359,9 +359,14 @@ class DockerRuntime:
 
     async def _ensure_sandbox_image(self) -> None:
         """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
-        containers of shipped volumes are made from it."""
-        if await self.image_id(self.config.sandbox_image) is None:
-            await self.pull_image(self.config.sandbox_image, Keyring())
+        containers of shipped volumes are made from it. A failure names the image, as the
+        kubelet's `failed to get sandbox image "<image>": ...`."""
+        image = self.config.sandbox_image
+        try:
+            if await self.image_id(image) is None:
+                await self.pull_image(image, Keyring())
+        except ImagePullError as exc:
+            raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         sp.check_pod_allowed(pod, self.config.allow)
