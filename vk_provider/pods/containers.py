@@ -106,7 +106,9 @@ class ContainerPipeline:
     async def sync_app_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
     ) -> None:
-        self.resizer.allocate(work)
+        retry = self.resizer.allocate(work)
+        if retry is not None:
+            wake_in(work, retry)
         actuated = True  # every running container runs with its allocated resources
         for desired in spec(work.pod).get("containers") or []:
             container = self.resizer.allocated_container(work, desired)

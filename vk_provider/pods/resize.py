@@ -49,6 +49,7 @@ ERROR = "Error"
 RESIZE_STARTED, RESIZE_COMPLETED = "ResizeStarted", "ResizeCompleted"
 RESIZE_DEFERRED, RESIZE_ERROR = "ResizeDeferred", "ResizeError"
 RESTART_CONTAINER = "RestartContainer"
+DEFERRED_RETRY_SECONDS = 5.0  # a deferred resize is tried again this often: others may have left
 
 
 class ResizeAction(Enum):
@@ -162,9 +163,10 @@ class PodResizer:
         others = [r for u, r in self._requests.items() if u != uid]
         return sum(r[0] for r in others), sum(r[1] for r in others)
 
-    def allocate(self, work: PodWork) -> None:
+    def allocate(self, work: PodWork) -> float | None:
         """Admit the pod's desired resources when they fit beside the other pods' allocations,
-        else keep the old allocation and set PodResizePending (handlePodResourcesResize)."""
+        else keep the old allocation and set PodResizePending (handlePodResourcesResize).
+        Returns in how many seconds to try a deferred resize again (None: nothing pending)."""
         state, pod = work.resize, work.pod
         desired = container_resources(pod)
         generation = int(meta(pod).get("generation") or 0)
@@ -187,6 +189,7 @@ class PodResizer:
                 )
                 log.info("resize started (generation %d)", generation, extra={"pod": pod_ref(pod)})
         self._requests[work.uid] = pod_requests(state.allocated)
+        return DEFERRED_RETRY_SECONDS if state.pending is not None else None
 
     def _defer(self, work: PodWork, message: str, generation: int) -> None:
         state, pod = work.resize, work.pod
