@@ -98,9 +98,10 @@ def validate_pod_resize(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     if MIRROR_ANNOTATION in annotations:
         return [forbidden("", "static pods cannot be resized")]
     out: list[dict[str, str]] = []
-    new_qos = qos_class(_spec(new))
-    if ((old.get("status") or {}).get("qosClass") or qos_class(_spec(old))) != new_qos:
-        out.append(invalid("spec", new_qos, "Pod QOS Class may not change as a result of resizing"))
+    if ((old.get("status") or {}).get("qosClass") or qos_class(_spec(old))) != qos_class(_spec(new)):
+        # the value shown is newPod.Status.QOSClass: the old status, which a resize keeps
+        shown = (new.get("status") or {}).get("qosClass", "")
+        out.append(invalid("spec", shown, "Pod QOS Class may not change as a result of resizing"))
     old_spec, new_spec = _spec(old), _spec(new)
     olds, news = old_spec.get("containers") or [], new_spec.get("containers") or []
     order = _ordering(news, olds, "spec.containers", "containers")
