@@ -106,6 +106,16 @@ def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: 
     return ""
 
 
+def _go_order(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """ResourceRequirements as Go marshals it: limits, then requests, names sorted, empty left out."""
+    out: dict[str, Any] = {}
+    for key in ("limits", "requests"):
+        values = resources.get(key) or {}
+        if values:
+            out[key] = {name: values[name] for name in sorted(values)}
+    return out
+
+
 def summary(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], generation: int) -> str:
     """The resources part of a resize Event (pkg/kubelet/events/resize.go makeResourceSummaryFromSpec)."""
     s = spec(pod)
@@ -113,9 +123,9 @@ def summary(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], 
     app = [c["name"] for c in s.get("containers") or [] if c["name"] in resources]
     out: dict[str, Any] = {}
     if init:
-        out["initContainers"] = [{"name": n, "resources": resources[n]} for n in init]
+        out["initContainers"] = [{"name": n, "resources": _go_order(resources[n])} for n in init]
     if app:
-        out["containers"] = [{"name": n, "resources": resources[n]} for n in app]
+        out["containers"] = [{"name": n, "resources": _go_order(resources[n])} for n in app]
     out["generation"] = generation
     return json.dumps(out, separators=(",", ":"))
 
