@@ -202,3 +202,34 @@ async def test_a_resize_that_does_not_fit_beside_the_other_pods_is_deferred(
     )
     assert _container_id(done) == _container_id(small)
     assert _cgroup(docker_client, _container_id(small))[0] == f"{want * 100} 100000"
+
+
+async def test_a_memory_limit_below_current_usage_stays_in_progress_with_the_error(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    script = "head -c 41943040 /dev/zero > /dev/shm/fill && sleep 3600"  # 40 MiB of tmpfs, charged to it
+    await harness.create(
+        harness.manifest("full", [sh("main", script, resources=_resources("100m", "200m", "32Mi", "96Mi"))])
+    )
+    before = await harness.wait_for(
+        "full", lambda p: phase(p) == "Running" and bool(_container_id(p)), within=90
+    )
+    cid = _container_id(before)
+    await asyncio.sleep(2)  # the file is written
+    patch = {
+        "spec": {"containers": [{"name": "main", "resources": _resources("100m", "200m", "16Mi", "32Mi")}]}
+    }
+    await harness.api.patch(f"/api/v1/namespaces/{NAMESPACE}/pods/full/resize", patch)
+
+    stuck = await harness.wait_for(
+        "full", lambda p: condition(p, "PodResizeInProgress").get("reason") == "Error", within=60
+    )
+    message = condition(stuck, "PodResizeInProgress")["message"]
+    assert message.startswith(
+        f'cannot decrease memory limits: attempting to set container "main" memory limit ({32 * MI}) '
+        "below current usage ("
+    ), message
+    assert _cgroup(docker_client, cid)[1] == str(96 * MI)
+    assert container_status(stuck, "main")["restartCount"] == 0
+    error = await harness.wait_event("full", "ResizeError")
+    assert error["type"] == "Warning" and error["message"].startswith("Pod resize error: ")

@@ -130,6 +130,7 @@ def test_event_summary_is_upstreams_json() -> None:
         '"requests":{"cpu":"100m","memory":"100"}}}],"generation":1}'
     )
     assert summary(pod, {"main": {}}, 3) == '{"containers":[{"name":"main","resources":{}}],"generation":3}'
+    assert summary(pod, {"main": {}}, 1, "oops").endswith('"generation":1,"error":"oops"}')
 
 
 def test_status_resources_are_what_runs_in_the_allocated_spelling() -> None:

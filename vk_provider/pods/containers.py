@@ -41,7 +41,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
-from vk_provider.pods.resize import PodResizer, ResizeAction
+from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer, ResizeAction
 from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
 from vk_provider.runtime.protocol import ContainerLaunch
@@ -139,7 +139,10 @@ class ContainerPipeline:
         fp = field_path(ContainerRole.APP, container["name"])
         action = self.resizer.needed(container, instance, fp)
         if action == ResizeAction.UPDATE:
-            return await self.resizer.update(work, container, instance, fp)
+            if await self.resizer.update(work, container, instance, fp):
+                return True
+            wake_in(work, RESIZE_RETRY_SECONDS)
+            return False
         if action == ResizeAction.RESTART:
             message = f"Container {container['name']} resize requires restart"
             await self._replace(work, container, instance, sandbox, message)

@@ -49,7 +49,7 @@ ERROR = "Error"
 RESIZE_STARTED, RESIZE_COMPLETED = "ResizeStarted", "ResizeCompleted"
 RESIZE_DEFERRED, RESIZE_ERROR = "ResizeDeferred", "ResizeError"
 RESTART_CONTAINER = "RestartContainer"
-DEFERRED_RETRY_SECONDS = 5.0  # a deferred resize is tried again this often: others may have left
+RESIZE_RETRY_SECONDS = 5.0  # a deferred or failed resize is tried again this often
 
 
 class ResizeAction(Enum):
@@ -116,7 +116,9 @@ def _go_order(resources: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def summary(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], generation: int) -> str:
+def summary(
+    pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], generation: int, error: str = ""
+) -> str:
     """The resources part of a resize Event (pkg/kubelet/events/resize.go makeResourceSummaryFromSpec)."""
     s = spec(pod)
     init = [c["name"] for c in s.get("initContainers") or [] if c["name"] in resources]
@@ -127,6 +129,8 @@ def summary(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], 
     if app:
         out["containers"] = [{"name": n, "resources": _go_order(resources[n])} for n in app]
     out["generation"] = generation
+    if error:
+        out["error"] = error
     return json.dumps(out, separators=(",", ":"))
 
 
@@ -199,7 +203,7 @@ class PodResizer:
                 )
                 log.info("resize started (generation %d)", generation, extra={"pod": pod_ref(pod)})
         self._requests[work.uid] = pod_requests(state.allocated)
-        return DEFERRED_RETRY_SECONDS if state.pending is not None else None
+        return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
     def _defer(self, work: PodWork, message: str, generation: int) -> None:
         state, pod = work.resize, work.pod
@@ -207,7 +211,7 @@ class PodResizer:
         if old is not None and old.get("observedGeneration") == generation and old.get("message") == message:
             return
         state.pending = _condition(POD_RESIZE_PENDING, old, DEFERRED, message, generation)
-        text = f"Pod resize {DEFERRED}: {summary(pod, container_resources(pod), generation)}"
+        text = f"Pod resize {DEFERRED}: {summary(pod, container_resources(pod), generation, message)}"
         self._deps.recorder.event(pod, "Warning", RESIZE_DEFERRED, text)
         log.info("resize deferred: %s", message, extra={"pod": pod_ref(pod)})
 
@@ -240,20 +244,40 @@ class PodResizer:
         """Apply the resources in place; a failure is PodResizeInProgress with reason Error."""
         pod = work.pod
         try:
+            await self._check_memory_decrease(container, instance, fp)
             await self._deps.runtime.update_resources(instance.container_id, container, fp)
         except RuntimeFailure as exc:
             generation = int(meta(pod).get("generation") or 0)
             old = work.resize.in_progress
-            message = f"container {container['name']}: {exc.message}"
+            message = exc.message
             if old is None or old.get("message") != message:
                 work.resize.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
-                text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation)}"
+                text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation, message)}"
                 self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
             log.info("resize of %s failed: %s", container["name"], exc.message, extra={"pod": pod_ref(pod)})
             return False
         log.info("resized container %s in place", container["name"], extra={"pod": pod_ref(pod)})
         work.runtime_changed = True
         return True
+
+    async def _check_memory_decrease(
+        self, container: Mapping[str, Any], instance: ContainerInstance, fp: str
+    ) -> None:
+        """A memory limit may not go below what the container uses now (validateMemoryResizes
+        in kuberuntime_manager.go); the resize stays in progress with the error and is retried."""
+        want = self._deps.runtime.linux_resources(container, fp).memory_limit
+        have = instance.resources.memory_limit if instance.resources is not None else 0
+        if want == 0 or (have != 0 and want >= have):
+            return
+        name = container["name"]
+        stats = await self._deps.runtime.container_stats(instance.container_id)
+        if stats is None:
+            raise RuntimeFailure(f'cannot decrease memory limits: missing container "{name}" memory usage')
+        if stats.memory_usage_bytes >= want:
+            raise RuntimeFailure(
+                f'cannot decrease memory limits: attempting to set container "{name}" memory limit ({want}) '
+                f"below current usage ({stats.memory_usage_bytes})"
+            )
 
     def finish(self, work: PodWork, actuated: bool) -> None:
         """Every running container runs with its allocation: the resize is complete."""
