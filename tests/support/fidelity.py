@@ -1765,6 +1765,14 @@ FIXES: tuple[Fix, ...] = (
         "api/decoding.py",
         ("create-unsupported-type", "create-yaml"),
     ),
+    Fix(
+        "The `pods/resize` subresource (was 404): podResizeStrategy keeps everything but the "
+        "containers' resources and resizePolicy and bumps the generation; ValidatePodResize's "
+        "refusals (removed requests or limits, QoS class change, resources other than cpu and memory, "
+        "static pods); the PodResizeValidator admission's 403 above the node's allocatable.",
+        "api/validation/resize.py, api/handlers/verbs.py, api/resources.py, storage/store.py",
+        ("resize-subresource", "resize-remove-limits", "resize-qos-change", "resize-other-resource"),
+    ),
 )
 
 
