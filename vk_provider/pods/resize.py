@@ -12,9 +12,11 @@ What lives here: `ResizeState` (one pod's allocated resources and resize conditi
 its PodWork), the pure rules (`container_resources`, `pod_requests`, `fit_message`,
 `resize_action`, `summary`) and `PodResizer`, the shell the container pipeline calls each
 sync: `allocate` (admit the desired resources or defer them), `allocated_container` (the
-container as allocated: what a (re)start uses), `actuate` (the `Runtime.update_resources`
-call or the restart decision for one running container) and `finish` (clear
-PodResizeInProgress once every running container runs with its allocation).
+container as allocated: what a (re)start uses), `needed` (what one running container needs:
+nothing, an update in place or a restart), `update` (the `Runtime.update_resources` call, a
+memory limit below the current usage refused first) and `finish` (clear
+PodResizeInProgress once every running container runs with its allocation); `forget` frees a
+terminated pod's allocation.
 Must not: talk to an engine except through the Runtime, write pod status (the pod status is
 generated from `ResizeState` by status/generate.py) or start and stop containers (the
 container pipeline does, `pods/containers.py`).
@@ -187,8 +189,7 @@ class PodResizer:
         if state.allocated is None:  # admission (or the provider restarted): the spec is allocated
             state.allocated = desired
         elif desired == state.allocated:
-            if state.pending is not None:
-                state.pending = None
+            state.pending = None  # nothing (left) to resize: a pending resize was reverted
         else:
             message = fit_message(
                 pod_requests(desired), self._used_by_others(work.uid), self._deps.node_allocatable()
