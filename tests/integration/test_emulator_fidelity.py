@@ -53,6 +53,7 @@ KNOWN_DIFFERENCES: dict[str, Known] = {
     "immutable-pod-spec": _FORBIDDEN_UPDATE,
     "immutable-node-name": _FORBIDDEN_UPDATE,
     "patch-strategic-env-forbidden": _FORBIDDEN_UPDATE,
+    "resize-main-resource": _FORBIDDEN_UPDATE,
     # plugin/pkg/admission/nodetaint (TaintNodesByCondition) taints every new Node
     # `node.kubernetes.io/not-ready:NoSchedule`; the node lifecycle controller lifts it as soon as
     # the node reports Ready. The emulator's controller runs every 5 s, so the taint would hold

@@ -698,6 +698,9 @@ def grace_is(seconds: int) -> Derive:
 UNKNOWN_UID = "00000000-0000-0000-0000-000000000000"
 POD_FIELDS = ("spec", "status")  # the whole pod
 IMAGES = ("spec.containers[*].name", "spec.containers[*].image")
+_RESOURCES = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}
+_RESIZED = {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "96Mi"}}
+_GUARANTEED = {"requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}
 
 
 def _labelled(name: str, **extra: str) -> Obj:
@@ -844,6 +847,79 @@ SCENARIOS: tuple[Scenario, ...] = (
             create(PODS, pod("fid-set-node")),
             Request(
                 "PATCH", at(PODS, "fid-set-node"), {"spec": {"nodeName": FAKE_NODE}}, SMP, derive=headline
+            ),
+        ),
+    ),
+    # --- pods/resize (podResizeStrategy, ValidatePodResize)
+    Scenario(
+        "resize-subresource",
+        "PATCH pods/x/resize: the resources change, the generation moves, an image change is dropped",
+        (
+            create(PODS, pod("fid-resize", containers=[container(resources=_RESOURCES)])),
+            Request(
+                "PATCH",
+                at(PODS, "fid-resize", "resize"),
+                {"spec": {"containers": [{"name": "c", "image": "busybox:2", "resources": _RESIZED}]}},
+                SMP,
+                fields=(*IMAGES, "spec.containers[*].resources"),
+            ),
+            Request("GET", at(PODS, "fid-resize", "resize"), fields=("spec.containers[*].resources",)),
+        ),
+    ),
+    Scenario(
+        "resize-remove-limits",
+        "PATCH pods/x/resize removing a limit: 422, resource limits cannot be removed",
+        (
+            create(PODS, pod("fid-resize-rm", containers=[container(resources=_RESOURCES)])),
+            Request(
+                "PATCH",
+                at(PODS, "fid-resize-rm", "resize"),
+                {"spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": None}}}]}},
+                SMP,
+            ),
+        ),
+    ),
+    Scenario(
+        "resize-qos-change",
+        "PATCH pods/x/resize making a Burstable pod Guaranteed: 422, the QoS class may not change",
+        (
+            create(PODS, pod("fid-resize-qos", containers=[container(resources=_RESOURCES)])),
+            Request(
+                "PATCH",
+                at(PODS, "fid-resize-qos", "resize"),
+                {"spec": {"containers": [{"name": "c", "resources": _GUARANTEED}]}},
+                SMP,
+            ),
+        ),
+    ),
+    Scenario(
+        "resize-other-resource",
+        "PATCH pods/x/resize of ephemeral-storage: 422, only cpu and memory are mutable",
+        (
+            create(PODS, pod("fid-resize-eph", containers=[container(resources=_RESOURCES)])),
+            Request(
+                "PATCH",
+                at(PODS, "fid-resize-eph", "resize"),
+                {
+                    "spec": {
+                        "containers": [{"name": "c", "resources": {"limits": {"ephemeral-storage": "1Gi"}}}]
+                    }
+                },
+                SMP,
+            ),
+        ),
+    ),
+    Scenario(
+        "resize-main-resource",
+        "PATCH of a container's resources through the pod itself: 422, a forbidden pod update",
+        (
+            create(PODS, pod("fid-resize-main", containers=[container(resources=_RESOURCES)])),
+            Request(
+                "PATCH",
+                at(PODS, "fid-resize-main"),
+                {"spec": {"containers": [{"name": "c", "resources": _RESIZED}]}},
+                SMP,
+                derive=headline,
             ),
         ),
     ),
@@ -1688,6 +1764,14 @@ FIXES: tuple[Fix, ...] = (
         "decodes (`application/json, application/yaml, application/vnd.kubernetes.protobuf`).",
         "api/decoding.py",
         ("create-unsupported-type", "create-yaml"),
+    ),
+    Fix(
+        "The `pods/resize` subresource (was 404): podResizeStrategy keeps everything but the "
+        "containers' resources and resizePolicy and bumps the generation; ValidatePodResize's "
+        "refusals (removed requests or limits, QoS class change, resources other than cpu and memory, "
+        "static pods); the PodResizeValidator admission's 403 above the node's allocatable.",
+        "api/validation/resize.py, api/handlers/verbs.py, api/resources.py, storage/store.py",
+        ("resize-subresource", "resize-remove-limits", "resize-qos-change", "resize-other-resource"),
     ),
 )
 

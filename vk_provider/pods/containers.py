@@ -3,7 +3,8 @@
 What lives here: `ContainerPipeline`, which runs a pod's init containers one at a time and its
 app containers, and for one container: has its image made present (`pods/images.py`),
 resolves its environment and starts it (Created / Started Events), runs postStart, restarts
-it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, kills it
+it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, resizes it
+in place or restarts it when its allocated resources changed (`pods/resize.PodResizer`), kills it
 with preStop and the grace period, and kills it when its liveness or startup probe failed.
 Failures become the container's waiting reason in the pod's `PodWork` and arm its timer;
 every start or stop marks `PodWork.runtime_changed`, so the sync reads the pod's state again.
@@ -39,6 +40,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
+from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer, ResizeAction
 from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
@@ -65,6 +67,7 @@ class ContainerPipeline:
     def __init__(self, deps: SyncDeps) -> None:
         self._deps = deps
         self._images = ImageManager(deps)
+        self.resizer = PodResizer(deps)
 
     async def sync_init_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
@@ -103,7 +106,12 @@ class ContainerPipeline:
     async def sync_app_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
     ) -> None:
-        for container in spec(work.pod).get("containers") or []:
+        retry = self.resizer.allocate(work)
+        if retry is not None:
+            wake_in(work, retry)
+        actuated = True  # every running container runs with its allocated resources
+        for desired in spec(work.pod).get("containers") or []:
+            container = self.resizer.allocated_container(work, desired)
             instance = state.latest(container["name"], ContainerRole.APP) if state is not None else None
             if instance is None:
                 await self._start(work, container, ContainerRole.APP, 0, sandbox)
@@ -114,7 +122,31 @@ class ContainerPipeline:
             elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
                 await self._replace(work, container, instance, sandbox)
             elif instance.state == ContainerRunState.RUNNING:
+                actuated = await self._resize(work, container, instance, sandbox) and actuated
                 await self._kill_if_unhealthy(work, instance, sandbox.ip)
+        self.resizer.finish(work, actuated)
+
+    async def _resize(
+        self,
+        work: PodWork,
+        container: Mapping[str, Any],
+        instance: ContainerInstance,
+        sandbox: PodSandboxState,
+    ) -> bool:
+        """A running container whose limits differ from its allocation: `docker update` in
+        place, or a restart when its resizePolicy says RestartContainer (pods/resize.py).
+        False while it does not run with its allocated resources."""
+        fp = field_path(ContainerRole.APP, container["name"])
+        action = self.resizer.needed(container, instance, fp)
+        if action == ResizeAction.UPDATE:
+            if await self.resizer.update(work, container, instance, fp):
+                return True
+            wake_in(work, RESIZE_RETRY_SECONDS)
+            return False
+        if action == ResizeAction.RESTART:
+            message = f"Container {container['name']} resize requires restart"
+            await self._replace(work, container, instance, sandbox, message)
+        return True
 
     async def _kill_if_unhealthy(self, work: PodWork, instance: ContainerInstance, pod_ip: str) -> None:
         """Kill a running container whose liveness or startup probe failed; it restarts per policy.
@@ -145,11 +177,13 @@ class ContainerPipeline:
         container: Mapping[str, Any],
         instance: ContainerInstance,
         sandbox: PodSandboxState,
+        message: str = "",
     ) -> None:
-        """The container's spec changed (e.g. its image): stop it and start the new definition."""
+        """The container's spec changed (e.g. its image), or a resize needs a restart: stop it
+        and start the new definition, one restart more."""
         pod, name = work.pod, container["name"]
-        log.info("container %s definition changed, restarting it", name, extra={"pod": pod_ref(pod)})
-        message = f"Container {name} definition changed, will be restarted"
+        message = message or f"Container {name} definition changed, will be restarted"
+        log.info("restarting container %s: %s", name, message, extra={"pod": pod_ref(pod)})
         self._deps.recorder.event(
             pod, "Normal", "Killing", message, field_path=field_path(ContainerRole.APP, name)
         )

@@ -106,6 +106,8 @@ class PodSync:
             host_ip=self._deps.host_ip(),
             now=now(),
             terminal_reason=work.terminal_reason,
+            allocated=work.resize.allocated,
+            resize_conditions=work.resize.conditions(),
         )
         self._status.set_pod_status(work.pod, status)
         return status
@@ -246,6 +248,7 @@ class PodSync:
             await self._runtime.stop_container(state.sandbox.container_id, SANDBOX_STOP_SECONDS)
         self._publish(work, await self._current(work, state), terminal=True)
         await self._probes.remove_pod(work.uid)
+        self._containers.resizer.forget(work.uid)  # a terminated pod's resources are free
         self._status.terminate_pod(pod)
         log.info("pod terminated", extra={"pod": pod_ref(pod)})
 

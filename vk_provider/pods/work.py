@@ -1,7 +1,7 @@
 """The per-pod work record shared by the pod workers, the pod sync and the container pipeline.
 
 What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
-state, waiting reasons, image failures, next timer), `WorkerState`, `wake_in` (arm a pod's
+state, waiting reasons, image failures, next timer, its resize state), `WorkerState`, `wake_in` (arm a pod's
 timer-driven sync), and the `StatusSink` / `EventSink` protocols both depend on.
 Must not: act on the runtime, the apiserver or Events; it only holds and arms state.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from vk_provider.pods.resize import ResizeState
 from vk_provider.status.fields import ContainerWaiting
 
 MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
@@ -58,6 +59,7 @@ class PodWork:
     volumes_mounted: bool = False  # the API-backed volumes were set up once
     mount_retry: float = MOUNT_RETRY_FIRST_SECONDS
     runtime_changed: bool = False  # this sync started or stopped something: its state is stale
+    resize: ResizeState = field(default_factory=ResizeState)  # allocation and resize conditions
     task: asyncio.Task[None] | None = None
 
 

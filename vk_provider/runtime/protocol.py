@@ -20,6 +20,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerStats,
+    LinuxResources,
     PodRuntimeState,
     PodSandboxState,
     PulledImage,
@@ -172,8 +173,18 @@ class Runtime(Protocol):
         ...
 
     def spec_hash(self, container: Mapping[str, Any]) -> str:
-        """The hash recorded as `ContainerInstance.spec_hash` (a change means recreate)."""
+        """The hash recorded as `ContainerInstance.spec_hash` (a change means recreate); the
+        resizable fields (resources, resizePolicy) are not part of it."""
         ...
+
+    def linux_resources(self, container: Mapping[str, Any], field: str) -> LinuxResources:
+        """The cgroup limits the container's resources give, as `ContainerInstance.resources`
+        reports them; raises ContainerConfigError naming `field` for bad quantities."""
+        ...
+
+    async def update_resources(self, container_id: str, container: Mapping[str, Any], field: str) -> None:
+        """Apply the container's resources to the running container in place (no restart);
+        raises ContainerNotFound, or RuntimeFailure with the engine's message."""
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """Where the pod's ports are dialled from here; "" when it shares the node's network."""

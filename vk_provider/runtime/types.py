@@ -1,12 +1,12 @@
 """Plain data the runtime reports and the rest of the provider reads.
 
-What lives here: immutable snapshots of what a container runtime observed about a pod
-(its sandbox, every container instance with its attempt number, exit details and
-container-ID URI), what a finished image pull reports, the runtime's host facts, runtime
-events, one stats sample of a container, one file of an API-backed volume the pods layer hands
-a runtime (`VolumeFile`), and the runtime-neutral errors a runtime raises with a kubelet-style
-reason (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's own
-errors into these.
+What lives here: immutable snapshots of what a container runtime observed about a pod (its sandbox,
+every container instance with its attempt number, exit details, container-ID URI and the cgroup
+limits it runs with, `LinuxResources`), what a finished image pull reports, the runtime's host
+facts, runtime events, one stats sample of a container, one file of an API-backed volume the pods
+layer hands a runtime (`VolumeFile`), and the runtime-neutral errors a runtime raises with a
+kubelet-style reason (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's
+own errors into these.
 Must not: import Docker or talk to anything; these are values (the one import: a pull's
 `kube.keyring.RegistryAuth`).
 """
@@ -49,6 +49,18 @@ class ContainerRunState(StrEnum):
 
 
 @dataclass(frozen=True)
+class LinuxResources:
+    """The cgroup limits a container runs with, as CRI's LinuxContainerResources: cpu shares
+    (from requests.cpu), the CFS quota and period (limits.cpu; quota 0 is none) and the memory
+    limit in bytes (limits.memory; 0 is none). What the in-place resize compares and applies."""
+
+    cpu_shares: int = 0
+    cpu_quota: int = 0
+    cpu_period: int = 0
+    memory_limit: int = 0
+
+
+@dataclass(frozen=True)
 class ContainerInstance:
     """One runtime container: one attempt of one pod container."""
 
@@ -68,6 +80,7 @@ class ContainerInstance:
     termination_message: str = ""
     spec_hash: str = ""  # hash of the container spec it was created from
     container_uri: str = ""  # the status's containerID: <runtime>://<container_id>
+    resources: LinuxResources | None = None  # the limits applied now (None: the engine did not say)
 
 
 @dataclass(frozen=True)

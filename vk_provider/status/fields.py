@@ -20,7 +20,19 @@ INITIALIZED = "Initialized"
 CONTAINERS_READY = "ContainersReady"
 READY_TO_START = "PodReadyToStartContainers"
 DISRUPTION_TARGET = "DisruptionTarget"
-KUBELET_OWNED_CONDITIONS = frozenset({POD_SCHEDULED, READY, INITIALIZED, CONTAINERS_READY, READY_TO_START})
+POD_RESIZE_PENDING = "PodResizePending"
+POD_RESIZE_IN_PROGRESS = "PodResizeInProgress"
+KUBELET_OWNED_CONDITIONS = frozenset(
+    {
+        POD_SCHEDULED,
+        READY,
+        INITIALIZED,
+        CONTAINERS_READY,
+        READY_TO_START,
+        POD_RESIZE_PENDING,
+        POD_RESIZE_IN_PROGRESS,
+    }
+)
 KUBELET_SHARED_CONDITIONS = frozenset({DISRUPTION_TARGET})
 
 # Condition reasons (pkg/kubelet/status/generate.go).

@@ -3,7 +3,8 @@
 What lives here: `generate_pod_status` (the kubelet's `generateAPIPodStatus`,
 `pkg/kubelet/kubelet_pods.go`) and the container statuses it is built from
 (`container_statuses`: `convertToAPIContainerStatuses`). The phase is `status/phase.py`, the
-conditions `status/conditions.py`, the QoS class `status/qos.py`, the shared names
+conditions `status/conditions.py`, the QoS class `status/qos.py`, a container's resources
+`status/resources.py`, the shared names
 `status/fields.py`. Everything works on plain dicts in the API's JSON shape.
 Must not: do I/O, read the clock (callers pass `now`), or keep state.
 """
@@ -47,6 +48,7 @@ from vk_provider.status.fields import (
 )
 from vk_provider.status.phase import get_phase
 from vk_provider.status.qos import pod_qos_class
+from vk_provider.status.resources import status_resources
 
 
 def _terminated_reason(instance: ContainerInstance) -> str:
@@ -127,8 +129,13 @@ def container_statuses(
     waiting: Mapping[str, ContainerWaiting],
     readiness: Mapping[str, bool],
     started: Mapping[str, bool],
+    allocated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """API statuses of the init (`role=INIT`) or regular (`role=APP`) containers, in spec order."""
+    """API statuses of the init (`role=INIT`) or regular (`role=APP`) containers, in spec order.
+
+    `allocated` (container name -> resources, the pod worker's allocation) gives a container
+    with a runtime record its `resources` and `allocatedResources` (status/resources.py).
+    """
     spec = pod.get("spec") or {}
     containers = spec.get("initContainers" if role == ContainerRole.INIT else "containers") or []
     has_init = bool(spec.get("initContainers"))
@@ -172,6 +179,10 @@ def container_statuses(
                 "imageID": latest.image_id,
                 "containerID": latest.container_uri,
             }
+            if allocated is not None and name in allocated:
+                status["resources"] = status_resources(allocated[name], latest)
+                if allocated[name].get("requests") or {}:
+                    status["allocatedResources"] = copy.deepcopy(dict(allocated[name]["requests"]))
         reason = waiting.get(name)
         if reason is not None and _will_start(pod, container, latest):
             if "terminated" in status["state"]:
@@ -203,6 +214,8 @@ def generate_pod_status(
     host_ip: str,
     now: datetime,
     terminal_reason: tuple[str, str] | None = None,
+    allocated: Mapping[str, Mapping[str, Any]] | None = None,
+    resize_conditions: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The API PodStatus the kubelet would publish for `pod` given what the runtime observed.
 
@@ -212,7 +225,9 @@ def generate_pod_status(
     reason and message, as the kubelet's PodSyncHandlers (ShouldEvict) do here: the pod
     workers pass `pods.policy.DEADLINE_EXCEEDED` once `past_active_deadline` holds
     (activeDeadlineSeconds), or the runtime's refusal of the spec. Only a terminal phase
-    already in the API copy wins over it.
+    already in the API copy wins over it. `allocated` and `resize_conditions` are the pod
+    worker's in-place resize state (pods/resize.py): the containers' allocated resources and
+    the PodResizePending / PodResizeInProgress conditions.
     """
     spec = pod.get("spec") or {}
     api_status: Mapping[str, Any] = pod.get("status") or {}
@@ -222,7 +237,14 @@ def generate_pod_status(
         pod, state, ContainerRole.INIT, old.get("initContainerStatuses") or [], waiting, readiness, started
     )
     app_statuses = container_statuses(
-        pod, state, ContainerRole.APP, old.get("containerStatuses") or [], waiting, readiness, started
+        pod,
+        state,
+        ContainerRole.APP,
+        old.get("containerStatuses") or [],
+        waiting,
+        readiness,
+        started,
+        allocated,
     )
     all_statuses = init_statuses + app_statuses
 
@@ -255,6 +277,7 @@ def generate_pod_status(
     conditions.append(ready_condition(spec, conditions, all_statuses, phase))
     conditions.append(containers_ready_condition(spec, all_statuses, phase))
     conditions.append(condition(POD_SCHEDULED, "True"))
+    conditions.extend(copy.deepcopy(dict(c)) for c in resize_conditions)
     set_transition_times(conditions, old.get("conditions") or [], now)
 
     status: dict[str, Any] = {"phase": phase, "conditions": conditions}

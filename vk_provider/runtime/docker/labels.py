@@ -4,7 +4,8 @@ What lives here: the label keys (docs/architecture.md, Docker objects), the labe
 and of one
 container instance, the kubelet-style container and volume names, the label filter of one node, and
 the parse of a Docker container (its `docker inspect` dict) back into a `ContainerInstance`
-or a `PodSandboxState` (with its `docker://<id>` container URI). Must not: call Docker;
+or a `PodSandboxState` (with its `docker://<id>` container URI and the HostConfig cgroup
+limits it runs with now). Must not: call Docker;
 everything here is a function of dicts.
 """
 
@@ -19,6 +20,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
+    LinuxResources,
     PodSandboxState,
 )
 
@@ -166,6 +168,19 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
         termination_message=termination_message,
         spec_hash=labels.get(SPEC_HASH, ""),
         container_uri=f"{CONTAINER_URI_SCHEME}{inspect.get('Id', '')}",
+        resources=_linux_resources(inspect.get("HostConfig")),
+    )
+
+
+def _linux_resources(host_config: Mapping[str, Any] | None) -> LinuxResources | None:
+    """The cgroup limits Docker applies now (HostConfig changes with `docker update`)."""
+    if not host_config:
+        return None
+    return LinuxResources(
+        cpu_shares=int(host_config.get("CpuShares") or 0),
+        cpu_quota=int(host_config.get("CpuQuota") or 0),
+        cpu_period=int(host_config.get("CpuPeriod") or 0),
+        memory_limit=int(host_config.get("Memory") or 0),
     )
 
 

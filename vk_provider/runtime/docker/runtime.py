@@ -60,6 +60,7 @@ from vk_provider.runtime.types import (
     ContainerStartError,
     ContainerStats,
     ImagePullError,
+    LinuxResources,
     PodRuntimeState,
     PodSandboxState,
     PodSpecRefused,
@@ -674,6 +675,19 @@ class DockerRuntime:
 
     def spec_hash(self, container: Mapping[str, Any]) -> str:
         return sp.spec_hash(container)
+
+    def linux_resources(self, container: Mapping[str, Any], field: str) -> LinuxResources:
+        return sp.linux_resources(container, field)
+
+    async def update_resources(self, container_id: str, container: Mapping[str, Any], field: str) -> None:
+        """`docker update` of the running container's cpu and memory limits (in-place resize)."""
+        if await self._owned_inspect(container_id) is None:
+            raise ContainerNotFound(f'container "{container_id}" not found on this node')
+        kwargs = sp.update_kwargs(container, field)
+        try:
+            await self._engine.call(self._engine.client.api.update_container, container_id, **kwargs)
+        except EngineErrors as exc:
+            raise RuntimeFailure(_engine_message(exc)) from exc
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """The sandbox's address on the Docker network ("" with host networking)."""

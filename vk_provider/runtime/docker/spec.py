@@ -8,11 +8,12 @@ hostPorts, network, sysctls, the Memory emptyDirs it holds), one container's cre
 `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the sandbox,
 resources by the kubelet's formulas, the securityContext (`security.security_kwargs`: the effective
 one, runAsNonRoot, profiles), volume mounts with their checked subPath/subPathExpr
-(`paths.subpath_of`), the termination message file, the managed /etc/hosts of `hosts`), the pod's
-emptyDir volumes (`emptydir_volumes`: the kubelet's mode and fsGroup of their root, as tmpfs options
-or as the tar entry and helper container kwargs the shell applies to a new disk volume), and the
-container spec hash. The security admission beyond `docker.allow`'s switches is
-`security.check_security`.
+(`paths.subpath_of`), the termination message file, the managed /etc/hosts of `hosts`;
+`linux_resources` and `update_kwargs`, the same resources as the limits Docker reports and as an in-
+place `docker update`), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's mode and
+fsGroup of their root, as tmpfs options or as the tar entry and helper container kwargs the shell
+applies to a new disk volume), and the container spec hash (without the resizable fields). The
+security admission beyond `docker.allow`'s switches is `security.check_security`.
 The kwargs are those of docker-py's `containers.create`. Must not: call Docker or touch
 the filesystem; the shell passes in what it created (sandbox id, volume names, files)
 and the function that resolves a subPath on the host.
@@ -36,7 +37,13 @@ from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.security import cap_name, pod_containers, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
-from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, ContainerRole, PodSpecRefused
+from vk_provider.runtime.types import (
+    API_VOLUME_TYPES,
+    ContainerConfigError,
+    ContainerRole,
+    LinuxResources,
+    PodSpecRefused,
+)
 from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
@@ -136,9 +143,17 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
                 )
 
 
+# What an in-place resize changes without recreating the container (the resize subresource's
+# fields, pkg/registry/core/pod/strategy.go dropNonResizeUpdatesForContainers); upstream's
+# HashContainer (pkg/kubelet/container/helpers.go) leaves them out as well.
+RESIZABLE_FIELDS = ("resources", "resizePolicy")
+
+
 def spec_hash(container: Mapping[str, Any]) -> str:
-    """A stable hash of a container's spec; a change means the container must be recreated."""
-    data = json.dumps(container, sort_keys=True, separators=(",", ":"), default=str)
+    """A stable hash of a container's spec without its resizable fields; a change means the
+    container must be recreated (a resources change is an in-place resize, pods/resize.py)."""
+    hashed = {k: v for k, v in container.items() if k not in RESIZABLE_FIELDS}
+    data = json.dumps(hashed, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
@@ -258,6 +273,32 @@ def resource_kwargs(container: Mapping[str, Any], field: str) -> dict[str, Any]:
         out["cpu_shares"] = cpu_shares(_milli_cpu(request) if request is not None else 0)
     except ValueError as exc:
         raise ContainerConfigError(f"{field}.resources: {exc}") from exc
+    return out
+
+
+def linux_resources(container: Mapping[str, Any], field: str) -> LinuxResources:
+    """The cgroup limits `resource_kwargs` gives the container, as Docker reports them back."""
+    kw = resource_kwargs(container, field)
+    return LinuxResources(
+        cpu_shares=kw["cpu_shares"],
+        cpu_quota=kw.get("cpu_quota", 0),
+        cpu_period=kw.get("cpu_period", 0),
+        memory_limit=kw.get("mem_limit", 0),
+    )
+
+
+def update_kwargs(container: Mapping[str, Any], field: str) -> dict[str, Any]:
+    """docker-py's `update_container` arguments applying the container's resources in place.
+
+    The memory swap limit moves with the memory limit (no extra swap, as at create); a limit
+    Docker has none of stays unset.
+    """
+    kw = resource_kwargs(container, field)
+    out: dict[str, Any] = {"cpu_shares": kw["cpu_shares"]}
+    if "cpu_quota" in kw:
+        out["cpu_quota"], out["cpu_period"] = kw["cpu_quota"], kw["cpu_period"]
+    if "mem_limit" in kw:
+        out["mem_limit"], out["memswap_limit"] = kw["mem_limit"], kw["memswap_limit"]
     return out
 
 

@@ -91,6 +91,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
             Subresource("exec", ("create", "get"), "PodExecOptions"),
             Subresource("log", ("get",), "Pod"),
             Subresource("portforward", ("create", "get"), "PodPortForwardOptions"),
+            Subresource("resize", _STATUS, "Pod"),
             Subresource("status", _STATUS, "Pod"),
         ),
         graceful_delete=True,

@@ -593,7 +593,8 @@ class Store:
         meta["resourceVersion"] = old_meta["resourceVersion"]
         new["apiVersion"] = info.api_version
         new["kind"] = info.kind
-        if subresource is None and "generation" in old_meta and new.get("spec") != old.get("spec"):
+        spec_writer = subresource is None or subresource == "resize"  # pods/resize changes the spec
+        if spec_writer and "generation" in old_meta and new.get("spec") != old.get("spec"):
             meta["generation"] = old_meta["generation"] + 1
         return new
 

@@ -44,6 +44,7 @@ from vk_provider.sandbox.api.validation.kinds import (
     validate_object,
     validate_pod_update,
 )
+from vk_provider.sandbox.api.validation.resize import allocatable_refusal, resize_update, validate_pod_resize
 from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.storage.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
 
@@ -236,6 +237,8 @@ def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | N
         causes += validate_mirror_pod(obj, old)
         if old is not None and subresource is None:
             causes += validate_pod_update(old, obj)
+        elif old is not None and subresource == "resize":
+            causes += validate_pod_resize(old, obj)
     if old is not None and old["metadata"].get("deletionTimestamp"):
         # ValidateObjectMetaUpdate: a deleting object keeps or loses finalizers, never gains any
         kept = set(old["metadata"].get("finalizers") or [])
@@ -343,11 +346,35 @@ async def write_update(
         if e.code != 404 or not info.allow_create_on_update or subresource:
             raise
         old = None
+    if old is not None and info.key == "pods" and subresource == "resize":
+        obj = resize_update(old, obj)
     await asyncio.to_thread(_admit_update, info, obj, old, subresource)
+    if old is not None and info.key == "pods" and subresource == "resize":
+        await _admit_resize(ctx, old, obj)
     if old is None:
         return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
     updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
     return json_response(updated, 200, warnings)
+
+
+async def _admit_resize(ctx: ApiContext, old: Obj, pod: Obj) -> None:
+    """The PodResizeValidator admission plugin: a bound pod's new requests must fit the node's
+    allocatable (a write that leaves the spec alone is not checked)."""
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if not node_name or pod.get("spec") == old.get("spec"):
+        return
+    name = pod["metadata"].get("name") or ""
+    try:
+        node = await ctx.store.get("nodes", None, node_name)
+    except ApiError as e:
+        if e.code != 404:
+            raise
+        raise errors.forbidden("pods", name, f'node "{node_name}" not found') from None
+    message, cause = allocatable_refusal(pod, node)
+    if message:
+        refusal = errors.forbidden("pods", name, message)
+        refusal.details = {**(refusal.details or {}), "causes": [{"reason": cause}]}
+        raise refusal
 
 
 def _admit_update(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:

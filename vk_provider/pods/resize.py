@@ -1,0 +1,292 @@
+"""In-place pod resize (InPlacePodVerticalScaling): the kubelet's allocation and actuation.
+
+A user changes `spec.containers[].resources` through the pod's `resize` subresource; the pod
+update reaches the pod worker like any other. Upstream: pkg/kubelet/allocation/
+allocation_manager.go (handlePodResourcesResize: allocate what fits, else PodResizePending),
+pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodResizeAction: per resource, the
+container's resizePolicy says update in place or restart), pkg/kubelet/status/
+status_manager.go (the PodResizePending / PodResizeInProgress conditions, with the pod's
+generation as observedGeneration) and pkg/kubelet/events/resize.go (the Events' messages).
+
+What lives here: `ResizeState` (one pod's allocated resources and resize conditions, kept on
+its PodWork), the pure rules (`container_resources`, `pod_requests`, `fit_message`,
+`resize_action`, `summary`) and `PodResizer`, the shell the container pipeline calls each
+sync: `allocate` (admit the desired resources or defer them), `allocated_container` (the
+container as allocated: what a (re)start uses), `needed` (what one running container needs:
+nothing, an update in place or a restart), `update` (the `Runtime.update_resources` call, a
+memory limit below the current usage refused first) and `finish` (clear
+PodResizeInProgress once every running container runs with its allocation); `forget` frees a
+terminated pod's allocation.
+Must not: talk to an engine except through the Runtime, write pod status (the pod status is
+generated from `ResizeState` by status/generate.py) or start and stop containers (the
+container pipeline does, `pods/containers.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from vk_provider.kube.objects import format_time, meta, spec
+from vk_provider.logging import get_logger, pod_ref
+from vk_provider.pods.policy import now
+from vk_provider.quantity import parse_quantity
+from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
+from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
+
+if TYPE_CHECKING:
+    from vk_provider.pods.deps import SyncDeps
+    from vk_provider.pods.work import PodWork
+
+log = get_logger("pods.workers")
+
+# Condition reasons (k8s.io/api/core/v1).
+DEFERRED = "Deferred"
+ERROR = "Error"
+# Event reasons (pkg/kubelet/events/event.go).
+RESIZE_STARTED, RESIZE_COMPLETED = "ResizeStarted", "ResizeCompleted"
+RESIZE_DEFERRED, RESIZE_ERROR = "ResizeDeferred", "ResizeError"
+RESTART_CONTAINER = "RestartContainer"
+RESIZE_RETRY_SECONDS = 5.0  # a deferred or failed resize is tried again this often
+
+
+class ResizeAction(Enum):
+    NONE = "none"
+    UPDATE = "update"  # docker update, in place
+    RESTART = "restart"  # a changed resource's resizePolicy is RestartContainer
+
+
+@dataclass
+class ResizeState:
+    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
+
+    allocated: dict[str, dict[str, Any]] | None = None
+    pending: dict[str, Any] | None = None
+    in_progress: dict[str, Any] | None = None
+
+    def conditions(self) -> list[dict[str, Any]]:
+        return [c for c in (self.pending, self.in_progress) if c is not None]
+
+
+def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The desired resources of the app containers, by name (sidecars are not resized here:
+    docs/pods.md)."""
+    return {str(c["name"]): dict(c.get("resources") or {}) for c in spec(pod).get("containers") or []}
+
+
+def pod_requests(resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
+    """(milli-CPU, memory bytes) requested by the containers (a request defaults to its limit)."""
+    cpu = memory = 0
+    for res in resources.values():
+        requests, limits = res.get("requests") or {}, res.get("limits") or {}
+        c, m = requests.get("cpu", limits.get("cpu")), requests.get("memory", limits.get("memory"))
+        cpu += math.ceil(parse_quantity(str(c)) * 1000) if c is not None else 0
+        memory += math.ceil(parse_quantity(str(m))) if m is not None else 0
+    return cpu, memory
+
+
+def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: Mapping[str, str]) -> str:
+    """ "" when the pod fits beside the others, else the predicate admit handler's message.
+
+    Upstream: pkg/kubelet/lifecycle/predicate.go (InsufficientResourceError, cpu first).
+    """
+    for name, want, taken in (("cpu", requested[0], used[0]), ("memory", requested[1], used[1])):
+        raw = allocatable.get(name)
+        if raw is None:
+            continue
+        quantity = parse_quantity(str(raw))
+        capacity = math.floor(quantity * 1000) if name == "cpu" else math.floor(quantity)
+        if want + taken > capacity:
+            return (
+                f"Node didn't have enough resource: {name}, requested: {want}, used: {taken}, "
+                f"capacity: {capacity}"
+            )
+    return ""
+
+
+def _go_order(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """ResourceRequirements as Go marshals it: limits, then requests, names sorted, empty left out."""
+    out: dict[str, Any] = {}
+    for key in ("limits", "requests"):
+        values = resources.get(key) or {}
+        if values:
+            out[key] = {name: values[name] for name in sorted(values)}
+    return out
+
+
+def summary(
+    pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], generation: int, error: str = ""
+) -> str:
+    """The resources part of a resize Event (pkg/kubelet/events/resize.go makeResourceSummaryFromSpec)."""
+    s = spec(pod)
+    init = [c["name"] for c in s.get("initContainers") or [] if c["name"] in resources]
+    app = [c["name"] for c in s.get("containers") or [] if c["name"] in resources]
+    out: dict[str, Any] = {}
+    if init:
+        out["initContainers"] = [{"name": n, "resources": _go_order(resources[n])} for n in init]
+    if app:
+        out["containers"] = [{"name": n, "resources": _go_order(resources[n])} for n in app]
+    out["generation"] = generation
+    if error:
+        out["error"] = error
+    return json.dumps(out, separators=(",", ":"))
+
+
+def resize_action(container: Mapping[str, Any], cpu_changed: bool, memory_changed: bool) -> ResizeAction:
+    """What a change of the container's cpu and/or memory needs, by its resizePolicy (default
+    NotRequired): computePodResizeAction's determineContainerResize."""
+    if not (cpu_changed or memory_changed):
+        return ResizeAction.NONE
+    policies = {p.get("resourceName"): p.get("restartPolicy") for p in container.get("resizePolicy") or []}
+    for resource, changed in (("cpu", cpu_changed), ("memory", memory_changed)):
+        if changed and policies.get(resource) == RESTART_CONTAINER:
+            return ResizeAction.RESTART
+    return ResizeAction.UPDATE
+
+
+def _condition(
+    type_: str, old: Mapping[str, Any] | None, reason: str, message: str, gen: int
+) -> dict[str, Any]:
+    """updatedPodResizeCondition: the transition time moves only when the reason changes."""
+    stamp = format_time(now())
+    cond: dict[str, Any] = {"type": type_, "status": "True", "observedGeneration": gen}
+    if reason:
+        cond["reason"] = reason
+    if message:
+        cond["message"] = message
+    same = old is not None and old.get("reason", "") == reason
+    cond["lastProbeTime"] = stamp
+    cond["lastTransitionTime"] = old["lastTransitionTime"] if same and old is not None else stamp
+    return cond
+
+
+class PodResizer:
+    """Allocation across the node's pods and actuation of one pod's resize."""
+
+    def __init__(self, deps: SyncDeps) -> None:
+        self._deps = deps
+        self._requests: dict[str, tuple[int, int]] = {}  # uid -> allocated (milli-CPU, bytes)
+
+    def forget(self, uid: str) -> None:
+        """The pod terminated: its allocation no longer counts against the node."""
+        self._requests.pop(uid, None)
+
+    def _used_by_others(self, uid: str) -> tuple[int, int]:
+        others = [r for u, r in self._requests.items() if u != uid]
+        return sum(r[0] for r in others), sum(r[1] for r in others)
+
+    def allocate(self, work: PodWork) -> float | None:
+        """Admit the pod's desired resources when they fit beside the other pods' allocations,
+        else keep the old allocation and set PodResizePending (handlePodResourcesResize).
+        Returns in how many seconds to try a deferred resize again (None: nothing pending)."""
+        state, pod = work.resize, work.pod
+        desired = container_resources(pod)
+        generation = int(meta(pod).get("generation") or 0)
+        if state.allocated is None:  # admission (or the provider restarted): the spec is allocated
+            state.allocated = desired
+        elif desired == state.allocated:
+            state.pending = None  # nothing (left) to resize: a pending resize was reverted
+        else:
+            message = fit_message(
+                pod_requests(desired), self._used_by_others(work.uid), self._deps.node_allocatable()
+            )
+            if message:
+                self._defer(work, message, generation)
+            else:
+                state.allocated, state.pending = desired, None
+                state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, None, "", "", generation)
+                self._deps.recorder.event(
+                    pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
+                )
+                log.info("resize started (generation %d)", generation, extra={"pod": pod_ref(pod)})
+        self._requests[work.uid] = pod_requests(state.allocated)
+        return RESIZE_RETRY_SECONDS if state.pending is not None else None
+
+    def _defer(self, work: PodWork, message: str, generation: int) -> None:
+        state, pod = work.resize, work.pod
+        old = state.pending
+        if old is not None and old.get("observedGeneration") == generation and old.get("message") == message:
+            return
+        state.pending = _condition(POD_RESIZE_PENDING, old, DEFERRED, message, generation)
+        text = f"Pod resize {DEFERRED}: {summary(pod, container_resources(pod), generation, message)}"
+        self._deps.recorder.event(pod, "Warning", RESIZE_DEFERRED, text)
+        log.info("resize deferred: %s", message, extra={"pod": pod_ref(pod)})
+
+    def allocated_container(self, work: PodWork, container: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The container with its allocated resources (a deferred resize does not start with
+        the desired ones)."""
+        allocated = (work.resize.allocated or {}).get(str(container["name"]))
+        if allocated is None or allocated == dict(container.get("resources") or {}):
+            return container
+        return {**container, "resources": allocated}
+
+    def needed(
+        self, container: Mapping[str, Any], instance: ContainerInstance, field_path: str
+    ) -> ResizeAction:
+        """What the running instance needs to run with the (allocated) container's resources."""
+        if instance.resources is None:
+            return ResizeAction.NONE
+        want = self._deps.runtime.linux_resources(container, field_path)
+        have = instance.resources
+        cpu = (want.cpu_shares, want.cpu_quota, want.cpu_period) != (
+            have.cpu_shares,
+            have.cpu_quota,
+            have.cpu_period,
+        )
+        return resize_action(container, cpu, want.memory_limit != have.memory_limit)
+
+    async def update(
+        self, work: PodWork, container: Mapping[str, Any], instance: ContainerInstance, fp: str
+    ) -> bool:
+        """Apply the resources in place; a failure is PodResizeInProgress with reason Error."""
+        pod = work.pod
+        try:
+            await self._check_memory_decrease(container, instance, fp)
+            await self._deps.runtime.update_resources(instance.container_id, container, fp)
+        except RuntimeFailure as exc:
+            generation = int(meta(pod).get("generation") or 0)
+            old = work.resize.in_progress
+            message = exc.message
+            if old is None or old.get("message") != message:
+                work.resize.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
+                text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation, message)}"
+                self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
+            log.info("resize of %s failed: %s", container["name"], exc.message, extra={"pod": pod_ref(pod)})
+            return False
+        log.info("resized container %s in place", container["name"], extra={"pod": pod_ref(pod)})
+        work.runtime_changed = True
+        return True
+
+    async def _check_memory_decrease(
+        self, container: Mapping[str, Any], instance: ContainerInstance, fp: str
+    ) -> None:
+        """A memory limit may not go below what the container uses now (validateMemoryResizes
+        in kuberuntime_manager.go); the resize stays in progress with the error and is retried."""
+        want = self._deps.runtime.linux_resources(container, fp).memory_limit
+        have = instance.resources.memory_limit if instance.resources is not None else 0
+        if want == 0 or (have != 0 and want >= have):
+            return
+        name = container["name"]
+        stats = await self._deps.runtime.container_stats(instance.container_id)
+        if stats is None:
+            raise RuntimeFailure(f'cannot decrease memory limits: missing container "{name}" memory usage')
+        if stats.memory_usage_bytes >= want:
+            raise RuntimeFailure(
+                f'cannot decrease memory limits: attempting to set container "{name}" memory limit ({want}) '
+                f"below current usage ({stats.memory_usage_bytes})"
+            )
+
+    def finish(self, work: PodWork, actuated: bool) -> None:
+        """Every running container runs with its allocation: the resize is complete."""
+        state, pod = work.resize, work.pod
+        if not actuated or state.in_progress is None:
+            return
+        generation = int(state.in_progress.get("observedGeneration") or 0)
+        state.in_progress = None
+        text = f"Pod resize completed: {summary(pod, state.allocated or {}, generation)}"
+        self._deps.recorder.event(pod, "Normal", RESIZE_COMPLETED, text)
+        log.info("resize completed (generation %d)", generation, extra={"pod": pod_ref(pod)})
