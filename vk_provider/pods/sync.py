@@ -151,6 +151,8 @@ class PodSync:
             self._publish(work, state, terminal=False)
             return False
         sandbox = await self._ensure_sandbox(work, state)
+        if sandbox is not None:
+            await self._containers.sync_ephemeral_containers(work, state, sandbox)
         if sandbox is not None and await self._containers.sync_init_containers(work, state, sandbox):
             await self._containers.sync_app_containers(work, state, sandbox)
         if work.terminal_reason is not None:

@@ -441,6 +441,9 @@ class DockerRuntime:
 
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
+        if launch.role == ContainerRole.EPHEMERAL:
+            # Added after the sandbox passed the allowances: checked again before it starts.
+            sp.check_pod_allowed(launch.pod, self.config.allow)
         image_user = await self._image_user(launch)
         uid = uid_of(launch.pod)
         try:

@@ -35,7 +35,13 @@ from vk_provider.hostpaths import subpath_of
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.protocol import ContainerLaunch
-from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, ContainerRole, PodSpecRefused
+from vk_provider.runtime.types import (
+    API_VOLUME_TYPES,
+    ContainerConfigError,
+    ContainerRole,
+    PodSpecRefused,
+    spec_list,
+)
 from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
@@ -86,15 +92,14 @@ def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _containers(pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(field path, container) of init then app containers."""
+    """(field path, container) of init, app, then ephemeral containers."""
     spec = _spec(pod)
-    out = [(f"spec.initContainers[{i}]", c) for i, c in enumerate(spec.get("initContainers") or [])]
-    out += [(f"spec.containers[{i}]", c) for i, c in enumerate(spec.get("containers") or [])]
-    return out
+    keys = ("initContainers", "containers", "ephemeralContainers")
+    return [(f"spec.{key}[{i}]", c) for key in keys for i, c in enumerate(spec.get(key) or [])]
 
 
 def container_field_path(pod: Mapping[str, Any], role: ContainerRole, name: str) -> str:
-    key = "initContainers" if role == ContainerRole.INIT else "containers"
+    key = spec_list(role)
     for i, c in enumerate(_spec(pod).get(key) or []):
         if c.get("name") == name:
             return f"spec.{key}[{i}]"
@@ -564,6 +569,10 @@ def container_create_kwargs(
         kwargs["pid_mode"] = f"container:{sandbox}"
     elif spec.get("hostPID"):
         kwargs["pid_mode"] = "host"
+    elif launch.target_container_id:
+        # An ephemeral container's target, only where the pod has no shared or host PID
+        # namespace: pkg/kubelet/kuberuntime/kuberuntime_container_linux.go (NamespaceMode_TARGET).
+        kwargs["pid_mode"] = f"container:{launch.target_container_id}"
     if launch.command is not None:
         kwargs["entrypoint"] = list(launch.command)
         kwargs["command"] = list(launch.args or ())
