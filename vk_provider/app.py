@@ -98,6 +98,7 @@ class Provider:
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
             request_token=make_token_requester(client),
+            node_object=node.node_object,
         )
         await self.workers.start()
         await self.mirrors.start()

@@ -2,8 +2,8 @@
 
 What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
-the crash-loop / image backoff, the object getter, the node's addresses and allocatable
-and the TokenRequest poster. PodWorkers builds it once.
+the crash-loop / image backoff, the object getter, the node's addresses, allocatable
+and Node object, and the TokenRequest poster. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
@@ -33,3 +34,4 @@ class SyncDeps:
     host_ip: Callable[[], str]
     node_allocatable: Callable[[], Mapping[str, str]]
     request_token: TokenRequester | None = None
+    node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission

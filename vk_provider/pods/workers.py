@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
@@ -78,6 +78,7 @@ class PodWorkers:
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
         request_token: TokenRequester | None = None,
+        node_object: Callable[[], Mapping[str, Any]] = dict,
     ) -> None:
         """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
         self._runtime = runtime
@@ -98,6 +99,7 @@ class PodWorkers:
                 host_ip=host_ip,
                 node_allocatable=node_allocatable,
                 request_token=request_token,
+                node_object=node_object,
             )
         )
         self._events_task: asyncio.Task[None] | None = None

@@ -1,0 +1,66 @@
+"""The kubelet's admission on real Docker: a pod bound to the node it cannot run on is rejected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.images import BUSYBOX_IMAGE
+from tests.support.pod_status import phase
+from tests.support.provider_harness import ProviderHarness
+
+pytestmark = pytest.mark.docker
+
+MAIN = {"name": "c", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}
+
+
+async def _rejected(
+    harness: ProviderHarness, name: str, **spec: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    await harness.create(harness.manifest(name, [MAIN], **spec))
+    pod = await harness.wait_for(name, lambda p: phase(p) == "Failed")
+    event = await harness.wait_event(name, pod["status"]["reason"])
+    return pod, event
+
+
+async def test_a_windows_pod_is_rejected(harness: ProviderHarness, docker_client: Any) -> None:
+    pod, event = await _rejected(harness, "windows", os={"name": "windows"})
+    assert pod["status"]["reason"] == "PodOSNotSupported"
+    assert (
+        pod["status"]["message"]
+        == "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"
+    )
+    assert (
+        event["type"] == "Warning"
+        and event["message"] == "Failed to admit pod as the OS field doesn't match node OS"
+    )
+    assert not docker_client.containers.list(
+        all=True, filters={"label": f"io.vk-provider.pod.uid={pod['metadata']['uid']}"}
+    )
+
+
+async def test_a_node_selector_that_does_not_match_is_rejected(harness: ProviderHarness) -> None:
+    pod, event = await _rejected(
+        harness, "elsewhere", nodeSelector={"kubernetes.io/hostname": "another-node"}
+    )
+    assert pod["status"]["reason"] == "NodeAffinity"
+    assert pod["status"]["message"] == (
+        "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+    )
+    assert (
+        event["message"] == "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+    )
+
+
+async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
+    term = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [harness.node_name]}
+        ]
+    }
+    affinity = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    }
+    await harness.create(harness.manifest("here", [MAIN], affinity=affinity, terminationGracePeriodSeconds=1))
+    await harness.wait_for("here", lambda p: phase(p) == "Running")
