@@ -64,3 +64,30 @@ async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
     }
     await harness.create(harness.manifest("here", [MAIN], affinity=affinity, terminationGracePeriodSeconds=1))
     await harness.wait_for("here", lambda p: phase(p) == "Running")
+
+
+@pytest.mark.parametrize(
+    ("name", "spec", "message"),
+    [
+        (
+            "runtimeclass",
+            {"runtimeClassName": "gvisor"},
+            'spec.runtimeClassName: RuntimeClass "gvisor" is not supported on this node '
+            "(the container engine's default runtime only)",
+        ),
+        (
+            "claims",
+            {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
+            "spec.resourceClaims: resource claims are not supported on this node "
+            "(no dynamic resource allocation driver)",
+        ),
+    ],
+)
+async def test_what_the_runtime_cannot_honour_is_refused_by_path(
+    harness: ProviderHarness, name: str, spec: dict[str, Any], message: str
+) -> None:
+    await harness.create(harness.manifest(name, [MAIN], **spec))
+    pod = await harness.wait_for(name, lambda p: phase(p) == "Failed")
+    assert (pod["status"]["reason"], pod["status"]["message"]) == ("Forbidden", message)
+    failed = await harness.wait_event(name, "Failed")
+    assert failed["message"] == f"Error: {message}"

@@ -39,6 +39,7 @@ from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
+from vk_provider.runtime.docker.unsupported import check_pod_supported
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
@@ -352,6 +353,7 @@ class DockerRuntime:
                 container.remove(force=True)
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        check_pod_supported(pod)
         sp.check_pod_allowed(pod, self.config.allow)
         uid = uid_of(pod)
         rows = await self._list(lb.pod_filter(self.node_name, uid))
@@ -442,7 +444,8 @@ class DockerRuntime:
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         if launch.role == ContainerRole.EPHEMERAL:
-            # Added after the sandbox passed the allowances: checked again before it starts.
+            # Added after the sandbox passed the checks: checked again before it starts.
+            check_pod_supported(launch.pod)
             sp.check_pod_allowed(launch.pod, self.config.allow)
         image_user = await self._image_user(launch)
         uid = uid_of(launch.pod)
