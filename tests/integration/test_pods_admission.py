@@ -91,3 +91,25 @@ async def test_what_the_runtime_cannot_honour_is_refused_by_path(
     assert (pod["status"]["reason"], pod["status"]["message"]) == ("Forbidden", message)
     failed = await harness.wait_event(name, "Failed")
     assert failed["message"] == f"Error: {message}"
+
+
+async def test_restart_policy_rules_restart_on_the_listed_exit_code(harness: ProviderHarness) -> None:
+    # exits 42 on its first run (restarted by the rule), then 0 (not restarted: its own Never)
+    script = "if [ -f /data/ran ]; then exit 0; fi; touch /data/ran; exit 42"
+    rule = {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}
+    container = {
+        "name": "c",
+        "image": BUSYBOX_IMAGE,
+        "command": ["sh", "-c", script],
+        "restartPolicy": "Never",
+        "restartPolicyRules": [rule],
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+    }
+    manifest = harness.manifest(
+        "ruled", [container], restartPolicy="Never", volumes=[{"name": "data", "emptyDir": {}}]
+    )
+    await harness.create(manifest)
+    pod = await harness.wait_for("ruled", lambda p: phase(p) == "Succeeded")
+    [status] = pod["status"]["containerStatuses"]
+    assert status["restartCount"] == 1 and status["state"]["terminated"]["exitCode"] == 0
+    assert status["lastState"]["terminated"]["exitCode"] == 42

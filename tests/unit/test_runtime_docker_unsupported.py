@@ -41,3 +41,13 @@ def test_refused_with_the_field_path(spec: dict[str, Any], path: str) -> None:
     with pytest.raises(PodSpecRefused) as refused:
         check_pod_supported(_pod(**spec))
     assert refused.value.message.startswith(path) and refused.value.reason == "Forbidden"
+
+
+def test_restart_all_containers_is_refused() -> None:
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    container = {"name": "c", "restartPolicy": "Never", "restartPolicyRules": [rule]}
+    with pytest.raises(PodSpecRefused) as refused:
+        check_pod_supported(_pod(containers=[container]))
+    assert refused.value.message == (
+        "spec.containers[0].restartPolicyRules[0].action: RestartAllContainers is not supported on this node"
+    )

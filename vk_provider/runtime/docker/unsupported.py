@@ -4,8 +4,10 @@ What lives here: `check_pod_supported`, raising `PodSpecRefused` for the first f
 Docker runtime cannot honour at all: dynamic resource allocation (`spec.resourceClaims`,
 `resources.claims` of a container: no DRA driver serves this node, so the kubelet's
 PrepareDynamicResources could never succeed), raw block devices (`volumeDevices`: they come
-from block-mode PersistentVolumeClaims, which this node does not attach) and
-`spec.runtimeClassName` (the engine's default runtime is the only handler). The security
+from block-mode PersistentVolumeClaims, which this node does not attach), the
+RestartAllContainers action of a container's restartPolicyRules (the pod's containers are
+not restarted together) and `spec.runtimeClassName` (the engine's default runtime is the
+only handler). The security
 allowances a node can grant are `spec.check_pod_allowed`'s.
 Must not: call Docker, read configuration, or silently drop a field.
 """
@@ -35,6 +37,12 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
                     f"spec.{key}[{i}].resources.claims: resource claims are not supported on this node "
                     "(no dynamic resource allocation driver)"
                 )
+            for j, rule in enumerate(container.get("restartPolicyRules") or []):
+                if rule.get("action") == "RestartAllContainers":
+                    raise PodSpecRefused(
+                        f"spec.{key}[{i}].restartPolicyRules[{j}].action: RestartAllContainers is not "
+                        "supported on this node"
+                    )
             if container.get("volumeDevices"):
                 raise PodSpecRefused(
                     f"spec.{key}[{i}].volumeDevices: raw block devices are not supported on this node"
