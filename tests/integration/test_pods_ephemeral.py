@@ -21,6 +21,20 @@ def _ephemeral_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(found[0]) if found else {}
 
 
+def _waiting(pod: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict((_ephemeral_status(pod, name).get("state") or {}).get("waiting") or {})
+
+
+async def _debug(harness: ProviderHarness, pod: str, debugger: dict[str, Any], waiting_reason: str) -> str:
+    """Add `debugger` to `pod` and wait for it to wait with that reason; its message."""
+    path = f"/api/v1/namespaces/default/pods/{pod}/ephemeralcontainers"
+    await harness.api.patch(path, {"spec": {"ephemeralContainers": [debugger]}})
+    found = await harness.wait_for(
+        pod, lambda p: _waiting(p, debugger["name"]).get("reason") == waiting_reason
+    )
+    return str(_waiting(found, debugger["name"])["message"])
+
+
 def _terminated(pod: dict[str, Any], name: str) -> dict[str, Any]:
     return dict((_ephemeral_status(pod, name).get("state") or {}).get("terminated") or {})
 
@@ -69,16 +83,8 @@ async def test_a_target_that_is_not_running_is_reported(harness: ProviderHarness
     await harness.create(manifest)
     await harness.wait_for("initializing", lambda p: phase(p) == "Pending")
     debugger = {"name": "dbg", "image": BUSYBOX_IMAGE, "command": ["sleep", "5"], "targetContainerName": "c"}
-    path = "/api/v1/namespaces/default/pods/initializing/ephemeralcontainers"
-    await harness.api.patch(path, {"spec": {"ephemeralContainers": [debugger]}})
-    pod = await harness.wait_for(
-        "initializing",
-        lambda p: (
-            "waiting" in (_ephemeral_status(p, "dbg").get("state") or {})
-            and _ephemeral_status(p, "dbg")["state"]["waiting"].get("reason") == "CreateContainerConfigError"
-        ),
-    )
-    assert _ephemeral_status(pod, "dbg")["state"]["waiting"]["message"] == "unable to find target container c"
+    message = await _debug(harness, "initializing", debugger, "CreateContainerConfigError")
+    assert message == "unable to find target container c"
 
 
 async def test_an_ephemeral_container_is_held_to_the_node_s_allowances(harness: ProviderHarness) -> None:
@@ -87,17 +93,10 @@ async def test_an_ephemeral_container_is_held_to_the_node_s_allowances(harness: 
     await harness.wait_for("guarded", lambda p: phase(p) == "Running")
     ptrace = {"capabilities": {"add": ["SYS_PTRACE"]}}  # what `kubectl debug --profile=general` adds
     debugger = {"name": "dbg", "image": BUSYBOX_IMAGE, "command": ["true"], "securityContext": ptrace}
-    path = "/api/v1/namespaces/default/pods/guarded/ephemeralcontainers"
-    await harness.api.patch(path, {"spec": {"ephemeralContainers": [debugger]}})
-    pod = await harness.wait_for(
-        "guarded",
-        lambda p: (
-            "waiting" in (_ephemeral_status(p, "dbg").get("state") or {})
-            and _ephemeral_status(p, "dbg")["state"]["waiting"].get("reason") == "Forbidden"
-        ),
-    )
-    assert _ephemeral_status(pod, "dbg")["state"]["waiting"]["message"] == (
+    message = await _debug(harness, "guarded", debugger, "Forbidden")
+    assert message == (
         "spec.ephemeralContainers[0].securityContext.capabilities.add[0]: capability SYS_PTRACE is not "
         "allowed on this node (docker.allow.capabilities)"
     )
-    assert phase(pod) == "Running"
+    pod = await harness.get("guarded")
+    assert pod is not None and phase(pod) == "Running"
