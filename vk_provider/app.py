@@ -103,6 +103,7 @@ class Provider:
             resync_interval=cfg.pods.resync_interval,
             request_token=make_token_requester(client),
             services=services,
+            node_object=node.node_object,
         )
         await self.workers.start()
         await self.mirrors.start()

@@ -2,8 +2,8 @@
 Docker engine) started as a subprocess, then the real kubectl against it: the node, a two-container
 pod (HTTP to the pod IP, logs, logs -f, exec over WebSocket and SPDY, exec -it on a terminal,
 port-forward, describe, events), a failing pod, a crash loop, logs and exec of containers that never
-started (an image that cannot be pulled, an init container still running), deletes, and SIGTERM with
-`--clean`.
+started (an image that cannot be pulled, an init container still running), `kubectl debug` (an
+ephemeral container in its target's PID namespace), deletes, and SIGTERM with `--clean`.
 
 One sandbox serves the whole module on each control-plane tier (`--control-plane`: the emulator,
 and the real upstream control plane with the providers under the Helm chart's RBAC); each test
@@ -384,3 +384,30 @@ def test_sigterm_stops_the_sandbox_and_clean_removes_containers(
             sb.proc.kill()
             sb.proc.wait()
         remove_node_containers(docker_client, sb.node)
+
+
+def _ephemeral_statuses(sandbox: Sandbox, pod: str) -> dict[str, Any]:
+    got = json.loads(sandbox.kubectl("get", "pod", pod, "-o", "json").stdout)
+    return {s["name"]: s for s in got["status"].get("ephemeralContainerStatuses") or []}
+
+
+def test_kubectl_debug_runs_in_the_target_s_pid_namespace(sandbox: Sandbox) -> None:
+    main = {"name": "c", "image": "vk-test/busybox:1", "command": ["sleep", "3600"]}
+    sandbox.apply(pod_manifest("debuggee", sandbox.node, [main], terminationGracePeriodSeconds=1))
+    sandbox.kubectl("wait", "--for=condition=Ready", "pod/debuggee", "--timeout=120s", timeout=150)
+    # --profile=baseline: the default (general) adds SYS_PTRACE, which this node does not allow
+    sandbox.kubectl(
+        "debug", "debuggee", "-c", "dbg", "--image=vk-test/busybox:1", "--image-pull-policy=Never",
+        "--target=c", "--profile=baseline", "--", "sh", "-c", "ps -o args; echo hi",
+    )  # fmt: skip
+    status = until(
+        "dbg terminated",
+        lambda: (
+            (s := _ephemeral_statuses(sandbox, "debuggee").get("dbg")) and "terminated" in s["state"] and s
+        ),
+    )
+    assert status["state"]["terminated"]["exitCode"] == 0 and status["ready"] is False
+    logs = sandbox.kubectl("logs", "debuggee", "-c", "dbg").stdout
+    assert "sleep 3600" in logs and logs.endswith("hi\n")
+    described = sandbox.kubectl("describe", "pod", "debuggee").stdout
+    assert "Ephemeral Containers:" in described and "dbg:" in described

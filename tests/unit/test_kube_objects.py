@@ -143,3 +143,17 @@ def test_format_time() -> None:
     )
     assert format_time_nano(T0) == "2026-01-01T00:00:00Z"
     assert format_time_nano(T0 + timedelta(microseconds=120000)) == "2026-01-01T00:00:00.12Z"
+
+
+def test_restart_policy_rules_match_exit_codes_before_the_container_s_policy() -> None:
+    rules = [
+        {"action": "Restart", "exitCodes": {"operator": "In", "values": [42, 43]}},
+        {"action": "Restart", "exitCodes": {"operator": "NotIn", "values": [0, 1]}},
+    ]
+    pod = {"spec": {"restartPolicy": "Never"}}
+    container = {"name": "c", "restartPolicy": "Never", "restartPolicyRules": rules}
+    assert container_should_restart(pod, container, 42)
+    assert container_should_restart(pod, container, 7)  # NotIn [0, 1]
+    assert not container_should_restart(pod, container, 1)  # no rule: the container's Never
+    # rules apply only with a container restartPolicy (API validation requires one)
+    assert not container_should_restart(pod, {"name": "c", "restartPolicyRules": rules}, 42)

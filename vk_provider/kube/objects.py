@@ -84,9 +84,20 @@ def is_sidecar(container: Obj) -> bool:
 def container_should_restart(pod: Obj, container: Obj, exit_code: int) -> bool:
     """Whether a container that exited with `exit_code` runs again by its restart policy: the
     container's own restartPolicy (a sidecar's Always; ContainerRestartRules, on by default
-    since 1.35) wins over the pod's. restartPolicyRules are not supported.
-    Upstream: pkg/api/v1/pod/util.go (ContainerShouldRestart).
+    since 1.35) wins over the pod's, and a container with one first tries its
+    restartPolicyRules in order: the first whose exitCodes (In / NotIn) match the exit code
+    restarts it when its action is Restart. (RestartAllContainers is refused by the runtime.)
+    Upstream: pkg/api/v1/pod/util.go (ContainerShouldRestart, FindMatchingContainerRestartRule).
     """
+    if container.get("restartPolicy"):
+        for rule in container.get("restartPolicyRules") or []:
+            codes = rule.get("exitCodes") or {}
+            matched = exit_code in (codes.get("values") or [])
+            operator = codes.get("operator")
+            if (operator == "In" and matched) or (operator == "NotIn" and not matched):
+                if rule.get("action") == "Restart":
+                    return True
+                break
     policy = container.get("restartPolicy") or restart_policy(pod)
     if policy == "Never":
         return False

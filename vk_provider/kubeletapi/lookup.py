@@ -41,8 +41,9 @@ async def find_pod(runtime: Runtime, namespace: str, name: str) -> PodRuntimeSta
 
 
 def find_container(pod: PodRuntimeState, container: str, *, previous: bool = False) -> ContainerInstance:
-    """The latest instance of an app or init container (or the one before it with `previous`)."""
-    roles = (ContainerRole.APP, ContainerRole.INIT)
+    """The latest instance of an app, init or ephemeral container (or the one before it with
+    `previous`): the kubelet's GetContainerLogs / attach / exec find ephemeral containers by name too."""
+    roles = (ContainerRole.APP, ContainerRole.INIT, ContainerRole.EPHEMERAL)
     for role in roles:
         latest = pod.latest(container, role)
         if latest is None:

@@ -1,11 +1,12 @@
 """The container pipeline of the pod workers: what to do with each container of one pod.
 
-What lives here: `ContainerPipeline`, which runs a pod's init containers one at a time and its
-app containers, and for one container: has its image made present (`pods/images.py`),
-resolves its environment and starts it (Created / Started Events), runs postStart, restarts
-it per restartPolicy with the crash-loop backoff, replaces it when its spec changed, resizes it
-in place or restarts it when its allocated resources changed (`pods/resize.PodResizer`), kills it
-with preStop and the grace period, and kills it when its liveness or startup probe failed.
+What lives here: `ContainerPipeline`, which runs a pod's init containers one at a time, its
+app containers and its new ephemeral containers (once each), and for one container: has its
+image made present (`pods/images.py`), resolves its environment and starts it (Created /
+Started Events), runs postStart, restarts it per restartPolicy with the crash-loop backoff,
+replaces it when its spec changed, resizes it in place or restarts it when its allocated
+resources changed (`pods/resize.PodResizer`), kills it with preStop and the grace period, and
+kills it when its liveness or startup probe failed.
 Failures become the container's waiting reason in the pod's `PodWork` and arm its timer;
 every start or stop marks `PodWork.runtime_changed`, so the sync reads the pod's state again.
 Its log lines keep the pod workers' component (`pods.workers`).
@@ -29,6 +30,7 @@ from vk_provider.pods.backoff import (
 )
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import PodAddresses, resolve_container_env
+from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
 from vk_provider.pods.images import ImageManager
@@ -52,6 +54,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
     RuntimeFailure,
+    spec_list,
 )
 from vk_provider.status.fields import ContainerWaiting
 
@@ -148,6 +151,24 @@ class ContainerPipeline:
             await self._replace(work, container, instance, sandbox, message)
         return True
 
+    async def sync_ephemeral_containers(
+        self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
+    ) -> None:
+        """Start each new ephemeral container once, whatever the init containers' progress; it
+        is never restarted (`pods/ephemeral.py`). A target that is not running is its
+        CreateContainerConfigError, retried, as the kubelet's startContainer reports it."""
+        for container in ephemeral_to_start(work.pod, state):
+            target, error = ephemeral_target(container, state)
+            if not error:
+                await self._start(work, container, ContainerRole.EPHEMERAL, 0, sandbox, target)
+                continue
+            name = container["name"]
+            log.info("ephemeral container %s: %s", name, error, extra={"pod": pod_ref(work.pod)})
+            work.waiting[name] = ContainerWaiting("CreateContainerConfigError", error)
+            fp = field_path(ContainerRole.EPHEMERAL, name)
+            self._deps.recorder.event(work.pod, "Warning", "Failed", f"Error: {error}", field_path=fp)
+            wake_in(work, jitter(ERROR_RETRY_SECONDS))
+
     async def _kill_if_unhealthy(self, work: PodWork, instance: ContainerInstance, pod_ip: str) -> None:
         """Kill a running container whose liveness or startup probe failed; it restarts per policy.
 
@@ -236,9 +257,11 @@ class ContainerPipeline:
         role: ContainerRole,
         attempt: int,
         sandbox: PodSandboxState,
+        target: str = "",
     ) -> bool:
         """Pull, resolve, create and start one container; failures become its waiting reason.
 
+        `target`: an ephemeral container's target (`ContainerLaunch.target_container_id`).
         True when the container was started (it may have exited already).
         """
         pod, name = work.pod, container["name"]
@@ -268,6 +291,7 @@ class ContainerPipeline:
                 command=resolved.command,
                 args=resolved.args,
                 sandbox=sandbox,
+                target_container_id=target,
             )
             work.runtime_changed = True
             instance = await self._deps.runtime.start_container(launch)
@@ -316,8 +340,7 @@ class ContainerPipeline:
         return False
 
     def _container_spec(self, pod: Mapping[str, Any], instance: ContainerInstance) -> Mapping[str, Any]:
-        key = "initContainers" if instance.role == ContainerRole.INIT else "containers"
-        for container in spec(pod).get(key) or []:
+        for container in spec(pod).get(spec_list(instance.role)) or []:
             if container.get("name") == instance.name:
                 return dict(container)
         return {"name": instance.name}

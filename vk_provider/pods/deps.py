@@ -2,9 +2,9 @@
 
 What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
-the crash-loop / image backoff, the object getter, the node's addresses and allocatable,
-the TokenRequest poster and the services (for the service environment variables).
-PodWorkers builds it once.
+the crash-loop / image backoff, the object getter, the node's addresses, allocatable
+and Node object, the TokenRequest poster and the services (for the service environment
+variables). PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
@@ -36,3 +37,4 @@ class SyncDeps:
     node_allocatable: Callable[[], Mapping[str, str]]
     request_token: TokenRequester | None = None
     services: ServiceSource | None = None  # None: no service environment variables
+    node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission

@@ -22,6 +22,7 @@ from vk_provider.runtime.types import (
     ContainerRunState,
     PodRuntimeState,
     PodSandboxState,
+    spec_list,
 )
 
 ERROR_RETRY_SECONDS = 10.0  # the kubelet requeues a failed sync after 10 s (0.5 jitter)
@@ -40,7 +41,7 @@ def jitter(seconds: float) -> float:
 
 def field_path(role: ContainerRole, name: str) -> str:
     """The Event's involvedObject.fieldPath of one container, as the kubelet sets it."""
-    return f"spec.{'initContainers' if role == ContainerRole.INIT else 'containers'}{{{name}}}"
+    return f"spec.{spec_list(role)}{{{name}}}"
 
 
 def in_sandbox(instance: ContainerInstance, sandbox: PodSandboxState) -> bool:

@@ -1,8 +1,9 @@
 """PodSync: one pod's sync and termination, as the kubelet's SyncPod / SyncTerminatingPod do them.
 
 What lives here: `PodSync`, the syncer the pod workers' state machine (`pods/workers.py`)
-calls. `sync` compares the pod's spec with the runtime's observed `PodRuntimeState` (read
-once, and again only when the sync started or stopped something) and does the next steps:
+calls. `sync` admits a pod that never ran here (`pods/admission.py`), compares the pod's
+spec with the runtime's observed `PodRuntimeState` (read once, and again only when the sync
+started or stopped something) and does the next steps:
 activeDeadlineSeconds (also armed as a timer, so a pod past it is killed without waiting
 for a resync), the volumes (FailedMount Events while one cannot be set up: an unsupported
 type, a failed hostPath type check, the API-backed volumes' files), the sandbox, then the
@@ -24,6 +25,7 @@ from typing import Any
 
 from vk_provider.kube.objects import restart_policy
 from vk_provider.logging import get_logger, pod_ref
+from vk_provider.pods.admission import POD_REJECTED, admit
 from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
 from vk_provider.pods.deps import SyncDeps
@@ -152,16 +154,32 @@ class PodSync:
             ]
             if running:
                 log.info("adopted running container(s) %s", ", ".join(running), extra={"pod": pod_ref(pod)})
+            if state is None and self._rejected(work):
+                return True
         if not await self._mount_volumes(work, state):
             self._publish(work, state, terminal=False)
             return False
         sandbox = await self._ensure_sandbox(work, state)
+        if sandbox is not None:
+            await self._containers.sync_ephemeral_containers(work, state, sandbox)
         if sandbox is not None and await self._containers.sync_init_containers(work, state, sandbox):
             await self._containers.sync_app_containers(work, state, sandbox)
         if work.terminal_reason is not None:
             return True
         status = self._publish(work, await self._current(work, state), terminal=False)
         return status.get("phase") in TERMINAL_PHASES
+
+    def _rejected(self, work: PodWork) -> bool:
+        """The kubelet's admission (`pods/admission.py`) of a pod that never ran here: True when
+        it is rejected (its terminal reason set, the kubelet's rejectPod Event recorded)."""
+        rejection = admit(work.pod, self._deps.node_object())
+        if rejection is None:
+            return False
+        reason, message = rejection
+        log.warning("pod rejected: %s: %s", reason, message, extra={"pod": pod_ref(work.pod)})
+        self._recorder.event(work.pod, "Warning", reason, message)
+        work.terminal_reason = (reason, POD_REJECTED + message)
+        return True
 
     async def _mount_volumes(self, work: PodWork, state: PodRuntimeState | None) -> bool:
         """Set up the pod's volumes: none of a type the node cannot mount (`volume_sources`), the

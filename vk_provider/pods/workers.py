@@ -82,6 +82,7 @@ class PodWorkers:
         backoff: Backoff | None = None,
         request_token: TokenRequester | None = None,
         services: ServiceSource | None = None,
+        node_object: Callable[[], Mapping[str, Any]] = dict,
     ) -> None:
         """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
         self._runtime = runtime
@@ -103,6 +104,7 @@ class PodWorkers:
                 node_allocatable=node_allocatable,
                 request_token=request_token,
                 services=services,
+                node_object=node_object,
             )
         )
         self._eviction = EmptyDirEviction(runtime, self._running_pods, self.evict)

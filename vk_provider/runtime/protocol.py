@@ -49,6 +49,9 @@ class ContainerLaunch:
     command: tuple[str, ...] | None  # None: the image's entrypoint
     args: tuple[str, ...] | None  # None: the image's cmd
     sandbox: PodSandboxState
+    # An ephemeral container's targetContainerName, running: the runtime id whose PID
+    # namespace it joins (empty: the pod's own rules).
+    target_container_id: str = ""
 
 
 class InteractiveSession(Protocol):

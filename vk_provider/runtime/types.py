@@ -39,6 +39,14 @@ class ContainerRole(StrEnum):
     SANDBOX = "sandbox"
     INIT = "init"
     APP = "app"
+    EPHEMERAL = "ephemeral"  # a debug container of spec.ephemeralContainers, started once
+
+
+def spec_list(role: ContainerRole) -> str:
+    """The PodSpec list a container of `role` is declared in."""
+    return {ContainerRole.INIT: "initContainers", ContainerRole.EPHEMERAL: "ephemeralContainers"}.get(
+        role, "containers"
+    )
 
 
 class ContainerRunState(StrEnum):

@@ -22,6 +22,7 @@ from vk_provider.runtime.types import (
     ContainerRole,
     ContainerRunState,
     PodRuntimeState,
+    spec_list,
 )
 from vk_provider.status.conditions import (
     condition,
@@ -131,13 +132,14 @@ def container_statuses(
     started: Mapping[str, bool],
     allocated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """API statuses of the init (`role=INIT`) or regular (`role=APP`) containers, in spec order.
+    """API statuses of the init (`role=INIT`), regular (`role=APP`) or ephemeral (`role=EPHEMERAL`:
+    never ready, no `started`, as the prober manager leaves them) containers, in spec order.
 
     `allocated` (container name -> resources, the pod worker's allocation) gives a container
     with a runtime record its `resources` and `allocatedResources` (status/resources.py).
     """
     spec = pod.get("spec") or {}
-    containers = spec.get("initContainers" if role == ContainerRole.INIT else "containers") or []
+    containers = spec.get(spec_list(role)) or []
     has_init = bool(spec.get("initContainers"))
     default_reason = POD_INITIALIZING if has_init else CONTAINER_CREATING
     deleting = is_deleting(pod)
@@ -184,16 +186,18 @@ def container_statuses(
                 if allocated[name].get("requests") or {}:
                     status["allocatedResources"] = copy.deepcopy(dict(allocated[name]["requests"]))
         reason = waiting.get(name)
-        if reason is not None and _will_start(pod, container, latest):
+        ephemeral = role == ContainerRole.EPHEMERAL  # started once, never probed
+        if reason is not None and (latest is None if ephemeral else _will_start(pod, container, latest)):
             if "terminated" in status["state"]:
                 status["lastState"] = status["state"]
             waiting_state: dict[str, Any] = {"reason": reason.reason}
             if reason.message:
                 waiting_state["message"] = reason.message
             status["state"] = {"waiting": waiting_state}
-        ready, is_started = _probe_flags(container, role, status["state"], readiness, started)
-        status["ready"] = ready
-        status["started"] = is_started
+        if not ephemeral:
+            ready, is_started = _probe_flags(container, role, status["state"], readiness, started)
+            status["ready"] = ready
+            status["started"] = is_started
         result.append(status)
     return result
 
@@ -246,7 +250,16 @@ def generate_pod_status(
         started,
         allocated,
     )
-    all_statuses = init_statuses + app_statuses
+    all_statuses = init_statuses + app_statuses  # the phase and conditions ignore ephemeral ones
+    ephemeral_statuses = container_statuses(
+        pod,
+        state,
+        ContainerRole.EPHEMERAL,
+        old.get("ephemeralContainerStatuses") or [],
+        waiting,
+        readiness,
+        started,
+    )
 
     phase = get_phase(pod, all_statuses, pod_is_terminal)
     if not is_terminal_phase(phase):
@@ -302,5 +315,7 @@ def generate_pod_status(
     if init_statuses:
         status["initContainerStatuses"] = init_statuses
     status["containerStatuses"] = sorted(app_statuses, key=lambda s: s["name"])
+    if ephemeral_statuses:
+        status["ephemeralContainerStatuses"] = sorted(ephemeral_statuses, key=lambda s: s["name"])
     status["qosClass"] = api_status.get("qosClass") or pod_qos_class(pod)
     return status

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_provider.kube.objects import is_sidecar, is_static, restart_policy
+from vk_provider.kube.objects import container_should_restart, is_sidecar, is_static, restart_policy
 from vk_provider.kube.objects import spec as pod_spec
 from vk_provider.status.fields import FAILED, PENDING, RUNNING, SUCCEEDED, find_status
 
@@ -60,7 +60,7 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
     sidecars, missing_sidecars = _found([c for c in init_containers if is_sidecar(c)], statuses)
     regular, missing_regular = _found(spec.get("containers") or [], statuses)
     unknown = missing_sidecars + missing_regular
-    running = waiting = stopped = succeeded = 0
+    running = waiting = stopped = succeeded = not_restartable = 0
     for status in sidecars:
         state = status.get("state") or {}
         if "running" in state:
@@ -77,17 +77,26 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
             pending_sidecar += 1
             unknown += 1
 
+    by_name = {c["name"]: c for c in spec.get("containers") or []}
     for status in regular:
         state = status.get("state") or {}
+        last = status.get("lastState") or {}
         if "running" in state:
             running += 1
         elif "terminated" in state:
             stopped += 1
-            if state["terminated"].get("exitCode", 0) == 0:
+            exit_code = state["terminated"].get("exitCode", 0)
+            if exit_code == 0:
                 succeeded += 1
+            if not container_should_restart(pod, by_name[status["name"]], exit_code):
+                not_restartable += 1
         elif "waiting" in state:
-            if "terminated" in (status.get("lastState") or {}):
+            if "terminated" in last:
                 stopped += 1
+                if not container_should_restart(
+                    pod, by_name[status["name"]], last["terminated"].get("exitCode", 0)
+                ):
+                    not_restartable += 1
             else:
                 waiting += 1
         else:
@@ -106,11 +115,9 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
     if running == 0 and stopped > 0 and unknown == 0:
         if pod_is_terminal and not is_static(pod):
             return SUCCEEDED if stopped == succeeded else FAILED
-        if policy == "Always":
+        # ContainerRestartRules (on by default since 1.35): a container that restarts by its
+        # own policy, its rules or the pod's keeps the pod Running.
+        if stopped != not_restartable:
             return RUNNING
-        if stopped == succeeded:
-            return SUCCEEDED
-        if policy == "Never":
-            return FAILED
-        return RUNNING
+        return SUCCEEDED if stopped == succeeded else FAILED
     return PENDING

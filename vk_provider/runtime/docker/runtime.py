@@ -48,6 +48,7 @@ from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
+from vk_provider.runtime.docker.unsupported import check_pod_supported
 from vk_provider.runtime.docker.volume_usage import volume_usage
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
@@ -370,6 +371,7 @@ class DockerRuntime:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        check_pod_supported(pod)
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
         uid = uid_of(pod)
@@ -541,6 +543,11 @@ class DockerRuntime:
 
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
+        if launch.role == ContainerRole.EPHEMERAL:
+            # Added after the sandbox passed the checks: checked again before it starts.
+            check_pod_supported(launch.pod)
+            sp.check_pod_allowed(launch.pod, self.config.allow)
+            sec.check_security(launch.pod, self.config, self._host_security)
         image_user = await self._image_user(launch)
         seccomp_json = await self._engine.call(self._seccomp_json, launch)
         uid = uid_of(launch.pod)

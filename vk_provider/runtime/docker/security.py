@@ -77,11 +77,10 @@ def host_security(info: Mapping[str, Any]) -> HostSecurity:
 
 
 def pod_containers(pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(field path, container) of init then app containers."""
+    """(field path, container) of init, app, then ephemeral containers."""
     spec = spec_of(pod)
-    out = [(f"spec.initContainers[{i}]", c) for i, c in enumerate(spec.get("initContainers") or [])]
-    out += [(f"spec.containers[{i}]", c) for i, c in enumerate(spec.get("containers") or [])]
-    return out
+    keys = ("initContainers", "containers", "ephemeralContainers")
+    return [(f"spec.{key}[{i}]", c) for key in keys for i, c in enumerate(spec.get(key) or [])]
 
 
 def cap_name(cap: str) -> str:

@@ -43,6 +43,7 @@ from vk_provider.runtime.types import (
     ContainerRole,
     LinuxResources,
     PodSpecRefused,
+    spec_list,
 )
 from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
 
@@ -93,7 +94,7 @@ def _spec(pod: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def container_field_path(pod: Mapping[str, Any], role: ContainerRole, name: str) -> str:
-    key = "initContainers" if role == ContainerRole.INIT else "containers"
+    key = spec_list(role)
     for i, c in enumerate(_spec(pod).get(key) or []):
         if c.get("name") == name:
             return f"spec.{key}[{i}]"
@@ -485,6 +486,10 @@ def container_create_kwargs(
         kwargs["pid_mode"] = f"container:{sandbox}"
     elif spec.get("hostPID"):
         kwargs["pid_mode"] = "host"
+    elif launch.target_container_id:
+        # An ephemeral container's target, only where the pod has no shared or host PID
+        # namespace: pkg/kubelet/kuberuntime/kuberuntime_container_linux.go (NamespaceMode_TARGET).
+        kwargs["pid_mode"] = f"container:{launch.target_container_id}"
     if launch.command is not None:
         kwargs["entrypoint"] = list(launch.command)
         kwargs["command"] = list(launch.args or ())

@@ -87,6 +87,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
         subresources=(
             Subresource("attach", ("create", "get"), "PodAttachOptions"),
             Subresource("binding", ("create",), "Binding"),
+            Subresource("ephemeralcontainers", _STATUS, "Pod"),
             Subresource("eviction", ("create",), "Eviction", "policy", "v1"),
             Subresource("exec", ("create", "get"), "PodExecOptions"),
             Subresource("log", ("get",), "Pod"),

@@ -38,6 +38,11 @@ from vk_provider.sandbox.api.patch import PatchError, apply_patch
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
 from vk_provider.sandbox.api.responses import json_response, table_of, wants_table
+from vk_provider.sandbox.api.validation.ephemeral import (
+    EPHEMERAL_CONTAINERS,
+    ephemeral_candidate,
+    validate_ephemeral_update,
+)
 from vk_provider.sandbox.api.validation.kinds import (
     validate_config_update,
     validate_mirror_pod,
@@ -239,6 +244,8 @@ def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | N
             causes += validate_pod_update(old, obj)
         elif old is not None and subresource == "resize":
             causes += validate_pod_resize(old, obj)
+        elif old is not None and subresource == EPHEMERAL_CONTAINERS:
+            causes += validate_ephemeral_update(old, obj)
     if old is not None and old["metadata"].get("deletionTimestamp"):
         # ValidateObjectMetaUpdate: a deleting object keeps or loses finalizers, never gains any
         kept = set(old["metadata"].get("finalizers") or [])
@@ -346,14 +353,18 @@ async def write_update(
         if e.code != 404 or not info.allow_create_on_update or subresource:
             raise
         old = None
+    stored_as = subresource
     if old is not None and info.key == "pods" and subresource == "resize":
         obj = resize_update(old, obj)
+    if info.key == "pods" and subresource == EPHEMERAL_CONTAINERS and old is not None:
+        # Only spec.ephemeralContainers changes; the store sees a spec update (generation + 1).
+        obj, stored_as = ephemeral_candidate(old, obj), None
     await asyncio.to_thread(_admit_update, info, obj, old, subresource)
     if old is not None and info.key == "pods" and subresource == "resize":
         await _admit_resize(ctx, old, obj)
     if old is None:
         return json_response(await ctx.store.create(info.key, obj, dry_run=dry), 201, warnings)
-    updated = await ctx.store.update(info.key, obj, subresource=subresource, dry_run=dry)
+    updated = await ctx.store.update(info.key, obj, subresource=stored_as, dry_run=dry)
     return json_response(updated, 200, warnings)
 
 

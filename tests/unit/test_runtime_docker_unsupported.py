@@ -1,0 +1,53 @@
+"""The fields the Docker runtime refuses whatever the allowances: named by their path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from vk_provider.runtime.docker.unsupported import check_pod_supported
+from vk_provider.runtime.types import PodSpecRefused
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}], **spec}}
+
+
+def test_a_plain_pod_is_supported() -> None:
+    check_pod_supported(_pod())
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ({"resourceClaims": [{"name": "gpu"}]}, "spec.resourceClaims: resource claims"),
+        (
+            {"initContainers": [{"name": "i", "resources": {"claims": [{"name": "gpu"}]}}]},
+            "spec.initContainers[0].resources.claims: resource claims",
+        ),
+        (
+            {
+                "ephemeralContainers": [
+                    {"name": "d", "volumeDevices": [{"name": "v", "devicePath": "/dev/x"}]}
+                ]
+            },
+            "spec.ephemeralContainers[0].volumeDevices: raw block devices are not supported on this node",
+        ),
+        ({"runtimeClassName": "kata"}, 'spec.runtimeClassName: RuntimeClass "kata" is not supported'),
+    ],
+)
+def test_refused_with_the_field_path(spec: dict[str, Any], path: str) -> None:
+    with pytest.raises(PodSpecRefused) as refused:
+        check_pod_supported(_pod(**spec))
+    assert refused.value.message.startswith(path) and refused.value.reason == "Forbidden"
+
+
+def test_restart_all_containers_is_refused() -> None:
+    rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    container = {"name": "c", "restartPolicy": "Never", "restartPolicyRules": [rule]}
+    with pytest.raises(PodSpecRefused) as refused:
+        check_pod_supported(_pod(containers=[container]))
+    assert refused.value.message == (
+        "spec.containers[0].restartPolicyRules[0].action: RestartAllContainers is not supported on this node"
+    )

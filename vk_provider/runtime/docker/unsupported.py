@@ -1,0 +1,55 @@
+"""What no allowance can turn on with this runtime: pod spec fields refused by their path (pure).
+
+What lives here: `check_pod_supported`, raising `PodSpecRefused` for the first field the
+Docker runtime cannot honour at all: dynamic resource allocation (`spec.resourceClaims`,
+`resources.claims` of a container: no DRA driver serves this node, so the kubelet's
+PrepareDynamicResources could never succeed), raw block devices (`volumeDevices`: they come
+from block-mode PersistentVolumeClaims, which this node does not attach), the
+RestartAllContainers action of a container's restartPolicyRules (the pod's containers are
+not restarted together) and `spec.runtimeClassName` (the engine's default runtime is the
+only handler). The security
+allowances a node can grant are `spec.check_pod_allowed`'s.
+Must not: call Docker, read configuration, or silently drop a field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vk_provider.runtime.types import PodSpecRefused
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def check_pod_supported(pod: Mapping[str, Any]) -> None:
+    """Refuse the first field of `pod` this runtime cannot honour, naming its path."""
+    spec: Mapping[str, Any] = pod.get("spec") or {}
+    if spec.get("resourceClaims"):
+        raise PodSpecRefused(
+            "spec.resourceClaims: resource claims are not supported on this node "
+            "(no dynamic resource allocation driver)"
+        )
+    for key in _CONTAINER_LISTS:
+        for i, container in enumerate(spec.get(key) or []):
+            if (container.get("resources") or {}).get("claims"):
+                raise PodSpecRefused(
+                    f"spec.{key}[{i}].resources.claims: resource claims are not supported on this node "
+                    "(no dynamic resource allocation driver)"
+                )
+            for j, rule in enumerate(container.get("restartPolicyRules") or []):
+                if rule.get("action") == "RestartAllContainers":
+                    raise PodSpecRefused(
+                        f"spec.{key}[{i}].restartPolicyRules[{j}].action: RestartAllContainers is not "
+                        "supported on this node"
+                    )
+            if container.get("volumeDevices"):
+                raise PodSpecRefused(
+                    f"spec.{key}[{i}].volumeDevices: raw block devices are not supported on this node"
+                )
+    handler = spec.get("runtimeClassName")
+    if handler:
+        raise PodSpecRefused(
+            f'spec.runtimeClassName: RuntimeClass "{handler}" is not supported on this node '
+            "(the container engine's default runtime only)"
+        )
