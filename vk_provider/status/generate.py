@@ -237,29 +237,15 @@ def generate_pod_status(
     api_status: Mapping[str, Any] = pod.get("status") or {}
     old: Mapping[str, Any] = old_status if old_status is not None else api_status
 
-    init_statuses = container_statuses(
-        pod, state, ContainerRole.INIT, old.get("initContainerStatuses") or [], waiting, readiness, started
-    )
-    app_statuses = container_statuses(
-        pod,
-        state,
-        ContainerRole.APP,
-        old.get("containerStatuses") or [],
-        waiting,
-        readiness,
-        started,
-        allocated,
-    )
+    def statuses(
+        role: ContainerRole, key: str, alloc: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        return container_statuses(pod, state, role, old.get(key) or [], waiting, readiness, started, alloc)
+
+    init_statuses = statuses(ContainerRole.INIT, "initContainerStatuses")
+    app_statuses = statuses(ContainerRole.APP, "containerStatuses", allocated)
     all_statuses = init_statuses + app_statuses  # the phase and conditions ignore ephemeral ones
-    ephemeral_statuses = container_statuses(
-        pod,
-        state,
-        ContainerRole.EPHEMERAL,
-        old.get("ephemeralContainerStatuses") or [],
-        waiting,
-        readiness,
-        started,
-    )
+    ephemeral_statuses = statuses(ContainerRole.EPHEMERAL, "ephemeralContainerStatuses")
 
     phase = get_phase(pod, all_statuses, pod_is_terminal)
     if not is_terminal_phase(phase):
