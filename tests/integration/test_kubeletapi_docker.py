@@ -369,6 +369,45 @@ async def test_attach_to_the_main_process(
     assert msg.data == b"\x01got hello\n"
 
 
+async def attach_send_and_close(http: aiohttp.ClientSession, url: str, line: bytes) -> bytes:
+    """One v5 attach session: send `line`, close stdin, and return the echo."""
+    async with http.ws_connect(url, protocols=("v5.channel.k8s.io",)) as ws:
+        await ws.send_bytes(b"\x00" + line)
+        async with asyncio.timeout(DEADLINE):
+            msg = await ws.receive()
+        await ws.send_bytes(b"\xff\x00")  # v5: close the stdin stream
+    return bytes(msg.data)
+
+
+async def test_stdin_once_closes_stdin_when_the_first_attach_ends(
+    runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
+) -> None:
+    """`stdinOnce`: the process sees EOF once the first attach session closes stdin; without
+    it, stdin stays open for the next session."""
+    _, base = kubelet
+    specs = [
+        {"name": "once", "image": BUSYBOX_IMAGE, "stdin": True, "stdinOnce": True},
+        {"name": "kept", "image": BUSYBOX_IMAGE, "stdin": True},
+    ]
+    pod = {
+        "metadata": {"name": "cats", "namespace": "default", "uid": str(uuid.uuid4())},
+        "spec": {"containers": specs},
+    }
+    await run_pod(runtime, "cats", {"once": "cat", "kept": "cat"}, pod=pod)
+    url = f"{base}/attach/default/cats/{{}}?input=1&output=1&error=1"
+    assert await attach_send_and_close(http, url.format("once"), b"hello\n") == b"\x01hello\n"
+    assert await attach_send_and_close(http, url.format("kept"), b"one\n") == b"\x01one\n"
+
+    async def once_exited() -> ContainerInstance | None:
+        state = await runtime.pod_state(pod["metadata"]["uid"])
+        once = state.latest("once", ContainerRole.APP) if state is not None else None
+        return once if once is not None and once.state == ContainerRunState.EXITED else None
+
+    once = await eventually(once_exited, within=DEADLINE, interval=0.2, what="cat to see EOF and exit")
+    assert once.exit_code == 0
+    assert await attach_send_and_close(http, url.format("kept"), b"two\n") == b"\x01two\n"
+
+
 async def test_stats_summary_has_pod_cpu_and_memory(
     runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession, node_name: str
 ) -> None:

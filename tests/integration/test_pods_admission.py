@@ -81,6 +81,12 @@ async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
             "spec.resourceClaims: resource claims are not supported on this node "
             "(no dynamic resource allocation driver)",
         ),
+        (
+            "podlimits",
+            {"resources": {"limits": {"cpu": "1", "memory": "128Mi"}}},
+            "spec.resources.limits: pod-level resource limits are not supported on this node "
+            "(no pod cgroup; set limits on the containers)",
+        ),
     ],
 )
 async def test_what_the_runtime_cannot_honour_is_refused_by_path(

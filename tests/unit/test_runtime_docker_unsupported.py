@@ -18,6 +18,11 @@ def test_a_plain_pod_is_supported() -> None:
     check_pod_supported(_pod())
 
 
+def test_pod_level_requests_alone_are_supported() -> None:
+    # they only make the QoS class (status/qos.py)
+    check_pod_supported(_pod(resources={"requests": {"cpu": "500m", "memory": "64Mi"}}))
+
+
 @pytest.mark.parametrize(
     ("spec", "path"),
     [
@@ -35,6 +40,10 @@ def test_a_plain_pod_is_supported() -> None:
             "spec.ephemeralContainers[0].volumeDevices: raw block devices are not supported on this node",
         ),
         ({"runtimeClassName": "kata"}, 'spec.runtimeClassName: RuntimeClass "kata" is not supported'),
+        (
+            {"resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}},
+            "spec.resources.limits: pod-level resource limits are not supported on this node",
+        ),
     ],
 )
 def test_refused_with_the_field_path(spec: dict[str, Any], path: str) -> None:

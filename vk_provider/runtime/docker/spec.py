@@ -482,6 +482,11 @@ def container_create_kwargs(
         "tty": bool(c.get("tty")),
         "stdin_open": bool(c.get("stdin")),
     }
+    if c.get("stdin") and not c.get("stdinOnce"):
+        # docker-py sets StdinOnce (the engine closes the container's stdin when the first
+        # attach session's stdin ends) to `stdin_open and not detach`: only for `stdinOnce`,
+        # as the CRI's ContainerConfig.stdin_once (pkg/kubelet/kuberuntime/kuberuntime_container.go).
+        kwargs["detach"] = True
     if spec.get("shareProcessNamespace"):
         kwargs["pid_mode"] = f"container:{sandbox}"
     elif spec.get("hostPID"):

@@ -6,8 +6,10 @@ Docker runtime cannot honour at all: dynamic resource allocation (`spec.resource
 PrepareDynamicResources could never succeed), raw block devices (`volumeDevices`: they come
 from block-mode PersistentVolumeClaims, which this node does not attach), the
 RestartAllContainers action of a container's restartPolicyRules (the pod's containers are
-not restarted together) and `spec.runtimeClassName` (the engine's default runtime is the
-only handler). The security
+not restarted together), `spec.runtimeClassName` (the engine's default runtime is the
+only handler) and pod-level limits (`spec.resources.limits`: each container has its own
+cgroup and no pod cgroup could enforce them; pod-level requests only make the QoS
+class, status/qos.py). The security
 allowances a node can grant are `spec.check_pod_allowed`'s.
 Must not: call Docker, read configuration, or silently drop a field.
 """
@@ -47,6 +49,14 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
                 raise PodSpecRefused(
                     f"spec.{key}[{i}].volumeDevices: raw block devices are not supported on this node"
                 )
+    if (spec.get("resources") or {}).get("limits"):
+        # PodLevelResources (beta, on since 1.34): the kubelet sets them on the pod's cgroup
+        # (pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod); a limit silently not
+        # enforced would be worse than a refusal.
+        raise PodSpecRefused(
+            "spec.resources.limits: pod-level resource limits are not supported on this node "
+            "(no pod cgroup; set limits on the containers)"
+        )
     handler = spec.get("runtimeClassName")
     if handler:
         raise PodSpecRefused(
