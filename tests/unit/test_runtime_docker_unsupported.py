@@ -44,6 +44,22 @@ def test_pod_level_requests_alone_are_supported() -> None:
             {"resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}},
             "spec.resources.limits: pod-level resource limits are not supported on this node",
         ),
+        (
+            {
+                "volumes": [{"name": "scratch", "emptyDir": {}}],
+                "initContainers": [
+                    {
+                        "name": "i",
+                        "volumeMounts": [
+                            {"name": "scratch", "mountPath": "/a"},
+                            {"name": "scratch", "mountPath": "/b", "mountPropagation": "HostToContainer"},
+                        ],
+                    }
+                ],
+            },
+            "spec.initContainers[0].volumeMounts[1].mountPropagation: HostToContainer propagation is "
+            "supported on hostPath volumes only on this node",
+        ),
     ],
 )
 def test_refused_with_the_field_path(spec: dict[str, Any], path: str) -> None:
@@ -60,3 +76,12 @@ def test_restart_all_containers_is_refused() -> None:
     assert refused.value.message == (
         "spec.containers[0].restartPolicyRules[0].action: RestartAllContainers is not supported on this node"
     )
+
+
+def test_propagation_on_a_host_path_or_none_elsewhere_is_supported() -> None:
+    volumes = [{"name": "host", "hostPath": {"path": "/srv"}}, {"name": "cm", "configMap": {"name": "c"}}]
+    mounts = [
+        {"name": "host", "mountPath": "/h", "mountPropagation": "Bidirectional"},
+        {"name": "cm", "mountPath": "/c", "mountPropagation": "None"},
+    ]
+    check_pod_supported(_pod(volumes=volumes, containers=[{"name": "c", "volumeMounts": mounts}]))

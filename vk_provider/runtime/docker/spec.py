@@ -8,7 +8,8 @@ hostPorts, network, sysctls, the Memory emptyDirs it holds), one container's cre
 `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the sandbox,
 resources by the kubelet's formulas, the securityContext (`security.security_kwargs`: the effective
 one, runAsNonRoot, profiles), volume mounts with their checked subPath/subPathExpr
-(`paths.subpath_of`), the termination message file, the managed /etc/hosts of `hosts`;
+(`paths.subpath_of`) and propagation (`mount_options`), the termination message file, the
+managed /etc/hosts of `hosts`;
 `linux_resources` and `update_kwargs`, the same resources as the limits Docker reports and as an in-
 place `docker update`), the pod's emptyDir volumes (`emptydir_volumes`: the kubelet's mode and
 fsGroup of their root, as tmpfs options or as the tar entry and helper container kwargs the shell
@@ -35,6 +36,7 @@ from vk_provider.hostpaths import subpath_of
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker.mount_options import bind_options
 from vk_provider.runtime.docker.security import cap_name, pod_containers, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
@@ -399,7 +401,8 @@ def volume_binds(
     (ContainerConfigError, whatever the volume type). `resolve_subpath(volume dir, sub,
     volume, container)` gives the host path to bind once symlinks are resolved, refusing one
     outside the volume (the shell passes `paths.resolve_subpath` for a local engine); without
-    it the sub-path is joined as written.
+    it the sub-path is joined as written. `mountPropagation` and `recursiveReadOnly` are
+    `mount_options.bind_options`'.
     """
     volumes = {str(v["name"]): v for v in _spec(pod).get("volumes") or []}
     emptydirs = {v.pod_volume: v.docker_name for v in emptydir_volumes(pod, node_name)}
@@ -442,6 +445,7 @@ def volume_binds(
                 source = f"{source.rstrip('/')}/{sub}"
             else:
                 source = resolve_subpath(source, sub, str(vol["name"]), str(container.get("name", "")))
+        mode += bind_options(container, m, where)
         binds.append(f"{source}:{m['mountPath']}:{mode}")
     return binds
 

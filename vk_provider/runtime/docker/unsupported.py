@@ -7,9 +7,11 @@ PrepareDynamicResources could never succeed), raw block devices (`volumeDevices`
 from block-mode PersistentVolumeClaims, which this node does not attach), the
 RestartAllContainers action of a container's restartPolicyRules (the pod's containers are
 not restarted together), `spec.runtimeClassName` (the engine's default runtime is the
-only handler) and pod-level limits (`spec.resources.limits`: each container has its own
+only handler), pod-level limits (`spec.resources.limits`: each container has its own
 cgroup and no pod cgroup could enforce them; pod-level requests only make the QoS
-class, status/qos.py). The security
+class, status/qos.py) and a `mountPropagation` other than None on a volume that is not a
+hostPath (emptyDir and the API volumes are Docker volumes or provider-made directories: Docker
+takes no propagation for a named volume; a hostPath's is `mount_options.bind_options`'). The security
 allowances a node can grant are `spec.check_pod_allowed`'s.
 Must not: call Docker, read configuration, or silently drop a field.
 """
@@ -22,6 +24,17 @@ from typing import Any
 from vk_provider.runtime.types import PodSpecRefused
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+
+
+def _check_propagation(spec: Mapping[str, Any], where: str, container: Mapping[str, Any]) -> None:
+    host_paths = {v.get("name") for v in spec.get("volumes") or [] if "hostPath" in v}
+    for j, mount in enumerate(container.get("volumeMounts") or []):
+        propagation = mount.get("mountPropagation")
+        if propagation not in (None, "None") and mount.get("name") not in host_paths:
+            raise PodSpecRefused(
+                f"{where}.volumeMounts[{j}].mountPropagation: {propagation} propagation is "
+                "supported on hostPath volumes only on this node"
+            )
 
 
 def check_pod_supported(pod: Mapping[str, Any]) -> None:
@@ -45,6 +58,7 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
                         f"spec.{key}[{i}].restartPolicyRules[{j}].action: RestartAllContainers is not "
                         "supported on this node"
                     )
+            _check_propagation(spec, f"spec.{key}[{i}]", container)
             if container.get("volumeDevices"):
                 raise PodSpecRefused(
                     f"spec.{key}[{i}].volumeDevices: raw block devices are not supported on this node"
