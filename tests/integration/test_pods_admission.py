@@ -9,6 +9,7 @@ import pytest
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.pod_status import phase
 from tests.support.provider_harness import ProviderHarness
+from vk_provider.kube.client import ApiStatusError
 
 pytestmark = pytest.mark.docker
 
@@ -66,6 +67,30 @@ async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
     await harness.wait_for("here", lambda p: phase(p) == "Running")
 
 
+async def _ensure_runtime_class(harness: ProviderHarness, name: str) -> None:
+    """A RuntimeClass of that name (cluster-scoped: another test may have made it already)."""
+    body = {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": name},
+        "handler": name,
+    }
+    try:
+        await harness.api.create("/apis/node.k8s.io/v1/runtimeclasses", body)
+    except ApiStatusError as exc:
+        if exc.status != 409:
+            raise
+
+
+async def test_a_pod_naming_a_missing_runtime_class_is_refused_by_the_apiserver(
+    harness: ProviderHarness,
+) -> None:
+    with pytest.raises(ApiStatusError) as refused:
+        await harness.create(harness.manifest("norc", [MAIN], runtimeClassName="no-such-class"))
+    assert refused.value.status == 403
+    assert 'pod rejected: RuntimeClass "no-such-class" not found' in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("name", "spec", "message"),
     [
@@ -92,6 +117,8 @@ async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
 async def test_what_the_runtime_cannot_honour_is_refused_by_path(
     harness: ProviderHarness, name: str, spec: dict[str, Any], message: str
 ) -> None:
+    if "runtimeClassName" in spec:  # the apiserver's RuntimeClass admission wants it to exist
+        await _ensure_runtime_class(harness, spec["runtimeClassName"])
     await harness.create(harness.manifest(name, [MAIN], **spec))
     pod = await harness.wait_for(name, lambda p: phase(p) == "Failed")
     assert (pod["status"]["reason"], pod["status"]["message"]) == ("Forbidden", message)

@@ -228,3 +228,9 @@ def test_sandbox_resize_admission_against_allocatable() -> None:
         f"memory, requested: {2048 * MI}, allocatable: {1024 * MI}",
         "NodeCapacity",
     )
+
+
+def test_a_request_that_is_no_quantity_counts_as_none() -> None:
+    # such a container never starts (CreateContainerConfigError): the allocation must not fail
+    huge = {"requests": {"memory": "1e1000000"}, "limits": {"cpu": "x"}}
+    assert pod_requests({"a": huge, "b": {"requests": {"cpu": "100m"}}}) == (100, 0)

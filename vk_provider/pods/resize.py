@@ -78,14 +78,22 @@ def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(c["name"]): dict(c.get("resources") or {}) for c in spec(pod).get("containers") or []}
 
 
+def _request(value: Any, scale: int) -> int:
+    """A request in milli-units (scale 1000) or units; 0 for one that is not a quantity or is
+    out of range: such a container never starts (CreateContainerConfigError names the field)."""
+    try:
+        return math.ceil(parse_quantity(str(value)) * scale) if value is not None else 0
+    except ValueError:
+        return 0
+
+
 def pod_requests(resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
     """(milli-CPU, memory bytes) requested by the containers (a request defaults to its limit)."""
     cpu = memory = 0
     for res in resources.values():
         requests, limits = res.get("requests") or {}, res.get("limits") or {}
-        c, m = requests.get("cpu", limits.get("cpu")), requests.get("memory", limits.get("memory"))
-        cpu += math.ceil(parse_quantity(str(c)) * 1000) if c is not None else 0
-        memory += math.ceil(parse_quantity(str(m))) if m is not None else 0
+        cpu += _request(requests.get("cpu", limits.get("cpu")), 1000)
+        memory += _request(requests.get("memory", limits.get("memory")), 1)
     return cpu, memory
 
 

@@ -140,6 +140,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
         return_deleted_object=True,
     ),
     ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True, allow_create_on_update=True),
+    ResourceInfo("runtimeclasses", "runtimeclass", "RuntimeClass", "node.k8s.io", "v1", False),
     # create-only reviews, answered and never stored (api/handlers/auth.py)
     *(
         ResourceInfo(name, kind.lower(), kind, group, "v1", False, verbs=("create",))

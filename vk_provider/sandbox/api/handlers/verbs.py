@@ -291,9 +291,26 @@ async def create_object(
     # Decoding, defaulting and validating a 3 MiB object takes seconds: off the event loop
     warnings = await asyncio.to_thread(_admit_create, ri, info, obj, mode, duplicates)
     if info.key == "pods":
+        await _admit_runtime_class(ctx, obj)
         await _admit_pull_secrets(ctx, obj)
     created = await ctx.store.create(info.key, obj, dry_run=dry)
     return json_response(created, 201, warnings)
+
+
+async def _admit_runtime_class(ctx: ApiContext, pod: Obj) -> None:
+    """The RuntimeClass admission plugin's check of a new pod: its runtimeClassName must name a
+    RuntimeClass (plugin/pkg/admission/runtimeclass/admission.go; its overhead and scheduling
+    are not merged into the pod here)."""
+    name = (pod.get("spec") or {}).get("runtimeClassName")
+    if not name:
+        return
+    try:
+        await ctx.store.get("runtimeclasses.node.k8s.io", None, str(name))
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+        pod_name = str(pod["metadata"].get("name") or "")
+        raise errors.forbidden("pods", pod_name, f'pod rejected: RuntimeClass "{name}" not found') from exc
 
 
 async def _admit_pull_secrets(ctx: ApiContext, pod: Obj) -> None:
