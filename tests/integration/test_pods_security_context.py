@@ -185,6 +185,7 @@ async def test_a_missing_localhost_profile_is_a_config_error_naming_the_field(
 async def test_a_refused_security_field_fails_the_pod_with_its_reason_and_an_event(
     harness: ProviderHarness, docker_client: Any, name: str, spec: dict[str, Any], reason: str, message: str
 ) -> None:
+    spec = dict(spec)  # the parameters are shared by both planes' runs: not changed in place
     containers = spec.pop("containers")
     created = await harness.create(harness.manifest(name, containers, **spec))
     failed = await harness.wait_for(name, lambda p: phase(p) == "Failed")
