@@ -1,11 +1,12 @@
 """The shared vocabulary of Kubernetes objects in their JSON shape: accessors and the kubelet's pod rules.
 
 What lives here: the metadata / spec accessors (`meta`, `annotations_of`, `spec`, `uid`,
-`full_name`), the config annotations and the static / mirror pod tests (`is_static`,
-`is_mirror`), the restart rules (`restart_policy` with its default, `is_sidecar`, the one
-`should_restart` over `container_should_restart`), the apiserver's `default_pull_policy`,
-and the RFC 3339 helpers: `parse_time`, and one formatter a precision (`format_time` for
-metav1.Time, `format_time_micro` for metav1.MicroTime, `format_time_nano` for RFC3339Nano).
+`full_name`, `pod_containers`: every container with its field path), the config annotations and the
+static / mirror pod tests (`is_static`, `is_mirror`), the restart rules (`restart_policy` with its
+default, `is_sidecar`, the one `should_restart` over `container_should_restart`), the apiserver's
+`default_pull_policy`, and the RFC 3339 helpers: `parse_time`, and one formatter a precision
+(`format_time` for metav1.Time, `format_time_micro` for metav1.MicroTime, `format_time_nano` for
+RFC3339Nano).
 Every part of the provider asks these questions here, so each has one answer.
 Must not: import anything of vk_provider (this is the ground floor), do I/O, read the clock
 or keep state.
@@ -74,6 +75,14 @@ def is_deleting(pod: Obj) -> bool:
 def restart_policy(pod: Obj) -> str:
     """spec.restartPolicy, `Always` when unset (the apiserver's default)."""
     return str(spec(pod).get("restartPolicy") or DEFAULT_RESTART_POLICY)
+
+
+def pod_containers(pod: Obj) -> list[tuple[str, Mapping[str, Any]]]:
+    """(field path, container) of the init, app, then ephemeral containers, e.g.
+    (`spec.initContainers[0]`, {...})."""
+    pod_spec = spec(pod)
+    keys = ("initContainers", "containers", "ephemeralContainers")
+    return [(f"spec.{key}[{i}]", c) for key in keys for i, c in enumerate(pod_spec.get(key) or [])]
 
 
 def is_sidecar(container: Obj) -> bool:

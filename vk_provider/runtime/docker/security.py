@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_provider.config import DockerConfig
-from vk_provider.kube.objects import annotations_of
+from vk_provider.kube.objects import annotations_of, pod_containers
 from vk_provider.kube.objects import spec as spec_of
 from vk_provider.runtime.types import ContainerConfigError, PodSpecRefused
 from vk_provider.sysctls import POD_REJECTED
@@ -74,13 +74,6 @@ def host_security(info: Mapping[str, Any]) -> HostSecurity:
             if key == "name":
                 names.add(value)
     return HostSecurity(apparmor="apparmor" in names, selinux="selinux" in names, userns="userns" in names)
-
-
-def pod_containers(pod: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """(field path, container) of init, app, then ephemeral containers."""
-    spec = spec_of(pod)
-    keys = ("initContainers", "containers", "ephemeralContainers")
-    return [(f"spec.{key}[{i}]", c) for key in keys for i, c in enumerate(spec.get(key) or [])]
 
 
 def cap_name(cap: str) -> str:

@@ -33,11 +33,12 @@ from typing import Any
 
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
+from vk_provider.kube.objects import pod_containers
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.mount_options import bind_options
-from vk_provider.runtime.docker.security import cap_name, pod_containers, security_kwargs
+from vk_provider.runtime.docker.security import cap_name, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     API_VOLUME_TYPES,

@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vk_provider.kube.objects import pod_containers
 from vk_provider.runtime.types import PodSpecRefused
-
-_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
 def _check_propagation(spec: Mapping[str, Any], where: str, container: Mapping[str, Any]) -> None:
@@ -45,24 +44,21 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
             "spec.resourceClaims: resource claims are not supported on this node "
             "(no dynamic resource allocation driver)"
         )
-    for key in _CONTAINER_LISTS:
-        for i, container in enumerate(spec.get(key) or []):
-            if (container.get("resources") or {}).get("claims"):
+    for where, container in pod_containers(pod):
+        if (container.get("resources") or {}).get("claims"):
+            raise PodSpecRefused(
+                f"{where}.resources.claims: resource claims are not supported on this node "
+                "(no dynamic resource allocation driver)"
+            )
+        for j, rule in enumerate(container.get("restartPolicyRules") or []):
+            if rule.get("action") == "RestartAllContainers":
                 raise PodSpecRefused(
-                    f"spec.{key}[{i}].resources.claims: resource claims are not supported on this node "
-                    "(no dynamic resource allocation driver)"
+                    f"{where}.restartPolicyRules[{j}].action: RestartAllContainers is not "
+                    "supported on this node"
                 )
-            for j, rule in enumerate(container.get("restartPolicyRules") or []):
-                if rule.get("action") == "RestartAllContainers":
-                    raise PodSpecRefused(
-                        f"spec.{key}[{i}].restartPolicyRules[{j}].action: RestartAllContainers is not "
-                        "supported on this node"
-                    )
-            _check_propagation(spec, f"spec.{key}[{i}]", container)
-            if container.get("volumeDevices"):
-                raise PodSpecRefused(
-                    f"spec.{key}[{i}].volumeDevices: raw block devices are not supported on this node"
-                )
+        _check_propagation(spec, where, container)
+        if container.get("volumeDevices"):
+            raise PodSpecRefused(f"{where}.volumeDevices: raw block devices are not supported on this node")
     if (spec.get("resources") or {}).get("limits"):
         # PodLevelResources (beta, on since 1.34): the kubelet sets them on the pod's cgroup
         # (pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod); a limit silently not
