@@ -3,7 +3,8 @@
 What lives here: `parse_quantity` (the grammar of k8s.io/apimachinery/pkg/api/resource
 `Quantity`, e.g. `500m`, `16Gi`, `1.5`, `2e3`), `parse_duration` (Go's
 `time.ParseDuration` grammar, e.g. `10s`, `1h30m`, `250ms`) and `format_duration`, its
-inverse for display. Both are bounded as upstream keeps them in an int64: a quantity beyond
+inverse for display; `quantity_or_zero` for rules that count an invalid quantity as none
+(the create path reports it). Both parsers are bounded as upstream keeps them in an int64: a quantity beyond
 `MAX_QUANTITY` raises `QuantityOutOfRange` (binary-suffixed ones are capped instead, as
 ParseQuantity does), a duration beyond `MAX_DURATION_NANOS` raises `DurationOutOfRange`; both
 are ValueErrors, so no caller ever computes with a value of a million digits. Pure functions;
@@ -98,6 +99,16 @@ def parse_quantity(text: str) -> Decimal:
     if abs(value) > MAX_QUANTITY:
         return _out_of_range(text, number, suffix in _BINARY)
     return value
+
+
+def quantity_or_zero(value: object) -> Decimal:
+    """`parse_quantity(str(value))`, or 0 for None, a non-quantity or one out of range."""
+    if value is None:
+        return Decimal(0)
+    try:
+        return parse_quantity(str(value))
+    except ValueError:
+        return Decimal(0)
 
 
 def _out_of_range(text: str, number: Decimal, binary: bool) -> Decimal:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from vk_provider.kube.objects import format_time, meta, spec
 from vk_provider.logging import get_logger, pod_ref
 from vk_provider.pods.policy import now
-from vk_provider.quantity import parse_quantity
+from vk_provider.quantity import parse_quantity, quantity_or_zero
 from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
 from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
 
@@ -81,10 +81,7 @@ def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def _request(value: Any, scale: int) -> int:
     """A request in milli-units (scale 1000) or units; 0 for one that is not a quantity or is
     out of range: such a container never starts (CreateContainerConfigError names the field)."""
-    try:
-        return math.ceil(parse_quantity(str(value)) * scale) if value is not None else 0
-    except ValueError:
-        return 0
+    return math.ceil(quantity_or_zero(value) * scale)
 
 
 def pod_requests(resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:

@@ -12,19 +12,11 @@ Must not: do I/O or keep state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
-from vk_provider.quantity import parse_quantity
+from vk_provider.quantity import quantity_or_zero
 
 _QOS_RESOURCES = ("cpu", "memory")  # supportedQoSComputeResources (and the pod-level ones)
-
-
-def _quantity(value: Any) -> Decimal:
-    try:
-        return parse_quantity(str(value))
-    except ValueError:
-        return Decimal(0)
 
 
 def _requirements_qos(resources: Mapping[str, Any]) -> str:
@@ -35,7 +27,7 @@ def _requirements_qos(resources: Mapping[str, Any]) -> str:
         return "BestEffort"
     classes = set()
     for name in _QOS_RESOURCES:
-        request, limit = _quantity(requests.get(name, 0)), _quantity(limits.get(name, 0))
+        request, limit = quantity_or_zero(requests.get(name, 0)), quantity_or_zero(limits.get(name, 0))
         if request != limit:
             return "Burstable"
         classes.add("BestEffort" if request == 0 else "Guaranteed")
