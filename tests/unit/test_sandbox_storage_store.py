@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -299,3 +301,31 @@ async def test_dry_run_writes_nothing() -> None:
     assert store.resource_version == rv
     with pytest.raises(ApiError):
         await store.get("pods", "default", "a")
+
+
+async def test_a_save_cancelled_mid_write_neither_races_close_nor_overwrites_newer_state(
+    tmp_path: Path,
+) -> None:
+    """close() cancels the pending save; its thread may still be writing (CI on 53d17a5 saw
+    close()'s own write lose the shared temporary file: FileNotFoundError)."""
+    store = await _store(state_dir=tmp_path)
+    big = {"k": "v" * 2_000_000}  # a write slow enough for the two to overlap
+    for round_ in range(20):
+        if round_:
+            await store.delete("configmaps", "default", f"c{round_ - 1}")
+        await store.create(
+            "configmaps", {"metadata": {"name": f"c{round_}", "namespace": "default"}, "data": big}
+        )
+        saving = asyncio.ensure_future(store.flush())
+        await asyncio.sleep(0.001)  # its thread has started writing
+        saving.cancel()
+        await store.flush()
+        with contextlib.suppress(asyncio.CancelledError):
+            await saving
+    await store.create("configmaps", {"metadata": {"name": "last", "namespace": "default"}})
+    await store.close()
+    again = Store(state_dir=tmp_path)
+    assert (await again.get("configmaps", "default", "last"))["metadata"]["name"] == "last"
+    assert again.resource_version == store.resource_version
+    assert os.listdir(tmp_path) == ["store.json"]
+    assert os.stat(tmp_path / "store.json").st_mode & 0o777 == 0o600

@@ -32,7 +32,10 @@ import asyncio
 import builtins
 import contextlib
 import json
+import os
 import secrets
+import tempfile
+import threading
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterable
@@ -257,6 +260,12 @@ class Store:
         self._watch_queue_bytes = log_bytes if watch_queue_bytes is None else watch_queue_bytes
         self._state_path = state_dir / _STATE_FILE if state_dir is not None else None
         self._save_task: asyncio.Task[None] | None = None
+        # Snapshots are numbered; the writer thread keeps only the newest. A save cancelled while
+        # its thread writes (close() cancels the pending save) must neither race close()'s own
+        # write on the same file nor land after it with older state.
+        self._write_lock = threading.Lock()
+        self._snapshots = 0
+        self._written = 0
         if self._state_path is not None and self._state_path.exists():
             self._load(self._state_path)
 
@@ -904,8 +913,15 @@ class Store:
         """Write the objects to state_dir now (no-op without a state_dir)."""
         if self._state_path is None:
             return
-        data = self._snapshot()
-        await asyncio.to_thread(_atomic_write, self._state_path, data)
+        self._snapshots += 1
+        await asyncio.to_thread(self._write_state, self._state_path, self._snapshots, self._snapshot())
+
+    def _write_state(self, path: Path, number: int, data: str) -> None:
+        with self._write_lock:
+            if number <= self._written:
+                return  # a newer snapshot is already on disk
+            _atomic_write(path, data)
+            self._written = number
 
     async def close(self) -> None:
         self.close_all_watches()
@@ -936,7 +952,14 @@ class Store:
 
 def _atomic_write(path: Path, data: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(data)
-    tmp.chmod(0o600)  # it holds secrets, like etcd's data directory
-    tmp.replace(path)
+    # mkstemp creates the file 0600 (it holds secrets, like etcd's data directory) under a name
+    # of its own, so the secrets are never readable by others, not even for a moment.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
