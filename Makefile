@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast demo lint typecheck docker images registry helm kube install unit clean
+.PHONY: test test-fast resilience demo lint typecheck docker images registry helm kube install unit clean
 
 # Both tiers: every API-facing test against the emulator and against the real control plane.
 test: docker images registry install helm kube lint typecheck
@@ -13,6 +13,10 @@ test: docker images registry install helm kube lint typecheck
 # The inner loop: the emulator tier only (no Go build needed).
 test-fast: docker images registry install helm lint typecheck
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=emulator
+
+# The resilience suite alone (tests/resilience, marker `resilience`), on both control planes.
+resilience: docker images install helm kube
+	$(PY) -m pytest -q -ra --durations=15 --control-plane=both -m resilience tests/resilience
 
 demo: docker images install
 	bash scripts/demo.sh
