@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
@@ -35,6 +36,8 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
+    PodRuntimeState,
+    PodSandboxState,
     RuntimeEvent,
 )
 
@@ -297,6 +300,22 @@ async def test_dead_sandbox_of_a_never_pod_fails_it(rig: Any) -> None:
     await eventually(lambda: "nv" in statuses.terminated, within=WITHIN, interval=POLL)
     assert statuses.cache["nv"]["phase"] == "Failed"
     assert runtime.pods["nv"].sandbox == dataclasses.replace(sandbox, running=False)
+
+
+async def test_never_pod_whose_sandbox_never_started_gets_a_new_one_and_runs(rig: Any) -> None:
+    """A provider killed between creating a sandbox and starting it left a dead sandbox and no
+    container: the kubelet creates another (computePodActions: no new sandbox for a Never pod
+    only once it has containers), so the pod runs instead of staying Pending for good."""
+    runtime, statuses, _, _, cfg = rig
+    dead = PodSandboxState("never-started", False, "", datetime.now(UTC))
+    runtime.pods["ns"] = PodRuntimeState("ns", "default", "ns", dead)
+    cfg.upsert("api", make_pod("ns", [box("a")], restartPolicy="Never"))
+    await eventually(
+        lambda: statuses.cache.get("ns", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    sandbox = runtime.pods["ns"].sandbox
+    assert sandbox is not None and sandbox.running and sandbox.container_id != dead.container_id
+    assert latest(runtime, "ns", "a").attempt == 0
 
 
 async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:

@@ -219,8 +219,11 @@ class PodSync:
                 )
             grace = effective_grace_period(None, pod)
             await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
-            if restart_policy(pod) == "Never":
-                return None  # as the kubelet: no new sandbox for a Never pod that ran; it ends Failed
+            if restart_policy(pod) == "Never" and state.containers:
+                # As the kubelet's computePodActions: no new sandbox for a Never pod that ran; it
+                # ends Failed. One with no container yet (a provider killed between creating its
+                # sandbox and starting it) gets another sandbox and runs.
+                return None
         try:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
