@@ -6,7 +6,10 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
+import pytest
+
 from tests.support.polling import eventually
+from vk_provider.kube import reflector as reflector_module
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.reflector import Reflector, backoff_delay, diff_relist, list_items
 
@@ -44,7 +47,8 @@ class ScriptedClient:
             yield event
 
 
-async def test_list_watch_resume_bookmark_and_relist_on_410() -> None:
+async def test_list_watch_resume_bookmark_and_relist_on_410(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reflector_module, "MIN_BACKOFF", 0.01)  # the relists' pacing, shortened
     client = ScriptedClient(
         lists=[
             {
@@ -160,6 +164,24 @@ async def test_restart_after_stop_relists_and_reports_only_differences() -> None
     await reflector.stop()
     assert seen == [("ADDED", "a")]
     assert reflector.resource_version == "6"
+
+
+async def test_a_watch_that_keeps_expiring_gets_paced_relists_not_a_loop() -> None:
+    """client-go's reflector waits a step of its backoff (800 ms first) before each relist."""
+    answer = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
+    expired = ApiStatusError(410, "Expired", "too old resource version")
+    client = ScriptedClient(lists=[answer] * 1000, watches=[expired] * 1000)
+
+    async def handler(type_: str, obj: dict[str, Any]) -> None:
+        pass
+
+    reflector = Reflector(cast(KubeClient, client), "/api/v1/pods", handler)
+    await reflector.start()
+    await asyncio.sleep(1.5)  # let every watch expire for a while
+    await reflector.stop()
+    # the first list, then relists no closer than 0.8 s and 1.6 s: at most two in 1.5 s
+    assert 1 <= len(client.list_params) <= 2, client.list_params
+    assert len(client.watch_params) == len(client.list_params)
 
 
 def test_diff_relist_treats_a_new_uid_as_delete_then_add() -> None:
