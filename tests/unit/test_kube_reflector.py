@@ -166,22 +166,44 @@ async def test_restart_after_stop_relists_and_reports_only_differences() -> None
     assert reflector.resource_version == "6"
 
 
-async def test_a_watch_that_keeps_expiring_gets_paced_relists_not_a_loop() -> None:
-    """client-go's reflector waits a step of its backoff (800 ms first) before each relist."""
+async def relist_delays(monkeypatch: pytest.MonkeyPatch, lists: int, watches: list[Any]) -> list[int]:
+    """The back-off steps a reflector waits before its relists, with `watches` scripted and
+    `lists` list answers (the watch after them blocks); the waits themselves are cut to nothing."""
+    steps: list[int] = []
+
+    def step(failures: int) -> float:
+        steps.append(failures)
+        return 0.0
+
+    monkeypatch.setattr(reflector_module, "backoff_delay", step)
     answer = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
-    expired = ApiStatusError(410, "Expired", "too old resource version")
-    client = ScriptedClient(lists=[answer] * 1000, watches=[expired] * 1000)
+    scripted = len(watches)
+    client = ScriptedClient(lists=[answer] * lists, watches=watches)
 
     async def handler(type_: str, obj: dict[str, Any]) -> None:
         pass
 
     reflector = Reflector(cast(KubeClient, client), "/api/v1/pods", handler)
     await reflector.start()
-    await asyncio.sleep(1.5)  # let every watch expire for a while
+    await eventually(lambda: len(client.watch_params) > scripted, within=5, interval=0.01)
     await reflector.stop()
-    # the first list, then relists no closer than 0.8 s and 1.6 s: at most two in 1.5 s
-    assert 1 <= len(client.list_params) <= 2, client.list_params
-    assert len(client.watch_params) == len(client.list_params)
+    return steps
+
+
+async def test_a_watch_that_keeps_expiring_gets_relists_paced_by_a_growing_back_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go's reflector waits a step of its backoff (800 ms first) before each relist."""
+    expired = ApiStatusError(410, "Expired", "too old resource version")
+    assert await relist_delays(monkeypatch, 4, [expired] * 3) == [1, 2, 3]
+
+
+async def test_the_relist_back_off_starts_over_once_a_watch_delivered_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expired = ApiStatusError(410, "Expired", "too old resource version")
+    worked = [{"type": "ADDED", "object": pod("a", "6")}]
+    assert await relist_delays(monkeypatch, 3, [expired, worked, expired]) == [1, 1]
 
 
 def test_diff_relist_treats_a_new_uid_as_delete_then_add() -> None:

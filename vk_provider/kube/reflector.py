@@ -30,10 +30,6 @@ SyncedHandler = Callable[[], Awaitable[None]]
 
 MIN_BACKOFF = 0.8  # client-go reflector: 800 ms, doubling, capped at 30 s, jitter 1.0
 MAX_BACKOFF = 30.0
-# Relists after 410 take the same back-off, back to its first step once this long passed
-# without one (client-go's reflector waits a step of its backoff, reset after 2 min, before
-# every ListAndWatch after the first: tools/cache/reflector.go RunWithContext).
-RELIST_BACKOFF_RESET = 120.0
 # The server ends each watch after this many seconds (randomised like client-go's 5-10 min),
 # so a silently dead connection is noticed.
 WATCH_TIMEOUT_RANGE = (300, 600)
@@ -132,8 +128,7 @@ class Reflector:
     async def _run(self) -> None:
         need_list = True
         failures = 0
-        relists = 0
-        last_relist = float("-inf")
+        relists = 0  # in a row, with no watch that delivered events between them
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -143,14 +138,16 @@ class Reflector:
                     failures = 0
                 began = loop.time()
                 if await self._watch():
-                    failures = 0
+                    failures = relists = 0
                 elif loop.time() - began < 1.0:
                     # An empty stream that ends at once must not become a busy loop.
                     failures += 1
                     await asyncio.sleep(backoff_delay(failures))
             except _Relist:
-                relists = relists + 1 if loop.time() - last_relist < RELIST_BACKOFF_RESET else 1
-                last_relist = loop.time()
+                # Like client-go's reflector, which waits a step of its backoff before every
+                # ListAndWatch after the first (tools/cache/reflector.go RunWithContext); the
+                # steps start over once a watch has worked (delivered events) again.
+                relists += 1
                 delay = backoff_delay(relists)
                 log.info(
                     "%s: resourceVersion %s expired, relisting in %.1fs",
