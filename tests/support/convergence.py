@@ -1,8 +1,9 @@
 """What the resilience suite checks after a fault: the API, Docker and the pods' history agree.
 
 What lives here: `PodHistory`, a watch on one node's pods for the whole test that keeps every
-status it saw (relisting whenever the stream breaks, so a fault on the apiserver does not end
-it) and names every transition that went backwards; `docker_disagreements`, the differences
+status it saw (resuming from the last resourceVersion when the server ends the stream, and
+relisting when the stream breaks or expires, so a fault on the apiserver does not end it) and
+names every transition that went backwards; `docker_disagreements`, the differences
 between the pods the API holds and the containers the engine holds; `pod_deletes`, the count of
 pod DELETE requests the control plane has answered (the emulator's request counters, or the
 real kube-apiserver's `apiserver_request_total`), from which a test subtracts its own to get
@@ -71,8 +72,9 @@ class PodHistory:
         self._api = api
         self._node = node
         self._seen: dict[str, _Seen] = {}
-        self.deleted: set[str] = set()  # uids the watch saw DELETED
+        self.deleted: set[str] = set()  # uids the watch saw DELETED, or a relist no longer listed
         self.relists = 0
+        self.watches = 0  # watch requests (a test counting the server's requests takes them out)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -96,12 +98,16 @@ class PodHistory:
     async def _relist(self) -> str:
         params = {"fieldSelector": f"spec.nodeName={self._node}"}
         answer = await self._api.get(f"/api/v1/namespaces/{NAMESPACE}/pods", params)
+        listed: set[str] = set()
         for pod in answer.get("items") or []:
             self._record(pod)
+            listed.add(str(pod["metadata"]["uid"]))
+        self.deleted |= set(self._seen) - listed  # deleted while the watch was broken
         return str((answer.get("metadata") or {}).get("resourceVersion", ""))
 
     async def _follow(self, resource_version: str) -> None:
-        """Watch; on any break (the fault under test) relist and watch again."""
+        """Watch; when the server ends the stream, resume from the last resourceVersion (every
+        step is seen); on an ERROR event or a broken stream (the fault under test), relist."""
         while True:
             try:
                 params = {
@@ -109,11 +115,14 @@ class PodHistory:
                     "resourceVersion": resource_version,
                     "allowWatchBookmarks": "true",
                 }
+                self.watches += 1
                 stream = self._api.watch(f"/api/v1/namespaces/{NAMESPACE}/pods", params)
+                expired = False
                 async with contextlib.aclosing(stream) as events:
                     async for event in events:
                         obj = event.get("object") or {}
                         if event.get("type") == "ERROR":
+                            expired = True
                             break
                         resource_version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
                         if event.get("type") == "BOOKMARK":
@@ -121,6 +130,8 @@ class PodHistory:
                         self._record(obj)
                         if event.get("type") == "DELETED":
                             self.deleted.add(str(obj["metadata"]["uid"]))
+                if not expired:
+                    continue  # the server ended the stream: resume where it stopped
             except asyncio.CancelledError:
                 raise
             except Exception:  # the apiserver is down or the stream broke: that is the fault

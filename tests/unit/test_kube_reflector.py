@@ -6,7 +6,10 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
+import pytest
+
 from tests.support.polling import eventually
+from vk_provider.kube import reflector as reflector_module
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.reflector import Reflector, backoff_delay, diff_relist, list_items
 
@@ -44,7 +47,8 @@ class ScriptedClient:
             yield event
 
 
-async def test_list_watch_resume_bookmark_and_relist_on_410() -> None:
+async def test_list_watch_resume_bookmark_and_relist_on_410(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reflector_module, "MIN_BACKOFF", 0.01)  # the relists' pacing, shortened
     client = ScriptedClient(
         lists=[
             {
@@ -160,6 +164,46 @@ async def test_restart_after_stop_relists_and_reports_only_differences() -> None
     await reflector.stop()
     assert seen == [("ADDED", "a")]
     assert reflector.resource_version == "6"
+
+
+async def relist_delays(monkeypatch: pytest.MonkeyPatch, lists: int, watches: list[Any]) -> list[int]:
+    """The back-off steps a reflector waits before its relists, with `watches` scripted and
+    `lists` list answers (the watch after them blocks); the waits themselves are cut to nothing."""
+    steps: list[int] = []
+
+    def step(failures: int) -> float:
+        steps.append(failures)
+        return 0.0
+
+    monkeypatch.setattr(reflector_module, "backoff_delay", step)
+    answer = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
+    scripted = len(watches)
+    client = ScriptedClient(lists=[answer] * lists, watches=watches)
+
+    async def handler(type_: str, obj: dict[str, Any]) -> None:
+        pass
+
+    reflector = Reflector(cast(KubeClient, client), "/api/v1/pods", handler)
+    await reflector.start()
+    await eventually(lambda: len(client.watch_params) > scripted, within=5, interval=0.01)
+    await reflector.stop()
+    return steps
+
+
+async def test_a_watch_that_keeps_expiring_gets_relists_paced_by_a_growing_back_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """client-go's reflector waits a step of its backoff (800 ms first) before each relist."""
+    expired = ApiStatusError(410, "Expired", "too old resource version")
+    assert await relist_delays(monkeypatch, 4, [expired] * 3) == [1, 2, 3]
+
+
+async def test_the_relist_back_off_starts_over_once_a_watch_delivered_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    expired = ApiStatusError(410, "Expired", "too old resource version")
+    worked = [{"type": "ADDED", "object": pod("a", "6")}]
+    assert await relist_delays(monkeypatch, 3, [expired, worked, expired]) == [1, 1]
 
 
 def test_diff_relist_treats_a_new_uid_as_delete_then_add() -> None:

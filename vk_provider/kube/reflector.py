@@ -5,7 +5,9 @@ object to an async handler, signals "synced", then watches from the list's resou
 resuming from the last one seen (bookmarks included) whenever the stream ends; relists on
 410 Expired (the HTTP answer and the ERROR event alike) and turns the difference between
 what it knew and the new list into ADDED / MODIFIED / DELETED calls, so no change is lost;
-backs off with jitter on errors. Must not: interpret the objects beyond their identity.
+backs off with jitter on errors, and before each relist (a server that keeps expiring the
+watch gets paced relists, never a list/watch loop). Must not: interpret the objects beyond
+their identity.
 """
 
 from __future__ import annotations
@@ -126,22 +128,35 @@ class Reflector:
     async def _run(self) -> None:
         need_list = True
         failures = 0
+        relists = 0  # in a row, with no watch that delivered events between them
+        loop = asyncio.get_running_loop()
         while True:
             try:
                 if need_list:
                     await self._list()
                     need_list = False
                     failures = 0
-                began = asyncio.get_running_loop().time()
+                began = loop.time()
                 if await self._watch():
-                    failures = 0
-                elif asyncio.get_running_loop().time() - began < 1.0:
+                    failures = relists = 0
+                elif loop.time() - began < 1.0:
                     # An empty stream that ends at once must not become a busy loop.
                     failures += 1
                     await asyncio.sleep(backoff_delay(failures))
             except _Relist:
-                log.info("%s: resourceVersion %s expired, relisting", self.name, self.resource_version)
+                # Like client-go's reflector, which waits a step of its backoff before every
+                # ListAndWatch after the first (tools/cache/reflector.go RunWithContext); the
+                # steps start over once a watch has worked (delivered events) again.
+                relists += 1
+                delay = backoff_delay(relists)
+                log.info(
+                    "%s: resourceVersion %s expired, relisting in %.1fs",
+                    self.name,
+                    self.resource_version,
+                    delay,
+                )
                 need_list = True
+                await asyncio.sleep(delay)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -4,7 +4,10 @@ What lives here: the control plane's lifecycle. `start()` makes the PKI, picks f
 writes the components' kubeconfigs, starts etcd (data in a fresh temporary directory), then
 the apiserver, waits for `/readyz`, then the controller manager and the scheduler and waits
 for their `/healthz` and for the `default` ServiceAccount; a component that exits or never
-gets ready raises `ControlPlaneError` with the end of its log. `stop()` stops them in
+gets ready raises `ControlPlaneError` with the end of its log. Once all are ready, each is
+supervised like a kubelet's static pod: one that exits (crashed, or killed by a test) is
+started again with the same command line, data and ports, after the kubelet's restart
+back-off (`process.RestartBackoff`). `stop()` ends the supervision, then stops them in
 reverse order. `write_kubeconfig(path)` writes the admin kubeconfig. Logs are in
 `<state_dir>/logs/<component>.log`.
 `default_kube_bin()` is where `scripts/ensure-kube.sh` leaves the binaries.
@@ -38,6 +41,7 @@ from vk_provider.sandbox.real.components import (
 )
 from vk_provider.sandbox.real.pki import ClusterPKI
 from vk_provider.sandbox.real.process import ComponentProcess
+from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("sandbox.real")
 
@@ -84,6 +88,7 @@ class RealControlPlane:
         self.ports: Ports | None = None
         self._etcd_dir: str | None = None
         self._components: list[ComponentProcess] = []
+        self._supervisors: list[asyncio.Task[None]] = []
         self.admin: AdminAPI | None = None
 
     @property
@@ -145,6 +150,10 @@ class RealControlPlane:
             f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
             self._admin_ssl(),
         )
+        self._supervisors = [
+            asyncio.create_task(component.supervise(), name=f"supervise {component.name}")
+            for component in self._components
+        ]
         log.info("real control plane %s ready at %s (binaries %s)", KUBE_VERSION, self.url, bin_dir)
 
     def _files(self, etcd_data: Path) -> Files:
@@ -201,6 +210,9 @@ class RealControlPlane:
         )
 
     async def stop(self) -> None:
+        for error in await cancel_and_wait(*self._supervisors):
+            log.error("supervising a component failed: %r", error)
+        self._supervisors.clear()
         for component in reversed(self._components):
             await component.stop()
         self._components.clear()

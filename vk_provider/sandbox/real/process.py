@@ -1,8 +1,10 @@
 """One control-plane component running as a child process, its output in a log file.
 
-What lives here: `ComponentProcess` (start, is it alive, the end of its log, stop with
-SIGTERM then SIGKILL). Each component gets a process of its own: their process-wide flag
-and metric registries must never meet. Must not: know what the component is.
+What lives here: `ComponentProcess` (start, is it alive, the end of its log, `supervise`:
+restart it whenever it exits, stop with SIGTERM then SIGKILL) and `RestartBackoff`, when to
+restart a component that exited: the kubelet's back-off for a static pod's container (pure).
+Each component gets a process of its own: their process-wide flag and metric registries must
+never meet. Must not: know what the component is.
 """
 
 from __future__ import annotations
@@ -17,6 +19,34 @@ from vk_provider.logging import get_logger
 log = get_logger("sandbox.real")
 
 STOP_SECONDS = 20.0
+# The kubelet's container restart back-off (pkg/kubelet/kubelet.go backOffPeriod and
+# MaxContainerBackOff), forgotten after twice the cap without an exit (client-go
+# util/flowcontrol.Backoff hasExpired).
+RESTART_BACKOFF_SECONDS = 10.0
+RESTART_BACKOFF_MAX_SECONDS = 300.0
+
+
+class RestartBackoff:
+    """How long to wait before restarting a component that exited at `now`: at once the first
+    time, then 10 s, doubling up to 5 min, as the kubelet restarts a crashed container
+    (pkg/kubelet/kuberuntime/kuberuntime_manager.go doBackOff); an exit more than 10 min after
+    the previous one starts over."""
+
+    def __init__(
+        self, initial: float = RESTART_BACKOFF_SECONDS, cap: float = RESTART_BACKOFF_MAX_SECONDS
+    ) -> None:
+        self._initial = initial
+        self._cap = cap
+        self._next = 0.0
+        self._last_exit: float | None = None
+
+    def delay(self, now: float) -> float:
+        if self._last_exit is None or now - self._last_exit > 2 * self._cap:
+            self._next = 0.0
+        delay = self._next
+        self._next = min(self._cap, max(self._initial, 2 * delay))
+        self._last_exit = now
+        return delay
 
 
 class ComponentProcess:
@@ -25,6 +55,7 @@ class ComponentProcess:
         self.argv = argv
         self.log_path = log_path
         self.proc: asyncio.subprocess.Process | None = None
+        self.restarts = 0
 
     async def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,6 +79,20 @@ class ComponentProcess:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    async def supervise(self, backoff: RestartBackoff | None = None) -> None:
+        """Start the component again whenever it exits, after `backoff`'s delay; runs until
+        cancelled (cancel it before `stop`, or the stopped component comes back)."""
+        backoff = backoff or RestartBackoff()
+        loop = asyncio.get_running_loop()
+        while True:
+            assert self.proc is not None, "supervise a started component"
+            code = await self.proc.wait()
+            delay = backoff.delay(loop.time())
+            log.warning("%s exited with code %s; restarting it in %.0f s", self.name, code, delay)
+            await asyncio.sleep(delay)
+            await self.start()
+            self.restarts += 1
 
     async def stop(self) -> None:
         if self.proc is None or self.proc.returncode is not None:
