@@ -1,21 +1,28 @@
-"""Pure parts of the apiserver client: token bucket, line framing, Status errors, query encoding."""
+"""The apiserver client: token bucket, line framing, Status errors, query encoding (pure), and the
+Retry-After retries over a stand-in transport (no network)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from kubernetes_asyncio.client import ApiClient
 
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import (
+    MAX_RETRIES,
     PATCH_CONTENT_TYPES,
     ApiStatusError,
+    KubeClient,
     LineDecoder,
     TokenBucket,
     decode_event,
     encode_params,
     kubeconfig_path,
+    retry_after,
     status_error,
 )
 
@@ -118,3 +125,85 @@ def test_kubeconfig_source_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     (tmp_path / ".kube").mkdir()
     (tmp_path / ".kube" / "config").write_text("{}")
     assert kubeconfig_path(KubernetesConfig()) == str(tmp_path / ".kube" / "config")
+
+
+def test_retry_after_only_for_429_and_5xx_with_an_integer_header() -> None:
+    assert retry_after(429, "1") == 1
+    assert retry_after(503, "3") == 3
+    assert retry_after(500, "0") == 0
+    assert retry_after(429, "-2") == 0
+    assert retry_after(429, None) is None  # no header: the caller decides
+    assert retry_after(429, "Wed, 21 Oct 2026 07:28:00 GMT") is None  # client-go reads seconds only
+    assert retry_after(409, "1") is None
+    assert retry_after(200, "1") is None
+
+
+class Answer:
+    """What `call_api(..., _preload_content=False)` returns: status, headers, body, release."""
+
+    def __init__(self, status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> None:
+        self.status = status
+        self.headers = headers or {}
+        self.body = body
+        self.released = False
+
+    async def read(self) -> bytes:
+        return self.body
+
+    def release(self) -> None:
+        self.released = True
+
+
+class Answers:
+    """A transport that answers each request with the next of `answers` (the last one repeats)."""
+
+    user_agent = ""
+
+    def __init__(self, *answers: Answer) -> None:
+        self.answers = list(answers)
+        self.sent = 0
+
+    async def call_api(self, *args: Any, **kwargs: Any) -> Answer:
+        self.sent += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def too_many(seconds: str = "0") -> Answer:
+    body = {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "try again later"}
+    return Answer(429, {"Retry-After": seconds}, json.dumps(body).encode())
+
+
+async def test_an_answer_with_retry_after_is_sent_again_after_its_wait(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="vk_provider.kube.client")
+    first, second = too_many(), Answer(503, {"Retry-After": "0"})
+    transport = Answers(first, second, Answer(200, body=b'{"kind": "Pod"}'))
+    client = KubeClient(cast(ApiClient, transport), qps=0)
+    assert await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}}) == {"kind": "Pod"}
+    assert transport.sent == 3 and first.released and second.released
+    lines = [r.getMessage() for r in caplog.records]
+    path = "/api/v1/namespaces/d/pods/p/status"
+    assert lines == [
+        f"PATCH {path} answered 429 (Retry-After): sending it again in 0s, retry 1 of 10",
+        f"PATCH {path} answered 503 (Retry-After): sending it again in 0s, retry 2 of 10",
+    ]
+
+
+async def test_retries_end_after_ten_and_the_last_answer_is_raised() -> None:
+    transport = Answers(too_many())
+    client = KubeClient(cast(ApiClient, transport), qps=0)
+    with pytest.raises(ApiStatusError) as caught:
+        await client.get("/api/v1/nodes/n")
+    assert caught.value.status == 429
+    assert transport.sent == 1 + MAX_RETRIES == 11
+
+
+@pytest.mark.parametrize("answer", [Answer(500), Answer(409, {"Retry-After": "0"}), Answer(404)])
+async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answer) -> None:
+    transport = Answers(answer)
+    client = KubeClient(cast(ApiClient, transport), qps=0)
+    with pytest.raises(ApiStatusError) as caught:
+        await client.get("/api/v1/nodes/n")
+    assert caught.value.status == answer.status
+    assert transport.sent == 1

@@ -1,13 +1,15 @@
-"""Lease body and renewal: PUT of the last lease, GET+retry on conflict, create when missing."""
+"""Lease body and renewal: PUT of the last lease, GET+retry on conflict, create when missing, the
+same PUT again at once on a server error, at most 5 attempts a round."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from typing import Any, cast
 
 import pytest
 
-from vk_provider.kube.client import ApiStatusError, KubeClient
+from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.node.lease import LeaseKeeper, build_lease
 
 NOW = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
@@ -92,3 +94,60 @@ async def test_renew_raises_other_errors() -> None:
     with pytest.raises(ApiStatusError) as caught:
         await keeper.renew("uid-1", NOW)
     assert caught.value.status == 403
+
+
+class Flaky(LeaseStore):
+    """The store, but its PUTs first answer each error of `errors` in turn."""
+
+    def __init__(self, *errors: ApiStatusError) -> None:
+        super().__init__()
+        self.errors = list(errors)
+
+    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.errors:
+            self.calls.append("PUT")
+            raise self.errors.pop(0)
+        return await super().replace(path, body)
+
+
+def server_error() -> ApiStatusError:
+    return ApiStatusError(500, "InternalError", "injected")
+
+
+async def test_server_errors_are_retried_at_once_within_the_round(caplog: pytest.LogCaptureFixture) -> None:
+    store = Flaky()
+    keeper = LeaseKeeper(cast(KubeClient, store), "vk-1", 40)
+    await keeper.renew("uid-1", NOW)
+    store.errors = [server_error(), ApiStatusError(409, "Conflict", "modified"), server_error()]
+    store.calls.clear()
+    caplog.set_level(logging.INFO, logger="vk_provider.node.lease")
+    await keeper.renew("uid-1", NOW)
+    assert store.calls == ["PUT", "PUT", "GET", "PUT", "PUT"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "lease renewal got 500 InternalError: injected: sending it again at once (attempt 2 of 5)",
+        "lease renewal got 409 Conflict: modified: reading it again (attempt 3 of 5)",
+        "lease renewal got 500 InternalError: injected: sending it again at once (attempt 4 of 5)",
+    ]
+
+
+async def test_five_server_errors_end_the_round_with_the_last_one() -> None:
+    store = Flaky()
+    keeper = LeaseKeeper(cast(KubeClient, store), "vk-1", 40)
+    await keeper.renew("uid-1", NOW)
+    store.errors = [server_error() for _ in range(6)]
+    store.calls.clear()
+    with pytest.raises(ApiStatusError) as caught:
+        await keeper.renew("uid-1", NOW)
+    assert caught.value.status == 500
+    assert store.calls == ["PUT"] * 5
+    await keeper.renew("uid-1", NOW)  # the next round: one more error, then the PUT works
+    assert store.calls == ["PUT"] * 7
+
+
+async def test_no_answer_at_all_ends_the_round_at_once() -> None:
+    store = Flaky(ApiConnectionError("PUT leases: connection refused"))
+    keeper = LeaseKeeper(cast(KubeClient, store), "vk-1", 40)
+    keeper.last = {"metadata": {"name": "vk-1", "resourceVersion": "1"}}
+    with pytest.raises(ApiConnectionError):
+        await keeper.renew("uid-1", NOW)
+    assert store.calls == ["PUT"]

@@ -5,10 +5,12 @@ right Content-Type per patch type, `ApiStatusError` built from the metav1.Status
 watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403),
 `make_kube_client(cfg)` which loads the
 credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
-helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`). kubernetes_asyncio is
+helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`). The one
+retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
+after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
 used only for its configuration loading, its auth (token refresh) and its aiohttp
-transport; no generated model classes. Must not: retry, cache, or interpret objects;
-that is the callers' job (reflector, status manager, node agent).
+transport; no generated model classes. Must not: retry anything else, cache, or interpret
+objects; that is the callers' job (reflector, status manager, node agent).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 # A watch with timeoutSeconds gets this much slack on the socket read before we call it dead.
 WATCH_READ_SLACK = 30.0
 USER_AGENT = f"vk-provider/{__version__}"
+# client-go's rest.Request: an answer with Retry-After is sent again at most this many times.
+MAX_RETRIES = 10
 
 _REASONS_BY_CODE = {
     400: "BadRequest",
@@ -152,6 +156,17 @@ class LineDecoder:
         return [rest] if rest else []
 
 
+def retry_after(http_status: int, header: str | None) -> int | None:
+    """The seconds to wait before sending a request again, when its answer asks for that: a 429
+    or any 5xx carrying an integer `Retry-After` (client-go's rest `checkWait`); else None."""
+    if http_status != 429 and http_status < 500:
+        return None
+    try:
+        return max(0, int(header)) if header is not None else None
+    except ValueError:
+        return None
+
+
 def encode_params(params: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """Query parameters as the apiserver expects them: booleans lower-case, None dropped."""
     result: list[tuple[str, str]] = []
@@ -206,22 +221,41 @@ class KubeClient:
         content_type: str = "application/json",
         request_timeout: aiohttp.ClientTimeout | float | None = None,
     ) -> aiohttp.ClientResponse:
-        await self._bucket.acquire()
+        """One request; an answer asking to come back later (`retry_after`) is sent again after
+        the wait it names, at most MAX_RETRIES times, each time through the token bucket
+        (client-go's rest.Request with its withRetry)."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        try:
-            response: aiohttp.ClientResponse = await self._api.call_api(
-                path,
+        retries = 0
+        while True:
+            await self._bucket.acquire()
+            try:
+                response: aiohttp.ClientResponse = await self._api.call_api(
+                    path,
+                    method,
+                    query_params=encode_params(params),
+                    header_params=headers,
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=self._timeout if request_timeout is None else request_timeout,
+                )
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            wait = retry_after(response.status, response.headers.get("Retry-After"))
+            if wait is None or retries >= MAX_RETRIES:
+                return response
+            response.release()
+            retries += 1
+            log.info(
+                "%s %s answered %d (Retry-After): sending it again in %ds, retry %d of %d",
                 method,
-                query_params=encode_params(params),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=self._timeout if request_timeout is None else request_timeout,
+                path,
+                response.status,
+                wait,
+                retries,
+                MAX_RETRIES,
             )
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        return response
+            await asyncio.sleep(wait)
 
     async def _request(
         self,

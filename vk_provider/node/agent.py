@@ -156,7 +156,12 @@ class NodeAgent:
             except asyncio.CancelledError:
                 raise
             except ApiStatusError as exc:
-                log.warning("node %s: apiserver call failed: %s", self.name, exc)
+                log.warning(
+                    "node %s: apiserver call failed: %s; next try in %.1fs",
+                    self.name,
+                    exc,
+                    max(0.0, next_tick - loop.time()),
+                )
             except Exception:
                 log.exception("node %s: heartbeat failed", self.name)
             with contextlib.suppress(TimeoutError):

@@ -2,8 +2,9 @@
 
 What lives here: `build_lease` (pure: holderIdentity, leaseDurationSeconds, renewTime as a
 MicroTime, ownerReference to the Node) and `LeaseKeeper.renew(...)`: PUT of the last lease
-seen (no GET on the happy path); on 409 a GET and a retry; on 404 a create; at most 5
-attempts a round (component-helpers/apimachinery/lease/controller.go). Must not: decide
+seen (no GET on the happy path); on 409 a GET and a retry; on 404 a create; on a 5xx the
+same write again at once; at most 5 attempts a round, one log line per retry
+(component-helpers/apimachinery/lease/controller.go `retryUpdateLease`). Must not: decide
 whether to renew (the agent skips renewal while the runtime does not answer).
 """
 
@@ -53,7 +54,7 @@ class LeaseKeeper:
     async def renew(self, node_uid: str, now: datetime) -> None:
         """Write renewTime = now; raises the last ApiStatusError when every attempt failed."""
         error: ApiStatusError | None = None
-        for _ in range(MAX_UPDATE_RETRIES):
+        for attempt in range(1, MAX_UPDATE_RETRIES + 1):
             try:
                 if self.last is None:
                     await self._fetch()
@@ -67,11 +68,19 @@ class LeaseKeeper:
                 return
             except ApiStatusError as exc:
                 error = exc
-                if exc.status in (404, 409):
-                    # Conflict: someone else wrote it; NotFound: it was deleted. Read again.
+                reread = exc.status in (404, 409)  # someone else wrote it, or it was deleted
+                if not reread and exc.status < 500:
+                    raise
+                if reread:
                     self.last = None
-                    continue
-                raise
+                if attempt < MAX_UPDATE_RETRIES:
+                    log.info(
+                        "lease renewal got %s: %s (attempt %d of %d)",
+                        exc,
+                        "reading it again" if reread else "sending it again at once",
+                        attempt + 1,
+                        MAX_UPDATE_RETRIES,
+                    )
         assert error is not None
         raise error
 

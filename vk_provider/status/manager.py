@@ -277,7 +277,12 @@ class StatusManager:
                 api_pod = await self._client.patch(path + "/status", body, "strategic")
             except ApiStatusError as exc:
                 self._count_failure(exc)
-                log.info("Failed to update status: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                log.info(
+                    "Failed to update status: %s; trying again at the next pass, within %gs",
+                    exc,
+                    self._sync_period,
+                    extra={"pod": pod_ref(entry.pod)},
+                )
                 return
             self.counters.writes += 1
             self._observed[api_uid] = api_pod
@@ -293,7 +298,12 @@ class StatusManager:
         except ApiStatusError as exc:
             if exc.status != 404:
                 self._count_failure(exc)
-                log.info("Failed to delete pod: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                log.info(
+                    "Failed to delete pod: %s; trying again at the next full pass, within %gs",
+                    exc,
+                    self._sync_period,
+                    extra={"pod": pod_ref(entry.pod)},
+                )
                 return
         self.counters.deletes += 1
         log.info("Pod fully terminated and removed from the API", extra={"pod": pod_ref(entry.pod)})
