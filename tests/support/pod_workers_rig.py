@@ -30,6 +30,7 @@ from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRunState,
+    EventsResumed,
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
@@ -49,7 +50,7 @@ class MemoryRuntime:
 
     def __init__(self) -> None:
         self.pods: dict[str, PodRuntimeState] = {}
-        self.queue: asyncio.Queue[RuntimeEvent] = asyncio.Queue()
+        self.queue: asyncio.Queue[RuntimeEvent | EventsResumed] = asyncio.Queue()
         self.missing_images: set[str] = set()
         self.pullable_images: set[str] = set()  # absent until pulled
         self.pulls: list[str] = []
@@ -70,8 +71,8 @@ class MemoryRuntime:
         self.state_reads.append(uid)
         return self.pods.get(uid)
 
-    def events(self) -> AsyncIterator[RuntimeEvent]:
-        async def stream() -> AsyncIterator[RuntimeEvent]:
+    def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
+        async def stream() -> AsyncIterator[RuntimeEvent | EventsResumed]:
             while True:
                 yield await self.queue.get()
 
@@ -119,13 +120,15 @@ class MemoryRuntime:
         self._put(uid, containers=(*self.pods[uid].containers, inst))
         return inst
 
-    def exit(self, uid: str, name: str, code: int) -> None:
+    def exit(self, uid: str, name: str, code: int, *, event: bool = True) -> None:
+        """The container ends with `code`; `event=False`: unreported (an engine that restarted)."""
         state = self.pods[uid]
         latest = state.latest(name)
         assert latest is not None
         done = dataclasses.replace(latest, state=ContainerRunState.EXITED, exit_code=code, finished_at=_now())
         self._put(uid, containers=tuple(done if c is latest else c for c in state.containers))
-        self.queue.put_nowait(RuntimeEvent(uid, name, latest.role, "die", latest.container_id, code))
+        if event:
+            self.queue.put_nowait(RuntimeEvent(uid, name, latest.role, "die", latest.container_id, code))
 
     async def stop_container(
         self, container_id: str, grace_seconds: float, signal: str | None = None

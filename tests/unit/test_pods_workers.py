@@ -36,6 +36,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
+    EventsResumed,
     PodRuntimeState,
     PodSandboxState,
     RuntimeEvent,
@@ -285,6 +286,31 @@ async def test_dead_sandbox_is_replaced_and_its_containers_restarted(rig: Any) -
         within=WITHIN,
         interval=POLL,
     )
+
+
+async def test_a_death_no_event_reported_is_seen_once_the_events_resume(rig: Any) -> None:
+    """An engine that restarted keeps no events: the gap's mark makes every pod read its state
+    again (the kubelet's PLEG relist), long before the resync (60 s here)."""
+    runtime, statuses, _, _, cfg = rig
+    cfg.upsert("api", make_pod("gap", [box("a")]))
+    cfg.upsert("api", make_pod("calm", [box("a")]))
+    await eventually(
+        lambda: all(statuses.cache.get(uid, {}).get("phase") == "Running" for uid in ("gap", "calm")),
+        within=WITHIN,
+        interval=POLL,
+    )
+    runtime.exit("gap", "a", 2, event=False)
+    reads = runtime.state_reads.count("calm")
+    runtime.queue.put_nowait(EventsResumed())
+    await eventually(
+        lambda: (
+            latest(runtime, "gap", "a").attempt == 1 and cstatus(statuses, "gap", "a").get("restartCount")
+        ),
+        within=WITHIN,
+        interval=POLL,
+    )
+    await eventually(lambda: runtime.state_reads.count("calm") > reads, within=WITHIN, interval=POLL)
+    assert latest(runtime, "calm", "a").attempt == 0  # read again, left alone
 
 
 async def test_dead_sandbox_of_a_never_pod_fails_it(rig: Any) -> None:

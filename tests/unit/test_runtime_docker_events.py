@@ -10,7 +10,7 @@ import pytest
 
 from vk_provider.runtime.docker.events import EventPump, runtime_event
 from vk_provider.runtime.docker.streams import thread_stream
-from vk_provider.runtime.types import ContainerRole
+from vk_provider.runtime.types import ContainerRole, EventsResumed
 
 
 def raw(action: str, cid: str, nanos: int, node: str = "n1", **attrs: str) -> dict[str, Any]:
@@ -68,20 +68,23 @@ class FlakyOpener:
         raise ConnectionError("stream broke")
 
 
-async def test_pump_reconnects_resumes_and_skips_duplicates(monkeypatch: Any) -> None:
+async def test_pump_reconnects_resumes_marks_the_gap_and_skips_duplicates(monkeypatch: Any) -> None:
     monkeypatch.setattr("vk_provider.runtime.docker.events.BACKOFF_INITIAL", 0.01)
     opener = FlakyOpener()
     pump = EventPump(opener, "n1")
     pump.start()
     exited = pump.wait_exit("c1")
-    got = []
+    got: list[object] = []
     async for ev in pump.events():
+        if isinstance(ev, EventsResumed):
+            got.append("resumed")
+            continue
         got.append((ev.action, ev.exit_code))
         if ev.action == "die":
             break
     await asyncio.wait_for(exited, 5)
     pump.close()
-    assert got == [("start", None), ("die", 0)]
+    assert got == [("start", None), "resumed", ("die", 0)]
     assert opener.calls[:2] == [None, 10 / 1e9]
 
 

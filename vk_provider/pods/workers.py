@@ -2,14 +2,14 @@
 pkg/kubelet/pod_workers.go).
 
 What lives here: `PodWorkers`, the per-UID state machine (the kubelet's podWorkers), which
-receives PodConfig updates, runtime events, probe changes, timers and resyncs, and per pod
-runs syncing -> terminating -> terminated, calling its `PodSyncer` (`sync`, `terminate`,
-`cleanup`: `pods/sync.py`, as pkg/kubelet/pod_workers.go calls its podSyncer) for the work
-of each state. A failed step records FailedSync and is retried. `adopt` and the
-housekeeping pass make a restart safe: containers of pods that still exist are kept as they
-are, those of vanished pods are stopped and removed; housekeeping also drops the backoff
-entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction manager's
-kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
+receives PodConfig updates, runtime events (after a gap in them, every pod syncs), probe
+changes, timers and resyncs, and per pod runs syncing -> terminating -> terminated, calling its
+`PodSyncer` (`sync`, `terminate`, `cleanup`: `pods/sync.py`, as pkg/kubelet/pod_workers.go calls
+its podSyncer) for the work of each state. A failed step records FailedSync and is retried.
+`adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
+kept as they are, those of vanished pods are stopped and removed; housekeeping also drops the
+backoff entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction
+manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
 (StatusManager and EventRecorder do), or know about Docker.
@@ -38,7 +38,7 @@ from vk_provider.pods.volume_writer import TokenRequester
 from vk_provider.pods.work import EventSink, PodWork, StatusSink, WorkerState, wake_in
 from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
+from vk_provider.runtime.types import ContainerRunState, EventsResumed, PodRuntimeState
 from vk_provider.status.conditions import need_to_reconcile_pod_readiness
 from vk_provider.status.fields import TERMINAL_PHASES
 from vk_provider.tasks import cancel_and_wait
@@ -214,6 +214,12 @@ class PodWorkers:
         while True:
             try:
                 async for event in self._runtime.events():
+                    if isinstance(event, EventsResumed):
+                        # What the gap hid (containers that died with a restarted engine) is
+                        # only seen by reading every pod again: the kubelet's PLEG relist.
+                        for each in self._work.values():
+                            each.doorbell.set()
+                        continue
                     work = self._work.get(event.pod_uid)
                     if work is not None:
                         work.doorbell.set()

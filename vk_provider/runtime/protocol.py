@@ -20,6 +20,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerStats,
+    EventsResumed,
     LinuxResources,
     PodRuntimeState,
     PodSandboxState,
@@ -88,8 +89,9 @@ class Runtime(Protocol):
 
     async def info(self) -> RuntimeInfo: ...
 
-    def events(self) -> AsyncIterator[RuntimeEvent]:
-        """Lifecycle events of this node's containers, in order, until close()."""
+    def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
+        """Lifecycle events of this node's containers, in order, until close(); `EventsResumed`
+        after a gap in which some may have been lost."""
         ...
 
     async def list_pods(self) -> dict[str, PodRuntimeState]:

@@ -1,12 +1,12 @@
 """Plain data the runtime reports and the rest of the provider reads.
 
-What lives here: immutable snapshots of what a container runtime observed about a pod (its sandbox,
-every container instance with its attempt number, exit details, container-ID URI and the cgroup
-limits it runs with, `LinuxResources`), what a finished image pull reports, the runtime's host
-facts, runtime events, one stats sample of a container, one file of an API-backed volume the pods
-layer hands a runtime (`VolumeFile`), and the runtime-neutral errors a runtime raises with a
-kubelet-style reason (`ContainerNotFound`, `StreamError`, ...): each runtime translates its engine's
-own errors into these.
+What lives here: immutable snapshots of what a container runtime observed about a pod (its
+sandbox, every container instance with its attempt number, exit details, container-ID URI and the
+cgroup limits it runs with, `LinuxResources`), what a finished image pull reports, the runtime's
+host facts, runtime events (and `EventsResumed`, the mark of a gap in them), one stats sample of a
+container, one file of an API-backed volume the pods layer hands a runtime (`VolumeFile`), and the
+runtime-neutral errors a runtime raises with a kubelet-style reason (`ContainerNotFound`,
+`StreamError`, ...): each runtime translates its engine's own errors into these.
 Must not: import Docker or talk to anything; these are values (the one import: a pull's
 `kube.keyring.RegistryAuth`).
 """
@@ -149,6 +149,13 @@ class RuntimeEvent:
     container_id: str
     exit_code: int | None = None
     time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EventsResumed:
+    """The event stream broke and is back: what happened in between may never be reported (an
+    engine that restarted keeps no events), so every pod's state must be read again, as the
+    kubelet's PLEG relist would notice it (pkg/kubelet/pleg/generic.go)."""
 
 
 @dataclass(frozen=True)

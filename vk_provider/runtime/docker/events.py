@@ -2,8 +2,9 @@
 
 What lives here: `EventPump`, which reads `events(decode=True, filters={label: node, type:
 container})` in a daemon thread, reconnects with backoff (resuming from the last event's
-time, skipping what it already delivered), converts start / die / oom / destroy into
-`RuntimeEvent`s and feeds them to the event loop with `call_soon_threadsafe`; and
+time, skipping what it already delivered, and marking the gap with `EventsResumed`: an engine
+that restarted has forgotten what happened while it was down), converts start / die / oom /
+destroy into `RuntimeEvent`s and feeds them to the event loop with `call_soon_threadsafe`; and
 `runtime_event`, the pure conversion. Besides the queue for `Runtime.events()`, it
 resolves waiters for a container's exit (used by stop_container). Must not: act on events.
 """
@@ -19,13 +20,13 @@ from typing import Any
 
 from vk_provider.logging import get_logger
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.types import RuntimeEvent
+from vk_provider.runtime.types import EventsResumed, RuntimeEvent
 
 log = get_logger("runtime.docker.events")
 
 ACTIONS = ("start", "die", "oom", "destroy")
 BACKOFF_INITIAL = 0.5
-BACKOFF_MAX = 30.0
+BACKOFF_MAX = 5.0  # a refused connect costs nothing; the kubelet's PLEG relists every second
 QUEUE_LIMIT = 10000
 _CLOSED = object()
 
@@ -94,7 +95,7 @@ class EventPump:
         if not waiters:
             self._exit_waiters.pop(container_id, None)
 
-    async def events(self) -> AsyncIterator[RuntimeEvent]:
+    async def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
         while True:
             item = await self._queue.get()
             if item is _CLOSED:
@@ -134,6 +135,7 @@ class EventPump:
 
     def _run(self) -> None:
         delay = BACKOFF_INITIAL
+        broken = False
         while not self._stop.is_set():
             try:
                 since = self._last_nanos / 1e9 if self._last_nanos else None
@@ -141,6 +143,10 @@ class EventPump:
                 if self._stop.is_set():
                     self._stream.close()
                     return
+                if broken:
+                    log.info("Docker event stream is back; every pod's state is read again")
+                    self._deliver(EventsResumed())
+                    broken, delay = False, BACKOFF_INITIAL
                 for raw in self._stream:
                     delay = BACKOFF_INITIAL
                     if not self._is_new(raw):
@@ -155,5 +161,6 @@ class EventPump:
                 if self._stop.is_set():
                     return
                 log.warning("Docker event stream failed (%s); reconnecting in %.1fs", exc, delay)
+            broken = True
             self._stop.wait(delay)
             delay = min(delay * 2, BACKOFF_MAX)

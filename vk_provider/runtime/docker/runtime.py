@@ -60,6 +60,7 @@ from vk_provider.runtime.types import (
     ContainerRunState,
     ContainerStartError,
     ContainerStats,
+    EventsResumed,
     ImagePullError,
     LinuxResources,
     PodRuntimeState,
@@ -192,7 +193,7 @@ class DockerRuntime:
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage)
 
-    async def events(self) -> AsyncIterator[RuntimeEvent]:
+    async def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
         if self._pump is None:
             raise RuntimeUnavailable("the runtime is not started")
         async for event in self._pump.events():
