@@ -163,23 +163,28 @@ async def test_two_minutes_without_the_apiserver_lose_and_restart_nothing(
         await proxy.restore()
         restored_at = time.monotonic()
 
-        disagreements: list[str] = []
+        progress = ""
 
         async def converged() -> list[dict[str, Any]] | None:
-            nonlocal disagreements
-            if await h.get("steady-0") is not None or await unreachable_taints(h):
-                return None
-            if condition(await node(h), "Ready").get("status") != "True":
-                return None
-            pods = await all_running(h, expected)
-            if pods is None:
-                return None
-            disagreements = docker_disagreements(docker_client, h.node_name, pods)
-            return pods if not disagreements else None
+            nonlocal progress
+            ready = condition(await node(h), "Ready").get("status")
+            taints = await unreachable_taints(h)
+            pods = await node_pods(h)
+            running = {
+                p["metadata"]["name"]
+                for p in pods
+                if phase(p) == "Running" and not p["metadata"].get("deletionTimestamp")
+            }
+            deleted = await h.get("steady-0") is None
+            engine = await asyncio.to_thread(docker_disagreements, docker_client, h.node_name, pods)
+            progress = (
+                f"Ready={ready}, taints {sorted(taints)}, steady-0 gone: {deleted}, "
+                f"not Running: {sorted(expected - running)}, engine: {engine}"
+            )
+            done = ready == "True" and not taints and deleted and running == expected and not engine
+            return pods if done else None
 
-        pods = await eventually(
-            converged, within=180, interval=1, what=lambda: f"convergence: {disagreements}"
-        )
+        pods = await eventually(converged, within=180, interval=1, what=lambda: f"convergence ({progress})")
         converge = time.monotonic() - restored_at
     await history.stop()
 
