@@ -30,6 +30,7 @@ POD_UID_LABEL = "io.vk-provider.pod.uid"
 ROLE_LABEL = "io.vk-provider.role"
 NAME_LABEL = "io.vk-provider.container.name"
 ATTEMPT_LABEL = "io.vk-provider.container.attempt"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"  # on a mirror pod: the UID of its static pod
 _PHASE_RANK = {"Pending": 0, "Running": 1, "Succeeded": 2, "Failed": 2}
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -157,7 +158,8 @@ def docker_disagreements(docker_client: Any, node: str, pods: Iterable[dict[str,
     Each pod that is Running and not being deleted has exactly one running sandbox and, per app
     container, exactly one running instance whose attempt is the status's restartCount, with at
     most one earlier instance kept (for `logs --previous`). No container belongs to a pod the
-    API does not hold (an orphan)."""
+    API does not hold (an orphan). A static pod's containers carry the static pod's UID, which
+    its mirror pod names in its `kubernetes.io/config.mirror` annotation."""
     by_uid: dict[str, list[Any]] = {}
     for container in labelled(docker_client, f"{NODE_LABEL}={node}"):
         by_uid.setdefault(container.labels.get(POD_UID_LABEL, ""), []).append(container)
@@ -165,10 +167,11 @@ def docker_disagreements(docker_client: Any, node: str, pods: Iterable[dict[str,
     known: set[str] = set()
     for pod in pods:
         meta, status = pod["metadata"], pod.get("status") or {}
-        known.add(meta["uid"])
+        pod_uid = (meta.get("annotations") or {}).get(MIRROR_ANNOTATION) or meta["uid"]
+        known.add(pod_uid)
         if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
-        mine = by_uid.get(meta["uid"], [])
+        mine = by_uid.get(pod_uid, [])
         sandboxes = [c for c in mine if c.labels.get(ROLE_LABEL) == "sandbox" and c.status == "running"]
         if len(sandboxes) != 1:
             problems.append(f"{meta['name']}: {len(sandboxes)} running sandboxes")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.byte_pipe import pipe
 from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,15 +178,4 @@ class SlowProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except OSError:
-        pass
-    finally:
-        writer.close()
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
