@@ -29,6 +29,7 @@ POD_UID_LABEL = "io.vk-provider.pod.uid"
 ROLE_LABEL = "io.vk-provider.role"
 NAME_LABEL = "io.vk-provider.container.name"
 ATTEMPT_LABEL = "io.vk-provider.container.attempt"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _PHASE_RANK = {"Pending": 0, "Running": 1, "Succeeded": 2, "Failed": 2}
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -146,7 +147,7 @@ def docker_disagreements(docker_client: Any, node: str, pods: Iterable[dict[str,
     Each pod that is Running and not being deleted has exactly one running sandbox and, per app
     container, exactly one running instance whose attempt is the status's restartCount, with at
     most one earlier instance kept (for `logs --previous`). No container belongs to a pod the
-    API does not hold (an orphan)."""
+    API does not hold (an orphan); a static pod's are those of its mirror pod."""
     by_uid: dict[str, list[Any]] = {}
     for container in labelled(docker_client, f"{NODE_LABEL}={node}"):
         by_uid.setdefault(container.labels.get(POD_UID_LABEL, ""), []).append(container)
@@ -154,10 +155,12 @@ def docker_disagreements(docker_client: Any, node: str, pods: Iterable[dict[str,
     known: set[str] = set()
     for pod in pods:
         meta, status = pod["metadata"], pod.get("status") or {}
-        known.add(meta["uid"])
+        # A mirror pod's containers carry its static pod's UID, the config hash it is mirrored by.
+        pod_uid = (meta.get("annotations") or {}).get(MIRROR_ANNOTATION) or meta["uid"]
+        known.add(pod_uid)
         if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
             continue
-        mine = by_uid.get(meta["uid"], [])
+        mine = by_uid.get(pod_uid, [])
         sandboxes = [c for c in mine if c.labels.get(ROLE_LABEL) == "sandbox" and c.status == "running"]
         if len(sandboxes) != 1:
             problems.append(f"{meta['name']}: {len(sandboxes)} running sandboxes")
