@@ -190,8 +190,12 @@ async def test_a_refused_security_field_fails_the_pod_with_its_reason_and_an_eve
     created = await harness.create(harness.manifest(name, containers, **spec))
     failed = await harness.wait_for(name, lambda p: phase(p) == "Failed")
     assert (failed["status"]["reason"], failed["status"]["message"]) == (reason, message)
-    event = await harness.wait_event(name, "Failed")
-    assert event["type"] == "Warning" and message in event["message"]
+    # A kubelet admission rejection has rejectPod's Event (its reason, the message without the
+    # prefix); a field the node refuses, the Failed Event of a sync error.
+    rejection = message.removeprefix("Pod was rejected: ")
+    expected = (reason, rejection) if rejection != message else ("Failed", f"Error: {message}")
+    event = await harness.wait_event(name, expected[0])
+    assert (event["type"], event["message"]) == ("Warning", expected[1])
     assert pod_containers(docker_client, created["metadata"]["uid"]) == []  # refused before anything ran
 
 
@@ -211,4 +215,9 @@ async def test_an_apparmor_profile_on_a_host_without_apparmor_is_rejected(
     assert (failed["status"]["reason"], failed["status"]["message"]) == (
         "AppArmor",
         "Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host",
+    )
+    event = await harness.wait_event("apparmor", "AppArmor")
+    assert (event["type"], event["message"]) == (
+        "Warning",
+        "Cannot enforce AppArmor: AppArmor is not enabled on the host",
     )

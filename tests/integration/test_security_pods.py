@@ -112,9 +112,11 @@ async def test_a_forbidden_sysctl_fails_the_pod_and_a_safe_one_runs(
     assert (
         failed["status"]["message"] == 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted'
     )
-    event = await harness.wait_event("msgmax", "Failed")
-    assert event["type"] == "Warning"
-    assert 'forbidden sysctl: "kernel.msgmax" not allowlisted' in event["message"]
+    event = await harness.wait_event("msgmax", "SysctlForbidden")  # kubelet.go rejectPod's Event
+    assert (event["type"], event["message"]) == (
+        "Warning",
+        'forbidden sysctl: "kernel.msgmax" not allowlisted',
+    )
     # Rejected before anything ran: not even a sandbox.
     assert pod_containers(docker_client, forbidden["metadata"]["uid"]) == []
     running = await harness.wait_for("pinggroup", lambda p: phase(p) == "Running")

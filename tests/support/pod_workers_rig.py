@@ -2,8 +2,9 @@
 
 What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
 test ends one with `exit(uid, name, code)`; images are present, except `missing_images` (whose
-pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull); its `spec_hash`
-is the container spec itself, so any change to it is a change), the `Statuses` and `Events`
+pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull); the sandbox
+of a pod in `refusals` is refused; its `spec_hash` is the container spec itself, so any change to
+it is a change), the `Statuses` and `Events`
 sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as the workers
 see them), and `running_rig`: started PodWorkers on all of these, yielded as a `Rig`.
 Must not: decide anything the workers decide (the records only change when the workers call
@@ -34,6 +35,7 @@ from vk_provider.runtime.types import (
     ImagePullError,
     PodRuntimeState,
     PodSandboxState,
+    PodSpecRefused,
     PulledImage,
     RuntimeEvent,
 )
@@ -57,6 +59,7 @@ class MemoryRuntime:
         self.stops: list[tuple[str, float]] = []
         self.removed: list[str] = []
         self.state_reads: list[str] = []
+        self.refusals: dict[str, PodSpecRefused] = {}  # pod uid -> what ensure_sandbox raises
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -90,6 +93,8 @@ class MemoryRuntime:
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         meta = pod["metadata"]
+        if meta["uid"] in self.refusals:
+            raise self.refusals[meta["uid"]]
         state = self.pods.get(meta["uid"])
         if state is not None and state.sandbox is not None and state.sandbox.running:
             return state.sandbox

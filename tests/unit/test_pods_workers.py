@@ -39,6 +39,7 @@ from vk_provider.runtime.types import (
     EventsResumed,
     PodRuntimeState,
     PodSandboxState,
+    PodSpecRefused,
     RuntimeEvent,
 )
 
@@ -342,6 +343,44 @@ async def test_never_pod_whose_sandbox_never_started_gets_a_new_one_and_runs(rig
     sandbox = runtime.pods["ns"].sandbox
     assert sandbox is not None and sandbox.running and sandbox.container_id != dead.container_id
     assert latest(runtime, "ns", "a").attempt == 0
+
+
+@pytest.mark.parametrize(
+    ("refusal", "event"),
+    [
+        (
+            PodSpecRefused("spec.hostPID: pods using the host's PID namespace are not allowed on this node"),
+            (
+                "Warning",
+                "Failed",
+                "Error: spec.hostPID: pods using the host's PID namespace are not allowed on this node",
+            ),
+        ),
+        # The kubelet's admission rejection: rejectPod's Event (kubelet.go), its reason and message.
+        (
+            PodSpecRefused(
+                'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted', "SysctlForbidden"
+            ),
+            ("Warning", "SysctlForbidden", 'forbidden sysctl: "kernel.msgmax" not allowlisted'),
+        ),
+    ],
+    ids=["refused", "rejected"],
+)
+async def test_a_refused_sandbox_fails_the_pod_with_its_reason_and_event(
+    rig: Any, refusal: PodSpecRefused, event: tuple[str, str, str]
+) -> None:
+    runtime, statuses, events, _, cfg = rig
+    runtime.refusals["no"] = refusal
+    cfg.upsert("api", make_pod("no", [box("a")]))
+    await eventually(lambda: "no" in statuses.terminated, within=WITHIN, interval=POLL)
+    status = statuses.cache["no"]
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Failed",
+        refusal.reason,
+        refusal.message,
+    )
+    assert event in events.seen
+    assert "no" not in runtime.pods  # nothing ran
 
 
 async def test_restarted_workers_never_rerun_a_finished_pod(rig: Any) -> None:

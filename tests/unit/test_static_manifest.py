@@ -174,6 +174,26 @@ def test_hostile_files_are_one_line_manifest_errors(doc: dict[str, Any] | str, e
     assert _error(doc).startswith(expected)
 
 
+def _laughs(levels: int, uses: int = 9) -> str:
+    """A pod under a "billion laughs" bomb: each anchor a list of `uses` aliases of the one before."""
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * uses) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * uses) + "]" for i in range(1, levels)]
+    return WEB + "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded() -> None:
+    # Upstream go-yaml v2 (the kubelet's decoder) refuses it: "document contains excessive
+    # aliasing". Expanded, these 6 lines are 9**6 values (kept small so that a regression costs
+    # this test a second, not the machine its memory); before the check the JSON round trip built
+    # them all, and 9 such lines (387 million values) took the provider's memory with them.
+    assert _error(_laughs(6)) == "invalid YAML/JSON: document contains excessive aliasing"
+    # Anchors used a few times are fine: the error is the schema's, about the extra keys.
+    assert _error(_laughs(2, uses=3)).startswith("invalid Pod: (top level): Additional properties")
+    spec = "spec:\n  containers:\n  - &c {name: a, image: vk-test/busybox:1}\n  - {<<: *c, name: b}\n"
+    pod = _parse(WEB.partition("spec:")[0] + spec)
+    assert [c["name"] for c in pod["spec"]["containers"]] == ["a", "b"]
+
+
 def test_non_utf8_and_oversized_files() -> None:
     with pytest.raises(ManifestError, match="not UTF-8"):
         _parse(b"kind: Pod\n\xff\n")

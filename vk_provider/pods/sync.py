@@ -228,7 +228,12 @@ class PodSync:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
             log.warning("pod refused: %s", exc.message, extra={"pod": pod_ref(pod)})
-            self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
+            if exc.message.startswith(POD_REJECTED):
+                # The kubelet's admission rejected it (a sysctl, SupplementalGroupsPolicy, AppArmor):
+                # kubelet.go rejectPod's Event, the reason and the message without the prefix.
+                self._recorder.event(pod, "Warning", exc.reason, exc.message.removeprefix(POD_REJECTED))
+            else:
+                self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
             work.terminal_reason = (exc.reason, exc.message)
             return None
         except RuntimeFailure as exc:

@@ -1,7 +1,8 @@
 """One static pod manifest: bytes of a file in, a defaulted static pod dict out.
 
 What lives here: `parse_manifest(data, path, node_name, now)`, which decodes one file
-(YAML or JSON, exactly one `v1` Pod), refuses references to API objects, validates it
+(YAML or JSON, exactly one `v1` Pod; an alias bomb refused before it is expanded, with
+go-yaml's limit), refuses references to API objects, validates it
 against the official OpenAPI schema of KUBE_VERSION's minor (strict, via kubernetes_validate) plus the few
 semantic rules the schema cannot express, and applies the kubelet's file-source defaults.
 The identity that becomes host paths is checked before anything else is built from it: a
@@ -55,6 +56,14 @@ _VOLUME_SECRET_REFS = dict.fromkeys(
 _PROJECTED_REFS = {"secret": "secrets", "configMap": "configmaps"}  # a projected volume's sources
 _ENV_REFS = {"secretKeyRef": "secrets", "configMapKeyRef": "configmaps"}  # env[].valueFrom
 _ENV_FROM_REFS = {"secretRef": "secrets", "configMapRef": "configmaps"}  # envFrom[]
+# go-yaml v2's guard against alias bombs ("billion laughs"), which the kubelet's decoder applies to
+# every manifest (utilyaml.ToJSON -> sigs.k8s.io/yaml -> go.yaml.in/yaml/v2 decode.go unmarshal,
+# allowedAliasRatio): past 1000 decoded values, 100 of them from aliases, at most 99% may come from
+# aliases, scaled down to 10% between 400,000 and 4,000,000 values.
+_ALIAS_MIN_ALIASED = 100
+_ALIAS_MIN_DECODED = 1000
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
 
 
 class ManifestError(ValueError):
@@ -107,6 +116,7 @@ def _decode(data: bytes) -> dict[str, Any]:
     (pod,) = documents
     if not isinstance(pod, dict):
         raise ManifestError(f"expected a Pod object, got a {type(pod).__name__}")
+    _check_aliasing(pod)
     # Round-trip through JSON: what the kubelet sees is the JSON form of the YAML, so YAML-only
     # values (dates, non-string keys) are refused here rather than deep in the runtime.
     try:
@@ -114,6 +124,48 @@ def _decode(data: bytes) -> dict[str, Any]:
     except (TypeError, ValueError, RecursionError) as exc:
         raise ManifestError(f"not representable as JSON: {exc}") from None
     return result
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+def _check_aliasing(document: Any) -> None:
+    """Refuse a document that its aliases expand out of proportion, as go-yaml does.
+
+    PyYAML loads an alias as the same object as its anchor, so the bomb is only built when the
+    document is expanded (the JSON round trip below, the schema walk); this walks it in document
+    order as go-yaml decodes it, counting a value met again (a mapping or a list: a scalar's alias
+    expands to one value) and all under it as aliased, and stops at go-yaml's limit."""
+    decoded = aliased = 0
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(document, False)]
+    while stack:
+        value, in_alias = stack.pop()
+        decoded += 1
+        aliased += in_alias
+        if (
+            aliased > _ALIAS_MIN_ALIASED
+            and decoded > _ALIAS_MIN_DECODED
+            and aliased / decoded > _allowed_alias_ratio(decoded)
+        ):
+            raise ManifestError("invalid YAML/JSON: document contains excessive aliasing")
+        if isinstance(value, dict):
+            children = [item for pair in value.items() for item in pair]
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        for child in reversed(children):
+            again = False
+            if isinstance(child, (dict, list)):
+                again = id(child) in seen
+                seen.add(id(child))
+            stack.append((child, in_alias or again))
 
 
 def _check_identity(pod: Mapping[str, Any]) -> None:
