@@ -56,6 +56,7 @@ class MemoryRuntime:
         self.stops: list[tuple[str, float]] = []
         self.removed: list[str] = []
         self.state_reads: list[str] = []
+        self.storage: set[str] = set()  # pods whose volumes or files are on disk
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -147,6 +148,10 @@ class MemoryRuntime:
     async def remove_pod(self, uid: str) -> None:
         self.removed.append(uid)
         self.pods.pop(uid, None)
+        self.storage.discard(uid)
+
+    async def list_pod_storage(self) -> set[str]:
+        return set(self.storage)
 
 
 class Statuses:
