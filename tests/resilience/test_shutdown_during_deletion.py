@@ -6,7 +6,7 @@ flight: once it has exited, no container and no Docker volume labelled with its 
 (2) The provider alone (`vk-provider run`, `node.cordonOnShutdown: true`) stopped by SIGTERM
 during a mass deletion, then `vk-provider clean`: the Node is cordoned, every pod is either gone
 from the API after exactly one final DELETE or still terminating there, and nothing of the node
-is left in the engine or under its state directory.
+is left in the engine or under its state directory (on the real control plane only).
 Each prints one `RESILIENCE shutdown-...` line with its figures. Must not: hold helpers another
 test module needs (tests/support has those).
 """
@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.containers import labelled
 from tests.support.convergence import PodHistory, pod_deletes
@@ -164,6 +166,7 @@ def clean(config: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.real_only  # the emulator's side is the sandbox test above; the budget allows one tier
 async def test_cordoning_provider_stopped_during_a_mass_deletion_then_clean_leaves_nothing(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
