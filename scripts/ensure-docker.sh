@@ -20,7 +20,14 @@ fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   echo "ensure-docker: starting dockerd (log: $DOCKERD_LOG)" >&2
-  nohup dockerd >"$DOCKERD_LOG" 2>&1 &
+  # Without this shell's descriptors above 2: started under a lock (`flock LOCK make test`),
+  # dockerd would hold the lock for as long as it runs.
+  (
+    for fd in $(ls /proc/$BASHPID/fd); do
+      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    done
+    exec nohup dockerd >"$DOCKERD_LOG" 2>&1
+  ) &
 fi
 
 for _ in $(seq 1 60); do

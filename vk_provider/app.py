@@ -190,19 +190,22 @@ async def clean_node(config: Config) -> int:
     try:
         await runtime.start()
         pods = await runtime.list_pods()
+        # A pod whose removal was cut short (the provider stopped in its cleanup) may have no
+        # container left, only its volumes or files.
+        uids = pods.keys() | await runtime.list_pod_storage()
         failed = 0
-        for uid, state in pods.items():
+        for uid in sorted(uids):
             try:
                 await runtime.remove_pod(uid)
             except RuntimeFailure as exc:
                 failed += 1
-                log.error(
-                    "could not remove pod %s/%s: %s", state.namespace, state.name, exc, extra={"node": node}
-                )
+                state = pods.get(uid)
+                ref = f"{state.namespace}/{state.name}" if state is not None else f"uid {uid}"
+                log.error("could not remove pod %s: %s", ref, exc, extra={"node": node})
     except RuntimeFailure as exc:
         log.error("could not clean node %s: %s", node, exc, extra={"node": node})
         return 1
     finally:
         await runtime.close()
-    log.info("removed %d pod(s) of node %s from the engine", len(pods) - failed, node, extra={"node": node})
+    log.info("removed %d pod(s) of node %s from the engine", len(uids) - failed, node, extra={"node": node})
     return 1 if failed else 0

@@ -1,17 +1,20 @@
 """`vk-provider clean` (vk_provider.app.clean_node): what a stopped node's pods left in the engine goes.
 
 The sandbox's `--clean` runs it for each node; an operator runs it after uninstalling a node.
-It goes through the provider's runtime, so containers, the pods' Docker volumes and their files go.
+It goes through the provider's runtime, so containers, the pods' Docker volumes and their files go,
+also those of a pod whose containers are already gone (a removal cut short).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.containers import labelled
 from tests.support.manifests import sh
@@ -21,6 +24,7 @@ from tests.support.provider_harness import REPO, ProviderHarness
 
 pytestmark = pytest.mark.docker
 NODE_LABEL = "io.vk-provider.node"
+POD_UID_LABEL = "io.vk-provider.pod.uid"
 
 
 def clean(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -61,6 +65,32 @@ async def test_clean_removes_every_pod_of_the_stopped_node_and_nothing_else(
         assert volumes == [], [v.name for v in volumes]
     finally:
         await harness.close()
+
+
+def test_clean_removes_the_volumes_and_files_of_pods_without_containers(
+    tmp_path: Path, docker_client: Any, node_name: str
+) -> None:
+    """A removal cut short (the provider stopped in a pod's cleanup, after its containers went)
+    leaves only the pod's Docker volume or its files: clean still finds those pods."""
+    with_volume, with_files = str(uuid.uuid4()), str(uuid.uuid4())
+    labels = {NODE_LABEL: node_name, POD_UID_LABEL: with_volume}
+    docker_client.volumes.create(name=f"k8s_{with_volume}_scratch", labels=labels)
+    try:
+        state = tmp_path / "state"
+        files = state / node_name / with_files / "volumes" / "config"
+        files.mkdir(parents=True)
+        (files / "key").write_text("value")
+        config = tmp_path / "provider.yaml"
+        config.write_text(yaml.safe_dump({"node": {"name": node_name}, "docker": {"stateDir": str(state)}}))
+
+        done = clean(config)
+        assert done.returncode == 0, done.stderr
+        assert f"removed 2 pod(s) of node {node_name}" in done.stdout + done.stderr
+        assert docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"}) == []
+        assert not (state / node_name).exists(), "the pods' files and the node's directory are gone"
+    finally:
+        for volume in docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"}):
+            volume.remove(force=True)
 
 
 def test_clean_with_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ class MemoryRuntime:
         self.removed: list[str] = []
         self.state_reads: list[str] = []
         self.refusals: dict[str, PodSpecRefused] = {}  # pod uid -> what ensure_sandbox raises
+        self.storage: set[str] = set()  # pods whose volumes or files are on disk
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -155,6 +156,10 @@ class MemoryRuntime:
     async def remove_pod(self, uid: str) -> None:
         self.removed.append(uid)
         self.pods.pop(uid, None)
+        self.storage.discard(uid)
+
+    async def list_pod_storage(self) -> set[str]:
+        return set(self.storage)
 
 
 class Statuses:

@@ -118,9 +118,10 @@ class ProviderHarness:
             await self.provider.stop()
             self.provider = None
 
-    def start_provider_process(self) -> None:
-        """The provider as `python -m vk_provider run` in its own process (logs in workdir)."""
-        cfg = {
+    def start_provider_process(self, settings: dict[str, dict[str, Any]] | None = None) -> None:
+        """The provider as `python -m vk_provider run` in its own process (logs in workdir).
+        `settings`: more keys per section of its config file (`{"node": {"cordonOnShutdown": True}}`)."""
+        cfg: dict[str, dict[str, Any]] = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
             "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
             "docker": {"sandboxImage": PAUSE_IMAGE, "stateDir": str(self.workdir / "state")},
@@ -132,6 +133,8 @@ class ProviderHarness:
             },
             "logging": {"level": "info"},
         }
+        for section, values in (settings or {}).items():
+            cfg.setdefault(section, {}).update(values)
         path = self.workdir / "provider.yaml"
         path.write_text(yaml.safe_dump(cfg))
         log = (self.workdir / "provider.log").open("ab")

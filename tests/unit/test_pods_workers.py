@@ -221,6 +221,23 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     assert "live" not in runtime.removed
 
 
+async def test_adopt_and_housekeeping_remove_what_a_cut_short_removal_left_on_disk(rig: Any) -> None:
+    """A pod whose containers went but whose volumes or files stayed (its removal was cut short by
+    a stop) is still an orphan, as the kubelet's cleanupOrphanedPodDirs finds it from disk."""
+    runtime, statuses, _, workers, cfg = rig
+    runtime.storage |= {"known", "left-1"}
+    await workers.adopt(["known"])
+    assert runtime.removed == ["left-1"] and runtime.storage == {"known"}
+    cfg.upsert("api", make_pod("live", [box("a")]))
+    await eventually(
+        lambda: statuses.cache.get("live", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    runtime.storage |= {"live", "left-2"}
+    workers.start_housekeeping(0.05)
+    await eventually(lambda: "left-2" in runtime.removed, within=WITHIN, interval=POLL)
+    assert "live" not in runtime.removed and "live" in runtime.storage
+
+
 async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: Any) -> None:
     runtime, statuses, _, _, cfg = rig
     pod = make_pod("once", [box("a")])

@@ -7,7 +7,8 @@ changes, timers and resyncs, and per pod runs syncing -> terminating -> terminat
 `PodSyncer` (`sync`, `terminate`, `cleanup`: `pods/sync.py`, as pkg/kubelet/pod_workers.go calls
 its podSyncer) for the work of each state. A failed step records FailedSync and is retried.
 `adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
-kept as they are, those of vanished pods are stopped and removed; housekeeping also drops the
+kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
+vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
 backoff entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
@@ -122,12 +123,23 @@ class PodWorkers:
         are; their workers adopt them on their first (idempotent) sync.
         """
         known = set(known_uids)
-        orphans = [state for uid, state in (await self._runtime.list_pods()).items() if uid not in known]
+        await self._remove_orphans(lambda uid: uid in known)
+
+    async def _remove_orphans(self, keep: Callable[[str], bool]) -> None:
+        """Remove the pods the runtime holds, by their containers or by what they left on disk
+        (the kubelet's HandlePodCleanups and cleanupOrphanedPodDirs), for which `keep` is False;
+        `keep` is asked after the listing, so a pod added meanwhile is kept."""
+        listed = await self._runtime.list_pods()
+        stored = await self._runtime.list_pod_storage()
+        left = [PodRuntimeState(uid=uid, namespace="", name="") for uid in stored - listed.keys()]
+        orphans = [state for state in (*listed.values(), *left) if not keep(state.uid)]
         await asyncio.gather(*(self._remove_orphan(state) for state in orphans))
 
     async def _remove_orphan(self, state: PodRuntimeState) -> None:
         ref = f"{state.namespace}/{state.name}"
-        log.info("removing the containers of pod uid %s: it no longer exists", state.uid, extra={"pod": ref})
+        log.info(
+            "removing what pod uid %s left in the engine: it no longer exists", state.uid, extra={"pod": ref}
+        )
         try:
             running = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
             await asyncio.gather(
@@ -150,9 +162,7 @@ class PodWorkers:
         while True:
             await asyncio.sleep(interval)
             try:
-                listed = await self._runtime.list_pods()
-                orphans = [state for uid, state in listed.items() if uid not in self._work]
-                await asyncio.gather(*(self._remove_orphan(state) for state in orphans))
+                await self._remove_orphans(lambda uid: uid in self._work)
                 self._backoff.gc()
             except Exception:
                 log.exception("pod housekeeping failed")

@@ -163,7 +163,14 @@ class Runtime(Protocol):
         """Remove exited instances older than the previous one of each container."""
 
     async def remove_pod(self, uid: str) -> None:
-        """Remove every container of the pod, sandbox included (stopped first if running)."""
+        """Remove every container of the pod, sandbox included (stopped first if running), then
+        its volumes and files."""
+
+    async def list_pod_storage(self) -> set[str]:
+        """The UIDs of the pods whose volumes or files are on the node, with or without
+        containers (the kubelet's listPodsFromDisk): a remove_pod cut short leaves a pod here
+        that list_pods no longer shows."""
+        ...
 
     async def container_logs(
         self, container_id: str, *, follow: bool, timestamps: bool, tail: int | None, since: float | None

@@ -777,6 +777,27 @@ class DockerRuntime:
         if self._state_dir is not None:
             await self._engine.call(self._drop_pod_dir, uid)
 
+    async def list_pod_storage(self) -> set[str]:
+        api = self._engine.client.api
+        answer = await self._engine.call(api.volumes, filters=lb.node_filter(self.node_name))
+        uids = {
+            (vol.get("Labels") or {})[lb.POD_UID]
+            for vol in (answer or {}).get("Volumes") or []
+            if lb.is_owned(vol.get("Labels") or {}, self.node_name)
+        }
+        if self._state_dir is not None:
+            uids |= await self._engine.call(self._pod_dirs)
+        return uids
+
+    def _pod_dirs(self) -> set[str]:
+        """The pod directories under the node's state directory (`<state>/<node>/<uid>`)."""
+        assert self._state_dir is not None
+        try:
+            entries = list(os.scandir(self._state_dir))
+        except FileNotFoundError:
+            return set()
+        return {e.name for e in entries if e.is_dir(follow_symlinks=False) and paths.is_safe_name(e.name)}
+
     def _drop_pod_dir(self, uid: str) -> None:
         assert self._state_dir is not None
         try:
