@@ -18,6 +18,7 @@ from tests.support.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.docker.spec import sandbox_create_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -150,6 +151,22 @@ async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: Dock
 
     again = await runtime.ensure_sandbox(pod)
     assert again.container_id == sandbox.container_id  # reused, not recreated
+
+
+async def test_a_sandbox_created_but_never_started_is_replaced_and_removed(
+    runtime: DockerRuntime, docker_client: Any, node_name: str
+) -> None:
+    """What a provider killed between `docker create` and `docker start` of a sandbox leaves:
+    the next ensure_sandbox starts a new one and the pod keeps that one alone (as the kubelet's
+    container GC, evictSandboxes, keeps only a live pod's latest sandbox)."""
+    pod = make_pod("half-made", [container("main", "sleep", "3600")])
+    kwargs = sandbox_create_kwargs(pod, node_name=node_name, config=runtime.config, attempt=0)
+    half_made = await asyncio.to_thread(docker_client.containers.create, **kwargs)
+    sandbox = await runtime.ensure_sandbox(pod)
+    assert sandbox.running and sandbox.container_id != half_made.id
+    uid = pod["metadata"]["uid"]
+    left = docker_client.containers.list(all=True, filters={"label": f"io.vk-provider.pod.uid={uid}"})
+    assert [c.id for c in left] == [sandbox.container_id]
 
 
 async def test_memory_and_cpu_limits_are_applied(runtime: DockerRuntime, docker_client: Any) -> None:

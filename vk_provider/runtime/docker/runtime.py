@@ -404,6 +404,9 @@ class DockerRuntime:
         state = await self._sandbox_state(str(container.id))
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
+        # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
+        # the dead one it replaces, or one a provider killed before its start left created.
+        await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes if r.get("State") != "running"))
         log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra={"pod": pod_ref(pod)})
         return state
 
