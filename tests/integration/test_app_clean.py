@@ -93,6 +93,39 @@ def test_clean_removes_the_volumes_and_files_of_pods_without_containers(
             volume.remove(force=True)
 
 
+def test_a_pod_the_engine_refuses_to_remove_is_logged_and_the_others_still_go(
+    tmp_path: Path, docker_client: Any, node_name: str, test_images: dict[str, str]
+) -> None:
+    """One pod's removal failing in the engine (here its volume is in use by a container that is
+    not the node's: 409) must not stop the clean: the error is one line naming the pod, the other
+    pods go, and the exit status says not everything could be removed."""
+    stuck, free = "0" + str(uuid.uuid4())[1:], "f" + str(uuid.uuid4())[1:]  # stuck is removed first
+    for uid in (stuck, free):
+        labels = {NODE_LABEL: node_name, POD_UID_LABEL: uid}
+        docker_client.volumes.create(name=f"k8s_{uid}_scratch", labels=labels)
+    holder = docker_client.containers.run(
+        test_images["busybox"],
+        ["sleep", "3600"],
+        detach=True,
+        labels={"io.vk-provider.test": node_name},
+        volumes={f"k8s_{stuck}_scratch": {"bind": "/scratch", "mode": "rw"}},
+    )
+    try:
+        config = tmp_path / "provider.yaml"
+        config.write_text(yaml.safe_dump({"node": {"name": node_name}}))
+        done = clean(config)
+        output = done.stdout + done.stderr
+        assert done.returncode == 1, output
+        assert f"could not remove pod uid {stuck}" in output
+        assert "Traceback" not in output
+        left = docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"})
+        assert [v.name for v in left] == [f"k8s_{stuck}_scratch"], "the other pod's volume is gone"
+    finally:
+        holder.remove(force=True)
+        for volume in docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"}):
+            volume.remove(force=True)
+
+
 def test_clean_with_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
     config.write_text("node:\n  name: UPPER_case\n")

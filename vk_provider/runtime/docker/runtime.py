@@ -82,6 +82,7 @@ MAX_TERMINATION_LOG_BYTES = 2048
 MAX_TERMINATION_LOG_LINES = 80
 KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
+REMOVAL_POLL_SECONDS = 0.2  # waiting out a removal the engine already has under way
 SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
 
 EngineErrors = (DockerException, RequestException)
@@ -729,11 +730,29 @@ class DockerRuntime:
     # --- clean-up ---
 
     async def _remove(self, container_id: str) -> None:
-        with contextlib.suppress(NotFound):
-            await self._engine.call(
-                self._engine.client.api.remove_container, container_id, force=True, v=True
-            )
+        api = self._engine.client.api
+        try:
+            await self._engine.call(api.remove_container, container_id, force=True, v=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if exc.status_code != 409:
+                raise
+            # "removal of container ... is already in progress": the engine goes on with a
+            # removal whose caller went away (a provider stopped mid-deletion); wait for it.
+            await self._wait_removed(container_id, exc)
         self._exited.pop(container_id, None)
+
+    async def _wait_removed(self, container_id: str, conflict: APIError) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + KILL_WAIT_SECONDS
+        while loop.time() < end:
+            try:
+                await self._engine.call(self._engine.client.api.inspect_container, container_id)
+            except NotFound:
+                return
+            await asyncio.sleep(REMOVAL_POLL_SECONDS)
+        raise RuntimeFailure(f"container {container_id[:12]} is still being removed: {conflict}")
 
     async def prune_pod(self, uid: str) -> None:
         rows = await self._list(lb.pod_filter(self.node_name, uid))
@@ -764,6 +783,13 @@ class DockerRuntime:
             log.warning("cannot remove %s: %s", Path(path).parent, exc)
 
     async def remove_pod(self, uid: str) -> None:
+        try:
+            await self._remove_pod(uid)
+        except EngineErrors as exc:
+            # A RuntimeFailure, so that `vk-provider clean` logs this pod and goes on with the rest.
+            raise RuntimeFailure(f"removing pod {uid}: {exc}") from exc
+
+    async def _remove_pod(self, uid: str) -> None:
         rows = await self._list(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         others = [r for r in rows if r not in sandboxes]
