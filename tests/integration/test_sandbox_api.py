@@ -469,6 +469,9 @@ async def test_fault_injection_kinds_and_close_watches(tmp_path: Path) -> None:
         with pytest.raises(ApiException) as e:
             await v1.read_namespaced_config_map("kube-root-ca.crt", "default")
         assert e.value.status == 409 and json.loads(e.value.body)["reason"] == "Conflict"
+        server.debug.fail_next("watch", "^/api/v1/namespaces/default/configmaps$", 410)
+        status, body, _ = await _raw(server, "GET", "/api/v1/namespaces/default/configmaps?watch=true")
+        assert status == 410 and body["reason"] == "Expired"  # a resume it cannot serve: list again
 
         stream = watch.Watch().stream(v1.list_namespaced_config_map, "default", resource_version="0")
         first = await _events(stream, 1)

@@ -3,7 +3,8 @@
 What lives here: the tiers (`KINDS`, `selected_kinds` for `--control-plane=emulator|real|both`),
 `EmulatorPlane` (an in-process `SandboxServer` per test, debug counters on), `RealCluster`
 (one `vk-provider sandbox --control-plane real --no-provider` subprocess for the whole
-session, plus a service-account identity with the Helm chart's RBAC for the providers) and
+session, plus a service-account identity with the Helm chart's RBAC for the providers; its
+`kill_component` SIGKILLs one of the control plane's processes, which the sandbox restarts) and
 `RealPlane` (a test's view of it: on stop it removes what the test left in the shared
 cluster, so the next test starts clean). A test or harness uses `plane.admin_kubeconfig` to
 act as the user and `plane.provider_kubeconfig` / `plane.ca_file` / `plane.kubelet_auth` to
@@ -13,6 +14,7 @@ configure a provider. Must not: assert anything about the product.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -155,8 +157,29 @@ class RealCluster:
     def log_tail(self, lines: int = 40) -> str:
         return log_tail(self.output, lines)
 
+    def kill_component(self, name: str) -> int:
+        """SIGKILL the sandbox's child process `name` (etcd, kube-apiserver, ...); its pid.
+        The sandbox starts it again (`vk_provider/sandbox/real/process.py` supervise)."""
+        assert self.proc is not None
+        for pid in child_pids(self.proc.pid):
+            with contextlib.suppress(OSError):  # a child that exits meanwhile
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                if Path(argv0.decode()).name == name:
+                    os.kill(pid, signal.SIGKILL)
+                    return pid
+        raise AssertionError(f"no {name} process under the sandbox (pid {self.proc.pid})")
+
     def stop(self) -> None:
         stop_process(self.proc)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes `pid` started (of any of its threads), from /proc."""
+    pids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            pids += [int(child) for child in (task / "children").read_text().split()]
+    return pids
 
 
 class _AdminSession:

@@ -32,7 +32,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 class Fault:
     verb: str  # a Kubernetes verb (get, list, watch, create, update, patch, delete) or "*"
     path: re.Pattern[str]  # searched in the request path
-    code: int  # 500, 409 or 429
+    code: int  # 500, 409, 429 or 410
     remaining: int
 
     def matches(self, ri: RequestInfo, path: str) -> bool:
@@ -54,6 +54,8 @@ def _key(ri: RequestInfo) -> str:
 def _fault_error(fault: Fault, ri: RequestInfo) -> ApiError:
     if fault.code == 409:
         return errors.conflict(ri.resource or "resource", ri.name, OPTIMISTIC_LOCK_MSG, ri.group)
+    if fault.code == 410:  # a list or watch from a resourceVersion the server no longer has
+        return errors.expired("too old resource version (injected fault)")
     if fault.code == 429:
         return errors.too_many_requests(
             "the server has received too many requests and has asked us to try again later"
@@ -128,8 +130,8 @@ class SandboxDebug:
     async def _post_fault(self, request: web.Request) -> web.Response:
         body = await request.json()
         code = int(body.get("code", 500))
-        if code not in (409, 429, 500):
-            return web.json_response({"error": "code must be 409, 429 or 500"}, status=400)
+        if code not in (409, 410, 429, 500):
+            return web.json_response({"error": "code must be 409, 410, 429 or 500"}, status=400)
         self.fail_next(str(body.get("verb", "*")), str(body.get("path", "")), code, int(body.get("count", 1)))
         return web.json_response({"faults": len(self._faults)})
 
