@@ -95,8 +95,13 @@ class EmulatorPlane:
     kind = "emulator"
     kubelet_auth = "x509"
 
-    def __init__(self, workdir: Path, api_port: int = 0) -> None:
-        self.server = SandboxServer(debug=True, state_dir=workdir / "sandbox", port=api_port)
+    def __init__(self, workdir: Path, api_port: int = 0, *, node_grace_seconds: float = 50.0) -> None:
+        self.server = SandboxServer(
+            debug=True,
+            state_dir=workdir / "sandbox",
+            port=api_port,
+            node_monitor_grace_seconds=node_grace_seconds,
+        )
         self.admin_kubeconfig = workdir / "kubeconfig"
         self.provider_kubeconfig = self.admin_kubeconfig
         self.ca_file = self.server.pki.ca_cert_path

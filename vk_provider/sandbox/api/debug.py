@@ -1,7 +1,8 @@
 """Test and benchmark aids of the sandbox: fault injection and request counters (off unless enabled).
 
 What lives here: `SandboxDebug`, with a Python API (`fail_next`, `add_latency`, `clear_faults`,
-`close_watches`, `counters`, `reset_counters`), the aiohttp middleware that counts every API
+`close_watches`, `counters`, `reset_counters`, and `fired`: each injected fault answered, with
+its time, so a test can see how a client paced its retries), the aiohttp middleware that counts every API
 request by verb, resource and subresource and applies the injected faults, and the HTTP
 endpoints under /debug/sandbox/ (GET counters, DELETE counters to reset, POST faults, POST
 latency, DELETE faults, POST close-watches). Must not: change stored objects.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -37,6 +39,14 @@ class Fault:
 
     def matches(self, ri: RequestInfo, path: str) -> bool:
         return self.remaining > 0 and self.verb in ("*", ri.verb) and self.path.search(path) is not None
+
+
+@dataclass(frozen=True)
+class FiredFault:
+    at: float  # time.monotonic() when the fault answered
+    verb: str
+    path: str
+    code: int
 
 
 @dataclass
@@ -69,6 +79,7 @@ class SandboxDebug:
         self._counts: Counter[str] = Counter()
         self._faults: list[Fault] = []
         self._latencies: list[Latency] = []
+        self.fired: list[FiredFault] = []  # every injected fault answered, oldest first
 
     # ------------------------------------------------------------ Python API
 
@@ -106,6 +117,7 @@ class SandboxDebug:
             for fault in self._faults:
                 if fault.matches(ri, request.path):
                     fault.remaining -= 1
+                    self.fired.append(FiredFault(time.monotonic(), ri.verb, request.path, fault.code))
                     return error_response(_fault_error(fault, ri))
             self._faults = [f for f in self._faults if f.remaining > 0]
         return await handler(request)
