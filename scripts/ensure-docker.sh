@@ -20,7 +20,15 @@ fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   echo "ensure-docker: starting dockerd (log: $DOCKERD_LOG)" >&2
-  nohup dockerd >"$DOCKERD_LOG" 2>&1 &
+  # In a session of its own and without the caller's descriptors: a `flock` held by whoever ran
+  # this script would otherwise stay locked for as long as dockerd lives.
+  (
+    for fd in /proc/self/fd/*; do
+      n=${fd##*/}
+      [ "$n" -gt 2 ] && { eval "exec $n>&-" 2>/dev/null || true; }
+    done
+    exec setsid dockerd
+  ) </dev/null >"$DOCKERD_LOG" 2>&1 &
 fi
 
 for _ in $(seq 1 60); do
