@@ -20,14 +20,15 @@ fi
 
 if ! pgrep -x dockerd >/dev/null 2>&1; then
   echo "ensure-docker: starting dockerd (log: $DOCKERD_LOG)" >&2
-  # Without this shell's descriptors above 2: started under a lock (`flock LOCK make test`),
-  # dockerd would hold the lock for as long as it runs.
+  # In a session of its own and without the caller's descriptors: a `flock` held by whoever ran
+  # this script would otherwise stay locked for as long as dockerd lives.
   (
-    for fd in $(ls /proc/$BASHPID/fd); do
-      if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+    for fd in /proc/self/fd/*; do
+      n=${fd##*/}
+      [ "$n" -gt 2 ] && { eval "exec $n>&-" 2>/dev/null || true; }
     done
-    exec nohup dockerd >"$DOCKERD_LOG" 2>&1
-  ) &
+    exec setsid dockerd
+  ) </dev/null >"$DOCKERD_LOG" 2>&1 &
 fi
 
 for _ in $(seq 1 60); do
