@@ -132,6 +132,8 @@ class ProviderHarness:
             },
             "logging": {"level": "info"},
         }
+        if self.static_dir is not None:
+            cfg["staticPods"] = {"path": str(self.static_dir)}
         path = self.workdir / "provider.yaml"
         path.write_text(yaml.safe_dump(cfg))
         log = (self.workdir / "provider.log").open("ab")
