@@ -4,8 +4,8 @@ What lives here: `BAD_MANIFESTS`, 50 `BadManifest`s (a file name, its bytes or a
 file, and the words of the reason docs/static-pods.md gives for it: malformed YAML and JSON,
 binary garbage, not a Pod, wrong apiVersion, no containers, duplicate names, fields of the wrong
 type, references to API objects, an alias bomb, an oversize file, a directory, a dangling symlink,
-a FIFO...), `write_bad_manifest` (puts one into a static pod directory) and `good_manifest`, the
-static pod the bad ones are mixed with. Must not: start or read the provider.
+a FIFO...), `write_bad_manifest` (puts one into a static pod directory) and `good_manifest`, a
+good static pod, the one the bad ones are made from. Must not: start or read the provider.
 """
 
 from __future__ import annotations
