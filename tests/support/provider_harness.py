@@ -133,6 +133,8 @@ class ProviderHarness:
             },
             "logging": {"level": "info"},
         }
+        if self.static_dir is not None:
+            cfg["staticPods"] = {"path": str(self.static_dir)}
         for section, values in (settings or {}).items():
             cfg.setdefault(section, {}).update(values)
         path = self.workdir / "provider.yaml"
