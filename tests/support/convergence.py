@@ -23,6 +23,7 @@ from typing import Any
 from tests.support.containers import labelled
 from tests.support.planes import EmulatorPlane, Plane, RealPlane
 from vk_provider.kube.client import KubeClient
+from vk_provider.tasks import BackgroundTask
 
 NAMESPACE = "default"
 NODE_LABEL = "io.vk-provider.node"
@@ -76,18 +77,14 @@ class PodHistory:
         self.deleted: set[str] = set()  # uids the watch saw DELETED, or a relist no longer listed
         self.relists = 0
         self.watches = 0  # watch requests (a test counting the server's requests takes them out)
-        self._task: asyncio.Task[None] | None = None
+        self._follower = BackgroundTask(f"pod history of {node}")
 
     async def start(self) -> None:
         resource_version = await self._relist()
-        self._task = asyncio.create_task(self._follow(resource_version))
+        self._follower.start(lambda: self._follow(resource_version))
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._follower.stop()
 
     def _record(self, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}

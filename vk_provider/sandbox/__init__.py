@@ -26,6 +26,7 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
 
 storage/ and controllers/ use only the vocabulary of api/ (errors, resources, quantity,
 validation's names and field errors), never its handlers. This package imports nothing of the
-provider but `vk_provider.logging` (and the shared `vk_provider.kube_version`), and the provider
+provider but `vk_provider.logging`, the shared `vk_provider.kube_version` and `vk_provider.tasks`
+(the background-task idiom), and the provider
 never imports it: they meet only over HTTP.
 """

@@ -21,7 +21,6 @@ Must not: write node conditions other than the ones above, or change pods in any
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +28,7 @@ from vk_provider.logging import get_logger
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.controllers.scheduler_filters import MALFORMED, tolerates
 from vk_provider.sandbox.storage.store import Store
+from vk_provider.tasks import BackgroundTask
 
 log = get_logger("sandbox.node-lifecycle")
 
@@ -132,17 +132,13 @@ class NodeLifecycle:
         self._grace = grace_seconds
         self._period = monitor_period or min(DEFAULT_MONITOR_PERIOD, max(0.1, grace_seconds / 4))
         self._seen: dict[str, tuple[tuple[str, str], float]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask("sandbox-node-lifecycle")
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="sandbox-node-lifecycle")
+        self._task.start(self._loop)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._task.stop()
 
     async def _loop(self) -> None:
         while True:
