@@ -37,6 +37,7 @@ from vk_provider.runtime.types import (
     ContainerRole,
     ContainerRunState,
     EventsResumed,
+    PodRejected,
     PodRuntimeState,
     PodSandboxState,
     PodSpecRefused,
@@ -375,9 +376,7 @@ async def test_never_pod_whose_sandbox_never_started_gets_a_new_one_and_runs(rig
         ),
         # The kubelet's admission rejection: rejectPod's Event (kubelet.go), its reason and message.
         (
-            PodSpecRefused(
-                'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted', "SysctlForbidden"
-            ),
+            PodRejected("SysctlForbidden", 'forbidden sysctl: "kernel.msgmax" not allowlisted'),
             ("Warning", "SysctlForbidden", 'forbidden sysctl: "kernel.msgmax" not allowlisted'),
         ),
     ],

@@ -7,7 +7,7 @@ against the node's OS (rejectPodAdmissionBasedOnOSField), then the node affinity
 also checks (`spec.nodeSelector` and requiredDuringSchedulingIgnoredDuringExecution, as
 k8s.io/component-helpers/scheduling/corev1/nodeaffinity matches them) against the Node object.
 A rejection is the (reason, message) pair of the kubelet's rejectPod: its Event's reason and
-message; the pod's status message is `POD_REJECTED` + message.
+message; the pod's status message is `sysctls.POD_REJECTED` + message.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
 """
 
@@ -20,7 +20,6 @@ from vk_provider.kube.objects import meta, spec
 
 NODE_OS = "linux"  # the OS of every container this provider runs (runtime.GOOS of a Linux kubelet)
 OS_LABEL = "kubernetes.io/os"
-POD_REJECTED = "Pod was rejected: "
 OS_SELECTOR_MISMATCH = (
     "PodOSSelectorNodeLabelDoesNotMatch",
     "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",

@@ -25,7 +25,7 @@ from typing import Any
 
 from vk_provider.kube.objects import restart_policy
 from vk_provider.logging import get_logger, pod_ref
-from vk_provider.pods.admission import POD_REJECTED, admit
+from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
 from vk_provider.pods.deps import SyncDeps
@@ -45,6 +45,7 @@ from vk_provider.pods.volumes import failed_mount_message
 from vk_provider.pods.work import MOUNT_RETRY_FIRST_SECONDS, PodWork, wake_in
 from vk_provider.runtime.types import (
     ContainerRunState,
+    PodRejected,
     PodRuntimeState,
     PodSandboxState,
     PodSpecRefused,
@@ -52,6 +53,7 @@ from vk_provider.runtime.types import (
 )
 from vk_provider.status.fields import TERMINAL_PHASES
 from vk_provider.status.generate import generate_pod_status
+from vk_provider.sysctls import POD_REJECTED
 
 log = get_logger("pods.workers")
 
@@ -228,10 +230,9 @@ class PodSync:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
             log.warning("pod refused: %s", exc.message, extra={"pod": pod_ref(pod)})
-            if exc.message.startswith(POD_REJECTED):
-                # The kubelet's admission rejected it (a sysctl, SupplementalGroupsPolicy, AppArmor):
-                # kubelet.go rejectPod's Event, the reason and the message without the prefix.
-                self._recorder.event(pod, "Warning", exc.reason, exc.message.removeprefix(POD_REJECTED))
+            if isinstance(exc, PodRejected):
+                # kubelet.go rejectPod's Event: the reason and the message without the prefix.
+                self._recorder.event(pod, "Warning", exc.reason, exc.event_message)
             else:
                 self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
             work.terminal_reason = (exc.reason, exc.message)

@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from vk_provider.kube.keyring import RegistryAuth
+from vk_provider.sysctls import POD_REJECTED
 
 # Pod volumes whose files come from the API (written by the pods layer under
 # Runtime.volume_dir and bind-mounted read-only, or shipped to the engine by Runtime.ship_volume).
@@ -235,3 +236,13 @@ class PodSpecRefused(RuntimeFailure):
     """A security allowance forbids the spec (privileged, hostPath, host namespaces...)."""
 
     reason = "Forbidden"
+
+
+class PodRejected(PodSpecRefused):
+    """The kubelet's own admission rejects the pod (a sysctl, SupplementalGroupsPolicy,
+    AppArmor): kubelet.go rejectPod. `event_message` is its Event's message; the status message
+    (`message`) is `POD_REJECTED` before it."""
+
+    def __init__(self, reason: str, event_message: str) -> None:
+        super().__init__(POD_REJECTED + event_message, reason)
+        self.event_message = event_message

@@ -26,8 +26,7 @@ from typing import Any
 from vk_provider.config import DockerConfig
 from vk_provider.kube.objects import annotations_of, pod_containers
 from vk_provider.kube.objects import spec as spec_of
-from vk_provider.runtime.types import ContainerConfigError, PodSpecRefused
-from vk_provider.sysctls import POD_REJECTED
+from vk_provider.runtime.types import ContainerConfigError, PodRejected, PodSpecRefused
 
 # pkg/kubelet/lifecycle/predicate.go and handlers.go: the kubelet's admission reasons.
 SUPPLEMENTAL_GROUPS_POLICY_NOT_SUPPORTED = "SupplementalGroupsPolicyNotSupported"
@@ -160,9 +159,9 @@ def _refuse(field: str, what: str, key: str) -> PodSpecRefused:
     return PodSpecRefused(f"{field}: {what} are not allowed on this node ({key})")
 
 
-def _reject(reason: str, message: str) -> PodSpecRefused:
+def _reject(reason: str, message: str) -> PodRejected:
     """A pod the kubelet's admission rejects: Failed with its reason and message."""
-    return PodSpecRefused(f"{POD_REJECTED}{message}", reason)
+    return PodRejected(reason, message)
 
 
 def _check_pod_level(pod: Mapping[str, Any], host: HostSecurity) -> None:

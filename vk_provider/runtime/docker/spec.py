@@ -45,10 +45,11 @@ from vk_provider.runtime.types import (
     ContainerConfigError,
     ContainerRole,
     LinuxResources,
+    PodRejected,
     PodSpecRefused,
     spec_list,
 )
-from vk_provider.sysctls import POD_REJECTED, SYSCTL_FORBIDDEN, forbidden_sysctl
+from vk_provider.sysctls import SYSCTL_FORBIDDEN, forbidden_sysctl
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
 MIN_SHARES = 2
@@ -116,7 +117,7 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
     """
     sysctl = forbidden_sysctl(pod, allow.unsafe_sysctls)
     if sysctl is not None:
-        raise PodSpecRefused(f"{POD_REJECTED}{sysctl}", SYSCTL_FORBIDDEN)
+        raise PodRejected(SYSCTL_FORBIDDEN, sysctl)
     spec = _spec(pod)
     if spec.get("hostNetwork") and not allow.host_network:
         raise _refuse("spec.hostNetwork", "pods using the host's network namespace", "hostNetwork")
