@@ -47,9 +47,12 @@ class BackgroundTask:
         if not self.running:
             self._task = asyncio.create_task(run(), name=self.name)
 
-    async def stop(self) -> None:
-        """Cancel the task and wait for it (a no-op when it never started); raise what it had
-        failed with, as awaiting it would."""
+    async def stop(self, grace: float = 0.0) -> None:
+        """Wait up to `grace` seconds for the task to end by itself (its owner has told it to),
+        then cancel it and wait for it (a no-op when it never started); raise what it had failed
+        with, as awaiting it would."""
         task, self._task = self._task, None
+        if task is not None and grace > 0:
+            await asyncio.wait({task}, timeout=grace)
         for error in await cancel_and_wait(task):
             raise error

@@ -7,6 +7,7 @@ provider probes the pod IP as the kubelet does, and the server the test controls
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
@@ -22,7 +23,10 @@ pytestmark = pytest.mark.docker
 async def test_grpc_readiness_follows_the_serving_status(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
-    gateway = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    ipam = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    # The bridge an engine makes on its first start lists no Gateway (Docker 20.10 until dockerd
+    # restarts); it is then the subnet's first address, docker0's.
+    gateway = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))
     async with HealthServer(gateway) as server:
         server.statuses["app"] = "SERVING"
         relay = (

@@ -7,6 +7,7 @@ apiserver. The real apiserver behaviour is covered by tests/integration/test_sta
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Mapping
 from typing import Any, cast
@@ -204,6 +205,60 @@ async def test_final_delete_after_terminate_with_uid_precondition() -> None:
     assert "p" not in api.pods
     assert sm.get_pod_status("uid-1") is None
     assert sm.counters.deletes == 1
+
+
+async def test_stop_lets_the_final_delete_in_flight_finish() -> None:
+    """A provider stopped while its final DELETE is with the apiserver waits for the answer: an
+    abandoned DELETE may or may not have happened, and the next start would send it again."""
+    api = FakeApi()
+    pod = make_pod()
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T00:00:00Z"
+    api.add(copy.deepcopy(pod))
+    sent = asyncio.Event()
+    answer = asyncio.Event()
+    real_delete = api.delete
+
+    async def slow_delete(path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        sent.set()
+        await answer.wait()
+        return await real_delete(path, body)
+
+    api.delete = slow_delete  # type: ignore[method-assign]
+    sm = manager(api)
+    await sm.start()
+    sm.set_pod_status(pod, succeeded_status())
+    sm.terminate_pod(pod)
+    await asyncio.wait_for(sent.wait(), timeout=5)
+    stopping = asyncio.create_task(sm.stop())
+    await asyncio.sleep(0.05)
+    assert not stopping.done(), "stop waits for the DELETE in flight"
+    answer.set()
+    await asyncio.wait_for(stopping, timeout=5)
+    assert "p" not in api.pods and sm.counters.deletes == 1
+    assert api.count("DELETE") == 1
+
+
+async def test_stop_sends_nothing_more_after_the_write_in_flight() -> None:
+    api = FakeApi()
+    for n in range(3):
+        api.add(make_pod(f"p{n}", f"uid-{n}"))
+    sm = manager(api)
+    for n in range(3):
+        sm.set_pod_status(make_pod(f"p{n}", f"uid-{n}"), running_status())
+    real_get = api.get
+    stops: list[asyncio.Task[None]] = []
+
+    async def get_then_stop(path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        if not stops:  # the provider is told to stop while the first pod's sync is under way
+            stops.append(asyncio.get_running_loop().create_task(sm.stop()))
+            await asyncio.sleep(0)
+        return await real_get(path, params)
+
+    api.get = get_then_stop  # type: ignore[method-assign]
+    await sm.start()
+    await eventually(lambda: stops, within=5, interval=0.01, what="a sync under way")
+    await asyncio.wait_for(stops[0], timeout=5)
+    assert api.count("PATCH") == 1, "the pod in flight is written, the others wait for the next start"
 
 
 async def test_recreated_pod_is_neither_written_nor_deleted() -> None:

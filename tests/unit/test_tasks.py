@@ -48,6 +48,39 @@ async def test_a_finished_task_is_started_anew() -> None:
     await task.stop()
 
 
+async def test_stop_with_grace_lets_a_task_that_ends_by_itself_finish() -> None:
+    finishing = asyncio.Event()
+    finished = False
+
+    async def run() -> None:
+        nonlocal finished
+        await finishing.wait()
+        await asyncio.sleep(0.05)  # the last step of its work, not to be cut short
+        finished = True
+
+    task = BackgroundTask("finisher")
+    task.start(run)
+    finishing.set()
+    await task.stop(grace=5)
+    assert finished, "the grace lets the task end by itself"
+
+
+async def test_stop_with_grace_cancels_a_task_that_does_not_end_in_time() -> None:
+    cancelled = asyncio.Event()
+
+    async def run() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    task = BackgroundTask("stubborn")
+    task.start(run)
+    await task.stop(grace=0.05)
+    assert cancelled.is_set() and not task.running
+
+
 async def test_stop_raises_what_the_task_failed_with() -> None:
     async def run() -> None:
         raise ValueError("broken")

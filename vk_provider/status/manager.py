@@ -43,6 +43,9 @@ from vk_provider.tasks import BackgroundTask
 
 log = get_logger("status")
 
+# How long `stop` waits for the write in flight before cancelling it.
+STOP_GRACE_SECONDS = 5.0
+
 
 def _no_mirror(pod: Mapping[str, Any]) -> str | None:
     return None
@@ -103,6 +106,7 @@ class StatusManager:
         self._observed: dict[str, Mapping[str, Any]] = {}
         self._watch_fed = False
         self._doorbell = asyncio.Event()
+        self._stopping = False
         self._task = BackgroundTask("status-manager")
         self.counters = StatusCounters()
 
@@ -114,7 +118,12 @@ class StatusManager:
             self._task.start(self._run)
 
     async def stop(self) -> None:
-        await self._task.stop()
+        """Stop after the write in flight, within `STOP_GRACE_SECONDS`: a PATCH or final DELETE
+        the apiserver is already serving is answered, not abandoned half-way (an abandoned
+        DELETE may or may not have happened, and the next start would send it again)."""
+        self._stopping = True
+        self._doorbell.set()
+        await self._task.stop(grace=STOP_GRACE_SECONDS)
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -186,11 +195,13 @@ class StatusManager:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._doorbell.wait(), timeout=max(0.0, next_full - loop.time()))
+            if self._stopping:
+                return
             try:
                 if self._doorbell.is_set():
                     self._doorbell.clear()
                     await self.sync_batch(full=False)
-                if loop.time() >= next_full:
+                if loop.time() >= next_full and not self._stopping:
                     next_full = loop.time() + self._sync_period
                     await self.sync_batch(full=True)
             except Exception:  # a bug must not end status reporting for good
@@ -222,6 +233,8 @@ class StatusManager:
             for stale in set(self._observed) - live:
                 del self._observed[stale]
         for uid, entry, api_uid in chosen:
+            if self._stopping:
+                return  # the pod in flight is done; the rest waits for the next start
             if self._statuses.get(uid) is entry:
                 await self._sync_pod(uid, entry, api_uid)
 
