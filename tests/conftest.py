@@ -114,9 +114,13 @@ def test_images(docker_client: object) -> dict[str, str]:
 
 
 def _remove_labelled(client: object, label: str) -> None:
+    """Containers, then Docker volumes (a failed test's pods leave their emptyDirs), with `label`."""
     for container in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):  # already gone
             container.remove(force=True, v=True)
+    for volume in client.volumes.list(filters={"label": label}):  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # already gone, or still held
+            volume.remove(force=True)
 
 
 @pytest.fixture

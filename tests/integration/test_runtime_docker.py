@@ -522,3 +522,30 @@ async def test_unreachable_engine_is_runtime_unavailable(tmp_path: Path) -> None
     with pytest.raises(RuntimeUnavailable):
         await rt.ping()
     await rt.close()
+
+
+async def test_volumes_add_no_stray_mounts_and_leave_no_volume_behind(
+    runtime: DockerRuntime, docker_client: Any
+) -> None:
+    """An emptyDir (bind mode `rw,nocopy`) is one mount in the container, at its path only, and
+    removing the pod leaves no volume in the engine: no anonymous volume at `/data:rw,nocopy`."""
+    before = {v.id for v in docker_client.volumes.list()}
+    pod = make_pod(
+        "mounts",
+        [
+            container(
+                "app", "sh", "-c", "ls -d /data*", volumeMounts=[{"name": "scratch", "mountPath": "/data"}]
+            )
+        ],
+        volumes=[{"name": "scratch", "emptyDir": {}}],
+    )
+    uid = pod["metadata"]["uid"]
+    sandbox = await runtime.ensure_sandbox(pod)
+    app = await start(runtime, pod, sandbox, 0)
+    assert (await wait_exited(runtime, uid, "app")).exit_code == 0
+    assert (await read_logs(runtime, app.container_id)).decode().split() == ["/data"]
+    mounts = docker_client.api.inspect_container(app.container_id)["Mounts"]
+    assert sorted(m["Destination"] for m in mounts if m["Type"] == "volume") == ["/data"]
+    await runtime.remove_pod(uid)
+    left = [v.name for v in docker_client.volumes.list() if v.id not in before]
+    assert left == [], f"volumes left in the engine after the pod was removed: {left}"

@@ -39,6 +39,7 @@ from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
+from vk_provider.runtime.docker.create import create_container
 from vk_provider.runtime.docker.engine import Engine, engine_is_local
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
@@ -351,15 +352,14 @@ class DockerRuntime:
         """Give a new disk volume's root the kubelet's mode and group through the Docker API
         (so also for an engine whose filesystem this process does not see): extract the root's
         tar entry into a never-started container that mounts the volume, then remove it."""
-        container = self._engine.client.containers.create(
-            **sp.volume_root_kwargs(vol, self.config.sandbox_image)
-        )
+        kwargs = sp.volume_root_kwargs(vol, self.config.sandbox_image)
+        container = create_container(self._engine.client, **kwargs)
         try:
             if not container.put_archive("/", sp.root_entry_tar(vol)):
                 raise APIError(f"cannot set the mode of volume {vol.docker_name}")
         finally:
             with contextlib.suppress(NotFound):
-                container.remove(force=True)
+                container.remove(force=True, v=True)
 
     async def _ensure_sandbox_image(self) -> None:
         """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
@@ -392,7 +392,7 @@ class DockerRuntime:
             kwargs = sp.sandbox_create_kwargs(
                 pod, node_name=self.node_name, config=self.config, attempt=attempt
             )
-            container = await self._engine.call(self._engine.client.containers.create, **kwargs)
+            container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
@@ -581,7 +581,7 @@ class DockerRuntime:
             )
             raise
         try:
-            container = await self._engine.call(self._engine.client.containers.create, **kwargs)
+            container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except EngineErrors as exc:
             raise ContainerCreateError(_engine_message(exc)) from exc
         try:

@@ -24,6 +24,7 @@ from docker.errors import APIError, NotFound
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
+from vk_provider.runtime.docker.create import create_container
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.docker.volume_tar import ShippedState, payload_tar, read_volume
 from vk_provider.runtime.types import VolumeFile
@@ -90,7 +91,7 @@ class ShippedVolumes:
         except NotFound:
             api.create_volume(vol.docker_name, driver="local", labels=vol.labels)
             state = ShippedState(slot=None)
-        helper = self._engine.client.containers.create(**sp.volume_root_kwargs(vol, self._image))
+        helper = create_container(self._engine.client, **sp.volume_root_kwargs(vol, self._image))
         try:
             if state is None:  # not shipped by this process: read what the volume holds
                 chunks, _ = helper.get_archive(f"/{sp.VOLUME_ROOT_PATH}")
@@ -103,4 +104,4 @@ class ShippedVolumes:
             return new, True
         finally:
             with contextlib.suppress(NotFound):
-                helper.remove(force=True)
+                helper.remove(force=True, v=True)
