@@ -1,0 +1,96 @@
+"""Churn: N pods created, Running, deleted with the default grace period, and gone from the API.
+
+`python -m bench.churn --pods N [--control-plane real]`
+
+What lives here: the churn bench. It counts the API requests the control plane answered from
+just before the creates until a short while after the last pod is gone, and reports the
+seconds from the first create to the last pod gone (with the two halves), the pods/status
+writes (PATCH and PUT) per pod, and the node's final DELETEs per pod: every pod DELETE the
+control plane answered minus the bench's own N (the emulator's counters do not tell clients
+apart, nor does `apiserver_request_total`). The pods' app traps SIGTERM and exits, so the
+default grace period (30 s) is not simply waited out and the figure shows the provider's work.
+Must not: import from `tests/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+
+from bench import common
+
+# Exits on SIGTERM (a bare `sleep` as PID 1 ignores it and would wait out the 30 s grace period).
+TRAPPING_SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+TAIL_SECONDS = 2.0  # after the last pod is gone, for requests still in flight to be counted
+
+
+async def bench(args: argparse.Namespace) -> None:
+    sandbox = await common.start_sandbox(args.control_plane, args.kube_bin)
+    try:
+        names = common.pod_names(sandbox, args.pods)
+        watch = common.PodWatch(sandbox)
+        await watch.start()
+        try:
+            before = await common.api_requests(sandbox)
+            common.progress(f"creating {args.pods} pods")
+            sent = await common.create_pods(sandbox, names, TRAPPING_SLEEP)
+            await watch.wait_running(names, args.timeout)
+            running = time.monotonic()
+            common.progress("all Running; deleting them")
+            deleted = await common.delete_pods(sandbox, names)
+            await watch.wait_gone(names, args.timeout)
+            gone = max(watch.gone_at[name] for name in names)
+        finally:
+            await watch.stop()
+        await asyncio.sleep(TAIL_SECONDS)
+        api = common.diff(await common.api_requests(sandbox), before)
+    finally:
+        await sandbox.stop()
+
+    start = min(sent.values())
+    seconds = gone - start
+    status_writes = common.status_writes(api)
+    final_deletes = api.get("delete pods", 0) - args.pods
+    print(f"## Churn of {args.pods} pods ({args.control_plane})\n")
+    print(
+        common.markdown_table(
+            ["measure", "value"],
+            [
+                ["first create to all Running (s)", running - start],
+                ["delete requests to all gone (s)", gone - deleted],
+                ["first create to all gone (s)", seconds],
+                ["pods/status writes per pod", status_writes / args.pods],
+                ["final DELETEs per pod (the node's)", final_deletes / args.pods],
+            ],
+        )
+    )
+    print("\n### API requests, first create to all gone (all clients, the bench's own included)\n")
+    print(common.markdown_table(["resource", "verb", "requests"], common.request_rows(api)))
+    print()
+    print(
+        common.result_line(
+            {
+                "status_writes_per_pod": status_writes / args.pods,
+                "final_deletes_per_pod": final_deletes / args.pods,
+                "seconds": seconds,
+                "pods": args.pods,
+                "control_plane": args.control_plane,
+            }
+        ),
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.churn", description="N pods created, Running, deleted and gone"
+    )
+    common.common_arguments(parser, pods=20)
+    args = parser.parse_args(argv)
+    return common.run(lambda: bench(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
