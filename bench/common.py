@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
@@ -133,13 +134,22 @@ def ratio(provider: float, floor: float) -> float:
 
 
 def run(body: Callable[[], Coroutine[Any, Any, None]]) -> int:
-    """Run a bench's coroutine: 0 when it printed its RESULT line, 1 (the error on stderr) if not."""
+    """Run a bench's coroutine: 0 when it printed its RESULT line, 1 (the error on stderr) if not.
+    SIGTERM, like Ctrl-C, cancels it, so its clean-up (the sandbox, the containers) still runs."""
+
+    async def guarded() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        await body()
+
     try:
-        asyncio.run(body())
-    except KeyboardInterrupt:
+        asyncio.run(guarded())
+    except (KeyboardInterrupt, asyncio.CancelledError):
         progress("interrupted")
         return 1
     except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
         progress(f"failed: {type(exc).__name__}: {exc}")
         return 1
     return 0
