@@ -54,8 +54,8 @@ kube:
 	bash scripts/ensure-kube.sh >/dev/null
 
 lint: install
-	$(VENV)/bin/ruff check vk_provider tests
-	$(VENV)/bin/ruff format --check vk_provider tests
+	$(VENV)/bin/ruff check vk_provider tests bench
+	$(VENV)/bin/ruff format --check vk_provider tests bench
 
 typecheck: install
 	$(VENV)/bin/mypy

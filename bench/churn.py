@@ -19,7 +19,8 @@ import asyncio
 import sys
 import time
 
-from bench import common
+from bench import api_counts, pods, report
+from bench.sandbox import start_sandbox
 
 # Exits on SIGTERM (a bare `sleep` as PID 1 ignores it and would wait out the 30 s grace period).
 TRAPPING_SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
@@ -27,35 +28,31 @@ TAIL_SECONDS = 2.0  # after the last pod is gone, for requests still in flight t
 
 
 async def bench(args: argparse.Namespace) -> None:
-    sandbox = await common.start_sandbox(args.control_plane, args.kube_bin)
+    sandbox = await start_sandbox(args.control_plane, args.kube_bin)
     try:
-        names = common.pod_names(sandbox, args.pods)
-        watch = common.PodWatch(sandbox)
-        await watch.start()
-        try:
-            before = await common.api_requests(sandbox)
-            common.progress(f"creating {args.pods} pods")
-            sent = await common.create_pods(sandbox, names, TRAPPING_SLEEP)
+        names = pods.pod_names(sandbox, args.pods)
+        async with pods.PodWatch(sandbox) as watch:
+            before = await api_counts.api_requests(sandbox)
+            report.progress(f"creating {args.pods} pods")
+            sent = await pods.create_pods(sandbox, names, TRAPPING_SLEEP)
             await watch.wait_running(names, args.timeout)
             running = time.monotonic()
-            common.progress("all Running; deleting them")
-            deleted = await common.delete_pods(sandbox, names)
+            report.progress("all Running; deleting them")
+            deleted = await pods.delete_pods(sandbox, names)
             await watch.wait_gone(names, args.timeout)
             gone = max(watch.gone_at[name] for name in names)
-        finally:
-            await watch.stop()
         await asyncio.sleep(TAIL_SECONDS)
-        api = common.diff(await common.api_requests(sandbox), before)
+        api = api_counts.diff(await api_counts.api_requests(sandbox), before)
     finally:
         await sandbox.stop()
 
     start = min(sent.values())
     seconds = gone - start
-    status_writes = common.status_writes(api)
+    status_writes = api_counts.status_writes(api)
     final_deletes = api.get("delete pods", 0) - args.pods
     print(f"## Churn of {args.pods} pods ({args.control_plane})\n")
     print(
-        common.markdown_table(
+        report.markdown_table(
             ["measure", "value"],
             [
                 ["first create to all Running (s)", running - start],
@@ -67,29 +64,20 @@ async def bench(args: argparse.Namespace) -> None:
         )
     )
     print("\n### API requests, first create to all gone (all clients, the bench's own included)\n")
-    print(common.markdown_table(["resource", "verb", "requests"], common.request_rows(api)))
+    print(report.markdown_table(["resource", "verb", "requests"], api_counts.request_rows(api)))
     print()
-    print(
-        common.result_line(
-            {
-                "status_writes_per_pod": status_writes / args.pods,
-                "final_deletes_per_pod": final_deletes / args.pods,
-                "seconds": seconds,
-                "pods": args.pods,
-                "control_plane": args.control_plane,
-            }
-        ),
-        flush=True,
+    report.print_result(
+        args,
+        {
+            "status_writes_per_pod": status_writes / args.pods,
+            "final_deletes_per_pod": final_deletes / args.pods,
+            "seconds": seconds,
+        },
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.churn", description="N pods created, Running, deleted and gone"
-    )
-    common.common_arguments(parser, pods=20)
-    args = parser.parse_args(argv)
-    return common.run(lambda: bench(args))
+    return report.main(argv, "python -m bench.churn", "N pods created, Running, deleted and gone", bench)
 
 
 if __name__ == "__main__":

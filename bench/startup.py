@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from bench import common
+from bench import docker_engine, pods, report
+from bench.sandbox import PAUSE_IMAGE, start_sandbox
 from vk_provider.config import DockerConfig
 
 # The provider's own bound on concurrent Docker calls, which the floor uses too.
@@ -39,11 +40,11 @@ class Figures:
 
     @property
     def p50(self) -> float:
-        return common.percentile(self.latencies, 50)
+        return report.percentile(self.latencies, 50)
 
     @property
     def p99(self) -> float:
-        return common.percentile(self.latencies, 99)
+        return report.percentile(self.latencies, 99)
 
     @property
     def pods_per_s(self) -> float:
@@ -51,33 +52,29 @@ class Figures:
 
 
 async def provider_figures(args: argparse.Namespace) -> Figures:
-    sandbox = await common.start_sandbox(args.control_plane, args.kube_bin)
+    sandbox = await start_sandbox(args.control_plane, args.kube_bin)
     try:
-        names = common.pod_names(sandbox, args.pods)
-        watch = common.PodWatch(sandbox)
-        await watch.start()
-        try:
-            common.progress(f"creating {args.pods} pods")
-            sent = await common.create_pods(sandbox, names)
+        names = pods.pod_names(sandbox, args.pods)
+        async with pods.PodWatch(sandbox) as watch:
+            report.progress(f"creating {args.pods} pods")
+            sent = await pods.create_pods(sandbox, names)
             await watch.wait_running(names, args.timeout)
-        finally:
-            await watch.stop()
         latencies = [watch.running_at[name] - sent[name] for name in names]
         seconds = max(watch.running_at[name] for name in names) - min(sent.values())
         return Figures(latencies, seconds)
     finally:
-        common.progress("stopping the sandbox (its --clean removes the pods' containers)")
+        report.progress("stopping the sandbox (its --clean removes the pods' containers)")
         await sandbox.stop()
 
 
 def _floor_pod(api: Any, index: int, labels: dict[str, str], run_id: str, submitted: float) -> float:
     """One "pod" the way the floor makes it: pause sandbox, then the app in its network namespace."""
     name = f"vk-bench-{run_id}-{index}"
-    pause = api.create_container(common.PAUSE_IMAGE, name=f"{name}-pause", labels=labels)
+    pause = api.create_container(PAUSE_IMAGE, name=f"{name}-pause", labels=labels)
     api.start(pause["Id"])
     app = api.create_container(
-        common.BUSYBOX_IMAGE,
-        common.SLEEP,
+        pods.BUSYBOX_IMAGE,
+        pods.SLEEP,
         name=f"{name}-app",
         labels=labels,
         host_config=api.create_host_config(network_mode=f"container:{pause['Id']}"),
@@ -91,7 +88,7 @@ def floor_figures(pods: int) -> Figures:
     import docker
 
     run_id = uuid.uuid4().hex[:8]
-    labels = {common.BENCH_LABEL: run_id}
+    labels = {docker_engine.BENCH_LABEL: run_id}
     client = docker.from_env(max_pool_size=FLOOR_CONCURRENCY + 2)
     try:
         with ThreadPoolExecutor(FLOOR_CONCURRENCY) as pool:
@@ -101,58 +98,51 @@ def floor_figures(pods: int) -> Figures:
         return Figures(latencies, max(latencies))
     finally:
         client.close()
-        removed = common.remove_labelled(f"{common.BENCH_LABEL}={run_id}")
-        common.progress(f"removed the floor's {removed} containers")
+        removed = docker_engine.remove_labelled(f"{docker_engine.BENCH_LABEL}={run_id}")
+        report.progress(f"removed the floor's {removed} containers")
 
 
 async def bench(args: argparse.Namespace) -> None:
     provider = await provider_figures(args)
-    common.progress(f"raw docker-py floor: {args.pods} pods, {FLOOR_CONCURRENCY} threads")
+    report.progress(f"raw docker-py floor: {args.pods} pods, {FLOOR_CONCURRENCY} threads")
     floor = await asyncio.to_thread(floor_figures, args.pods)
     rows = [
-        ["p50 (s)", provider.p50, floor.p50, common.ratio(provider.p50, floor.p50)],
-        ["p99 (s)", provider.p99, floor.p99, common.ratio(provider.p99, floor.p99)],
+        ["p50 (s)", provider.p50, floor.p50, report.ratio(provider.p50, floor.p50)],
+        ["p99 (s)", provider.p99, floor.p99, report.ratio(provider.p99, floor.p99)],
         [
             "pods/s",
             provider.pods_per_s,
             floor.pods_per_s,
-            common.ratio(provider.pods_per_s, floor.pods_per_s),
+            report.ratio(provider.pods_per_s, floor.pods_per_s),
         ],
     ]
     print(f"## Start-up of {args.pods} pods ({args.control_plane})\n")
-    print(common.markdown_table(["measure", "provider", "raw Docker floor", "provider / floor"], rows))
+    print(report.markdown_table(["measure", "provider", "raw Docker floor", "provider / floor"], rows))
     print(
         "\nprovider: client time before each create request to the watch event showing the pod "
         "Running with all containers running;\nfloor: submission to both containers started "
         f"(docker-py, {FLOOR_CONCURRENCY} threads).\n"
     )
-    print(
-        common.result_line(
-            {
-                "p50_ratio": common.ratio(provider.p50, floor.p50),
-                "p99_ratio": common.ratio(provider.p99, floor.p99),
-                "throughput_ratio": common.ratio(provider.pods_per_s, floor.pods_per_s),
-                "provider_p50_s": provider.p50,
-                "provider_p99_s": provider.p99,
-                "provider_pods_per_s": provider.pods_per_s,
-                "floor_p50_s": floor.p50,
-                "floor_p99_s": floor.p99,
-                "floor_pods_per_s": floor.pods_per_s,
-                "pods": args.pods,
-                "control_plane": args.control_plane,
-            }
-        ),
-        flush=True,
+    report.print_result(
+        args,
+        {
+            "p50_ratio": report.ratio(provider.p50, floor.p50),
+            "p99_ratio": report.ratio(provider.p99, floor.p99),
+            "throughput_ratio": report.ratio(provider.pods_per_s, floor.pods_per_s),
+            "provider_p50_s": provider.p50,
+            "provider_p99_s": provider.p99,
+            "provider_pods_per_s": provider.pods_per_s,
+            "floor_p50_s": floor.p50,
+            "floor_p99_s": floor.p99,
+            "floor_pods_per_s": floor.pods_per_s,
+        },
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.startup", description="start-up of N pods against the raw Docker floor"
+    return report.main(
+        argv, "python -m bench.startup", "start-up of N pods against the raw Docker floor", bench
     )
-    common.common_arguments(parser, pods=20)
-    args = parser.parse_args(argv)
-    return common.run(lambda: bench(args))
 
 
 if __name__ == "__main__":
