@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast resilience demo lint typecheck docker images registry helm kube install unit clean
+.PHONY: test test-fast resilience demo bench lint typecheck docker images registry helm kube install unit clean
 
 # Both tiers: every API-facing test against the emulator and against the real control plane.
 test: docker images registry install helm kube lint typecheck
@@ -20,6 +20,12 @@ resilience: docker images install helm kube
 
 demo: docker images install
 	bash scripts/demo.sh
+
+# The benchmarks (docs/performance.md) at their default sizes, on the emulator; not part of `make test`.
+bench: docker images install
+	$(PY) -m bench.startup
+	$(PY) -m bench.steady
+	$(PY) -m bench.churn
 
 install: $(STAMP)
 
@@ -48,8 +54,8 @@ kube:
 	bash scripts/ensure-kube.sh >/dev/null
 
 lint: install
-	$(VENV)/bin/ruff check vk_provider tests
-	$(VENV)/bin/ruff format --check vk_provider tests
+	$(VENV)/bin/ruff check vk_provider tests bench
+	$(VENV)/bin/ruff format --check vk_provider tests bench
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -1,0 +1,225 @@
+"""The sandbox a bench runs: `BenchSandbox` / `start_sandbox`.
+
+A `vk-provider sandbox` subprocess with one node of a unique name (`vk-bench-<run>-1`), its own
+`--state-dir` under a temporary directory, a free port (`free_port`), `--clean`, the emulator
+(with `--debug`, for its request counters) or `--control-plane real` (binaries from
+`scripts/ensure-kube.sh`, `ensure_kube_bin`); its admin `KubeClient` (no client-side rate
+limit), the provider subprocess's pid, and `stop`, which stops the sandbox and removes every
+container left with the node's label.
+
+Must not: import from `tests/`; change how the provider behaves beyond the `--config` keys the
+sandbox merges (the sandbox image, and the Docker host for the counting proxy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from bench.docker_engine import NODE_LABEL, DockerCountingProxy, remove_labelled
+from bench.procfs import child_pids
+from bench.report import progress
+from vk_provider.config import KubernetesConfig
+from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+
+REPO = Path(__file__).resolve().parents[1]
+PAUSE_IMAGE = "vk-test/pause:1"
+START_DEADLINE = {"emulator": 60.0, "real": 240.0}
+STOP_DEADLINE = 120.0
+
+
+def ensure_kube_bin() -> str:
+    """The real control plane's binaries: the last line `scripts/ensure-kube.sh` prints."""
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ensure-kube.sh")], capture_output=True, text=True, check=False
+    )
+    if built.returncode != 0:
+        raise RuntimeError(f"scripts/ensure-kube.sh failed: {built.stderr.strip()[-500:]}")
+    return built.stdout.strip().splitlines()[-1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class BenchSandbox:
+    control_plane: str
+    workdir: Path
+    run_id: str
+    proc: subprocess.Popen[bytes]
+    client: KubeClient | None = None
+    proxy: DockerCountingProxy | None = None
+    provider_pid: int = 0
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def node(self) -> str:
+        return f"vk-bench-{self.run_id}-1"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.workdir / "state"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def output(self) -> Path:
+        return self.workdir / "sandbox.out"
+
+    @property
+    def api(self) -> KubeClient:
+        assert self.client is not None, "the sandbox is not started"
+        return self.client
+
+    def log_tail(self, lines: int = 30) -> str:
+        text = self.output.read_text(errors="replace") if self.output.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    async def stop(self) -> None:
+        """Stop the sandbox (its providers, then `--clean`), remove what is left with the
+        node's label, stop the proxy, remove the temporary directory. Safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self.proc.wait, STOP_DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                await asyncio.to_thread(self.proc.wait)
+        left = await asyncio.to_thread(remove_labelled, f"{NODE_LABEL}={self.node}")
+        if left:
+            progress(f"removed {left} container(s) the sandbox's --clean left for node {self.node}")
+        if self.proxy is not None:
+            await self.proxy.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _started(sandbox: BenchSandbox) -> bool:
+    if sandbox.proc.poll() is not None:
+        raise RuntimeError(f"the sandbox exited with {sandbox.proc.returncode}:\n{sandbox.log_tail()}")
+    return "API server at" in sandbox.output.read_text(errors="replace") and sandbox.kubeconfig.exists()
+
+
+async def _until(what: str, check: Callable[[], Awaitable[bool]], deadline: float) -> None:
+    end = time.monotonic() + deadline
+    while not await check():
+        if time.monotonic() > end:
+            raise TimeoutError(f"{what}: not within {deadline:.0f} s")
+        await asyncio.sleep(0.2)
+
+
+def _launch(args: list[str], output: Path) -> subprocess.Popen[bytes]:
+    """`vk-provider sandbox ARGS`, its output (the providers' logs too) in the file `output`."""
+    with output.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            cwd=REPO,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def provider_pid(sandbox_pid: int) -> int | None:
+    """The sandbox's child `python -m vk_provider run ...`, if it is there yet."""
+    for pid in child_pids(sandbox_pid):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if b"vk_provider" in argv and b"run" in argv:
+                return pid
+    return None
+
+
+async def start_sandbox(
+    control_plane: str, kube_bin: str | None = None, *, count_docker: bool = False
+) -> BenchSandbox:
+    """A started sandbox, its node Ready; with `count_docker`, its provider talks to Docker
+    through a `DockerCountingProxy` (sandbox.proxy). Stop it with `stop()` in all cases."""
+    run_id = uuid.uuid4().hex[:8]
+    workdir = Path(tempfile.mkdtemp(prefix=f"vk-bench-{run_id}-"))
+    proxy: DockerCountingProxy | None = None
+    docker_section: dict[str, str] = {"sandboxImage": PAUSE_IMAGE}
+    if count_docker:
+        proxy = DockerCountingProxy(workdir / "docker.sock")
+        await proxy.start()
+        docker_section["host"] = proxy.url
+    config = workdir / "provider.yaml"
+    config.write_text(yaml.safe_dump({"docker": docker_section}))
+    args = [
+        *("--state-dir", str(workdir / "state"), "--port", str(free_port()), "--nodes", "1"),
+        *("--config", str(config), "--node-prefix", f"vk-bench-{run_id}-", "--clean"),
+        *("--control-plane", control_plane),
+    ]
+    if control_plane == "real":
+        bin_dir: str = kube_bin if kube_bin else await asyncio.to_thread(ensure_kube_bin)
+        args += ["--kube-bin", bin_dir]
+    else:
+        args.append("--debug")  # the request counters
+    progress(f"starting vk-provider sandbox ({control_plane}) in {workdir}")
+    proc = await asyncio.to_thread(_launch, args, workdir / "sandbox.out")
+    sandbox = BenchSandbox(control_plane, workdir, run_id, proc, proxy=proxy)
+    try:
+        await _start(sandbox)
+    except BaseException:
+        progress(f"the sandbox's output ends with:\n{sandbox.log_tail()}")
+        await sandbox.stop()
+        raise
+    return sandbox
+
+
+async def _start(sandbox: BenchSandbox) -> None:
+    async def started() -> bool:
+        return _started(sandbox)
+
+    await _until("the sandbox's API server", started, START_DEADLINE[sandbox.control_plane])
+    # qps 0: no client-side rate limit, the bench's creates all go at once.
+    sandbox.client = await make_kube_client(
+        KubernetesConfig(kubeconfig=str(sandbox.kubeconfig), qps=0.0, burst=1)
+    )
+
+    async def ready() -> bool:
+        _started(sandbox)
+        try:
+            node = await sandbox.api.get(f"/api/v1/nodes/{sandbox.node}")
+        except ApiStatusError:
+            return False
+        conditions = (node.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    await _until(f"node {sandbox.node} Ready", ready, 120.0)
+
+    async def provider() -> bool:
+        sandbox.provider_pid = provider_pid(sandbox.proc.pid) or 0
+        return sandbox.provider_pid != 0
+
+    await _until("the provider process", provider, 30.0)
+
+    async def provider_started() -> bool:  # its log line, once every part (pod watch included) runs
+        return "provider started" in sandbox.output.read_text(errors="replace")
+
+    await _until("the provider's start", provider_started, 60.0)
+    progress(f"node {sandbox.node} Ready; provider pid {sandbox.provider_pid}")

@@ -1,0 +1,149 @@
+"""Start-up latency and throughput of N pods, against the raw docker-py floor measured in the same run.
+
+`python -m bench.startup --pods N [--control-plane real]`
+
+What lives here: the provider's part (N busybox pods created at once through the API; per pod,
+from the client-side time just before its create request to the watch event that shows it
+Running with every container running), then the floor (the same N "pods" made with docker-py
+directly: a pause container, then the app container in its network namespace, from a thread pool
+of the provider's default `docker.maxConcurrency`), and the ratios provider/floor.
+The sandbox is stopped (its containers removed) before the floor runs, so the two never share
+the engine. Must not: import from `tests/`; leave a container behind (the floor's carry
+`io.vk-provider.bench=<run>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from bench import docker_engine, pods, report
+from bench.sandbox import PAUSE_IMAGE, start_sandbox
+from vk_provider.config import DockerConfig
+
+# The provider's own bound on concurrent Docker calls, which the floor uses too.
+FLOOR_CONCURRENCY = DockerConfig().max_concurrency
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Per-pod seconds, and pods per second over the whole batch."""
+
+    latencies: list[float]
+    seconds: float
+
+    @property
+    def p50(self) -> float:
+        return report.percentile(self.latencies, 50)
+
+    @property
+    def p99(self) -> float:
+        return report.percentile(self.latencies, 99)
+
+    @property
+    def pods_per_s(self) -> float:
+        return len(self.latencies) / self.seconds
+
+
+async def provider_figures(args: argparse.Namespace) -> Figures:
+    sandbox = await start_sandbox(args.control_plane, args.kube_bin)
+    try:
+        names = pods.pod_names(sandbox, args.pods)
+        async with pods.PodWatch(sandbox) as watch:
+            report.progress(f"creating {args.pods} pods")
+            sent = await pods.create_pods(sandbox, names)
+            await watch.wait_running(names, args.timeout)
+        latencies = [watch.running_at[name] - sent[name] for name in names]
+        seconds = max(watch.running_at[name] for name in names) - min(sent.values())
+        return Figures(latencies, seconds)
+    finally:
+        report.progress("stopping the sandbox (its --clean removes the pods' containers)")
+        await sandbox.stop()
+
+
+def _floor_pod(api: Any, index: int, labels: dict[str, str], run_id: str, submitted: float) -> float:
+    """One "pod" the way the floor makes it: pause sandbox, then the app in its network namespace."""
+    name = f"vk-bench-{run_id}-{index}"
+    pause = api.create_container(PAUSE_IMAGE, name=f"{name}-pause", labels=labels)
+    api.start(pause["Id"])
+    app = api.create_container(
+        pods.BUSYBOX_IMAGE,
+        pods.SLEEP,
+        name=f"{name}-app",
+        labels=labels,
+        host_config=api.create_host_config(network_mode=f"container:{pause['Id']}"),
+    )
+    api.start(app["Id"])
+    return time.monotonic() - submitted
+
+
+def floor_figures(pods: int) -> Figures:
+    """The raw docker-py floor (blocking): N pods submitted at once to a pool of FLOOR_CONCURRENCY."""
+    import docker
+
+    run_id = uuid.uuid4().hex[:8]
+    labels = {docker_engine.BENCH_LABEL: run_id}
+    client = docker.from_env(max_pool_size=FLOOR_CONCURRENCY + 2)
+    try:
+        with ThreadPoolExecutor(FLOOR_CONCURRENCY) as pool:
+            start = time.monotonic()
+            futures = [pool.submit(_floor_pod, client.api, i, labels, run_id, start) for i in range(pods)]
+            latencies = [future.result() for future in futures]
+        return Figures(latencies, max(latencies))
+    finally:
+        client.close()
+        removed = docker_engine.remove_labelled(f"{docker_engine.BENCH_LABEL}={run_id}")
+        report.progress(f"removed the floor's {removed} containers")
+
+
+async def bench(args: argparse.Namespace) -> None:
+    provider = await provider_figures(args)
+    report.progress(f"raw docker-py floor: {args.pods} pods, {FLOOR_CONCURRENCY} threads")
+    floor = await asyncio.to_thread(floor_figures, args.pods)
+    rows = [
+        ["p50 (s)", provider.p50, floor.p50, report.ratio(provider.p50, floor.p50)],
+        ["p99 (s)", provider.p99, floor.p99, report.ratio(provider.p99, floor.p99)],
+        [
+            "pods/s",
+            provider.pods_per_s,
+            floor.pods_per_s,
+            report.ratio(provider.pods_per_s, floor.pods_per_s),
+        ],
+    ]
+    print(f"## Start-up of {args.pods} pods ({args.control_plane})\n")
+    print(report.markdown_table(["measure", "provider", "raw Docker floor", "provider / floor"], rows))
+    print(
+        "\nprovider: client time before each create request to the watch event showing the pod "
+        "Running with all containers running;\nfloor: submission to both containers started "
+        f"(docker-py, {FLOOR_CONCURRENCY} threads).\n"
+    )
+    report.print_result(
+        args,
+        {
+            "p50_ratio": report.ratio(provider.p50, floor.p50),
+            "p99_ratio": report.ratio(provider.p99, floor.p99),
+            "throughput_ratio": report.ratio(provider.pods_per_s, floor.pods_per_s),
+            "provider_p50_s": provider.p50,
+            "provider_p99_s": provider.p99,
+            "provider_pods_per_s": provider.pods_per_s,
+            "floor_p50_s": floor.p50,
+            "floor_p99_s": floor.p99,
+            "floor_pods_per_s": floor.pods_per_s,
+        },
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    return report.main(
+        argv, "python -m bench.startup", "start-up of N pods against the raw Docker floor", bench
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
