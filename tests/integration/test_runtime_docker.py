@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.docker_engine import DockerCountingProxy
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually, until
 from tests.support.ports import free_port
@@ -549,3 +550,51 @@ async def test_volumes_add_no_stray_mounts_and_leave_no_volume_behind(
     await runtime.remove_pod(uid)
     left = [v.name for v in docker_client.volumes.list() if v.id not in before]
     assert left == [], f"volumes left in the engine after the pod was removed: {left}"
+
+
+async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> None:
+    """Nothing changed: `list_pods` costs the engine one list, whatever the number of pods (no
+    inspect per container); a container that exits, or whose limits `docker update` changed,
+    is read again."""
+    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    await proxy.start()
+    config = DockerConfig(
+        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path), host=proxy.url
+    )
+    rt = DockerRuntime(config, node_name)
+    await rt.start()
+    try:
+        pods = [
+            make_pod(f"idle-{n}", [container("app", "sleep", "3600"), container("side", "sleep", "3600")])
+            for n in range(3)
+        ]
+        ids = {}
+        for pod in pods:
+            sandbox = await rt.ensure_sandbox(pod)
+            ids[pod["metadata"]["uid"]] = (await start(rt, pod, sandbox, 0)).container_id
+            await start(rt, pod, sandbox, 1)
+        await rt.list_pods()
+        proxy.counts.clear()
+        for _ in range(3):
+            listed = await rt.list_pods()
+        assert dict(proxy.counts) == {"GET /containers/json": 3}
+        assert all(p.sandbox is not None and p.sandbox.running for p in listed.values())
+        assert all(c.state == ContainerRunState.RUNNING for p in listed.values() for c in p.containers)
+
+        uid, app_id = next(iter(ids.items()))
+        pod = next(p for p in pods if p["metadata"]["uid"] == uid)
+        resized = {**pod["spec"]["containers"][0], "resources": {"limits": {"memory": "64Mi"}}}
+        await rt.update_resources(app_id, resized, "spec.containers[0]")
+        app = next(c for c in (await rt.list_pods())[uid].containers if c.container_id == app_id)
+        assert app.resources is not None and app.resources.memory_limit == 64 * 1024 * 1024
+
+        await rt.stop_container(app_id, 1)
+        app = next(c for c in (await rt.list_pods())[uid].containers if c.container_id == app_id)
+        assert app.state == ContainerRunState.EXITED
+    finally:
+        for uid in await rt.list_pods():
+            await rt.remove_pod(uid)
+        await rt.close()
+        await proxy.stop()

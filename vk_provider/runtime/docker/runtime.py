@@ -106,6 +106,11 @@ def _read_message(path: str) -> str:
         return ""
 
 
+def _listed_state(row: Mapping[str, Any]) -> str:
+    """A container's State in the engine's list ("running", "exited", ...)."""
+    return str(row.get("State") or "")
+
+
 def _signal_of(inspect: Mapping[str, Any]) -> str:
     """The container's stop signal (Docker copies the image's STOPSIGNAL into its config)."""
     return str((inspect.get("Config") or {}).get("StopSignal") or "SIGTERM")
@@ -127,6 +132,12 @@ class DockerRuntime:
         self._pump: EventPump | None = None
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
+        # A running container (or sandbox) does not change while it runs, except through
+        # `update_resources`: its instance stands while the engine's list shows it running and no
+        # event (die, oom, destroy) or stop of ours has told otherwise; one list per relist
+        # instead of one inspect per container (the kubelet's PLEG relists with one call too).
+        self._running: dict[str, ContainerInstance] = {}
+        self._running_sandboxes: dict[str, PodSandboxState] = {}
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
         self._host_security = sec.HostSecurity()  # from `info`, at start
@@ -199,7 +210,18 @@ class DockerRuntime:
         if self._pump is None:
             raise RuntimeUnavailable("the runtime is not started")
         async for event in self._pump.events():
+            # Forgotten before the consumer hears of the change: the engine's list (a snapshot it
+            # updates a moment later) may still show the container running.
+            if isinstance(event, EventsResumed):
+                self._running.clear()
+                self._running_sandboxes.clear()
+            else:
+                self._forget_running(event.container_id)
             yield event
+
+    def _forget_running(self, container_id: str) -> None:
+        self._running.pop(container_id, None)
+        self._running_sandboxes.pop(container_id, None)
 
     # --- observing ---
 
@@ -227,10 +249,15 @@ class DockerRuntime:
         )
         return [r for r in rows if lb.is_owned(r.get("Labels") or {}, self.node_name)]
 
-    async def _instance(self, container_id: str) -> ContainerInstance | None:
+    async def _instance(self, container_id: str, listed: str = "") -> ContainerInstance | None:
+        """The container as a ContainerInstance; `listed`: its State in the engine's list, when
+        known ("running" lets a running container's cached instance stand)."""
         cached = self._exited.get(container_id)
+        if cached is None and listed == "running":
+            cached = self._running.get(container_id)
         if cached is not None:
             return cached
+        self._running.pop(container_id, None)
         inspect = await self._inspect(container_id)
         if inspect is None:
             return None
@@ -248,6 +275,8 @@ class DockerRuntime:
         inst = lb.instance_from_inspect(inspect, message)
         if inst.state == ContainerRunState.EXITED:
             self._exited[container_id] = inst
+        elif inst.state == ContainerRunState.RUNNING:
+            self._running[container_id] = inst
         return inst
 
     async def _log_tail_message(self, container_id: str) -> str:
@@ -260,9 +289,19 @@ class DockerRuntime:
             return ""
         return tail[-MAX_TERMINATION_LOG_BYTES:].decode("utf-8", "replace")
 
-    async def _sandbox_state(self, container_id: str) -> PodSandboxState | None:
+    async def _sandbox_state(self, container_id: str, listed: str = "") -> PodSandboxState | None:
+        """The sandbox's state; `listed` as for `_instance`."""
+        cached = self._running_sandboxes.pop(container_id, None)
+        if cached is not None and listed == "running":
+            self._running_sandboxes[container_id] = cached
+            return cached
         inspect = await self._inspect(container_id)
-        return None if inspect is None else lb.sandbox_from_inspect(inspect, self.config.network)
+        if inspect is None:
+            return None
+        state = lb.sandbox_from_inspect(inspect, self.config.network)
+        if state.running:
+            self._running_sandboxes[container_id] = state
+        return state
 
     async def _pod_from_rows(self, uid: str, rows: list[dict[str, Any]]) -> PodRuntimeState:
         labels0 = rows[0].get("Labels") or {}
@@ -271,8 +310,8 @@ class DockerRuntime:
         sandbox = None
         if sandboxes:
             latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
-            sandbox = await self._sandbox_state(str(latest["Id"]))
-        found = await asyncio.gather(*(self._instance(str(r["Id"])) for r in others))
+            sandbox = await self._sandbox_state(str(latest["Id"]), _listed_state(latest))
+        found = await asyncio.gather(*(self._instance(str(r["Id"]), _listed_state(r)) for r in others))
         return PodRuntimeState(
             uid=uid,
             namespace=labels0.get(lb.POD_NAMESPACE, ""),
@@ -284,8 +323,9 @@ class DockerRuntime:
     async def list_pods(self) -> dict[str, PodRuntimeState]:
         rows = await self._list(lb.node_filter(self.node_name))
         live = {str(r["Id"]) for r in rows}
-        for gone in set(self._exited) - live:
-            del self._exited[gone]
+        for cache in (self._exited, self._running, self._running_sandboxes):
+            for gone in set(cache) - live:
+                del cache[gone]
         by_pod: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_pod.setdefault((r.get("Labels") or {})[lb.POD_UID], []).append(r)
@@ -630,6 +670,7 @@ class DockerRuntime:
                     return True
             return False
         finally:
+            self._forget_running(container_id)
             if exited is not None and self._pump is not None:
                 self._pump.forget(container_id, exited)
 
@@ -700,6 +741,8 @@ class DockerRuntime:
             await self._engine.call(self._engine.client.api.update_container, container_id, **kwargs)
         except EngineErrors as exc:
             raise RuntimeFailure(_engine_message(exc)) from exc
+        finally:
+            self._forget_running(container_id)  # its limits changed: inspect it again
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """The sandbox's address on the Docker network ("" with host networking)."""
