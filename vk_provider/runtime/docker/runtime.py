@@ -257,7 +257,7 @@ class DockerRuntime:
             cached = self._running.get(container_id)
         if cached is not None:
             return cached
-        self._running.pop(container_id, None)
+        self._running.pop(container_id, None)  # not listed running: whatever was kept is stale
         inspect = await self._inspect(container_id)
         if inspect is None:
             return None
@@ -291,10 +291,10 @@ class DockerRuntime:
 
     async def _sandbox_state(self, container_id: str, listed: str = "") -> PodSandboxState | None:
         """The sandbox's state; `listed` as for `_instance`."""
-        cached = self._running_sandboxes.pop(container_id, None)
-        if cached is not None and listed == "running":
-            self._running_sandboxes[container_id] = cached
+        cached = self._running_sandboxes.get(container_id) if listed == "running" else None
+        if cached is not None:
             return cached
+        self._running_sandboxes.pop(container_id, None)  # as in `_instance`
         inspect = await self._inspect(container_id)
         if inspect is None:
             return None
