@@ -261,6 +261,20 @@ async def test_stop_sends_nothing_more_after_the_write_in_flight() -> None:
     assert api.count("PATCH") == 1, "the pod in flight is written, the others wait for the next start"
 
 
+async def test_a_stopped_manager_started_again_writes_again() -> None:
+    api = FakeApi()
+    api.add(make_pod())
+    sm = manager(api)
+    await sm.start()
+    await sm.stop()
+    await sm.start()
+    try:
+        sm.set_pod_status(make_pod(), running_status())
+        await eventually(lambda: api.count("PATCH"), within=2, interval=0.01, what="a status PATCH")
+    finally:
+        await sm.stop()
+
+
 async def test_recreated_pod_is_neither_written_nor_deleted() -> None:
     api = FakeApi()
     old = make_pod(uid="old")

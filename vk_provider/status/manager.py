@@ -115,6 +115,7 @@ class StatusManager:
     async def start(self) -> None:
         """Start the sync task; with no client (standalone) nothing is ever written."""
         if self._client is not None:
+            self._stopping = False  # a manager stopped before may be started again
             self._task.start(self._run)
 
     async def stop(self) -> None:
