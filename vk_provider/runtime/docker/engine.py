@@ -3,7 +3,8 @@
 What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
-the one way blocking SDK calls reach a thread; `engine_is_local`, whether the engine shares
+the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
+first, calls outside a pod before any); `engine_is_local`, whether the engine shares
 this host's filesystem. Must not: know about pods or labels.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 import docker
 from docker.errors import DockerException
 from vk_provider.config import DockerConfig
+from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -48,6 +50,8 @@ class Engine:
         self._executor = ThreadPoolExecutor(
             max_workers=self.max_concurrency, thread_name_prefix="docker-call"
         )
+        # Calls queue here, not in the executor's FIFO queue: a free thread takes the most urgent.
+        self._gate = PriorityGate(self.max_concurrency)
         self._client: docker.DockerClient | None = None
         self._stream_client: docker.DockerClient | None = None
 
@@ -87,9 +91,14 @@ class Engine:
             raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one blocking SDK call in the bounded pool."""
+        """Run one blocking SDK call in the bounded pool, once a thread is free for it
+        (`call_order.call_priority` of the caller's context decides who is next)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        await self._gate.acquire(call_priority.get())
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        finally:
+            self._gate.release()
 
     async def close(self) -> None:
         for client in (self._client, self._stream_client):

@@ -586,6 +586,24 @@ class DockerRuntime:
         except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
             raise ContainerConfigError(f'{where}: seccomp profile "{path}" is not JSON: {exc}') from exc
 
+    def _create_kwargs(
+        self, launch: ContainerLaunch, root: Path | None, image_user: str | None
+    ) -> dict[str, Any]:
+        """The container's `containers.create` arguments, with the files on this host they
+        point at made first (a bad seccomp profile fails before any is). Blocking: in the pool."""
+        seccomp_json = self._seccomp_json(launch)
+        name = str(launch.container.get("name", ""))
+        return sp.container_create_kwargs(
+            launch,
+            node_name=self.node_name,
+            termination_file=self._termination_file(launch.pod, name, launch.attempt),
+            volumes_root=None if root is None else str(root),
+            image_user=image_user,
+            resolve_subpath=None if root is None else paths.resolve_subpath,
+            seccomp_json=seccomp_json,
+            hosts_file=self._hosts_file(launch),
+        )
+
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         if launch.role == ContainerRole.EPHEMERAL:
@@ -594,27 +612,14 @@ class DockerRuntime:
             sp.check_pod_allowed(launch.pod, self.config.allow)
             sec.check_security(launch.pod, self.config, self._host_security)
         image_user = await self._image_user(launch)
-        seccomp_json = await self._engine.call(self._seccomp_json, launch)
-        uid = uid_of(launch.pod)
         try:
-            root = self._volumes_root(uid)
+            root = self._volumes_root(uid_of(launch.pod))
         except paths.UnsafePathError as exc:
             raise ContainerConfigError(str(exc)) from exc
-        term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
-        hosts_file = await self._engine.call(self._hosts_file, launch)
         try:
-            # In the pool: resolving a subPath's symlinks reads the host's filesystem.
-            kwargs = await self._engine.call(
-                sp.container_create_kwargs,
-                launch,
-                node_name=self.node_name,
-                termination_file=term,
-                volumes_root=None if root is None else str(root),
-                image_user=image_user,
-                resolve_subpath=None if root is None else paths.resolve_subpath,
-                seccomp_json=seccomp_json,
-                hosts_file=hosts_file,
-            )
+            # One turn in the pool: the seccomp profile, the termination-log file, /etc/hosts
+            # and a subPath's symlinks are all read or written on the host's filesystem.
+            kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
         except paths.SubPathError as exc:
             log.warning(
                 "container %s: %s: %s", name, exc.message, exc.detail, extra={"pod": pod_ref(launch.pod)}
