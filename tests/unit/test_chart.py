@@ -35,6 +35,7 @@ from vk_provider.config_load import (
 
 EXAMPLE = REPO / "config.example.yaml"
 CONFIG_MOUNT = "/etc/vk-provider"
+CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 
 def _values() -> dict[str, Any]:
@@ -138,8 +139,31 @@ def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_pa
             "Deployment",
         ]
     )
-    expected = replace(Config(), node=replace(Config().node, name="docker-1"))
+    defaults = Config()
+    expected = replace(
+        defaults,
+        node=replace(defaults.node, name="docker-1"),
+        kubelet_server=replace(defaults.kubelet_server, client_ca_file=CLUSTER_CA),
+    )
     assert _rendered_config(objects, tmp_path) == expected
+
+
+@pytest.mark.parametrize(
+    ("sets", "client_ca"),
+    [
+        ((), CLUSTER_CA),
+        (("config.kubeletServer.auth=x509",), CLUSTER_CA),
+        (("config.kubeletServer.clientCAFile=/etc/kubelet-ca/ca.crt",), "/etc/kubelet-ca/ca.crt"),
+        (("config.kubeletServer.auth=none",), ""),
+    ],
+)
+def test_kubelet_api_trusts_the_cluster_ca_unless_told_otherwise(
+    helm: str, tmp_path: Path, sets: tuple[str, ...], client_ca: str
+) -> None:
+    """The apiserver's kubelet client certificate is signed by the cluster CA on standard
+    clusters (and on the real control plane of the tests: vk_provider/sandbox/real), which is
+    the service account's ca.crt: with it logs/exec through the apiserver authenticate."""
+    assert _rendered_config(render(helm, *sets), tmp_path).kubelet_server.client_ca_file == client_ca
 
 
 def test_set_config_values_reach_the_config_file(helm: str, tmp_path: Path) -> None:
