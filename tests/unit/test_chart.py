@@ -21,7 +21,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.support.chart import CHART, REPO, helm_template, one, render, validate
+from tests.support.chart import CHART, REPO, SUPPORTED_MINORS, helm_template, one, render, validate
 from vk_provider.chart_schema import render as render_schema
 from vk_provider.chart_schema import values_schema
 from vk_provider.config import Config
@@ -32,6 +32,7 @@ from vk_provider.config_load import (
     effective_config,
     load_config,
 )
+from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR
 
 EXAMPLE = REPO / "config.example.yaml"
 CONFIG_MOUNT = "/etc/vk-provider"
@@ -115,15 +116,60 @@ def _rendered_config(objects: list[dict[str, Any]], tmp_path: Path) -> Config:
     return load_config(path)
 
 
-def test_helm_lint_is_clean(helm: str) -> None:
+VARIANT_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
+
+
+@pytest.mark.parametrize("values", [None, *VARIANT_FILES], ids=lambda v: v.name if v else "defaults")
+def test_helm_lint_is_clean(helm: str, values: Path | None) -> None:
+    flags = ["--values", str(values)] if values else ["--set", "node.name=docker-1"]
     out = subprocess.run(
-        [helm, "lint", "--strict", str(CHART), "--set", "node.name=docker-1"],
+        [helm, "lint", "--strict", str(CHART), *flags],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "[WARNING]" not in out.stdout and "[INFO]" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("values", VARIANT_FILES, ids=lambda v: v.name)
+def test_variant_values_render_valid_objects_and_a_config_the_provider_loads(
+    helm: str, tmp_path: Path, values: Path
+) -> None:
+    assert len(VARIANT_FILES) >= 4
+    objects = render(helm, f"--values={values}")  # render validates each object
+    _rendered_config(objects, tmp_path)
+
+
+def test_chart_metadata_and_kube_version_range_are_the_supported_minors() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["home"].startswith("https://") and chart["icon"].startswith("https://")
+    assert chart["sources"] and chart["maintainers"][0]["name"]
+    low, high = SUPPORTED_MINORS[0], f"{KUBE_MAJOR}.{int(KUBE_MINOR) + 1}"
+    assert chart["kubeVersion"] == f">={low}.0-0 <{high}.0-0"
+
+
+def test_the_providers_container_is_probed_on_the_kubelet_port(helm: str) -> None:
+    container = _container(render(helm))
+    port_names = {p["name"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["tcpSocket"]["port"] in port_names, probe
+
+
+def test_service_and_service_monitor_are_off_by_default_and_scrape_metrics(helm: str) -> None:
+    assert not [o for o in render(helm) if o["kind"] in ("Service", "ServiceMonitor")]
+    objects = render(helm, "serviceMonitor.enabled=true", "serviceMonitor.labels.release=prom")
+    service, monitor = one(objects, "Service"), one(objects, "ServiceMonitor")
+    selector = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= selector.items()
+    port = {"name": "kubelet", "port": 10250, "targetPort": "kubelet", "protocol": "TCP"}
+    assert service["spec"]["ports"] == [port]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"], endpoint["path"]) == ("kubelet", "https", "/metrics")
+    assert one(render(helm, "service.enabled=true"), "Service")
 
 
 def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_path: Path) -> None:
@@ -366,6 +412,7 @@ def test_notes_show_a_pod_spec_that_lands_on_the_node(
     }
     validate(pod)
     assert "root-equivalent" in notes
+    assert "kubectl label namespace vk-system pod-security.kubernetes.io/enforce=privileged" in notes
     assert "kubectl delete node docker-1" in notes
 
 
@@ -375,4 +422,5 @@ def test_notes_for_a_remote_engine_name_it_and_warn_of_no_socket(helm: str, tmp_
     )
     assert "tcp://10.0.0.5:2376" in notes
     assert "root-equivalent" not in notes
+    assert "enforce=privileged" not in notes and "baseline" in notes
     assert "tolerations" not in _pod_spec_in(notes)
