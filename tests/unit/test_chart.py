@@ -9,6 +9,7 @@ with kubernetes_validate against the schema of each cluster minor `helm install`
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -77,6 +78,16 @@ def test_chart_node_name_is_the_providers_default_and_config_has_no_second_one()
     values = _values()
     assert values["node"]["name"] == Config().node.name
     assert "name" not in values["config"]["node"], "node.name is the one place for the Node's name"
+
+
+def test_readme_values_table_lists_every_value_with_its_default() -> None:
+    """charts/vk-provider/README.md's table under `## Values`: one row per leaf of values.yaml
+    (a mapping's keys joined by dots; a list or an empty mapping is one value), in order, the
+    default as JSON."""
+    readme = (CHART / "README.md").read_text().split("\n## Values\n", 1)[1]
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]*)` \| (.+) \|$", readme, re.MULTILINE)
+    assert [(key, json.loads(default)) for key, default, _ in rows] == list(_leaves(_values()))
+    assert all(description.strip() for _, _, description in rows)
 
 
 def test_chart_app_version_is_the_package_version() -> None:
