@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.chart import REPO, one, render
+from vk_provider.sandbox.real import identities
 
 NODE = "docker-1"  # the node name tests/support/chart.render sets
 LEASE_NAMESPACE = "kube-node-lease"
@@ -200,6 +201,30 @@ def test_no_list_or_watch_on_secrets_and_no_wildcard(helm: str, variant: str) ->
                 assert not [v for v in rule.get(key, []) if "*" in v], rule
             if "secrets" in rule["resources"]:
                 assert not {"list", "watch"} & set(rule["verbs"]), rule
+
+
+def test_shared_rbac_serves_providers_of_any_node_name_with_static_pods(helm: str) -> None:
+    """`rbac.shared`: one service account for several providers (vk-provider sandbox's real
+    control plane): the node's own rules for whatever name, and mirror pods."""
+    objects = render(helm, "rbac.shared=true")
+    needed = [c for c in NEEDED if c.when in ("", "webhook", "staticPods")]
+    for call in needed:
+        other = Call(call.group, call.resource, call.verb, call.where, "node-b" if call.name else "")
+        assert _allows(_rules(objects, call.namespace), other), call
+    assert _allows(_rules(render(helm), ""), Call("", "nodes", "get", ("", ""), NODE))
+    assert not _allows(_rules(render(helm), ""), Call("", "nodes", "get", ("", ""), "node-b"))
+
+
+def test_the_sandbox_renders_the_chart_rbac_it_shares_between_its_providers() -> None:
+    tools = identities.find_chart_tools()
+    if tools is None:
+        pytest.skip("no helm binary: run scripts/ensure-helm.sh")
+    objects = identities.render_chart_rbac(tools, identities.chart_values({}))
+    mirror_pods = Call("", "pods", "create", ("", ""))
+    assert _allows(_rules(objects, ""), mirror_pods)
+    assert _allows(
+        _rules(objects, LEASE_NAMESPACE), Call("coordination.k8s.io", "leases", "update", ("", ""), "x")
+    )
 
 
 def test_pods_are_created_only_with_static_pods(helm: str) -> None:
