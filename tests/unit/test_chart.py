@@ -1,9 +1,12 @@
-"""The Helm chart (charts/vk-provider): its config defaults, and what `helm template` renders.
+"""The Helm chart (charts/vk-provider): its files (defaults, schema, README) and what `helm template` renders.
 
-The defaults test needs no helm. The rendering tests run the real `helm` binary
-(scripts/ensure-helm.sh puts it at .venv/bin/helm) and validate every rendered object
-with kubernetes_validate against the schema of each cluster minor `helm install` supports
-(KUBE_VERSION's and the two before it, docs/sandbox.md); without helm they are skipped.
+The file tests need no helm: config defaults equal config.example.yaml, values.schema.json
+equal to a fresh `python -m vk_provider.chart_schema`, the README's values table equal to
+values.yaml, Chart.yaml's kubeVersion the supported minors. The rendering tests run the real
+`helm` binary (tests/support/chart.py) on the defaults, the ci/*-values.yaml variants and
+single --set values, and validate every rendered object with kubernetes_validate against the
+schema of each cluster minor `helm install` supports (KUBE_VERSION's and the two before it,
+docs/sandbox.md); without helm they are skipped. The RBAC is test_chart_rbac.py's.
 """
 
 from __future__ import annotations
