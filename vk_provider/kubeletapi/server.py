@@ -6,7 +6,8 @@ is redirected with 301 to the route without it, after authentication: virtual-ku
 `WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
 body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), and
 the listener's lifecycle on `kubeletServer.listen`
-(`auth: none` logs a WARNING at start: every request is allowed). It reaches containers
+(`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
+without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
 only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
 exec.py, portforward.py, stats.py, metrics.py), TLS/auth details (tls.py, auth.py), or
 know which engine the runtime drives.
@@ -176,6 +177,13 @@ class KubeletServer:
         elif self.config.auth == "webhook" and not x509 and self._webhook is None:
             log.warning(
                 "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
+            )
+        elif self.config.auth == "webhook" and not x509:
+            log.warning(
+                "kubeletServer.auth webhook without clientCAFile: the apiserver's client certificate "
+                "cannot be verified, so kubectl logs, exec, attach and port-forward answer 401; set "
+                "clientCAFile to the CA that signs it (in a pod, usually "
+                "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt)"
             )
 
     async def start(self) -> None:
