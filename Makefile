@@ -21,11 +21,12 @@ resilience: docker images install helm kube
 demo: docker images install
 	bash scripts/demo.sh
 
-# The benchmarks (docs/performance.md) at their default sizes, on the emulator; not part of `make test`.
+# The benchmarks (docs/performance.md) at their default sizes (20 pods), on the emulator; not part of `make test`.
 bench: docker images install
 	$(PY) -m bench.startup
 	$(PY) -m bench.steady
 	$(PY) -m bench.churn
+	$(PY) -m bench.scale
 
 install: $(STAMP)
 

@@ -552,6 +552,51 @@ async def test_volumes_add_no_stray_mounts_and_leave_no_volume_behind(
     assert left == [], f"volumes left in the engine after the pod was removed: {left}"
 
 
+async def test_an_unchanged_pods_state_comes_from_the_relist_and_a_kill_outside_is_seen(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    """While the events are followed, `pod_state` of a pod nothing changed since the latest
+    `list_pods` costs the engine nothing (a pod's resync does not grow the idle Docker calls with
+    the pods); a container killed behind the provider's back is seen as exited all the same."""
+    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    await proxy.start()
+    config = DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path), host=proxy.url)
+    rt = DockerRuntime(config, node_name)
+    await rt.start()
+    seen: list[str] = []
+
+    async def follow() -> None:
+        async for event in rt.events():
+            seen.append(getattr(event, "action", "resumed"))
+
+    follower = asyncio.create_task(follow())
+    try:
+        pod = make_pod("resynced", [container("app", "sleep", "3600")])
+        uid = pod["metadata"]["uid"]
+        app_id = (await start(rt, pod, await rt.ensure_sandbox(pod), 0)).container_id
+        await asyncio.sleep(1.5)  # past the lag allowed for the events of our own start
+        await rt.list_pods()
+        proxy.counts.clear()
+        for _ in range(5):
+            state = await rt.pod_state(uid)
+            assert state is not None and state.containers[0].state == ContainerRunState.RUNNING
+        assert sum(proxy.counts.values()) == 0, dict(proxy.counts)
+
+        await asyncio.to_thread(docker_client.api.kill, app_id)
+
+        async def exited() -> bool:
+            state = await rt.pod_state(uid)
+            return state is not None and state.containers[0].state == ContainerRunState.EXITED
+
+        await eventually(exited, within=30, what="the killed container seen as exited")
+        assert "die" in seen
+    finally:
+        follower.cancel()
+        await rt.remove_pod(uid)
+        await rt.close()
+        await proxy.stop()
+
+
 async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
     node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> None:
