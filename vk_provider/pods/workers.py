@@ -9,7 +9,8 @@ its podSyncer) for the work of each state. A failed step records FailedSync and 
 `adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
 vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
-backoff entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction
+backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
+`vk_provider_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodUpdate, UpdateKind
 from vk_provider.pods.deps import SyncDeps
@@ -84,9 +86,11 @@ class PodWorkers:
         request_token: TokenRequester | None = None,
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
-        """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
+        """The keyword parts other than the sync limits and `metrics` become the syncer's `SyncDeps`."""
         self._runtime = runtime
+        self._metrics = metrics or ProviderMetrics()
         self._sem = asyncio.Semaphore(max_concurrent_syncs)
         self._resync = resync_interval
         self._backoff = backoff or Backoff()
@@ -278,16 +282,19 @@ class PodWorkers:
         """One turn of the state machine; True when the worker is done for good."""
         if work.state == WorkerState.SYNCING and not work.kill:
             async with self._sem:
-                terminal = await self._syncer.sync(work)
+                with self._metrics.pod_worker_duration.labels("sync").time():
+                    terminal = await self._syncer.sync(work)
             if terminal:
                 work.kill = True
         if work.state == WorkerState.SYNCING and work.kill:
             work.state = WorkerState.TERMINATING
         if work.state == WorkerState.TERMINATING:
-            await self._syncer.terminate(work)
+            with self._metrics.pod_worker_duration.labels("terminate").time():
+                await self._syncer.terminate(work)
             work.state = WorkerState.TERMINATED
         if work.state == WorkerState.TERMINATED and work.removed:
-            await self._syncer.cleanup(work)
+            with self._metrics.pod_worker_duration.labels("cleanup").time():
+                await self._syncer.cleanup(work)
             self._work.pop(work.uid, None)
             return True
         return False

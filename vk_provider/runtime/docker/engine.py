@@ -3,7 +3,9 @@
 What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
-the one way blocking SDK calls reach a thread; `engine_is_local`, whether the engine shares
+the one way blocking SDK calls reach a thread, and so the one place runtime operations are
+counted and timed (`vk_provider_runtime_operations_*`, by the called function's name);
+`engine_is_local`, whether the engine shares
 this host's filesystem. Must not: know about pods or labels.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -19,6 +22,7 @@ from typing import Any, TypeVar
 import docker
 from docker.errors import DockerException
 from vk_provider.config import DockerConfig
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -42,8 +46,9 @@ def engine_is_local(location: str, url: str) -> bool:
 
 
 class Engine:
-    def __init__(self, config: DockerConfig) -> None:
+    def __init__(self, config: DockerConfig, metrics: ProviderMetrics | None = None) -> None:
         self.url = engine_url(config)
+        self.metrics = metrics or ProviderMetrics()
         self.max_concurrency = max(1, config.max_concurrency)
         self._executor = ThreadPoolExecutor(
             max_workers=self.max_concurrency, thread_name_prefix="docker-call"
@@ -87,9 +92,19 @@ class Engine:
             raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one blocking SDK call in the bounded pool."""
+        """Run one blocking SDK call in the bounded pool, counted and timed under its function's
+        name (`inspect_container`, `start`, `_read_message` as `read_message`, ...)."""
+        operation = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
+        self.metrics.runtime_operations.labels(operation).inc()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        began = time.monotonic()
+        try:
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        except Exception:
+            self.metrics.runtime_operations_errors.labels(operation).inc()
+            raise
+        finally:
+            self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
 
     async def close(self) -> None:
         for client in (self._client, self._stream_client):

@@ -35,6 +35,7 @@ from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_
 from vk_provider.kube.keyring import Keyring
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_ref
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
@@ -117,10 +118,10 @@ def _signal_of(inspect: Mapping[str, Any]) -> str:
 
 
 class DockerRuntime:
-    def __init__(self, config: DockerConfig, node_name: str) -> None:
+    def __init__(self, config: DockerConfig, node_name: str, metrics: ProviderMetrics | None = None) -> None:
         self.config = config
         self.node_name = node_name
-        self._engine = Engine(config)
+        self._engine = Engine(config, metrics)
         self._streams = DockerStreams(self._engine)
         self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
             self._engine,
