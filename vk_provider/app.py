@@ -36,7 +36,7 @@ from vk_provider.pods.volume_writer import make_token_requester
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.build import build_runtime
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import RuntimeFailure
+from vk_provider.runtime.types import RuntimeFailure, RuntimeUnavailable
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.status.manager import StatusManager
 from vk_provider.tasks import cancel_and_wait
@@ -180,6 +180,13 @@ async def run_provider(config: Config) -> int:
         else:
             for error in await cancel_and_wait(starting):
                 raise error
+    except RuntimeUnavailable as exc:  # the engine's address and why, not a traceback
+        log.error(
+            "provider failed to start: %s",
+            exc.message,
+            extra={"node": config.node.name, "reason": exc.reason},
+        )
+        code = 1
     except Exception:
         log.exception("provider failed to start", extra={"node": config.node.name})
         code = 1

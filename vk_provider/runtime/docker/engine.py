@@ -45,6 +45,14 @@ def engine_is_local(location: str, url: str) -> bool:
     return location == "local"
 
 
+def root_cause(exc: BaseException) -> str:
+    """The innermost error of a chain (docker-py wraps requests wraps urllib3 wraps the socket's
+    OSError): `[Errno 2] No such file or directory`, `[Errno 111] Connection refused`."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    return str(exc) or type(exc).__name__
+
+
 class Engine:
     def __init__(self, config: DockerConfig, metrics: ProviderMetrics | None = None) -> None:
         self.url = engine_url(config)
@@ -89,7 +97,9 @@ class Engine:
             self._stream_client = await loop.run_in_executor(self._executor, self._connect, None)
             self._client = await loop.run_in_executor(self._executor, self._connect)
         except DockerException as exc:
-            raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
+            raise RuntimeUnavailable(
+                f"cannot connect to the Docker engine at {self.url}: {root_cause(exc)}"
+            ) from exc
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one blocking SDK call in the bounded pool, counted and timed under its function's
