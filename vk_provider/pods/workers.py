@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields, pod_ref
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodUpdate, UpdateKind
@@ -272,7 +272,7 @@ class PodWorkers:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.exception("error syncing pod", extra={"pod": pod_ref(work.pod)})
+                log.exception("error syncing pod", extra=pod_fields(work.pod))
                 self._recorder.event(work.pod, "Warning", "FailedSync", f"error syncing pod: {exc}")
                 if work.state != WorkerState.SYNCING:  # a failed sync set its own retry and deadline
                     work.wake_at = None

@@ -25,7 +25,7 @@ from typing import Any
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import is_deleting, is_static
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.metrics import ProviderMetrics, pod_start_seconds
 from vk_provider.status.cache import (
     VersionedStatus,
@@ -162,7 +162,7 @@ class StatusManager:
         entry, why = update_status(cached, pod, status, force=force, finished=finished, now=now)
         if entry is None:
             if why != "unchanged":
-                log.warning("Status update on pod aborted: %s", why, extra={"pod": pod_ref(pod)})
+                log.warning("Status update on pod aborted: %s", why, extra=pod_fields(pod))
             return
         self._statuses[uid] = entry
         self._changed_at.setdefault(uid, time.monotonic())
@@ -253,7 +253,7 @@ class StatusManager:
             pod = await self._client.get(_pod_path(entry.namespace, entry.name))
         except ApiStatusError as exc:
             if exc.status != 404:
-                log.info("Failed to get pod for status: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                log.info("Failed to get pod for status: %s", exc, extra=pod_fields(entry.pod))
             return None
         self._observed[uid_of(pod)] = pod
         return pod
@@ -269,7 +269,7 @@ class StatusManager:
             if not is_static(entry.pod):
                 log.info(
                     "Pod was deleted and then recreated, skipping status update",
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 if self._statuses.get(uid) is entry:
                     del self._statuses[uid]
@@ -288,12 +288,12 @@ class StatusManager:
                     "Failed to update status: %s; trying again at the next pass, within %gs",
                     exc,
                     self._sync_period,
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 return
             self.metrics.pod_status_patches.inc()
             self._observed[api_uid] = api_pod
-            log.debug("Patched status (version %d)", entry.version, extra={"pod": pod_ref(entry.pod)})
+            log.debug("Patched status (version %d)", entry.version, extra=pod_fields(entry.pod))
         self._api_versions[api_uid] = entry.version
         changed_at = self._changed_at.pop(uid, None)
         if changed_at is not None:
@@ -312,11 +312,11 @@ class StatusManager:
                     "Failed to delete pod: %s; trying again at the next full pass, within %gs",
                     exc,
                     self._sync_period,
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 return
         self.metrics.pod_deletions.inc()
-        log.info("Pod fully terminated and removed from the API", extra={"pod": pod_ref(entry.pod)})
+        log.info("Pod fully terminated and removed from the API", extra=pod_fields(entry.pod))
         if self._statuses.get(uid) is entry:
             del self._statuses[uid]
 
