@@ -28,7 +28,7 @@ TAIL_SECONDS = 2.0  # after the last pod is gone, for requests still in flight t
 
 
 async def bench(args: argparse.Namespace) -> None:
-    sandbox = await start_sandbox(args.control_plane, args.kube_bin)
+    sandbox = await start_sandbox(args.control_plane, args.kube_bin, pods_per_node=args.pods)
     try:
         names = pods.pod_names(sandbox, args.pods)
         async with pods.PodWatch(sandbox) as watch:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from bench.sandbox import BenchSandbox
@@ -28,8 +28,11 @@ TOLERATION = {
 SLEEP = ["sleep", "3600"]
 
 
-def pod_manifest(name: str, sandbox: BenchSandbox, command: list[str] | None = None) -> dict[str, Any]:
-    """A busybox pod (`sleep 3600` unless `command`) scheduled onto the sandbox's node."""
+def pod_manifest(
+    name: str, sandbox: BenchSandbox, command: list[str] | None = None, node: str = ""
+) -> dict[str, Any]:
+    """A busybox pod (`sleep 3600` unless `command`) scheduled onto `node` (the sandbox's first
+    node unless given)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -37,7 +40,7 @@ def pod_manifest(name: str, sandbox: BenchSandbox, command: list[str] | None = N
         "spec": {
             "containers": [{"name": "app", "image": BUSYBOX_IMAGE, "command": command or SLEEP}],
             "automountServiceAccountToken": False,
-            "nodeSelector": {"kubernetes.io/hostname": sandbox.node},
+            "nodeSelector": {"kubernetes.io/hostname": node or sandbox.node},
             "tolerations": [TOLERATION],
         },
     }
@@ -48,15 +51,19 @@ def pod_names(sandbox: BenchSandbox, count: int) -> list[str]:
 
 
 async def create_pods(
-    sandbox: BenchSandbox, names: Sequence[str], command: list[str] | None = None
+    sandbox: BenchSandbox,
+    names: Sequence[str],
+    command: list[str] | None = None,
+    nodes: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
-    """Create the pods at once (one request each, concurrently); each pod's time.monotonic()
-    just before its create request was sent."""
+    """Create the pods at once (one request each, concurrently), pod `name` on `nodes[name]` if
+    given, else on the first node; each pod's time.monotonic() just before its create request
+    was sent."""
     sent: dict[str, float] = {}
     path = f"/api/v1/namespaces/{NAMESPACE}/pods"
 
     async def one(name: str) -> None:
-        body = pod_manifest(name, sandbox, command)
+        body = pod_manifest(name, sandbox, command, (nodes or {}).get(name, ""))
         sent[name] = time.monotonic()
         await sandbox.api.create(path, body)
 

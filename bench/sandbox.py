@@ -1,14 +1,16 @@
 """The sandbox a bench runs: `BenchSandbox` / `start_sandbox`.
 
-A `vk-provider sandbox` subprocess with one node of a unique name (`vk-bench-<run>-1`), its own
+A `vk-provider sandbox` subprocess with one node (or `nodes`) of a unique name (`vk-bench-<run>-1`,
+`-2`, ...), its own
 `--state-dir` under a temporary directory, a free port (`free_port`), `--clean`, the emulator
 (with `--debug`, for its request counters) or `--control-plane real` (binaries from
 `scripts/ensure-kube.sh`, `ensure_kube_bin`); its admin `KubeClient` (no client-side rate
-limit), the provider subprocess's pid, and `stop`, which stops the sandbox and removes every
-container left with the node's label.
+limit), the provider subprocesses' pids, and `stop`, which stops the sandbox and removes every
+container left with a node's label.
 
 Must not: import from `tests/`; change how the provider behaves beyond the `--config` keys the
-sandbox merges (the sandbox image, and the Docker host for the counting proxy).
+sandbox merges (the sandbox image, the Docker host for the counting proxy, and a pods capacity
+above the kubelet's default of 110 when a bench puts more pods on a node).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 PAUSE_IMAGE = "vk-test/pause:1"
 START_DEADLINE = {"emulator": 60.0, "real": 240.0}
 STOP_DEADLINE = 120.0
+MAX_PODS = 110  # the kubelet's default, and the provider's `node.capacity.pods`
 
 
 def ensure_kube_bin() -> str:
@@ -66,12 +69,22 @@ class BenchSandbox:
     proc: subprocess.Popen[bytes]
     client: KubeClient | None = None
     proxy: DockerCountingProxy | None = None
-    provider_pid: int = 0
+    nodes: int = 1
+    provider_pids: list[int] = field(default_factory=list)  # one per node, in no particular order
     _stopped: bool = field(default=False, repr=False)
 
     @property
+    def node_names(self) -> list[str]:
+        return [f"vk-bench-{self.run_id}-{i}" for i in range(1, self.nodes + 1)]
+
+    @property
     def node(self) -> str:
-        return f"vk-bench-{self.run_id}-1"
+        """The first node: the only one, unless the bench asked for more."""
+        return self.node_names[0]
+
+    @property
+    def provider_pid(self) -> int:
+        return self.provider_pids[0] if self.provider_pids else 0
 
     @property
     def state_dir(self) -> Path:
@@ -110,9 +123,10 @@ class BenchSandbox:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 await asyncio.to_thread(self.proc.wait)
-        left = await asyncio.to_thread(remove_labelled, f"{NODE_LABEL}={self.node}")
-        if left:
-            progress(f"removed {left} container(s) the sandbox's --clean left for node {self.node}")
+        for node in self.node_names:
+            left = await asyncio.to_thread(remove_labelled, f"{NODE_LABEL}={node}")
+            if left:
+                progress(f"removed {left} container(s) the sandbox's --clean left for node {node}")
         if self.proxy is not None:
             await self.proxy.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)
@@ -144,21 +158,28 @@ def _launch(args: list[str], output: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def provider_pid(sandbox_pid: int) -> int | None:
-    """The sandbox's child `python -m vk_provider run ...`, if it is there yet."""
+def provider_pids(sandbox_pid: int) -> list[int]:
+    """The sandbox's children `python -m vk_provider run ...` there are yet (one per node)."""
+    found = []
     for pid in child_pids(sandbox_pid):
         with contextlib.suppress(OSError):
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             if b"vk_provider" in argv and b"run" in argv:
-                return pid
-    return None
+                found.append(pid)
+    return found
 
 
 async def start_sandbox(
-    control_plane: str, kube_bin: str | None = None, *, count_docker: bool = False
+    control_plane: str,
+    kube_bin: str | None = None,
+    *,
+    count_docker: bool = False,
+    nodes: int = 1,
+    pods_per_node: int = 0,
 ) -> BenchSandbox:
-    """A started sandbox, its node Ready; with `count_docker`, its provider talks to Docker
-    through a `DockerCountingProxy` (sandbox.proxy). Stop it with `stop()` in all cases."""
+    """A started sandbox, its `nodes` Ready, each with room for `pods_per_node` pods; with
+    `count_docker`, its providers talk to Docker through a `DockerCountingProxy`
+    (sandbox.proxy). Stop it with `stop()` in all cases."""
     run_id = uuid.uuid4().hex[:8]
     workdir = Path(tempfile.mkdtemp(prefix=f"vk-bench-{run_id}-"))
     proxy: DockerCountingProxy | None = None
@@ -168,9 +189,13 @@ async def start_sandbox(
         await proxy.start()
         docker_section["host"] = proxy.url
     config = workdir / "provider.yaml"
-    config.write_text(yaml.safe_dump({"docker": docker_section}))
+    config.write_text(
+        yaml.safe_dump(
+            {"docker": docker_section, "node": {"capacity": {"pods": str(max(pods_per_node, MAX_PODS))}}}
+        )
+    )
     args = [
-        *("--state-dir", str(workdir / "state"), "--port", str(free_port()), "--nodes", "1"),
+        *("--state-dir", str(workdir / "state"), "--port", str(free_port()), "--nodes", str(nodes)),
         *("--config", str(config), "--node-prefix", f"vk-bench-{run_id}-", "--clean"),
         *("--control-plane", control_plane),
     ]
@@ -181,7 +206,7 @@ async def start_sandbox(
         args.append("--debug")  # the request counters
     progress(f"starting vk-provider sandbox ({control_plane}) in {workdir}")
     proc = await asyncio.to_thread(_launch, args, workdir / "sandbox.out")
-    sandbox = BenchSandbox(control_plane, workdir, run_id, proc, proxy=proxy)
+    sandbox = BenchSandbox(control_plane, workdir, run_id, proc, proxy=proxy, nodes=nodes)
     try:
         await _start(sandbox)
     except BaseException:
@@ -203,23 +228,27 @@ async def _start(sandbox: BenchSandbox) -> None:
 
     async def ready() -> bool:
         _started(sandbox)
-        try:
-            node = await sandbox.api.get(f"/api/v1/nodes/{sandbox.node}")
-        except ApiStatusError:
-            return False
-        conditions = (node.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        for name in sandbox.node_names:
+            try:
+                node = await sandbox.api.get(f"/api/v1/nodes/{name}")
+            except ApiStatusError:
+                return False
+            conditions = (node.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+                return False
+        return True
 
-    await _until(f"node {sandbox.node} Ready", ready, 120.0)
+    await _until(f"{sandbox.nodes} node(s) Ready", ready, 120.0)
 
-    async def provider() -> bool:
-        sandbox.provider_pid = provider_pid(sandbox.proc.pid) or 0
-        return sandbox.provider_pid != 0
+    async def providers() -> bool:
+        sandbox.provider_pids = provider_pids(sandbox.proc.pid)
+        return len(sandbox.provider_pids) == sandbox.nodes
 
-    await _until("the provider process", provider, 30.0)
+    await _until("the provider processes", providers, 30.0)
 
-    async def provider_started() -> bool:  # its log line, once every part (pod watch included) runs
-        return "provider started" in sandbox.output.read_text(errors="replace")
+    async def providers_started() -> bool:  # their log lines, once every part (pod watch included) runs
+        return sandbox.output.read_text(errors="replace").count("provider started") >= sandbox.nodes
 
-    await _until("the provider's start", provider_started, 60.0)
-    progress(f"node {sandbox.node} Ready; provider pid {sandbox.provider_pid}")
+    await _until("the providers' start", providers_started, 60.0)
+    pids = " ".join(map(str, sandbox.provider_pids))
+    progress(f"{', '.join(sandbox.node_names)} Ready; provider pid(s) {pids}")

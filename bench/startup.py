@@ -52,7 +52,7 @@ class Figures:
 
 
 async def provider_figures(args: argparse.Namespace) -> Figures:
-    sandbox = await start_sandbox(args.control_plane, args.kube_bin)
+    sandbox = await start_sandbox(args.control_plane, args.kube_bin, pods_per_node=args.pods)
     try:
         names = pods.pod_names(sandbox, args.pods)
         async with pods.PodWatch(sandbox) as watch:

@@ -25,7 +25,9 @@ from bench.sandbox import start_sandbox
 
 
 async def bench(args: argparse.Namespace) -> None:
-    sandbox = await start_sandbox(args.control_plane, args.kube_bin, count_docker=True)
+    sandbox = await start_sandbox(
+        args.control_plane, args.kube_bin, count_docker=True, pods_per_node=args.pods
+    )
     try:
         names = pods.pod_names(sandbox, args.pods)
         async with pods.PodWatch(sandbox) as watch:

@@ -10,7 +10,7 @@ alone) runs once per tier chosen with `--control-plane=emulator|real|both` (defa
 test to one tier. The real control plane is started once per session, on first use.
 
 Fixtures of tests/support registered here as plugins, so tests take them by name: `sandbox`
-(tests/support/fixtures_sandbox.py).
+(tests/support/fixtures_sandbox.py), `helm` (tests/support/chart.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
 
-pytest_plugins = ["tests.support.fixtures_sandbox"]
+pytest_plugins = ["tests.support.fixtures_sandbox", "tests.support.chart"]
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_LABEL = "io.vk-provider.test"

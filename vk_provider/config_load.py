@@ -2,7 +2,8 @@
 
 What lives here: `load_config(path)`, `config_from_mapping(data, source)`,
 `apply_overrides(config, ...)` for the CLI flags, `effective_config(config)` (the
-YAML-shaped dict with every key and its value) and `ConfigError`, whose message is one
+YAML-shaped dict with every key and its value), `config_json_schema()` (the file's JSON
+Schema, for the Helm chart's values.schema.json) and `ConfigError`, whose message is one
 line `<file>: <key.path>: <reason>`. One declarative table maps each YAML key (camelCase)
 to its dataclass field and kind, so loading, strict validation and display cannot drift
 apart. Whatever the file holds ends in a ConfigError, never in a traceback: YAML the parser
@@ -109,6 +110,11 @@ class _Kind(abc.ABC):
     @abc.abstractmethod
     def parse(self, value: Any, path: str) -> Any: ...
 
+    @abc.abstractmethod
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft 7) of the values `parse` may accept: their shape and types;
+        `parse` keeps the finer checks (quantities, durations, label syntax)."""
+
     def dump(self, value: Any) -> Any:
         return value
 
@@ -119,12 +125,18 @@ class _Bool(_Kind):
             raise _Invalid(path, f"expected true or false, got {_show(value)}")
         return value
 
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
 
 class _PositiveInt(_Kind):
     def parse(self, value: Any, path: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise _Invalid(path, f"expected a positive integer, got {_show(value)}")
         return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "minimum": 1}
 
 
 class _PositiveNumber(_Kind):
@@ -133,10 +145,14 @@ class _PositiveNumber(_Kind):
             raise _Invalid(path, f"expected a positive number, got {_show(value)}")
         return float(value)
 
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "number", "exclusiveMinimum": 0}
+
 
 class _Str(_Kind):
-    def __init__(self, check: Callable[[str], str | None] | None = None) -> None:
+    def __init__(self, check: Callable[[str], str | None] | None = None, pattern: str | None = None) -> None:
         self.check = check
+        self.pattern = pattern  # for the JSON Schema only: a coarse form of `check`
 
     def parse(self, value: Any, path: str) -> str:
         if not isinstance(value, str):
@@ -145,6 +161,9 @@ class _Str(_Kind):
         if problem:
             raise _Invalid(path, problem)
         return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "pattern": self.pattern} if self.pattern else {"type": "string"}
 
 
 class _Enum(_Kind):
@@ -155,6 +174,9 @@ class _Enum(_Kind):
         if not isinstance(value, str) or value not in self.choices:
             raise _Invalid(path, f"expected one of {', '.join(self.choices)}, got {_show(value)}")
         return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"enum": list(self.choices)}
 
 
 class _Duration(_Kind):
@@ -172,6 +194,9 @@ class _Duration(_Kind):
         if seconds <= 0:
             raise _Invalid(path, f"expected a positive duration, got {value!r}")
         return seconds
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "description": "a duration like '10s', '5m' or '1h30m'"}
 
     def dump(self, value: Any) -> str:
         return format_duration(value)
@@ -212,6 +237,10 @@ class _Quantity(_Kind):
             )
         return text
 
+    def json_schema(self) -> dict[str, Any]:
+        auto = " or 'auto'" if self.allow_auto else ""
+        return {"type": ["string", "number"], "description": f"a Kubernetes quantity{auto}"}
+
 
 class _StrList(_Kind):
     def __init__(self, item: _Str) -> None:
@@ -221,6 +250,9 @@ class _StrList(_Kind):
         if not isinstance(value, list):
             raise _Invalid(path, f"expected a list of strings, got {_show(value)}")
         return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": self.item.json_schema()}
 
     def dump(self, value: Any) -> list[str]:
         return list(value)
@@ -243,6 +275,9 @@ class _Labels(_Kind):
                 raise _Invalid(where, f"invalid label value: {problem}")
             labels[key] = val
         return labels
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": {"type": "string"}}
 
     def dump(self, value: Any) -> dict[str, str]:
         return dict(value)
@@ -286,6 +321,17 @@ class _Section(_Kind):
             self.check(result, path)
         return result
 
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {key: kind.json_schema() for key, (_, kind) in self.fields.items()},
+        }
+        required = [key for key, (attr, _) in self.fields.items() if attr in self._required]
+        if required:
+            schema["required"] = required
+        return schema
+
     def dump(self, value: Any) -> dict[str, Any]:
         return {key: kind.dump(getattr(value, attr)) for key, (attr, kind) in self.fields.items()}
 
@@ -298,6 +344,9 @@ class _List(_Kind):
         if not isinstance(value, list):
             raise _Invalid(path, f"expected a list, got {_show(value)}")
         return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": self.item.json_schema()}
 
     def dump(self, value: Any) -> list[Any]:
         return [self.item.dump(v) for v in value]
@@ -509,7 +558,7 @@ _SCHEMA = _Section(
             _Section(
                 KubeletServerConfig,
                 [
-                    ("listen", "listen", _Str(_listen_problem)),
+                    ("listen", "listen", _Str(_listen_problem, pattern=":[0-9]{1,5}$")),
                     (
                         "tls",
                         "tls",
@@ -645,6 +694,12 @@ def apply_overrides(
     except _Invalid as exc:
         raise ConfigError("command line", exc.path, exc.reason) from None
     return config
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the configuration file, from the same table as the loader: every
+    section closed (an unknown key is an error), every key typed."""
+    return _SCHEMA.json_schema()
 
 
 def effective_config(config: Config) -> dict[str, Any]:

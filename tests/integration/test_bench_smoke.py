@@ -1,4 +1,4 @@
-"""The three benches of bench/ run end to end at tiny sizes on the emulator, each as a subprocess.
+"""The four benches of bench/ run end to end at tiny sizes on the emulator, each as a subprocess.
 
 Each must exit 0 and end with its `RESULT key=value ...` line carrying the expected keys and
 sane values. Nothing here asserts a time: the figures themselves are docs/performance.md's.
@@ -58,3 +58,16 @@ def test_churn(test_images: dict[str, str]) -> None:
     assert float(result["final_deletes_per_pod"]) == 1.0, result
     assert float(result["status_writes_per_pod"]) >= 1.0, result
     assert float(result["seconds"]) > 0
+
+
+def test_scale_two_nodes_lose_and_duplicate_nothing(test_images: dict[str, str]) -> None:
+    result = run_bench("scale", "--nodes", "2", "--pods", "3", "--seconds", "2")
+    assert (result["lost"], result["duplicated"], result["stray"], result["misplaced"]) == (
+        "0",
+        "0",
+        "0",
+        "0",
+    )
+    assert result["nodes"] == "2" and result["pods_per_node"] == "3"
+    assert float(result["p99_s"]) >= float(result["p50_s"]) > 0
+    assert float(result["rss_mb_max"]) > 10, result

@@ -1,36 +1,46 @@
-"""The Helm chart (charts/vk-provider): its config defaults, and what `helm template` renders.
+"""The Helm chart (charts/vk-provider): its files (defaults, schema, README) and what `helm template` renders.
 
-The defaults test needs no helm. The rendering tests run the real `helm` binary
-(scripts/ensure-helm.sh puts it at .venv/bin/helm) and validate every rendered object
-with kubernetes_validate against the schema of each cluster minor `helm install` supports
-(KUBE_VERSION's and the two before it, docs/sandbox.md); without helm they are skipped.
+The file tests need no helm: config defaults equal config.example.yaml, values.schema.json
+equal to a fresh `python -m vk_provider.chart_schema`, the README's values table equal to
+values.yaml, Chart.yaml's kubeVersion the supported minors. The rendering tests run the real
+`helm` binary (tests/support/chart.py) on the defaults, the ci/*-values.yaml variants and
+single --set values, and validate every rendered object with kubernetes_validate against the
+schema of each cluster minor `helm install` supports (KUBE_VERSION's and the two before it,
+docs/sandbox.md); without helm they are skipped. The RBAC is test_chart_rbac.py's.
 """
 
 from __future__ import annotations
 
-import os
+import json
+import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
+import jsonschema
 import pytest
 import yaml
 
+from tests.support.chart import CHART, REPO, SUPPORTED_MINORS, helm_template, one, render, validate
+from vk_provider.chart_schema import render as render_schema
+from vk_provider.chart_schema import values_schema
 from vk_provider.config import Config
-from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
+from vk_provider.config_load import (
+    ConfigError,
+    config_from_mapping,
+    config_json_schema,
+    effective_config,
+    load_config,
+)
 from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR
 
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "vk-provider"
 EXAMPLE = REPO / "config.example.yaml"
 CONFIG_MOUNT = "/etc/vk-provider"
-SUPPORTED_MINORS = [f"{KUBE_MAJOR}.{int(KUBE_MINOR) - back}" for back in (2, 1, 0)]
+CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 
 def _values() -> dict[str, Any]:
@@ -73,6 +83,16 @@ def test_chart_node_name_is_the_providers_default_and_config_has_no_second_one()
     assert "name" not in values["config"]["node"], "node.name is the one place for the Node's name"
 
 
+def test_readme_values_table_lists_every_value_with_its_default() -> None:
+    """charts/vk-provider/README.md's table under `## Values`: one row per leaf of values.yaml
+    (a mapping's keys joined by dots; a list or an empty mapping is one value), in order, the
+    default as JSON."""
+    readme = (CHART / "README.md").read_text().split("\n## Values\n", 1)[1]
+    rows = re.findall(r"^\| `([^`]+)` \| `([^`]*)` \| (.+) \|$", readme, re.MULTILINE)
+    assert [(key, json.loads(default)) for key, default, _ in rows] == list(_leaves(_values()))
+    assert all(description.strip() for _, _, description in rows)
+
+
 def test_chart_app_version_is_the_package_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
@@ -83,68 +103,15 @@ def test_chart_app_version_is_the_package_version() -> None:
 # --- rendering with the real helm -----------------------------------------------------------------
 
 
-def _helm_binary() -> str | None:
-    for candidate in (
-        os.environ.get("HELM"),
-        str(Path(sys.executable).parent / "helm"),
-        shutil.which("helm"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-@pytest.fixture(scope="module")
-def helm() -> str:
-    binary = _helm_binary()
-    if binary is None:
-        pytest.skip("no helm binary ($HELM, .venv/bin/helm or PATH): run scripts/ensure-helm.sh")
-    return binary
-
-
-def _helm_template(helm: str, *sets: str, chart: Path = CHART) -> subprocess.CompletedProcess[str]:
-    """`helm template` of release vk in namespace vk-system; each item of `sets` is a
-    `key=value` for --set, or a whole flag such as `--set-json=key=[]`."""
-    args = [helm, "template", "vk", str(chart), "--namespace", "vk-system"]
-    for item in sets:
-        args += [item] if item.startswith("--") else ["--set", item]
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
-
-
-def _render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
-    """The objects rendered for node docker-1, each validated against every supported minor's schema."""
-    out = _helm_template(helm, "node.name=docker-1", *sets, chart=chart)
-    assert out.returncode == 0, out.stderr
-    objects = [doc for doc in yaml.safe_load_all(out.stdout) if doc]
-    for obj in objects:
-        _validate(obj)
-    return objects
-
-
-def _validate(obj: dict[str, Any]) -> None:
-    for minor in SUPPORTED_MINORS:
-        kubernetes_validate.validate(obj, minor, strict=True)
-
-
-def _one(objects: list[dict[str, Any]], kind: str, namespace: str | None = None) -> dict[str, Any]:
-    found = [
-        o
-        for o in objects
-        if o["kind"] == kind and (namespace is None or o["metadata"].get("namespace") == namespace)
-    ]
-    assert len(found) == 1, f"{len(found)} objects of kind {kind}"
-    return found[0]
-
-
 def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    containers = _one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    containers = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert len(containers) == 1
     container: dict[str, Any] = containers[0]
     return container
 
 
 def _volumes(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     return {v["name"]: v for v in pod["volumes"]}
 
 
@@ -159,33 +126,68 @@ def _env(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _rendered_config(objects: list[dict[str, Any]], tmp_path: Path) -> Config:
     path = tmp_path / "config.yaml"
-    path.write_text(_one(objects, "ConfigMap")["data"]["config.yaml"])
+    path.write_text(one(objects, "ConfigMap")["data"]["config.yaml"])
     return load_config(path)
 
 
-def _rules(objects: list[dict[str, Any]], kind: str) -> set[tuple[str, str, str]]:
-    return {
-        (group, resource, verb)
-        for rule in _one(objects, kind)["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
+VARIANT_FILES = sorted((CHART / "ci").glob("*-values.yaml"))
 
 
-def test_helm_lint_is_clean(helm: str) -> None:
+@pytest.mark.parametrize("values", [None, *VARIANT_FILES], ids=lambda v: v.name if v else "defaults")
+def test_helm_lint_is_clean(helm: str, values: Path | None) -> None:
+    flags = ["--values", str(values)] if values else ["--set", "node.name=docker-1"]
     out = subprocess.run(
-        [helm, "lint", "--strict", str(CHART), "--set", "node.name=docker-1"],
+        [helm, "lint", "--strict", str(CHART), *flags],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "[WARNING]" not in out.stdout and "[INFO]" not in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("values", VARIANT_FILES, ids=lambda v: v.name)
+def test_variant_values_render_valid_objects_and_a_config_the_provider_loads(
+    helm: str, tmp_path: Path, values: Path
+) -> None:
+    assert len(VARIANT_FILES) >= 4
+    objects = render(helm, f"--values={values}")  # render validates each object
+    _rendered_config(objects, tmp_path)
+
+
+def test_chart_metadata_and_kube_version_range_are_the_supported_minors() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["home"].startswith("https://") and chart["icon"].startswith("https://")
+    assert chart["sources"] and chart["maintainers"][0]["name"]
+    low, high = SUPPORTED_MINORS[0], f"{KUBE_MAJOR}.{int(KUBE_MINOR) + 1}"
+    assert chart["kubeVersion"] == f">={low}.0-0 <{high}.0-0"
+
+
+def test_the_providers_container_is_probed_on_the_kubelet_port(helm: str) -> None:
+    container = _container(render(helm))
+    port_names = {p["name"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["tcpSocket"]["port"] in port_names, probe
+
+
+def test_service_and_service_monitor_are_off_by_default_and_scrape_metrics(helm: str) -> None:
+    assert not [o for o in render(helm) if o["kind"] in ("Service", "ServiceMonitor")]
+    objects = render(helm, "serviceMonitor.enabled=true", "serviceMonitor.labels.release=prom")
+    service, monitor = one(objects, "Service"), one(objects, "ServiceMonitor")
+    selector = one(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= selector.items()
+    port = {"name": "kubelet", "port": 10250, "targetPort": "kubelet", "protocol": "TCP"}
+    assert service["spec"]["ports"] == [port]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"], endpoint["path"]) == ("kubelet", "https", "/metrics")
+    assert one(render(helm, "service.enabled=true"), "Service")
 
 
 def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_path: Path) -> None:
-    objects = _render(helm)
+    objects = render(helm)
     assert sorted(o["kind"] for o in objects) == sorted(
         [
             "ServiceAccount",
@@ -197,51 +199,76 @@ def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_pa
             "Deployment",
         ]
     )
-    expected = replace(Config(), node=replace(Config().node, name="docker-1"))
+    defaults = Config()
+    expected = replace(
+        defaults,
+        node=replace(defaults.node, name="docker-1"),
+        kubelet_server=replace(defaults.kubelet_server, client_ca_file=CLUSTER_CA),
+    )
     assert _rendered_config(objects, tmp_path) == expected
 
 
+@pytest.mark.parametrize(
+    ("sets", "client_ca"),
+    [
+        ((), CLUSTER_CA),
+        (("config.kubeletServer.auth=x509",), CLUSTER_CA),
+        (("config.kubeletServer.clientCAFile=/etc/kubelet-ca/ca.crt",), "/etc/kubelet-ca/ca.crt"),
+        (("config.kubeletServer.auth=none",), ""),
+    ],
+)
+def test_kubelet_api_trusts_the_cluster_ca_unless_told_otherwise(
+    helm: str, tmp_path: Path, sets: tuple[str, ...], client_ca: str
+) -> None:
+    """The apiserver's kubelet client certificate is signed by the cluster CA on standard
+    clusters (and on the real control plane of the tests: vk_provider/sandbox/real), which is
+    the service account's ca.crt: with it logs/exec through the apiserver authenticate."""
+    assert _rendered_config(render(helm, *sets), tmp_path).kubelet_server.client_ca_file == client_ca
+
+
 def test_set_config_values_reach_the_config_file(helm: str, tmp_path: Path) -> None:
-    objects = _render(helm, "config.logging.format=json", "config.docker.maxConcurrency=4")
+    objects = render(helm, "config.logging.format=json", "config.docker.maxConcurrency=4")
     config = _rendered_config(objects, tmp_path)
     assert (config.logging.format, config.docker.max_concurrency) == ("json", 4)
 
 
-def test_unknown_config_keys_reach_the_provider_to_be_refused(helm: str, tmp_path: Path) -> None:
-    objects = _render(helm, "config.dockr.host=x")
-    text = _one(objects, "ConfigMap")["data"]["config.yaml"]
+def test_unknown_config_keys_skipping_the_schema_reach_the_provider_to_be_refused(
+    helm: str, tmp_path: Path
+) -> None:
+    objects = render(helm, "config.dockr.host=x", "--skip-schema-validation")
+    text = one(objects, "ConfigMap")["data"]["config.yaml"]
     assert yaml.safe_load(text)["dockr"] == {"host": "x"}
     with pytest.raises(ConfigError, match=r"dockr: unknown key"):
         _rendered_config(objects, tmp_path)
 
 
 def test_deployment_runs_one_provider_with_the_config_file_and_downward_api(helm: str) -> None:
-    objects = _render(helm)
-    deployment = _one(objects, "Deployment")
+    objects = render(helm)
+    deployment = one(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     container = _container(objects)
     assert container["image"] == "vk-provider:0.1.0"
     assert container["args"] == ["run", "--config", f"{CONFIG_MOUNT}/config.yaml"]
     assert _mounts(objects)[CONFIG_MOUNT] == "config"
-    configmap = _one(objects, "ConfigMap")["metadata"]["name"]
+    configmap = one(objects, "ConfigMap")["metadata"]["name"]
     assert _volumes(objects)["config"]["configMap"]["name"] == configmap
     assert _env(objects)["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert "NODE_IP" not in _env(objects), "status.hostIP would point the apiserver at the host's kubelet"
     assert container["ports"] == [{"name": "kubelet", "containerPort": 10250, "protocol": "TCP"}]
     template = deployment["spec"]["template"]
-    assert template["spec"]["serviceAccountName"] == _one(objects, "ServiceAccount")["metadata"]["name"]
+    assert template["spec"]["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
     assert template["metadata"]["annotations"]["checksum/config"]
 
 
 def test_kubelet_port_follows_kubelet_server_listen(helm: str) -> None:
-    objects = _render(helm, "config.kubeletServer.listen=[::]:11250")
+    objects = render(helm, "config.kubeletServer.listen=[::]:11250")
     assert _container(objects)["ports"][0]["containerPort"] == 11250
 
 
 def test_config_change_changes_the_pod_template(helm: str) -> None:
     def checksum(*sets: str) -> str:
-        deployment = _one(_render(helm, *sets), "Deployment")
+        deployment = one(render(helm, *sets), "Deployment")
         value: str = deployment["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
         return value
 
@@ -249,7 +276,7 @@ def test_config_change_changes_the_pod_template(helm: str) -> None:
 
 
 def test_local_engine_mounts_the_socket_and_the_state_dir_at_host_paths(helm: str) -> None:
-    objects = _render(helm)
+    objects = render(helm)
     volumes, mounts = _volumes(objects), _mounts(objects)
     assert volumes["docker-socket"]["hostPath"] == {"path": "/var/run/docker.sock", "type": "Socket"}
     assert mounts["/var/run/docker.sock"] == "docker-socket"
@@ -261,13 +288,13 @@ def test_local_engine_mounts_the_socket_and_the_state_dir_at_host_paths(helm: st
 
 
 def test_unix_docker_host_is_mounted_from_its_path(helm: str) -> None:
-    objects = _render(helm, "config.docker.host=unix:///run/user/1000/docker.sock")
+    objects = render(helm, "config.docker.host=unix:///run/user/1000/docker.sock")
     assert _volumes(objects)["docker-socket"]["hostPath"]["path"] == "/run/user/1000/docker.sock"
     assert _env(objects)["DOCKER_HOST"]["value"] == "unix:///run/user/1000/docker.sock"
 
 
 def test_remote_engine_with_tls_mounts_no_host_path(helm: str, tmp_path: Path) -> None:
-    objects = _render(helm, "config.docker.host=tcp://10.0.0.5:2376", "engine.tlsSecretName=docker-certs")
+    objects = render(helm, "config.docker.host=tcp://10.0.0.5:2376", "engine.tlsSecretName=docker-certs")
     volumes = _volumes(objects)
     assert not [name for name, v in volumes.items() if "hostPath" in v]
     assert volumes["docker-tls"]["secret"] == {"secretName": "docker-certs"}
@@ -279,13 +306,13 @@ def test_remote_engine_with_tls_mounts_no_host_path(helm: str, tmp_path: Path) -
 
 
 def test_scheduling_values_reach_the_providers_pod(helm: str) -> None:
-    objects = _render(
+    objects = render(
         helm,
         "nodeSelector.docker=present",
         "tolerations[0].key=dedicated",
         "tolerations[0].operator=Exists",
     )
-    pod = _one(objects, "Deployment")["spec"]["template"]["spec"]
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert pod["nodeSelector"] == {"docker": "present"}
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
 
@@ -297,65 +324,38 @@ def test_scheduling_values_reach_the_providers_pod(helm: str) -> None:
         (("node.name=Docker_1",), "node.name: Does not match pattern"),
         (("node.name=docker-1", "config.node.name=docker-2"), "config.node.name"),
         (("node.name=docker-1", "engine.socket=/x"), "Additional property socket is not allowed"),
+        (
+            ("node.name=docker-1", "config.docker.maxConcurency=4"),
+            "config.docker: Additional property maxConcurency is not allowed",
+        ),
+        (("node.name=docker-1", "config.dockr.host=x"), "config: Additional property dockr is not allowed"),
+        (("node.name=docker-1", "config.logging.level=loud"), "config.logging.level"),
+        (("node.name=docker-1", "config.docker.maxConcurrency=0"), "config.docker.maxConcurrency"),
+        (("node.name=docker-1", "config.kubeletServer.listen=10250"), "config.kubeletServer.listen"),
+        (("node.name=docker-1", "config.node.taints[0].effect=NoSchedule"), "config.node.taints.0"),
     ],
 )
 def test_values_schema_refuses_typos_and_bad_node_names(
     helm: str, sets: tuple[str, ...], message: str
 ) -> None:
-    out = _helm_template(helm, *sets)
+    out = helm_template(helm, *sets)
     assert out.returncode != 0, "helm rendered values the schema should refuse"
     assert message in out.stderr
 
 
-# --- RBAC -------------------------------------------------------------------------------------------
+def test_values_schema_is_the_fresh_generation_from_the_config_table() -> None:
+    """`python -m vk_provider.chart_schema` rewrites values.schema.json; run it after changing
+    the configuration table (vk_provider/config_load.py)."""
+    committed = (CHART / "values.schema.json").read_text()
+    assert committed == render_schema(values_schema(json.loads(committed)))
 
 
-def _grants(group: str, resources: str, verbs: str) -> set[tuple[str, str, str]]:
-    return {(group, r, v) for r in resources.split() for v in verbs.split()}
-
-
-# Everything the provider may do cluster-wide (docs/install.md, the chart's RBAC), exactly.
-BASE_RULES = (
-    _grants("", "nodes", "get list watch create patch")
-    | _grants("", "nodes/status", "update patch")
-    | _grants("", "pods", "get list watch create patch delete")
-    | _grants("", "pods/status", "update patch")
-    | _grants("", "events", "create patch")
-    | _grants("", "configmaps secrets services", "get list watch")
-    | _grants("", "serviceaccounts/token", "create")
-)
-WEBHOOK_RULES = _grants("authentication.k8s.io", "tokenreviews", "create") | _grants(
-    "authorization.k8s.io", "subjectaccessreviews", "create"
-)
-CSR_RULES = _grants("certificates.k8s.io", "certificatesigningrequests", "create get list watch")
-
-
-def test_rbac_grants_what_the_provider_does_and_no_more(helm: str) -> None:
-    objects = _render(helm)
-    assert _rules(objects, "ClusterRole") == BASE_RULES | WEBHOOK_RULES
-    lease_role = _one(objects, "Role", namespace="kube-node-lease")
-    assert _rules(objects, "Role") == _grants("coordination.k8s.io", "leases", "get create update")
-    account = _one(objects, "ServiceAccount")["metadata"]
-    subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": "vk-system"}
-    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        binding = _one(objects, kind)
-        assert binding["subjects"] == [subject]
-        assert binding["roleRef"]["kind"] == role
-        assert binding["roleRef"]["name"] != "cluster-admin"
-    assert _one(objects, "RoleBinding")["metadata"]["namespace"] == lease_role["metadata"]["namespace"]
-
-
-def test_rbac_follows_the_kubelet_server_auth_and_tls_modes(helm: str) -> None:
-    objects = _render(helm, "config.kubeletServer.auth=none", "config.kubeletServer.tls.mode=csr")
-    assert _rules(objects, "ClusterRole") == BASE_RULES | CSR_RULES
-    objects = _render(helm, "config.kubeletServer.auth=x509", "config.kubeletServer.clientCAFile=/ca.pem")
-    assert _rules(objects, "ClusterRole") == BASE_RULES
-
-
-def test_rbac_and_service_account_can_be_left_to_the_user(helm: str) -> None:
-    objects = _render(helm, "rbac.create=false", "serviceAccount.create=false", "serviceAccount.name=vk-sa")
-    assert sorted(o["kind"] for o in objects) == ["ConfigMap", "Deployment"]
-    assert _one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "vk-sa"
+def test_values_schema_takes_the_chart_defaults_and_every_example_key() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    jsonschema.validate(_values(), schema)
+    config_schema = config_json_schema()
+    jsonschema.validate(yaml.safe_load(EXAMPLE.read_text()), config_schema)
+    jsonschema.validate(effective_config(Config()), config_schema)
 
 
 # --- NOTES.txt --------------------------------------------------------------------------------------
@@ -371,7 +371,7 @@ def _render_notes(helm: str, tmp_path: Path, *sets: str) -> str:
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n"
         'data:\n  notes: {{ tpl (.Files.Get "files/notes.txt") . | quote }}\n'
     )
-    objects = _render(helm, *sets, chart=chart)
+    objects = render(helm, *sets, chart=chart)
     notes: str = next(o for o in objects if o["metadata"]["name"] == "notes")["data"]["notes"]
     return notes
 
@@ -414,7 +414,7 @@ def test_notes_show_a_pod_spec_that_lands_on_the_node(
     notes = _render_notes(helm, tmp_path, *sets)
     spec = _pod_spec_in(notes)
     assert spec["nodeSelector"] == {"kubernetes.io/hostname": "docker-1"}
-    taints = yaml.safe_load(_one(_render(helm, *sets), "ConfigMap")["data"]["config.yaml"])["node"]["taints"]
+    taints = yaml.safe_load(one(render(helm, *sets), "ConfigMap")["data"]["config.yaml"])["node"]["taints"]
     assert taints
     for taint in taints:
         assert _tolerates(spec["tolerations"], taint), taint
@@ -424,8 +424,9 @@ def test_notes_show_a_pod_spec_that_lands_on_the_node(
         "metadata": {"name": "p"},
         "spec": {**spec, "containers": [{"name": "c", "image": "busybox"}]},
     }
-    _validate(pod)
+    validate(pod)
     assert "root-equivalent" in notes
+    assert "kubectl label namespace vk-system pod-security.kubernetes.io/enforce=privileged" in notes
     assert "kubectl delete node docker-1" in notes
 
 
@@ -435,4 +436,5 @@ def test_notes_for_a_remote_engine_name_it_and_warn_of_no_socket(helm: str, tmp_
     )
     assert "tcp://10.0.0.5:2376" in notes
     assert "root-equivalent" not in notes
+    assert "enforce=privileged" not in notes and "baseline" in notes
     assert "tolerations" not in _pod_spec_in(notes)

@@ -1,7 +1,8 @@
 """Authentication edges of the kubelet API (issue 13, item 7), over real TLS on 127.0.0.1, no Docker.
 
 (a) a client certificate with an empty or missing common name authenticates no one (401);
-(b) `auth: none` warns at start that every request is allowed; (c) authentication runs before
+(b) `auth: none` warns at start that every request is allowed, and `auth: webhook` without a
+client CA that the apiserver's logs/exec will get 401; (c) authentication runs before
 the StrictSlash redirect (and the 404), so an anonymous request gets 401, not 301.
 """
 
@@ -173,6 +174,20 @@ async def test_other_modes_do_not_warn_so(pki: Pki, caplog: pytest.LogCaptureFix
     async with kubelet("x509", pki.ca_path):
         pass
     assert not [r for r in caplog.records if "every request" in r.getMessage()]
+
+
+async def test_webhook_without_a_client_ca_warns_that_the_apiserver_gets_401(
+    pki: Pki, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="vk_provider")
+    async with kubelet("webhook", kube=Reviews()):
+        pass
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("without clientCAFile" in m and "401" in m for m in warnings), warnings
+    caplog.clear()
+    async with kubelet("webhook", pki.ca_path, kube=Reviews()):
+        pass
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
 
 
 # -- (c) authenticate before redirecting -----------------------------------------------------

@@ -31,6 +31,7 @@ from tests.support.polling import eventually
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers, WorkerState
+from vk_provider.runtime.call_order import call_priority
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -443,3 +444,54 @@ async def test_running_container_whose_spec_changed_is_replaced() -> None:
     assert latest(runtime, "upd", "a").image == "vk-test/busybox:2"
     assert latest(runtime, "upd", "b").container_id == b_id  # untouched
     assert ("Normal", "Killing", "Container a definition changed, will be restarted") in events.seen
+
+
+async def test_each_pods_runtime_calls_carry_its_arrival_and_syncs_go_oldest_first(rig: Any) -> None:
+    """The order `runtime.call_order` serves a burst in: each worker's calls carry its pod's
+    arrival number (1: the first pod seen), and a freed sync slot goes to the oldest pod."""
+    runtime, statuses, _, _, cfg = rig
+    seen: dict[str, int] = {}
+    ensure_sandbox = runtime.ensure_sandbox
+
+    async def recording(pod: Any) -> PodSandboxState:
+        seen[pod["metadata"]["uid"]] = call_priority.get()
+        return cast(PodSandboxState, await ensure_sandbox(pod))
+
+    runtime.ensure_sandbox = recording
+    for name in ("first", "second", "third"):
+        cfg.upsert("api", make_pod(name, [box("c")]))
+    await eventually(lambda: len(statuses.cache) == 3, within=WITHIN, interval=POLL)
+    assert seen == {"first": 1, "second": 2, "third": 3}
+
+
+async def test_a_freed_sync_slot_goes_to_the_oldest_waiting_pod() -> None:
+    """`old` (seen first) asks for a sync after `young` did, while both wait for the one slot:
+    `old` is served first (a FIFO semaphore would serve `young`)."""
+    async with running_rig(max_concurrent_syncs=1) as (runtime, statuses, _, _, cfg):
+        cfg.upsert("api", make_pod("old", [box("c")]))
+        await eventually(lambda: "old" in statuses.cache, within=WITHIN, interval=POLL)
+        gate = asyncio.Event()
+        synced: list[str] = []
+        ensure_sandbox, pod_state = runtime.ensure_sandbox, runtime.pod_state
+
+        async def held(pod: Any) -> PodSandboxState:
+            await gate.wait()  # `holder` keeps the only sync slot while the others queue
+            return cast(PodSandboxState, await ensure_sandbox(pod))
+
+        async def recording(uid: str) -> PodRuntimeState | None:
+            synced.append(uid)  # the first thing each sync does
+            return cast(PodRuntimeState | None, await pod_state(uid))
+
+        runtime.ensure_sandbox, runtime.pod_state = held, recording
+        cfg.upsert("api", make_pod("holder", [box("c")]))
+        await eventually(lambda: "holder" in synced, within=WITHIN, interval=POLL)
+        cfg.upsert("api", make_pod("young", [box("c")]))
+        await asyncio.sleep(0.05)
+        changed = make_pod("old", [box("c")])
+        changed["metadata"]["labels"] = {"changed": "yes"}
+        cfg.upsert("api", changed)  # old's worker asks for a sync after young's did
+        await asyncio.sleep(0.05)
+        gate.set()
+        await eventually(lambda: "young" in statuses.cache and "old" in synced, within=WITHIN, interval=POLL)
+        waiting = [uid for uid in synced if uid in ("old", "young")]
+        assert waiting[:2] == ["old", "young"]

@@ -129,9 +129,11 @@ def test_the_chart_is_rendered_with_the_kubelet_api_settings_the_providers_get()
     assert identities.chart_values({}) == {
         "config.kubeletServer.auth": "webhook",
         "config.kubeletServer.tls.mode": "selfSigned",
+        "rbac.shared": "true",
     }
     user = {"kubeletServer": {"auth": "x509", "tls": {"mode": "csr"}}}
     assert identities.chart_values(user) == {
         "config.kubeletServer.auth": "x509",
         "config.kubeletServer.tls.mode": "csr",
+        "rbac.shared": "true",
     }

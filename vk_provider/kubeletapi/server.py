@@ -8,7 +8,8 @@ body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, pods
 (the provider's own series, vk_provider/metrics.py, with the running gauges set from the
 runtime when scraped; no route without `metrics`: `metrics.enabled: false`), and
 the listener's lifecycle on `kubeletServer.listen`
-(`auth: none` logs a WARNING at start: every request is allowed). It reaches containers
+(`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
+without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
 only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
 exec.py, portforward.py, stats.py, metrics.py), TLS/auth details (tls.py, auth.py), or
 know which engine the runtime drives.
@@ -182,6 +183,13 @@ class KubeletServer:
         elif self.config.auth == "webhook" and not x509 and self._webhook is None:
             log.warning(
                 "kubeletServer.auth webhook without clientCAFile: the kubelet API accepts anonymous requests"
+            )
+        elif self.config.auth == "webhook" and not x509:
+            log.warning(
+                "kubeletServer.auth webhook without clientCAFile: the apiserver's client certificate "
+                "cannot be verified, so kubectl logs, exec, attach and port-forward answer 401; set "
+                "clientCAFile to the CA that signs it (in a pod, usually "
+                "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt)"
             )
 
     async def start(self) -> None:

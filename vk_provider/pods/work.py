@@ -45,6 +45,7 @@ class WorkerState(StrEnum):
 class PodWork:
     uid: str
     pod: Mapping[str, Any]
+    arrival: int = 0  # the order its worker was made in (1: the first): `runtime.call_order`
     doorbell: asyncio.Event = field(default_factory=asyncio.Event)
     state: WorkerState = WorkerState.SYNCING
     kill: bool = False  # termination requested (deleted, removed, terminal, deadline)

@@ -48,14 +48,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 The provider's configuration file: .Values.config with node.name from .Values.node.name,
-its sections in the order of config.example.yaml. Sections the chart does not know are
-kept, so the provider refuses them with the key's path instead of their being dropped.
+its sections in the order of config.example.yaml. Sections the chart does not know (only
+past values.schema.json, with --skip-schema-validation) are kept, so the provider refuses
+them with the key's path instead of their being dropped. An empty
+kubeletServer.clientCAFile with auth webhook or x509 becomes the cluster CA the pod's
+service account mounts: it signs the apiserver's kubelet client certificate on standard
+clusters, so kubectl logs/exec/port-forward through the apiserver are authenticated.
 */}}
 {{- define "vk-provider.config" -}}
 {{- $config := deepCopy .Values.config -}}
 {{- $node := default (dict) $config.node -}}
 {{- $_ := set $node "name" .Values.node.name -}}
 {{- $_ := set $config "node" $node -}}
+{{- $server := default (dict) $config.kubeletServer -}}
+{{- if and (ne (default "webhook" $server.auth) "none") (not $server.clientCAFile) -}}
+{{- $_ := set $server "clientCAFile" "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" -}}
+{{- $_ := set $config "kubeletServer" $server -}}
+{{- end -}}
 {{- $order := list "node" "kubernetes" "docker" "pods" "staticPods" "kubeletServer" "status" "logging" "metrics" -}}
 {{- range $section := $order -}}
 {{- if hasKey $config $section }}

@@ -3,8 +3,9 @@
 What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
-the one way blocking SDK calls reach a thread, and so the one place runtime operations are
-counted and timed (`vk_provider_runtime_operations_*`, by the called function's name);
+the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
+first, calls outside a pod before any), and so the one place runtime operations are counted
+and timed (`vk_provider_runtime_operations_*`, by the called function's name);
 `engine_is_local`, whether the engine shares
 this host's filesystem. Must not: know about pods or labels.
 """
@@ -23,6 +24,7 @@ import docker
 from docker.errors import DockerException
 from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
+from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -61,6 +63,8 @@ class Engine:
         self._executor = ThreadPoolExecutor(
             max_workers=self.max_concurrency, thread_name_prefix="docker-call"
         )
+        # Calls queue here, not in the executor's FIFO queue: a free thread takes the most urgent.
+        self._gate = PriorityGate(self.max_concurrency)
         self._client: docker.DockerClient | None = None
         self._stream_client: docker.DockerClient | None = None
 
@@ -102,11 +106,14 @@ class Engine:
             ) from exc
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run one blocking SDK call in the bounded pool, counted and timed under its function's
-        name (`inspect_container`, `start`, `_read_message` as `read_message`, ...)."""
+        """Run one blocking SDK call in the bounded pool, once a thread is free for it
+        (`call_order.call_priority` of the caller's context decides who is next); counted and
+        timed (from when a thread took it) under its function's name (`inspect_container`,
+        `start`, `_read_message` as `read_message`, ...)."""
         operation = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
         self.metrics.runtime_operations.labels(operation).inc()
         loop = asyncio.get_running_loop()
+        await self._gate.acquire(call_priority.get())
         began = time.monotonic()
         try:
             return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
@@ -114,6 +121,7 @@ class Engine:
             self.metrics.runtime_operations_errors.labels(operation).inc()
             raise
         finally:
+            self._gate.release()
             self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
 
     async def close(self) -> None:

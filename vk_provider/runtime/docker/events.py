@@ -6,7 +6,9 @@ time, skipping what it already delivered, and marking the gap with `EventsResume
 that restarted has forgotten what happened while it was down), converts start / die / oom /
 destroy into `RuntimeEvent`s and feeds them to the event loop with `call_soon_threadsafe`; and
 `runtime_event`, the pure conversion. Besides the queue for `Runtime.events()`, it
-resolves waiters for a container's exit (used by stop_container). Must not: act on events.
+resolves waiters for a container's exit (used by stop_container), and numbers its connections
+(`epoch`: None while the stream is down), so a reader can tell whether it missed a gap. Must
+not: act on events.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class EventPump:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = threading.Event()
         self._stream: Any = None
+        # Set in the pump's thread: the number of the stream's current connection, None while
+        # it is down (between the two, events may have been missed).
+        self.epoch: int | None = None
+        self._connections = 0
         self._thread: threading.Thread | None = None
         self._exit_waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._last_nanos = 0
@@ -140,6 +146,8 @@ class EventPump:
             try:
                 since = self._last_nanos / 1e9 if self._last_nanos else None
                 self._stream = self._open(since)
+                self._connections += 1
+                self.epoch = self._connections
                 if self._stop.is_set():
                     self._stream.close()
                     return
@@ -161,6 +169,7 @@ class EventPump:
                 if self._stop.is_set():
                     return
                 log.warning("Docker event stream failed (%s); reconnecting in %.1fs", exc, delay)
+            self.epoch = None
             broken = True
             self._stop.wait(delay)
             delay = min(delay * 2, BACKOFF_MAX)

@@ -45,6 +45,7 @@ from vk_provider.runtime.docker.engine import Engine, engine_is_local
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
+from vk_provider.runtime.docker.listing import ListingCache
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
@@ -139,6 +140,10 @@ class DockerRuntime:
         # instead of one inspect per container (the kubelet's PLEG relists with one call too).
         self._running: dict[str, ContainerInstance] = {}
         self._running_sandboxes: dict[str, PodSandboxState] = {}
+        # The latest node-wide list, a pod's state while nothing changed it (while `events()`
+        # is being read without a gap: the changes are known).
+        self._event_readers = 0
+        self._listing = ListingCache(self._events_epoch)
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
         self._host_security = sec.HostSecurity()  # from `info`, at start
@@ -210,19 +215,30 @@ class DockerRuntime:
     async def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
         if self._pump is None:
             raise RuntimeUnavailable("the runtime is not started")
-        async for event in self._pump.events():
-            # Forgotten before the consumer hears of the change: the engine's list (a snapshot it
-            # updates a moment later) may still show the container running.
-            if isinstance(event, EventsResumed):
-                self._running.clear()
-                self._running_sandboxes.clear()
-            else:
-                self._forget_running(event.container_id)
-            yield event
+        self._event_readers += 1
+        try:
+            async for event in self._pump.events():
+                # Forgotten before the consumer hears of the change: the engine's list (a snapshot it
+                # updates a moment later) may still show the container running.
+                if isinstance(event, EventsResumed):
+                    self._running.clear()
+                    self._running_sandboxes.clear()
+                else:
+                    self._forget_running(event.container_id)
+                    self._listing.changed(event.pod_uid)
+                yield event
+        finally:
+            self._event_readers -= 1
+
+    def _events_epoch(self) -> int | None:
+        """The event stream's connection while somebody reads `events()` (so every change is
+        marked in the listing cache), else None."""
+        return self._pump.epoch if self._pump is not None and self._event_readers > 0 else None
 
     def _forget_running(self, container_id: str) -> None:
         self._running.pop(container_id, None)
         self._running_sandboxes.pop(container_id, None)
+        self._listing.container_changed(container_id)
 
     # --- observing ---
 
@@ -322,7 +338,9 @@ class DockerRuntime:
         )
 
     async def list_pods(self) -> dict[str, PodRuntimeState]:
+        started = self._listing.now()
         rows = await self._list(lb.node_filter(self.node_name))
+        self._listing.listed(started, rows)
         live = {str(r["Id"]) for r in rows}
         for cache in (self._exited, self._running, self._running_sandboxes):
             for gone in set(cache) - live:
@@ -334,7 +352,10 @@ class DockerRuntime:
         return {s.uid: s for s in states}
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
-        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        rows = self._listing.rows(uid)
+        if rows is None:
+            rows = await self._list(lb.pod_filter(self.node_name, uid))
+            self._listing.seen(uid, rows)
         return await self._pod_from_rows(uid, rows) if rows else None
 
     async def container_role(self, container_id: str) -> ContainerRole | None:
@@ -414,6 +435,12 @@ class DockerRuntime:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+        try:
+            return await self._ensure_sandbox(pod)
+        finally:
+            self._listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
+
+    async def _ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         check_pod_supported(pod)
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
@@ -587,7 +614,31 @@ class DockerRuntime:
         except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
             raise ContainerConfigError(f'{where}: seccomp profile "{path}" is not JSON: {exc}') from exc
 
+    def _create_kwargs(
+        self, launch: ContainerLaunch, root: Path | None, image_user: str | None
+    ) -> dict[str, Any]:
+        """The container's `containers.create` arguments, with the files on this host they
+        point at made first (a bad seccomp profile fails before any is). Blocking: in the pool."""
+        seccomp_json = self._seccomp_json(launch)
+        name = str(launch.container.get("name", ""))
+        return sp.container_create_kwargs(
+            launch,
+            node_name=self.node_name,
+            termination_file=self._termination_file(launch.pod, name, launch.attempt),
+            volumes_root=None if root is None else str(root),
+            image_user=image_user,
+            resolve_subpath=None if root is None else paths.resolve_subpath,
+            seccomp_json=seccomp_json,
+            hosts_file=self._hosts_file(launch),
+        )
+
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+        try:
+            return await self._start_container(launch)
+        finally:
+            self._listing.changed(uid_of(launch.pod))  # as in ensure_sandbox
+
+    async def _start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
         if launch.role == ContainerRole.EPHEMERAL:
             # Added after the sandbox passed the checks: checked again before it starts.
@@ -595,27 +646,14 @@ class DockerRuntime:
             sp.check_pod_allowed(launch.pod, self.config.allow)
             sec.check_security(launch.pod, self.config, self._host_security)
         image_user = await self._image_user(launch)
-        seccomp_json = await self._engine.call(self._seccomp_json, launch)
-        uid = uid_of(launch.pod)
         try:
-            root = self._volumes_root(uid)
+            root = self._volumes_root(uid_of(launch.pod))
         except paths.UnsafePathError as exc:
             raise ContainerConfigError(str(exc)) from exc
-        term = await self._engine.call(self._termination_file, launch.pod, name, launch.attempt)
-        hosts_file = await self._engine.call(self._hosts_file, launch)
         try:
-            # In the pool: resolving a subPath's symlinks reads the host's filesystem.
-            kwargs = await self._engine.call(
-                sp.container_create_kwargs,
-                launch,
-                node_name=self.node_name,
-                termination_file=term,
-                volumes_root=None if root is None else str(root),
-                image_user=image_user,
-                resolve_subpath=None if root is None else paths.resolve_subpath,
-                seccomp_json=seccomp_json,
-                hosts_file=hosts_file,
-            )
+            # One turn in the pool: the seccomp profile, the termination-log file, /etc/hosts
+            # and a subPath's symlinks are all read or written on the host's filesystem.
+            kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
         except paths.SubPathError as exc:
             log.warning("container %s: %s: %s", name, exc.message, exc.detail, extra=pod_fields(launch.pod))
             raise
@@ -783,6 +821,8 @@ class DockerRuntime:
             # "removal of container ... is already in progress": the engine goes on with a
             # removal whose caller went away (a provider stopped mid-deletion); wait for it.
             await self._wait_removed(container_id, exc)
+        finally:
+            self._listing.container_changed(container_id)
         self._exited.pop(container_id, None)
 
     async def _wait_removed(self, container_id: str, conflict: APIError) -> None:

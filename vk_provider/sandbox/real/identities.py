@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.sandbox.kubeconfig import Credentials
 from vk_provider.sandbox.real.admin import AdminAPI
 from vk_provider.sandbox.real.pki import ClusterPKI
@@ -60,18 +61,21 @@ def find_chart_tools() -> ChartTools | None:
 
 
 def chart_values(user_config: dict[str, Any]) -> dict[str, str]:
-    """The chart values that decide its RBAC, as the providers will be configured."""
+    """The chart values that decide its RBAC, as the providers will be configured: one
+    service account for every node (`rbac.shared`: any node name, mirror pods allowed)."""
     server = user_config.get("kubeletServer") or {}
     tls = server.get("tls") or {}
     return {
         "config.kubeletServer.auth": str(server.get("auth") or "webhook"),
         "config.kubeletServer.tls.mode": str(tls.get("mode") or "selfSigned"),
+        "rbac.shared": "true",
     }
 
 
 def render_chart_rbac(tools: ChartTools, values: dict[str, Any]) -> list[dict[str, Any]]:
     """The chart's RBAC objects for `values` (helm --set pairs), as `helm install` would create them."""
     args = [str(tools.helm), "template", RELEASE, str(tools.chart), "--namespace", CHART_NAMESPACE]
+    args += ["--kube-version", KUBE_VERSION]  # the chart's kubeVersion; helm's default is older
     for key, value in values.items():
         args += ["--set", f"{key}={value}"]
     result = subprocess.run(args, capture_output=True, text=True, check=False, timeout=60)
