@@ -174,11 +174,13 @@ class StatusManager:
     ) -> None:
         """The pod start duration, once per pod: its first Running status, unless the API already
         had it Running (a pod adopted after a restart started long ago)."""
+        if entry.status.get("phase") != "Running":
+            return
         was_running = cached is not None and cached.status.get("phase") == "Running"
         if was_running or (pod.get("status") or {}).get("phase") == "Running":
             return
         seconds = pod_start_seconds(pod, now)
-        if entry.status.get("phase") == "Running" and seconds is not None:
+        if seconds is not None:
             self.metrics.pod_start_duration.observe(seconds)
 
     # -- sync loop ---------------------------------------------------------------------------
