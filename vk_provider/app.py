@@ -27,6 +27,7 @@ from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.logging import get_logger
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import make_object_getter
@@ -35,7 +36,7 @@ from vk_provider.pods.volume_writer import make_token_requester
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.build import build_runtime
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import RuntimeFailure
+from vk_provider.runtime.types import RuntimeFailure, RuntimeUnavailable
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.status.manager import StatusManager
 from vk_provider.tasks import cancel_and_wait
@@ -66,18 +67,27 @@ class Provider:
         self.workers: PodWorkers | None = None
         self.mirrors: MirrorPods | None = None
         self.sources: PodSources | None = None
+        # The node's own series (kube client, runtime, workers, status), served on /metrics.
+        self.metrics = ProviderMetrics()
 
     async def start(self) -> None:
         cfg = self.config
-        client = await make_kube_client(cfg.kubernetes)
+        client = await make_kube_client(cfg.kubernetes, metrics=self.metrics)
         self.client = client
-        self.runtime = runtime = build_runtime(cfg)
+        self.runtime = runtime = build_runtime(cfg, self.metrics)
         await runtime.start()
         self.recorder = EventRecorder(client, self.node_name)
         await self.recorder.start()
         client.on_forbidden = PermissionReporter(self.recorder, self.node_name)
         node_ip = node_ip_from(cfg.node.internal_ip, os.environ) or detect_node_ip()
-        self.kubelet = KubeletServer(cfg.kubelet_server, self.node_name, runtime, node_ip, kube=client)
+        self.kubelet = KubeletServer(
+            cfg.kubelet_server,
+            self.node_name,
+            runtime,
+            node_ip,
+            kube=client,
+            metrics=self.metrics if cfg.metrics.enabled else None,
+        )
         await self.kubelet.start()
         self.node = node = NodeAgent(
             with_kubelet_port(cfg, self.kubelet.port), client, runtime, self.recorder
@@ -86,9 +96,11 @@ class Provider:
         # Built even without a static pod directory, so mirrors left by an earlier run are deleted.
         self.mirrors = MirrorPods(client, self.node_name, self.recorder)
         self.status = StatusManager(
-            client, sync_period=cfg.status.sync_period, mirror_uid=self.mirrors.mirror_uid
+            client,
+            sync_period=cfg.status.sync_period,
+            mirror_uid=self.mirrors.mirror_uid,
+            metrics=self.metrics,
         )
-        self.kubelet.counter_sources.append(self.status.counters.series)
         await self.status.start()
         self.services = services = ServiceLister(client)
         await services.start()
@@ -104,6 +116,7 @@ class Provider:
             request_token=make_token_requester(client),
             services=services,
             node_object=node.node_object,
+            metrics=self.metrics,
         )
         await self.workers.start()
         await self.mirrors.start()
@@ -167,6 +180,13 @@ async def run_provider(config: Config) -> int:
         else:
             for error in await cancel_and_wait(starting):
                 raise error
+    except RuntimeUnavailable as exc:  # the engine's address and why, not a traceback
+        log.error(
+            "provider failed to start: %s",
+            exc.message,
+            extra={"node": config.node.name, "reason": exc.reason},
+        )
+        code = 1
     except Exception:
         log.exception("provider failed to start", extra={"node": config.node.name})
         code = 1

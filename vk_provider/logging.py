@@ -1,8 +1,11 @@
 """Log setup: readable text or JSON lines, each line with time, level and component.
 
-What lives here: `setup_logging(level, fmt)`, `get_logger(component)` and `pod_ref(pod)`.
-A pod's `namespace/name` is passed as `extra={"pod": pod_ref(pod)}` and appears in the
-line. Must not: log secret values (callers pass names, never data).
+What lives here: `setup_logging(level, fmt)`, `get_logger(component)`, `pod_ref(pod)` and
+`pod_fields(pod, **more)`. A line's context goes in `extra=` under the keys of `FIELDS`:
+`node`, `pod` (`namespace/name`), `uid`, `container`, `reason`; `extra=pod_fields(pod)`
+gives a pod's `pod` and `uid` (plus e.g. `container=name`, `reason=why`). JSON lines carry
+each present field as its own key; text lines show `node=`, `pod=` and `container=`.
+Must not: log secret values (callers pass names, never data).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 _ROOT = "vk_provider"
+# The context a line may carry (`extra=`), in the order JSON lines list them.
+FIELDS = ("node", "pod", "uid", "container", "reason")
 
 
 def _timestamp(record: logging.LogRecord) -> str:
@@ -30,13 +35,11 @@ def _component(record: logging.LogRecord) -> str:
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        pod = getattr(record, "pod", None)
-        node = getattr(record, "node", None)
         parts = [_timestamp(record), f"{record.levelname:<7}", f"[{_component(record)}]"]
-        if node:
-            parts.append(f"node={node}")
-        if pod:
-            parts.append(f"pod={pod}")
+        for key in ("node", "pod", "container"):
+            value = getattr(record, key, None)
+            if value:
+                parts.append(f"{key}={value}")
         parts.append(record.getMessage())
         line = " ".join(parts)
         if record.exc_info:
@@ -52,7 +55,7 @@ class JSONFormatter(logging.Formatter):
             "component": _component(record),
             "msg": record.getMessage(),
         }
-        for key in ("pod", "node"):
+        for key in FIELDS:
             value = getattr(record, key, None)
             if value:
                 entry[key] = value
@@ -80,3 +83,9 @@ def get_logger(component: str) -> logging.Logger:
 def pod_ref(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata") or {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def pod_fields(pod: Mapping[str, Any], **more: str) -> dict[str, str]:
+    """The `extra=` of a line about `pod`: its `pod` and `uid`, and `more` (`container`, `reason`)."""
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    return {"pod": pod_ref(pod), **({"uid": uid} if uid else {}), **more}

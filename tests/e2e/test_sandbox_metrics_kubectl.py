@@ -138,12 +138,12 @@ def test_the_nodes_own_metrics_count_the_status_patches_it_sent(sandbox: Sandbox
     def patches() -> int | None:
         result = sandbox.kubectl("get", "--raw", path, check=False)
         assert result.returncode == 0, (result.stderr, sandbox.log_tail())
-        found = re.search(r"^vk_provider_pod_status_patches_total (\d+)$", result.stdout, re.M)
+        found = re.search(r"^vk_provider_pod_status_patches_total (\S+)$", result.stdout, re.M)
         assert found is not None, result.stdout
-        return int(found.group(1)) or None
+        return int(float(found.group(1))) or None
 
     assert until("a status patch counted on /metrics", patches, RATE_DEADLINE) >= 1
     text = sandbox.kubectl("get", "--raw", path).stdout
     assert "# TYPE vk_provider_pod_status_patches_total counter" in text
     for name in ("deletions", "status_conflicts", "status_errors"):
-        assert re.search(rf"^vk_provider_pod_{name}_total \d+$", text, re.M), text
+        assert re.search(rf"^vk_provider_pod_{name}_total \d+\.\d+$", text, re.M), text

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.metrics import sample
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
 from vk_provider.config import KubernetesConfig
@@ -167,7 +168,7 @@ async def test_same_status_twice_writes_once(
     assert shown["containerStatuses"][0]["containerID"] == "docker://c0ffee"
     ready = condition(api, "Ready")
     assert ready is not None and ready["status"] == "True"
-    assert manager.counters.writes == 1
+    assert sample(manager.metrics, "vk_provider_pod_status_patches_total") == 1
     cached = manager.get_pod_status(pod["metadata"]["uid"])
     assert cached is not None and status_equal_by_kubelet(shown, cached)  # the API converged: no reconcile
 
@@ -180,11 +181,11 @@ async def test_foreign_readiness_gate_condition_survives_writes(
     await eventually(lambda: phase_is(client, "Running"), what="phase Running", within=DEADLINE)
     gate = {"type": "example.com/gate", "status": "True", "lastTransitionTime": "2026-11-30T00:00:00Z"}
     await client.patch(f"{PODS}/p/status", {"status": {"conditions": [gate]}})
-    writes = manager.counters.writes
+    writes = sample(manager.metrics, "vk_provider_pod_status_patches_total")
     manager.set_container_readiness(pod["metadata"]["uid"], "app", False)
 
     async def written() -> bool:
-        return manager.counters.writes > writes
+        return sample(manager.metrics, "vk_provider_pod_status_patches_total") > writes
 
     await eventually(written, what="a second status write", within=DEADLINE)
     api = await get_pod(client)
@@ -224,7 +225,10 @@ async def test_injected_conflict_and_server_error_are_retried(
     sandbox.debug.fail_next("patch", r"/pods/p/status$", 500)
     manager.set_pod_status(pod, status_for(manager, pod, ContainerRunState.RUNNING))
     await eventually(lambda: phase_is(client, "Running"), what="phase Running after retries", within=DEADLINE)
-    assert manager.counters.conflicts == 1 and manager.counters.errors == 1
+    assert (
+        sample(manager.metrics, "vk_provider_pod_status_conflicts_total") == 1
+        and sample(manager.metrics, "vk_provider_pod_status_errors_total") == 1
+    )
     assert (await counters(sandbox)).get("patch pods/status") == 3
 
 
@@ -272,7 +276,7 @@ async def test_recreated_pod_with_same_name_is_not_deleted(
     assert new["metadata"]["uid"] != old["metadata"]["uid"]
 
     async def refused() -> bool:
-        return manager.counters.conflicts >= 1
+        return sample(manager.metrics, "vk_provider_pod_status_conflicts_total") >= 1
 
     await eventually(refused, what="the manager's DELETE refused by its UID precondition", within=DEADLINE)
     await asyncio.sleep(1.5)

@@ -1,5 +1,7 @@
 """The `vk-provider` command line, called in-process (vk_provider.cli.main)."""
 
+import json
+import os
 import subprocess
 import sys
 import types
@@ -164,3 +166,56 @@ def test_python_dash_m_runs_the_same_command() -> None:
         check=False,
     )
     assert (done.returncode, done.stdout) == (0, f"vk-provider {__version__}\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_an_unreachable_docker_engine_is_one_error_line_and_exit_1(tmp_path: Path, fmt: str) -> None:
+    """No engine at DOCKER_HOST: the provider stops at start-up with one line naming the engine's
+    address and the reason, no traceback (the apiserver is never reached before the engine)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"node:\n  name: no-engine\nkubeletServer:\n  listen: 127.0.0.1:0\nlogging:\n  format: {fmt}\n"
+    )
+    socket = f"unix://{tmp_path}/no-docker.sock"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vk_provider",
+            "run",
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "DOCKER_HOST": socket},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "ERROR" in line or '"level": "error"' in line]
+    assert len(errors) == 1, done.stderr
+    expected = f"provider failed to start: cannot connect to the Docker engine at {socket}: "
+    expected += "[Errno 2] No such file or directory"
+    if fmt == "text":
+        assert errors[0].endswith(f"node=no-engine {expected}"), errors
+    else:
+        entry = json.loads(errors[0])
+        assert (entry["msg"], entry["node"], entry["reason"]) == (expected, "no-engine", "RuntimeUnavailable")
+        assert "error" not in entry  # no traceback field either

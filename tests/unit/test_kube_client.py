@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
+from tests.support.metrics import sample
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import (
     MAX_RETRIES,
@@ -207,3 +208,17 @@ async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answ
         await client.get("/api/v1/nodes/n")
     assert caught.value.status == answer.status
     assert transport.sent == 1
+
+
+async def test_every_request_sent_is_counted_by_method_and_code() -> None:
+    transport = Answers(too_many(), Answer(200, body=b'{"kind": "Pod"}'))
+    client = KubeClient(cast(ApiClient, transport), qps=0)
+    await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}})
+    with pytest.raises(ApiStatusError):
+        await KubeClient(cast(ApiClient, Answers(Answer(404))), qps=0, metrics=client.metrics).get("/x")
+    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="429") == 1
+    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="200") == 1
+    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="GET", code="404") == 1
+    assert (
+        sample(client.metrics, "vk_provider_rest_client_request_duration_seconds_count", method="PATCH") == 2
+    )

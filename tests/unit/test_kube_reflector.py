@@ -8,10 +8,12 @@ from typing import Any, cast
 
 import pytest
 
+from tests.support.metrics import sample
 from tests.support.polling import eventually
 from vk_provider.kube import reflector as reflector_module
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.reflector import Reflector, backoff_delay, diff_relist, list_items
+from vk_provider.metrics import ProviderMetrics
 
 
 def pod(name: str, rv: str, uid: str | None = None) -> dict[str, Any]:
@@ -26,6 +28,7 @@ class ScriptedClient:
         self.watches = watches
         self.list_params: list[dict[str, Any]] = []
         self.watch_params: list[dict[str, Any]] = []
+        self.metrics = ProviderMetrics()  # where the reflector counts its watch restarts
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.list_params.append(dict(params or {}))
@@ -125,6 +128,8 @@ async def test_list_watch_resume_bookmark_and_relist_on_410(monkeypatch: pytest.
     )
     assert set(reflector.store()) == {"ns/c"}
     assert reflector.store()["ns/c"]["kind"] == "Pod"
+    restarts = "vk_provider_watch_restarts_total"
+    assert sample(client.metrics, restarts, reflector="/api/v1/pods", reason="expired") == 2
 
 
 async def test_restart_after_stop_relists_and_reports_only_differences() -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
 
+from tests.support.metrics import sample
 from tests.support.polling import eventually
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.sandbox.api.patch import strategic_merge
@@ -134,7 +136,7 @@ async def test_same_status_twice_writes_once_and_full_pass_is_quiet() -> None:
     await sm.sync_batch(full=False)
     await sm.sync_batch(full=False)
     await sm.sync_batch(full=True)
-    assert api.count("PATCH") == 1 and sm.counters.writes == 1
+    assert api.count("PATCH") == 1 and sample(sm.metrics, "vk_provider_pod_status_patches_total") == 1
     assert api.pods["p"]["status"]["phase"] == "Running"
 
 
@@ -159,9 +161,13 @@ async def test_errors_are_retried_on_the_next_pass() -> None:
     sm.set_pod_status(make_pod(), running_status())
     await sm.sync_batch(full=False)
     await sm.sync_batch(full=True)
-    assert (sm.counters.conflicts, sm.counters.errors, sm.counters.writes) == (1, 1, 0)
+    assert (
+        sample(sm.metrics, "vk_provider_pod_status_conflicts_total"),
+        sample(sm.metrics, "vk_provider_pod_status_errors_total"),
+        sample(sm.metrics, "vk_provider_pod_status_patches_total"),
+    ) == (1, 1, 0)
     await sm.sync_batch(full=True)
-    assert sm.counters.writes == 1
+    assert sample(sm.metrics, "vk_provider_pod_status_patches_total") == 1
     assert api.pods["p"]["status"]["phase"] == "Running"
 
 
@@ -204,7 +210,7 @@ async def test_final_delete_after_terminate_with_uid_precondition() -> None:
     await sm.sync_batch(full=False)
     assert "p" not in api.pods
     assert sm.get_pod_status("uid-1") is None
-    assert sm.counters.deletes == 1
+    assert sample(sm.metrics, "vk_provider_pod_deletions_total") == 1
 
 
 async def test_stop_lets_the_final_delete_in_flight_finish() -> None:
@@ -234,7 +240,7 @@ async def test_stop_lets_the_final_delete_in_flight_finish() -> None:
     assert not stopping.done(), "stop waits for the DELETE in flight"
     answer.set()
     await asyncio.wait_for(stopping, timeout=5)
-    assert "p" not in api.pods and sm.counters.deletes == 1
+    assert "p" not in api.pods and sample(sm.metrics, "vk_provider_pod_deletions_total") == 1
     assert api.count("DELETE") == 1
 
 
@@ -372,3 +378,30 @@ async def test_status_set_again_after_remove_is_written() -> None:
     await sm.sync_batch(full=False)
     assert api.count("PATCH") == 2
     assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+
+
+async def test_the_pod_start_duration_is_observed_once_from_creation_to_the_first_running() -> None:
+    api = FakeApi()
+    created = datetime.now(UTC) - timedelta(seconds=7)
+    pod = make_pod()
+    pod["metadata"]["creationTimestamp"] = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    api.add(pod)
+    sm = manager(api)
+    sm.set_pod_status(pod, {"phase": "Pending", "qosClass": "BestEffort"})
+    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 0
+    sm.set_pod_status(pod, running_status())
+    sm.set_pod_status(pod, running_status(ready=False))  # still Running: not a second start
+    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 1
+    assert 7 <= sample(sm.metrics, "vk_provider_pod_start_duration_seconds_sum") < 60
+    await sm.sync_batch(full=False)
+    assert sample(sm.metrics, "vk_provider_pod_status_sync_duration_seconds_count") == 1
+
+
+async def test_a_pod_the_api_already_shows_running_is_no_new_start() -> None:
+    """After a restart the provider adopts pods started long ago: no start duration for them."""
+    pod = make_pod()
+    pod["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    pod["status"] = running_status()
+    sm = manager(FakeApi())
+    sm.set_pod_status(pod, running_status())
+    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 0

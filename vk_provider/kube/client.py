@@ -2,7 +2,8 @@
 
 What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, the
 right Content-Type per patch type, `ApiStatusError` built from the metav1.Status body,
-watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403),
+watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403,
+every request counted and timed by method and code in its `metrics`, the one choke point),
 `make_kube_client(cfg)` which loads the
 credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
 helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`). The one
@@ -30,6 +31,7 @@ from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 from vk_provider import __version__
 from vk_provider.config import KubernetesConfig
 from vk_provider.logging import get_logger
+from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.client")
 
@@ -197,8 +199,11 @@ class KubeClient:
         qps: float = 50.0,
         burst: int = 100,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
         self._api = api_client
+        # Requests by method and code; the reflectors count their watch restarts here too.
+        self.metrics = metrics or ProviderMetrics()
         self._api.user_agent = USER_AGENT
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
@@ -228,6 +233,8 @@ class KubeClient:
         retries = 0
         while True:
             await self._bucket.acquire()
+            began = time.monotonic()
+            code = "<error>"  # client-go's code label when there is no answer
             try:
                 response: aiohttp.ClientResponse = await self._api.call_api(
                     path,
@@ -239,8 +246,12 @@ class KubeClient:
                     _preload_content=False,
                     _request_timeout=self._timeout if request_timeout is None else request_timeout,
                 )
+                code = str(response.status)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                 raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+            finally:
+                self.metrics.rest_client_requests.labels(method, code).inc()
+                self.metrics.rest_client_request_duration.labels(method).observe(time.monotonic() - began)
             wait = retry_after(response.status, response.headers.get("Retry-After"))
             if wait is None or retries >= MAX_RETRIES:
                 return response
@@ -355,7 +366,10 @@ def kubeconfig_path(cfg: KubernetesConfig) -> str | None:
 
 
 async def make_kube_client(
-    cfg: KubernetesConfig, *, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    cfg: KubernetesConfig,
+    *,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    metrics: ProviderMetrics | None = None,
 ) -> KubeClient:
     """Load credentials (kubeconfig file, else in-cluster) and build the client."""
     configuration = Configuration()
@@ -366,4 +380,10 @@ async def make_kube_client(
     else:
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         log.info("apiserver %s (in-cluster service account)", configuration.host)
-    return KubeClient(ApiClient(configuration), qps=cfg.qps, burst=cfg.burst, request_timeout=request_timeout)
+    return KubeClient(
+        ApiClient(configuration),
+        qps=cfg.qps,
+        burst=cfg.burst,
+        request_timeout=request_timeout,
+        metrics=metrics,
+    )

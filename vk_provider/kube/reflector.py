@@ -6,7 +6,8 @@ resuming from the last one seen (bookmarks included) whenever the stream ends; r
 410 Expired (the HTTP answer and the ERROR event alike) and turns the difference between
 what it knew and the new list into ADDED / MODIFIED / DELETED calls, so no change is lost;
 backs off with jitter on errors, and before each relist (a server that keeps expiring the
-watch gets paced relists, never a list/watch loop). Must not: interpret the objects beyond
+watch gets paced relists, never a list/watch loop); each relist or failure counted in the
+client's `vk_provider_watch_restarts_total{reflector, reason}`. Must not: interpret the objects beyond
 their identity.
 """
 
@@ -149,6 +150,7 @@ class Reflector:
                 # steps start over once a watch has worked (delivered events) again.
                 relists += 1
                 delay = backoff_delay(relists)
+                self._client.metrics.watch_restarts.labels(self.name, "expired").inc()
                 log.info(
                     "%s: resourceVersion %s expired, relisting in %.1fs",
                     self.name,
@@ -162,6 +164,7 @@ class Reflector:
             except Exception as exc:
                 failures += 1
                 delay = backoff_delay(failures)
+                self._client.metrics.watch_restarts.labels(self.name, "error").inc()
                 log.warning(
                     "%s: %s failed (%s); retrying in %.1fs",
                     self.name,

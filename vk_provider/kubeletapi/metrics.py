@@ -5,7 +5,7 @@ the kubelet's `/metrics/resource` series (`pkg/kubelet/metrics/collectors/
 resource_metrics.go`), the ones metrics-server >= 0.6 scrapes: node/pod/container CPU seconds
 and working set, container start time, `scrape_error`; container series labelled `container`,
 `pod`, `namespace`, every sample with its millisecond timestamp. (`/metrics`, the provider's own
-counters, is rendered by vk_provider/counters.py.) Must not: collect or count anything.
+series, is vk_provider/metrics.py.) Must not: collect or count anything.
 """
 
 from __future__ import annotations

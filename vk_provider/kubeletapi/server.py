@@ -4,7 +4,9 @@ What lives here: the aiohttp application with the kubelet's routes (virtual-kube
 `node/api/server.go`, gorilla/mux with `StrictSlash(true)`: a path with a trailing slash
 is redirected with 301 to the route without it, after authentication: virtual-kubelet's
 `WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
-body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), and
+body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), `/metrics`
+(the provider's own series, vk_provider/metrics.py, with the running gauges set from the
+runtime when scraped; no route without `metrics`: `metrics.enabled: false`), and
 the listener's lifecycle on `kubeletServer.listen`
 (`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
 without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
@@ -17,14 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from vk_provider.config import KubeletServerConfig
-from vk_provider.counters import Counter, counter_metrics
 from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import auth_middleware
 from vk_provider.kubeletapi.csr import ServingCertificate
@@ -39,6 +40,7 @@ from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
 from vk_provider.kubeletapi.webhook import WebhookAuth
 from vk_provider.logging import get_logger
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure
 from vk_provider.tasks import cancel_and_wait
@@ -95,6 +97,7 @@ class KubeletServer:
         node_ip: str,
         *,
         kube: KubeClient | None = None,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
         self.config = config
         self.node_name = node_name
@@ -111,8 +114,7 @@ class KubeletServer:
         self._runner: web.AppRunner | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self.port = 0
-        # What /metrics serves: each source gives its counters when scraped (the app adds them).
-        self.counter_sources: list[Callable[[], Iterable[Counter]]] = []
+        self._metrics = metrics  # what /metrics serves (None: no /metrics, 404)
         # The desired pods and their statuses (the app sets them once the pod sources exist): logs,
         # exec and attach then answer from the pod's spec and status as the kubelet; without them
         # the runtime's containers alone are the pods.
@@ -151,10 +153,6 @@ class KubeletServer:
             text = resource_metrics(await self._stats.summary())
             return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
 
-        async def own_metrics(_: web.Request) -> web.StreamResponse:
-            text = counter_metrics(counter for source in self.counter_sources for counter in source())
-            return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
-
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/pods", pods)
         app.router.add_get("/runningpods/", pods)  # debug: the same pods, as virtual-kubelet's GetPods
@@ -165,8 +163,16 @@ class KubeletServer:
             app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
         app.router.add_get("/stats/summary", summary)
         app.router.add_get("/metrics/resource", metrics)
-        app.router.add_get("/metrics", own_metrics)
+        if self._metrics is not None:
+            app.router.add_get("/metrics", self._own_metrics(self._metrics))
         return app
+
+    def _own_metrics(self, metrics: ProviderMetrics) -> Handler:
+        async def own_metrics(_: web.Request) -> web.StreamResponse:
+            metrics.observe_pods((await self.runtime.list_pods()).values())
+            return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+        return own_metrics
 
     def _warn_if_open(self, x509: bool) -> None:
         if self.config.auth == "none":

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_provider.kube.objects import is_sidecar, restart_policy, should_restart, spec
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.backoff import (
     container_key,
     crash_loop_message,
@@ -163,7 +163,12 @@ class ContainerPipeline:
                 await self._start(work, container, ContainerRole.EPHEMERAL, 0, sandbox, target)
                 continue
             name = container["name"]
-            log.info("ephemeral container %s: %s", name, error, extra={"pod": pod_ref(work.pod)})
+            log.info(
+                "ephemeral container %s: %s",
+                name,
+                error,
+                extra=pod_fields(work.pod, container=name, reason="CreateContainerConfigError"),
+            )
             work.waiting[name] = ContainerWaiting("CreateContainerConfigError", error)
             fp = field_path(ContainerRole.EPHEMERAL, name)
             self._deps.recorder.event(work.pod, "Warning", "Failed", f"Error: {error}", field_path=fp)
@@ -181,7 +186,7 @@ class ContainerPipeline:
         pod = work.pod
         restart = restart_policy(pod) != "Never" or instance.role == ContainerRole.INIT
         message = probe_messages.kill(instance.name, failure.probe_type, restart)
-        log.info("%s", message, extra={"pod": pod_ref(pod)})
+        log.info("%s", message, extra=pod_fields(pod, container=instance.name, reason="Unhealthy"))
         grace = failure.termination_grace
         await self.kill(
             work, instance, effective_grace_period(None, pod) if grace is None else grace, pod_ip, message
@@ -204,7 +209,7 @@ class ContainerPipeline:
         and start the new definition, one restart more."""
         pod, name = work.pod, container["name"]
         message = message or f"Container {name} definition changed, will be restarted"
-        log.info("restarting container %s: %s", name, message, extra={"pod": pod_ref(pod)})
+        log.info("restarting container %s: %s", name, message, extra=pod_fields(pod, container=name))
         self._deps.recorder.event(
             pod, "Normal", "Killing", message, field_path=field_path(ContainerRole.APP, name)
         )
@@ -236,7 +241,12 @@ class ContainerPipeline:
                 f"Back-off restarting failed container {name} in pod {format_pod(pod)}",
                 field_path=fp,
             )
-            log.info("container %s: %s", name, message, extra={"pod": pod_ref(pod)})
+            log.info(
+                "container %s: %s",
+                name,
+                message,
+                extra=pod_fields(pod, container=name, reason="CrashLoopBackOff"),
+            )
             wake_in(work, left)
             return
         self._deps.backoff.next(key, finished)
@@ -245,7 +255,7 @@ class ContainerPipeline:
             name,
             instance.exit_code,
             instance.attempt + 1,
-            extra={"pod": pod_ref(pod)},
+            extra=pod_fields(pod, container=name),
         )
         if await self._start(work, container, role, instance.attempt + 1, sandbox):
             await self._deps.runtime.prune_pod(work.uid)
@@ -296,13 +306,23 @@ class ContainerPipeline:
             work.runtime_changed = True
             instance = await self._deps.runtime.start_container(launch)
         except RuntimeFailure as exc:
-            log.info("container %s: %s: %s", name, exc.reason, exc.message, extra={"pod": pod_ref(pod)})
+            log.info(
+                "container %s: %s: %s",
+                name,
+                exc.reason,
+                exc.message,
+                extra=pod_fields(pod, container=name, reason=exc.reason),
+            )
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
             self._deps.recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
             wake_in(work, jitter(ERROR_RETRY_SECONDS))
             return False
         log.info(
-            "started container %s (%s, attempt %d)", name, role.value, attempt, extra={"pod": pod_ref(pod)}
+            "started container %s (%s, attempt %d)",
+            name,
+            role.value,
+            attempt,
+            extra=pod_fields(pod, container=name),
         )
         self._deps.recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
         self._deps.recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
@@ -328,7 +348,12 @@ class ContainerPipeline:
             )
             return True
         except (HookError, RuntimeFailure, TimeoutError) as exc:
-            log.info("postStart hook of %s failed: %s", name, exc, extra={"pod": pod_ref(pod)})
+            log.info(
+                "postStart hook of %s failed: %s",
+                name,
+                exc,
+                extra=pod_fields(pod, container=name, reason="FailedPostStartHook"),
+            )
         fp = field_path(instance.role, name)
         # The message stays generic so that secrets in the hook's output never reach an Event.
         self._deps.recorder.event(
@@ -363,7 +388,12 @@ class ContainerPipeline:
                     grace,
                 )
             except (HookError, RuntimeFailure, TimeoutError) as exc:
-                log.info("preStop hook of %s failed: %s", instance.name, exc, extra={"pod": pod_ref(pod)})
+                log.info(
+                    "preStop hook of %s failed: %s",
+                    instance.name,
+                    exc,
+                    extra=pod_fields(pod, container=instance.name, reason="FailedPreStopHook"),
+                )
                 self._deps.recorder.event(
                     pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp
                 )

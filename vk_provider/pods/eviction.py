@@ -27,7 +27,7 @@ from typing import Any
 
 from vk_provider.kube.objects import is_mirror, is_static
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure
@@ -114,5 +114,5 @@ class EmptyDirEviction:
             used = {name: size for (owner, name), size in usage.items() if owner == uid}
             message = empty_dir_limit_message(pod, used)
             if message is not None:
-                log.info("evicting the pod: %s", message, extra={"pod": pod_ref(pod)})
+                log.info("evicting the pod: %s", message, extra=pod_fields(pod))
                 self._evict(uid, message)

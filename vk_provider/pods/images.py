@@ -27,7 +27,7 @@ from typing import Any
 
 from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
 from vk_provider.kube.objects import default_pull_policy, meta
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.backoff import image_backoff_message, image_key
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, field_path, jitter
@@ -168,7 +168,7 @@ class ImageManager:
         if work.image_failures.pop(image, None) is not None:
             self._deps.backoff.reset(key)
         self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
-        log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra={"pod": pod_ref(pod)})
+        log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra=pod_fields(pod))
         return True
 
     async def _pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
@@ -184,7 +184,7 @@ class ImageManager:
             try:
                 secret = await self._deps.getter("secret", namespace, secret_name)
             except Exception as exc:  # the kubelet treats every error as a missing secret
-                log.info("pull secret %s: %s", secret_name, exc, extra={"pod": pod_ref(pod)})
+                log.info("pull secret %s: %s", secret_name, exc, extra=pod_fields(pod))
                 secret = None
             if secret is None:
                 missing.append(secret_name)
@@ -197,7 +197,13 @@ class ImageManager:
 
     def _failed(self, work: PodWork, name: str, fp: str, reason: str, message: str, retry: float) -> bool:
         """The container waits with `reason`; kuberuntime's `Error: <reason>` Event; a timer."""
-        log.info("image of %s: %s: %s", name, reason, message, extra={"pod": pod_ref(work.pod)})
+        log.info(
+            "image of %s: %s: %s",
+            name,
+            reason,
+            message,
+            extra=pod_fields(work.pod, container=name, reason=reason),
+        )
         work.waiting[name] = ContainerWaiting(reason, message)
         self._event(work, "Warning", "Failed", f"Error: {reason}", fp)
         wake_in(work, retry)

@@ -32,7 +32,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from vk_provider.kube.objects import format_time, meta, spec
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.policy import now
 from vk_provider.quantity import parse_quantity, quantity_or_zero
 from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
@@ -207,7 +207,7 @@ class PodResizer:
                 self._deps.recorder.event(
                     pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
                 )
-                log.info("resize started (generation %d)", generation, extra={"pod": pod_ref(pod)})
+                log.info("resize started (generation %d)", generation, extra=pod_fields(pod))
         self._requests[work.uid] = pod_requests(state.allocated)
         return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
@@ -219,7 +219,7 @@ class PodResizer:
         state.pending = _condition(POD_RESIZE_PENDING, old, DEFERRED, message, generation)
         text = f"Pod resize {DEFERRED}: {summary(pod, container_resources(pod), generation, message)}"
         self._deps.recorder.event(pod, "Warning", RESIZE_DEFERRED, text)
-        log.info("resize deferred: %s", message, extra={"pod": pod_ref(pod)})
+        log.info("resize deferred: %s", message, extra=pod_fields(pod))
 
     def allocated_container(self, work: PodWork, container: Mapping[str, Any]) -> Mapping[str, Any]:
         """The container with its allocated resources (a deferred resize does not start with
@@ -260,9 +260,9 @@ class PodResizer:
                 work.resize.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
                 text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation, message)}"
                 self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
-            log.info("resize of %s failed: %s", container["name"], exc.message, extra={"pod": pod_ref(pod)})
+            log.info("resize of %s failed: %s", container["name"], exc.message, extra=pod_fields(pod))
             return False
-        log.info("resized container %s in place", container["name"], extra={"pod": pod_ref(pod)})
+        log.info("resized container %s in place", container["name"], extra=pod_fields(pod))
         work.runtime_changed = True
         return True
 
@@ -294,4 +294,4 @@ class PodResizer:
         state.in_progress = None
         text = f"Pod resize completed: {summary(pod, state.allocated or {}, generation)}"
         self._deps.recorder.event(pod, "Normal", RESIZE_COMPLETED, text)
-        log.info("resize completed (generation %d)", generation, extra={"pod": pod_ref(pod)})
+        log.info("resize completed (generation %d)", generation, extra=pod_fields(pod))

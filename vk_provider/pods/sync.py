@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from vk_provider.kube.objects import restart_policy
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
@@ -139,7 +139,7 @@ class PodSync:
         if left is None or left > 0:
             return False
         work.terminal_reason = DEADLINE_EXCEEDED
-        log.info("active deadline exceeded, terminating", extra={"pod": pod_ref(work.pod)})
+        log.info("active deadline exceeded, terminating", extra=pod_fields(work.pod))
         # Normal, as activeDeadlineHandler.ShouldEvict records it.
         self._recorder.event(work.pod, "Normal", DEADLINE_EXCEEDED[0], DEADLINE_EXCEEDED[1])
         return True
@@ -155,7 +155,7 @@ class PodSync:
                 c.name for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING
             ]
             if running:
-                log.info("adopted running container(s) %s", ", ".join(running), extra={"pod": pod_ref(pod)})
+                log.info("adopted running container(s) %s", ", ".join(running), extra=pod_fields(pod))
             if state is None and self._rejected(work):
                 return True
         if not await self._mount_volumes(work, state):
@@ -178,7 +178,7 @@ class PodSync:
         if rejection is None:
             return False
         reason, message = rejection
-        log.warning("pod rejected: %s: %s", reason, message, extra={"pod": pod_ref(work.pod)})
+        log.warning("pod rejected: %s: %s", reason, message, extra=pod_fields(work.pod))
         self._recorder.event(work.pod, "Warning", reason, message)
         work.terminal_reason = (reason, POD_REJECTED + message)
         return True
@@ -198,7 +198,7 @@ class PodSync:
             return True
         for name, error in failed.items():
             message = failed_mount_message(name, error)
-            log.info("%s", message, extra={"pod": pod_ref(work.pod)})
+            log.info("%s", message, extra=pod_fields(work.pod))
             self._recorder.event(work.pod, "Warning", "FailedMount", message)
         wake_in(work, work.mount_retry)
         work.mount_retry = min(work.mount_retry * 2, ERROR_RETRY_SECONDS)
@@ -216,9 +216,7 @@ class PodSync:
             # restart in the new one per restartPolicy (the kubelet's podSandboxChanged).
             stale = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
             if stale:
-                log.info(
-                    "pod sandbox is gone; stopping %d container(s)", len(stale), extra={"pod": pod_ref(pod)}
-                )
+                log.info("pod sandbox is gone; stopping %d container(s)", len(stale), extra=pod_fields(pod))
             grace = effective_grace_period(None, pod)
             await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
             if restart_policy(pod) == "Never" and state.containers:
@@ -229,7 +227,7 @@ class PodSync:
         try:
             sandbox = await self._runtime.ensure_sandbox(pod)
         except PodSpecRefused as exc:
-            log.warning("pod refused: %s", exc.message, extra={"pod": pod_ref(pod)})
+            log.warning("pod refused: %s", exc.message, extra=pod_fields(pod))
             if isinstance(exc, PodRejected):
                 # kubelet.go rejectPod's Event: the reason and the message without the prefix.
                 self._recorder.event(pod, "Warning", exc.reason, exc.event_message)
@@ -238,7 +236,7 @@ class PodSync:
             work.terminal_reason = (exc.reason, exc.message)
             return None
         except RuntimeFailure as exc:
-            log.warning("could not create the pod sandbox: %s", exc.message, extra={"pod": pod_ref(pod)})
+            log.warning("could not create the pod sandbox: %s", exc.message, extra=pod_fields(pod))
             message = exc.message
             if not message.startswith("Failed to create pod sandbox"):
                 message = f"Failed to create pod sandbox: {message}"
@@ -266,7 +264,7 @@ class PodSync:
                 "stopping %d container(s) with a %ds grace period",
                 len(running),
                 work.grace,
-                extra={"pod": pod_ref(pod)},
+                extra=pod_fields(pod),
             )
         pod_ip = state.sandbox.ip if state is not None and state.sandbox is not None else ""
         await asyncio.gather(*(self._containers.kill(work, c, work.grace, pod_ip) for c in running))
@@ -277,7 +275,7 @@ class PodSync:
         await self._probes.remove_pod(work.uid)
         self._containers.resizer.forget(work.uid)  # a terminated pod's resources are free
         self._status.terminate_pod(pod)
-        log.info("pod terminated", extra={"pod": pod_ref(pod)})
+        log.info("pod terminated", extra=pod_fields(pod))
 
     async def cleanup(self, work: PodWork) -> None:
         """The pod left its source and is terminated: delete its containers, forget the rest."""
@@ -285,4 +283,4 @@ class PodSync:
         self._volumes.forget(work.uid)
         self._status.remove_pod(work.uid)
         self._deps.backoff.forget_prefix(pod_prefix(work.pod))
-        log.info("pod removed, containers deleted", extra={"pod": pod_ref(work.pod)})
+        log.info("pod removed, containers deleted", extra=pod_fields(work.pod))

@@ -9,7 +9,8 @@ its podSyncer) for the work of each state. A failed step records FailedSync and 
 `adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
 vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
-backoff entries that expired (the kubelet's HandlePodCleanups). `evict` is the eviction
+backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
+`vk_provider_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
@@ -26,7 +27,8 @@ from typing import Any, Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields, pod_ref
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodUpdate, UpdateKind
 from vk_provider.pods.deps import SyncDeps
@@ -86,9 +88,11 @@ class PodWorkers:
         request_token: TokenRequester | None = None,
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
-        """The keyword parts other than the sync limits become the syncer's `SyncDeps`."""
+        """The keyword parts other than the sync limits and `metrics` become the syncer's `SyncDeps`."""
         self._runtime = runtime
+        self._metrics = metrics or ProviderMetrics()
         # Sync slots and the runtime's calls both go to the oldest pod first (`call_order`): in a
         # burst the first pods run at the speed of a lone pod instead of all near the end.
         self._syncs = PriorityGate(max_concurrent_syncs)
@@ -274,7 +278,7 @@ class PodWorkers:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.exception("error syncing pod", extra={"pod": pod_ref(work.pod)})
+                log.exception("error syncing pod", extra=pod_fields(work.pod))
                 self._recorder.event(work.pod, "Warning", "FailedSync", f"error syncing pod: {exc}")
                 if work.state != WorkerState.SYNCING:  # a failed sync set its own retry and deadline
                     work.wake_at = None
@@ -285,7 +289,8 @@ class PodWorkers:
         if work.state == WorkerState.SYNCING and not work.kill:
             await self._syncs.acquire(work.arrival)
             try:
-                terminal = await self._syncer.sync(work)
+                with self._metrics.pod_worker_duration.labels("sync").time():
+                    terminal = await self._syncer.sync(work)
             finally:
                 self._syncs.release()
             if terminal:
@@ -293,10 +298,12 @@ class PodWorkers:
         if work.state == WorkerState.SYNCING and work.kill:
             work.state = WorkerState.TERMINATING
         if work.state == WorkerState.TERMINATING:
-            await self._syncer.terminate(work)
+            with self._metrics.pod_worker_duration.labels("terminate").time():
+                await self._syncer.terminate(work)
             work.state = WorkerState.TERMINATED
         if work.state == WorkerState.TERMINATED and work.removed:
-            await self._syncer.cleanup(work)
+            with self._metrics.pod_worker_duration.labels("cleanup").time():
+                await self._syncer.cleanup(work)
             self._work.pop(work.uid, None)
             return True
         return False

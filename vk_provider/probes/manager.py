@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from vk_provider.kube.objects import is_sidecar
 from vk_provider.kube.objects import spec as pod_spec
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields, pod_ref
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, container_probes
 from vk_provider.probes.worker import EventSink, ProbeWorker, StatusSource
@@ -98,7 +98,7 @@ class ProbeManager:
             raise
         except Exception:
             log.exception(
-                "%s probe worker of %s failed", worker.probe_type, key[1], extra={"pod": pod_ref(worker.pod)}
+                "%s probe worker of %s failed", worker.probe_type, key[1], extra=pod_fields(worker.pod)
             )
         if self._workers.get(key) is worker:  # done for good: forget it (prober_manager removeWorker)
             del self._workers[key]
@@ -112,7 +112,7 @@ class ProbeManager:
                 worker.probe_type.value,
                 worker.name,
                 result.value,
-                extra={"pod": pod_ref(worker.pod)},
+                extra=pod_fields(worker.pod),
             )
         if result is not None and worker.probe_type == ProbeType.READINESS:
             self._status.set_container_readiness(worker.uid, worker.name, result == Result.SUCCESS)

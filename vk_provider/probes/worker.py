@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from vk_provider.kube.objects import container_should_restart, parse_time
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
 from vk_provider.probes import messages
 from vk_provider.probes.handlers import ProbeError, run_probe
 from vk_provider.probes.results import ProbeState, Result
@@ -141,7 +141,7 @@ class ProbeWorker:
                 self.probe_type,
                 self.name,
                 exc,
-                extra={"pod": pod_ref(self.pod)},
+                extra=pod_fields(self.pod),
             )
             self._recorder.event(
                 self.pod,
@@ -157,7 +157,7 @@ class ProbeWorker:
                 self.probe_type,
                 self.name,
                 outcome.output.strip(),
-                extra={"pod": pod_ref(self.pod)},
+                extra=pod_fields(self.pod),
             )
             self._recorder.event(
                 self.pod,

@@ -6,7 +6,9 @@ pure rules of cache.py and ring a 1-slot doorbell, and one background task that 
 changed versions on the doorbell and runs a full reconciling pass every `sync_period`. A
 sync does a fresh GET, merges (writeback.py), PATCHes pods/status with `metadata.uid`, and
 sends the final DELETE (grace 0, UID precondition) once a deleted pod is finished.
-`StatusCounters` counts writes for the metrics. Must not: compute statuses (generate.py
+It records in `metrics`: writes, final deletes, 409s and other failures, the status sync
+duration (first unwritten change to its PATCH) and the pod start duration (creation to the
+first Running status). Must not: compute statuses (generate.py
 does), start or stop containers, or delete mirror pods.
 """
 
@@ -15,16 +17,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.counters import Counter
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import is_deleting, is_static
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
+from vk_provider.metrics import ProviderMetrics, pod_start_seconds
 from vk_provider.status.cache import (
     VersionedStatus,
     status_equal_by_kubelet,
@@ -51,33 +53,6 @@ def _no_mirror(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-@dataclass
-class StatusCounters:
-    """What the manager sent, served on the kubelet API's /metrics: status patches, final
-    deletes, 409s and other failures."""
-
-    writes: int = 0
-    deletes: int = 0
-    conflicts: int = 0
-    errors: int = 0
-
-    def series(self) -> list[Counter]:
-        return [
-            Counter("vk_provider_pod_status_patches_total", "Pod status patches the node sent.", self.writes),
-            Counter("vk_provider_pod_deletions_total", "Final pod deletions the node sent.", self.deletes),
-            Counter(
-                "vk_provider_pod_status_conflicts_total",
-                "Pod status writes answered 409 Conflict (retried from a fresh read).",
-                self.conflicts,
-            ),
-            Counter(
-                "vk_provider_pod_status_errors_total",
-                "Pod status writes that failed otherwise (retried on the next sync).",
-                self.errors,
-            ),
-        ]
-
-
 def _pod_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{namespace}/pods/{name}"
 
@@ -95,6 +70,7 @@ class StatusManager:
         *,
         sync_period: float,
         mirror_uid: Callable[[Mapping[str, Any]], str | None] = _no_mirror,
+        metrics: ProviderMetrics | None = None,
     ) -> None:
         self._client = client
         self._sync_period = sync_period
@@ -108,7 +84,9 @@ class StatusManager:
         self._doorbell = asyncio.Event()
         self._stopping = False
         self._task = BackgroundTask("status-manager")
-        self.counters = StatusCounters()
+        self.metrics = metrics or ProviderMetrics()
+        # Per cache UID, when its first change not yet written was cached (the sync duration).
+        self._changed_at: dict[str, float] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -150,6 +128,7 @@ class StatusManager:
     def remove_pod(self, uid: str) -> None:
         """Forget a pod that no longer exists in any source."""
         entry = self._statuses.pop(uid, None)
+        self._changed_at.pop(uid, None)
         if entry is not None:
             # A later status for the same UID starts again at version 1 and must not look written.
             self._api_versions.pop(self._api_uid(entry) or uid, None)
@@ -183,10 +162,26 @@ class StatusManager:
         entry, why = update_status(cached, pod, status, force=force, finished=finished, now=now)
         if entry is None:
             if why != "unchanged":
-                log.warning("Status update on pod aborted: %s", why, extra={"pod": pod_ref(pod)})
+                log.warning("Status update on pod aborted: %s", why, extra=pod_fields(pod))
             return
         self._statuses[uid] = entry
+        self._changed_at.setdefault(uid, time.monotonic())
+        self._observe_start(pod, cached, entry, now)
         self._doorbell.set()
+
+    def _observe_start(
+        self, pod: Mapping[str, Any], cached: VersionedStatus | None, entry: VersionedStatus, now: datetime
+    ) -> None:
+        """The pod start duration, once per pod: its first Running status, unless the API already
+        had it Running (a pod adopted after a restart started long ago)."""
+        if entry.status.get("phase") != "Running":
+            return
+        was_running = cached is not None and cached.status.get("phase") == "Running"
+        if was_running or (pod.get("status") or {}).get("phase") == "Running":
+            return
+        seconds = pod_start_seconds(pod, now)
+        if seconds is not None:
+            self.metrics.pod_start_duration.observe(seconds)
 
     # -- sync loop ---------------------------------------------------------------------------
 
@@ -260,7 +255,7 @@ class StatusManager:
             pod = await self._client.get(_pod_path(entry.namespace, entry.name))
         except ApiStatusError as exc:
             if exc.status != 404:
-                log.info("Failed to get pod for status: %s", exc, extra={"pod": pod_ref(entry.pod)})
+                log.info("Failed to get pod for status: %s", exc, extra=pod_fields(entry.pod))
             return None
         self._observed[uid_of(pod)] = pod
         return pod
@@ -276,7 +271,7 @@ class StatusManager:
             if not is_static(entry.pod):
                 log.info(
                     "Pod was deleted and then recreated, skipping status update",
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 if self._statuses.get(uid) is entry:
                     del self._statuses[uid]
@@ -295,13 +290,16 @@ class StatusManager:
                     "Failed to update status: %s; trying again at the next pass, within %gs",
                     exc,
                     self._sync_period,
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 return
-            self.counters.writes += 1
+            self.metrics.pod_status_patches.inc()
             self._observed[api_uid] = api_pod
-            log.debug("Patched status (version %d)", entry.version, extra={"pod": pod_ref(entry.pod)})
+            log.debug("Patched status (version %d)", entry.version, extra=pod_fields(entry.pod))
         self._api_versions[api_uid] = entry.version
+        changed_at = self._changed_at.pop(uid, None)
+        if changed_at is not None:
+            self.metrics.pod_status_sync_duration.observe(time.monotonic() - changed_at)
         if can_be_deleted(api_pod, entry.pod_is_finished):
             await self._final_delete(uid, entry, api_uid)
 
@@ -316,16 +314,16 @@ class StatusManager:
                     "Failed to delete pod: %s; trying again at the next full pass, within %gs",
                     exc,
                     self._sync_period,
-                    extra={"pod": pod_ref(entry.pod)},
+                    extra=pod_fields(entry.pod),
                 )
                 return
-        self.counters.deletes += 1
-        log.info("Pod fully terminated and removed from the API", extra={"pod": pod_ref(entry.pod)})
+        self.metrics.pod_deletions.inc()
+        log.info("Pod fully terminated and removed from the API", extra=pod_fields(entry.pod))
         if self._statuses.get(uid) is entry:
             del self._statuses[uid]
 
     def _count_failure(self, exc: ApiStatusError) -> None:
         if exc.status == 409:
-            self.counters.conflicts += 1
+            self.metrics.pod_status_conflicts.inc()
         else:
-            self.counters.errors += 1
+            self.metrics.pod_status_errors.inc()

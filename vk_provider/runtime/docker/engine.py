@@ -4,7 +4,9 @@ What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
 the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
-first, calls outside a pod before any); `engine_is_local`, whether the engine shares
+first, calls outside a pod before any), and so the one place runtime operations are counted
+and timed (`vk_provider_runtime_operations_*`, by the called function's name);
+`engine_is_local`, whether the engine shares
 this host's filesystem. Must not: know about pods or labels.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -20,6 +23,7 @@ from typing import Any, TypeVar
 import docker
 from docker.errors import DockerException
 from vk_provider.config import DockerConfig
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.types import RuntimeUnavailable
 
@@ -43,9 +47,18 @@ def engine_is_local(location: str, url: str) -> bool:
     return location == "local"
 
 
+def root_cause(exc: BaseException) -> str:
+    """The innermost error of a chain (docker-py wraps requests wraps urllib3 wraps the socket's
+    OSError): `[Errno 2] No such file or directory`, `[Errno 111] Connection refused`."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    return str(exc) or type(exc).__name__
+
+
 class Engine:
-    def __init__(self, config: DockerConfig) -> None:
+    def __init__(self, config: DockerConfig, metrics: ProviderMetrics | None = None) -> None:
         self.url = engine_url(config)
+        self.metrics = metrics or ProviderMetrics()
         self.max_concurrency = max(1, config.max_concurrency)
         self._executor = ThreadPoolExecutor(
             max_workers=self.max_concurrency, thread_name_prefix="docker-call"
@@ -88,17 +101,28 @@ class Engine:
             self._stream_client = await loop.run_in_executor(self._executor, self._connect, None)
             self._client = await loop.run_in_executor(self._executor, self._connect)
         except DockerException as exc:
-            raise RuntimeUnavailable(f"cannot connect to the Docker engine at {self.url}: {exc}") from exc
+            raise RuntimeUnavailable(
+                f"cannot connect to the Docker engine at {self.url}: {root_cause(exc)}"
+            ) from exc
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one blocking SDK call in the bounded pool, once a thread is free for it
-        (`call_order.call_priority` of the caller's context decides who is next)."""
+        (`call_order.call_priority` of the caller's context decides who is next); counted and
+        timed (from when a thread took it) under its function's name (`inspect_container`,
+        `start`, `_read_message` as `read_message`, ...)."""
+        operation = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
+        self.metrics.runtime_operations.labels(operation).inc()
         loop = asyncio.get_running_loop()
         await self._gate.acquire(call_priority.get())
+        began = time.monotonic()
         try:
             return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        except Exception:
+            self.metrics.runtime_operations_errors.labels(operation).inc()
+            raise
         finally:
             self._gate.release()
+            self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
 
     async def close(self) -> None:
         for client in (self._client, self._stream_client):

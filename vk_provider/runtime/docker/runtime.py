@@ -34,7 +34,8 @@ from vk_provider.config import DockerConfig
 from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_provider.kube.keyring import Keyring
 from vk_provider.kube.objects import uid as uid_of
-from vk_provider.logging import get_logger, pod_ref
+from vk_provider.logging import get_logger, pod_fields
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
@@ -118,10 +119,10 @@ def _signal_of(inspect: Mapping[str, Any]) -> str:
 
 
 class DockerRuntime:
-    def __init__(self, config: DockerConfig, node_name: str) -> None:
+    def __init__(self, config: DockerConfig, node_name: str, metrics: ProviderMetrics | None = None) -> None:
         self.config = config
         self.node_name = node_name
-        self._engine = Engine(config)
+        self._engine = Engine(config, metrics)
         self._streams = DockerStreams(self._engine)
         self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
             self._engine,
@@ -475,7 +476,7 @@ class DockerRuntime:
         # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
         # the dead one it replaces, or one a provider killed before its start left created.
         await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes if r.get("State") != "running"))
-        log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra={"pod": pod_ref(pod)})
+        log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra=pod_fields(pod))
         return state
 
     async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
@@ -553,7 +554,7 @@ class DockerRuntime:
             path.parent.mkdir(exist_ok=True)
             path.touch()
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no termination message file for %s: %s", name, exc, extra={"pod": pod_ref(pod)})
+            log.warning("no termination message file for %s: %s", name, exc, extra=pod_fields(pod))
             return None
         return str(path)
 
@@ -572,7 +573,7 @@ class DockerRuntime:
             path.write_text(hosts.pod_hosts_file(pod, [ip]))
             path.chmod(0o644)
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no managed /etc/hosts: %s", exc, extra={"pod": pod_ref(pod)})
+            log.warning("no managed /etc/hosts: %s", exc, extra=pod_fields(pod))
             return None
         return str(path)
 
@@ -654,9 +655,7 @@ class DockerRuntime:
             # and a subPath's symlinks are all read or written on the host's filesystem.
             kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
         except paths.SubPathError as exc:
-            log.warning(
-                "container %s: %s: %s", name, exc.message, exc.detail, extra={"pod": pod_ref(launch.pod)}
-            )
+            log.warning("container %s: %s: %s", name, exc.message, exc.detail, extra=pod_fields(launch.pod))
             raise
         try:
             container = await self._engine.call(create_container, self._engine.client, **kwargs)

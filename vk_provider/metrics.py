@@ -1,0 +1,150 @@
+"""The provider's own metrics, kubelet-style, served on the kubelet API's `/metrics`.
+
+What lives here: `ProviderMetrics`, one prometheus-client `CollectorRegistry` per provider (not
+the process-wide default: tests run several providers in one process) holding every
+`vk_provider_*` series, named after the kubelet's `kubelet_*` ones (pkg/kubelet/metrics) and
+client-go's `rest_client_*`; `observe_pods` (the running gauges from the runtime's pods, set
+when scraped), `pod_start_seconds` (pure) and `render` (the text exposition). The parts that
+count (runtime engine, kube client, reflector, pod workers, status manager) hold the object
+and record into it. Must not: serve HTTP (kubeletapi/server.py), or reach the apiserver or
+the engine itself.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from vk_provider.kube.objects import parse_time
+from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
+
+PREFIX = "vk_provider"
+
+# The kubelet's buckets: pod start (metrics.PodStartDuration), status sync
+# (metrics.PodStatusSyncDuration), runtime operations (ExponentialBuckets(.005, 2.5, 14));
+# prometheus-client adds +Inf.
+POD_START_BUCKETS: tuple[float, ...] = (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240)
+POD_START_BUCKETS += (300, 360, 480, 600, 900, 1200, 1800, 2700, 3600)
+STATUS_SYNC_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60)
+RUNTIME_BUCKETS = tuple(0.005 * 2.5**i for i in range(14))
+
+
+def pod_start_seconds(pod: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds from the pod's creationTimestamp to `now` (None without one)."""
+    created = parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    return None if created is None else max(0.0, (now - created).total_seconds())
+
+
+class ProviderMetrics:
+    """Every series of one provider, in its own registry."""
+
+    def __init__(self) -> None:
+        # No `*_created` series (the kubelet has none; they would read as extra gauge families in
+        # the text format). A process-wide switch of prometheus-client, the same for every provider.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
+        self.registry = registry = CollectorRegistry()
+        self.running_pods = Gauge(
+            f"{PREFIX}_running_pods", "Number of pods that have a running pod sandbox.", registry=registry
+        )
+        self.running_containers = Gauge(
+            f"{PREFIX}_running_containers",
+            "Number of the node's containers in the runtime, by state.",
+            ["container_state"],
+            registry=registry,
+        )
+        self.pod_start_duration = Histogram(
+            f"{PREFIX}_pod_start_duration_seconds",
+            "Duration in seconds from a pod's creation to the node first reporting it Running.",
+            buckets=POD_START_BUCKETS,
+            registry=registry,
+        )
+        self.pod_worker_duration = Histogram(
+            f"{PREFIX}_pod_worker_duration_seconds",
+            "Duration in seconds of one step of a pod worker (sync, terminate or cleanup).",
+            ["operation_type"],
+            registry=registry,
+        )
+        self.pod_status_sync_duration = Histogram(
+            f"{PREFIX}_pod_status_sync_duration_seconds",
+            "Duration in seconds from a pod status change to its write to the API.",
+            buckets=STATUS_SYNC_BUCKETS,
+            registry=registry,
+        )
+        self.runtime_operations = Counter(
+            f"{PREFIX}_runtime_operations",
+            "Cumulative number of runtime operations by operation type.",
+            ["operation_type"],
+            registry=registry,
+        )
+        self.runtime_operations_duration = Histogram(
+            f"{PREFIX}_runtime_operations_duration_seconds",
+            "Duration in seconds of runtime operations, by operation type.",
+            ["operation_type"],
+            buckets=RUNTIME_BUCKETS,
+            registry=registry,
+        )
+        self.runtime_operations_errors = Counter(
+            f"{PREFIX}_runtime_operations_errors",
+            "Cumulative number of runtime operation errors by operation type.",
+            ["operation_type"],
+            registry=registry,
+        )
+        self.rest_client_requests = Counter(
+            f"{PREFIX}_rest_client_requests",
+            "Number of HTTP requests to the apiserver, by method and status code (<error>: no answer).",
+            ["method", "code"],
+            registry=registry,
+        )
+        self.rest_client_request_duration = Histogram(
+            f"{PREFIX}_rest_client_request_duration_seconds",
+            "Request latency in seconds to the apiserver (until the answer's headers), by method.",
+            ["method"],
+            registry=registry,
+        )
+        self.watch_restarts = Counter(
+            f"{PREFIX}_watch_restarts",
+            "Watches of the apiserver started over with a relist (expired) or after a failure (error).",
+            ["reflector", "reason"],
+            registry=registry,
+        )
+        self.pod_status_patches = Counter(
+            f"{PREFIX}_pod_status_patches", "Pod status patches the node sent.", registry=registry
+        )
+        self.pod_deletions = Counter(
+            f"{PREFIX}_pod_deletions", "Final pod deletions the node sent.", registry=registry
+        )
+        self.pod_status_conflicts = Counter(
+            f"{PREFIX}_pod_status_conflicts",
+            "Pod status writes answered 409 Conflict (retried from a fresh read).",
+            registry=registry,
+        )
+        self.pod_status_errors = Counter(
+            f"{PREFIX}_pod_status_errors",
+            "Pod status writes that failed otherwise (retried on the next sync).",
+            registry=registry,
+        )
+
+    def observe_pods(self, pods: Iterable[PodRuntimeState]) -> None:
+        """Set the running gauges from the runtime's pods of this node."""
+        running = 0
+        states: Tally[str] = Tally()
+        for pod in pods:
+            running += pod.sandbox is not None and pod.sandbox.running
+            states.update(c.state.value for c in pod.containers)
+        self.running_pods.set(running)
+        for state in ContainerRunState:
+            self.running_containers.labels(state.value).set(states[state.value])
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
