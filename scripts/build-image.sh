@@ -123,12 +123,20 @@ log "$(find "$wheels" -name '*.whl' | wc -l) wheels in $((SECONDS - start)) s"
 
 # --- 3. the image ------------------------------------------------------------------------
 log "docker build $IMAGE from $BASE_IMAGE"
+build_log="$(mktemp)"
 # The legacy builder: BuildKit would try to fetch its Dockerfile frontend and metadata
 # from a registry.
-DOCKER_BUILDKIT=0 docker build \
+if ! DOCKER_BUILDKIT=0 docker build \
   --build-arg "PYTHON_IMAGE=$BASE_IMAGE" \
   --build-arg "VERSION=$version" \
   --label "io.vk-provider.source-hash=$src_key" \
-  -t "$IMAGE" . >&2 || fail "docker build failed"
+  -t "$IMAGE" . >"$build_log" 2>&1; then
+  tail -n 40 "$build_log" >&2; rm -f "$build_log"
+  fail "docker build failed"
+fi
+rm -f "$build_log"
+# The builds of earlier sources, untagged now: keep the disk from filling up edit by edit.
+docker images -q --filter dangling=true --filter label=io.vk-provider.source-hash |
+  xargs -r docker rmi >/dev/null 2>&1 || true
 log "built $IMAGE in $((SECONDS - start)) s ($(docker image inspect -f '{{ .Size }}' "$IMAGE" | awk '{ printf "%.0f MB", $1 / 1e6 }'))"
 echo "$IMAGE"
