@@ -43,7 +43,7 @@ images: docker
 
 # The vk-provider image (Dockerfile), built with no registry and no package index: a local
 # Debian base with python3 (debootstrap) and the wheels built on the host. Cached by a hash of
-# its inputs; cold about 2.5 minutes, warm under a second.
+# its inputs; cold about 3 minutes, warm under a second.
 image: docker
 	bash scripts/build-image.sh >/dev/null
 
