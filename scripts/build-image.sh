@@ -113,7 +113,11 @@ if [[ "$host_minor" == "$BASE_PYTHON" ]]; then
 else
   log "host python is ${host_minor:-missing}, the image's is $BASE_PYTHON: building the wheels in a $BASE_IMAGE container"
   mkdir -p "${XDG_CACHE_HOME:-$HOME/.cache}/pip"
-  docker run --rm -v "$root:/src:ro" -v "$wheels:/wheels" \
+  # The host's CA bundle: the path to PyPI may pass a proxy that only the host's CAs trust.
+  ca="${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}"
+  ca_args=()
+  [[ -f "$ca" ]] && ca_args=(-v "$ca:/etc/ssl/host-ca.crt:ro" -e PIP_CERT=/etc/ssl/host-ca.crt)
+  docker run --rm -v "$root:/src:ro" -v "$wheels:/wheels" "${ca_args[@]}" \
     -v "${XDG_CACHE_HOME:-$HOME/.cache}/pip:/root/.cache/pip" "$BASE_IMAGE" \
     sh -ec 'python3 -m venv /tmp/venv && cp -r /src /tmp/src && rm -rf /tmp/src/build /tmp/src/dist \
       && /tmp/venv/bin/pip wheel -q --wheel-dir /wheels /tmp/src && chown -R '"$(id -u):$(id -g)"' /wheels' >&2 ||
