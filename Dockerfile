@@ -1,27 +1,28 @@
 # The vk-provider image: the `vk-provider` command and its runtime dependencies, nothing else.
 #
+#   pip wheel . -w dist/wheels            # the project's wheel and its dependencies' wheels
 #   docker build -t vk-provider:0.1.0 .
 #
-# Stage 1 builds the project's wheel; stage 2 installs it into a clean python:3.11-slim,
-# so the image has no sources, tests, compilers or dev tools.
+# or, with no registry and no package index during the build, scripts/build-image.sh
+# (`make image`), which makes a local Debian base with python3 and passes it as
+# PYTHON_IMAGE. The build installs only the wheels of dist/wheels (`pip install --no-index`)
+# into a virtualenv, then drops pip and setuptools from it, so the image has no sources,
+# tests, compilers, dev tools or pip; the wheels must be built by the base's python minor
+# (3.11 here).
 #
-# The image runs as root on purpose: the provider talks to the Docker engine through its
-# socket (/var/run/docker.sock, root:docker 0660, with a docker group id that differs per
-# host) and writes per-container files (termination messages) under docker.stateDir on the
-# engine's host for the engine to bind-mount. Access to the Docker socket is root-equivalent
-# on that host anyway. With a remote engine (config docker.host tcp://...) nothing needs
-# root: run it with `--user 65532` (Helm: securityContext.runAsUser). No secrets are baked
-# in: the kubeconfig or service account token, Docker TLS certificates and the kubelet
-# serving certificate are all mounted at run time.
+# The image runs as the non-root user 10001 (group 10001). The provider talks to the
+# Docker engine through its socket (/var/run/docker.sock, root:docker 0660, with a docker
+# group id that differs per host): give the container that group as a supplementary group
+# (`docker run --group-add <gid of the socket>`, Kubernetes:
+# securityContext.supplementalGroups: [<gid>]). Access to the Docker socket is
+# root-equivalent on that host anyway. The provider also writes per-container files
+# (termination messages) under docker.stateDir on the engine's host for the engine to
+# bind-mount: that directory must be writable by uid 10001. With a remote engine (config
+# docker.host tcp://...) neither applies. No secrets are baked in: the kubeconfig or
+# service account token, Docker TLS certificates and the kubelet serving certificate are
+# all mounted at run time.
 
 ARG PYTHON_IMAGE=python:3.11-slim
-
-FROM ${PYTHON_IMAGE} AS build
-WORKDIR /src
-# pyproject.toml names README.md as the package's readme: the build needs it.
-COPY pyproject.toml README.md ./
-COPY vk_provider ./vk_provider
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
 ARG VERSION=0.1.0
@@ -31,9 +32,17 @@ LABEL org.opencontainers.image.title="vk-provider" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
-COPY --from=build /wheels /tmp/wheels
-RUN pip install --no-cache-dir /tmp/wheels/*.whl && rm -rf /tmp/wheels
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PATH=/opt/vk-provider/bin:$PATH
+COPY dist/wheels /tmp/wheels
+RUN python3 -m venv /opt/vk-provider \
+    && /opt/vk-provider/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels "vk-provider==${VERSION}" \
+    && /opt/vk-provider/bin/python -m pip uninstall --yes --quiet pip setuptools \
+    && rm -rf /tmp/wheels \
+    && groupadd --gid 10001 vk-provider \
+    && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin vk-provider
+USER 10001:10001
 # The kubelet API (logs, exec, attach, port-forward, stats): kubeletServer.listen.
 EXPOSE 10250
 ENTRYPOINT ["vk-provider"]
