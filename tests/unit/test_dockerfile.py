@@ -1,7 +1,8 @@
-"""The Dockerfile, checked statically (no registry is reachable here, so it cannot be built).
+"""The Dockerfile, checked statically (tests/integration/test_image.py builds and runs it).
 
-What is checked: the entrypoint is the project's console script, every file it COPYs from
-the build context exists and is not excluded by .dockerignore, the default command uses
+What is checked: the entrypoint is the project's console script, it copies in only the
+host-built wheels (the build context holds nothing else) and installs them without an index,
+it runs as a non-root user, the default command uses
 the configuration path the Helm chart mounts, the version label is the package's, and the
 image bakes in no secrets.
 """
@@ -90,22 +91,26 @@ def test_entrypoint_is_the_console_script_and_cmd_is_the_charts_config_path() ->
     assert "config.yaml: |" in configmap
 
 
-def test_copied_sources_exist_and_are_in_the_build_context() -> None:
+def test_only_the_host_built_wheels_are_copied_in_and_they_are_in_the_build_context() -> None:
+    """The build takes no sources and no package index: the wheels `pip wheel . -w dist/wheels`
+    (scripts/build-image.sh) leaves are the whole build context."""
     patterns = _dockerignore()
     sources = []
     for keyword, rest in _instructions():
         words = shlex.split(rest)
         if keyword == "COPY" and not any(w.startswith("--from") for w in words):
             sources += [w for w in words[:-1] if not w.startswith("--")]
-    assert sources, "the Dockerfile copies the project in"
-    for source in sources:
-        assert (REPO / source).exists(), f"COPY {source}: no such file in the repository"
-        assert not _ignored(source, patterns), f"COPY {source}: excluded by .dockerignore"
-    assert "vk_provider" in sources
-    # The package's readme is part of its metadata: the wheel build needs it.
-    assert _project()["readme"] in sources
-    for unwanted in (".venv", ".git", "tests", "state", ".sandbox"):
+    assert sources == ["dist/wheels"]
+    assert not _ignored("dist/wheels/vk_provider-0.1.0-py3-none-any.whl", patterns)
+    for unwanted in (".venv", ".git", "tests", "state", ".sandbox", "vk_provider", "dist/other"):
         assert _ignored(unwanted, patterns), f"{unwanted} must stay out of the build context"
+    assert "-w dist/wheels" in (REPO / "scripts" / "build-image.sh").read_text()
+    install = next(rest for keyword, rest in _final_stage() if keyword == "RUN" and "pip install" in rest)
+    assert "--no-index" in install and "--find-links /tmp/wheels" in install
+
+
+def test_the_image_runs_as_a_non_root_user() -> None:
+    assert _only(_final_stage(), "USER") == "10001:10001"
 
 
 def test_exposed_port_is_the_kubelet_api_port() -> None:
@@ -118,7 +123,7 @@ def test_base_image_is_python_slim_of_the_supported_version() -> None:
     assert base == "PYTHON_IMAGE=python:3.11-slim"
     assert _project()["requires-python"] == ">=3.11"
     froms = [rest for keyword, rest in _instructions() if keyword == "FROM"]
-    assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+    assert froms == ["${PYTHON_IMAGE}"]
 
 
 def test_labels_carry_the_package_version() -> None:
