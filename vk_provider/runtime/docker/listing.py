@@ -44,8 +44,8 @@ class ListingCache:
     def now(self) -> float:
         return self._clock()
 
-    def listed(self, started: float, rows: Iterable[Row]) -> None:
-        """A node-wide list, asked for at `started` (this cache's clock)."""
+    def listed(self, started: float, rows: Iterable[Row]) -> dict[str, list[Row]]:
+        """A node-wide list, asked for at `started` (this cache's clock); its rows by pod UID."""
         by_pod: dict[str, list[Row]] = {}
         for row in rows:
             uid = str((row.get("Labels") or {}).get(lb.POD_UID, ""))
@@ -55,6 +55,7 @@ class ListingCache:
         for uid, at in list(self._changed_at.items()):
             if uid not in by_pod and at < started - EVENT_LAG_SECONDS:
                 del self._changed_at[uid]  # a pod gone from the engine a while ago
+        return by_pod
 
     def seen(self, uid: str, rows: Iterable[Row]) -> None:
         """One pod's own list: its containers' IDs are known from now on."""

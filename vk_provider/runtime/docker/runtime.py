@@ -340,14 +340,11 @@ class DockerRuntime:
     async def list_pods(self) -> dict[str, PodRuntimeState]:
         started = self._listing.now()
         rows = await self._list(lb.node_filter(self.node_name))
-        self._listing.listed(started, rows)
+        by_pod = self._listing.listed(started, rows)
         live = {str(r["Id"]) for r in rows}
         for cache in (self._exited, self._running, self._running_sandboxes):
             for gone in set(cache) - live:
                 del cache[gone]
-        by_pod: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            by_pod.setdefault((r.get("Labels") or {})[lb.POD_UID], []).append(r)
         states = await asyncio.gather(*(self._pod_from_rows(uid, rs) for uid, rs in by_pod.items()))
         return {s.uid: s for s in states}
 
