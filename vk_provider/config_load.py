@@ -99,7 +99,13 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
 def _join(path: str, key: str) -> str:
+    """`path.key`, or `path["key"]` (JSON-escaped) for a key a message could not show plainly."""
+    if not _PLAIN_KEY.fullmatch(key):
+        return f"{path}[{json.dumps(key)}]"
     return f"{path}.{key}" if path else key
 
 

@@ -148,6 +148,8 @@ def test_values_are_read_into_the_dataclasses() -> None:
         ),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
+        ({"\n\n  ": None}, '["\\n\\n  "]: unknown key'),
+        ({"docker": {"max concurrency\n": 1}}, 'docker["max concurrency\\n"]: unknown key'),
         ({"node": ["a"]}, "node: expected a mapping, got a list"),
     ],
 )
