@@ -69,6 +69,20 @@ def test_reloads_existing_files(tmp_path: Path) -> None:
     assert second.client_cert_path.read_bytes() == client_bytes
 
 
+def test_a_kept_serving_pair_is_issued_again_when_its_names_change(tmp_path: Path) -> None:
+    pki = SandboxPKI(tmp_path)
+    cert_path, _ = pki.issue_pair("api", "kube-apiserver", server=True, ips=("127.0.0.1",))
+    first = cert_path.read_bytes()
+    assert pki.issue_pair("api", "kube-apiserver", server=True, ips=("127.0.0.1",))[0].read_bytes() == first
+    pki.issue_pair("api", "kube-apiserver", server=True, ips=("127.0.0.1", "172.17.0.1"))
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.IPAddress) == [
+        ipaddress.ip_address("127.0.0.1"),
+        ipaddress.ip_address("172.17.0.1"),
+    ]
+
+
 def test_temporary_directory_when_no_state_dir() -> None:
     pki = SandboxPKI(None)
     assert pki.ca_cert_path.is_file()

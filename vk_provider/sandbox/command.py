@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import ipaddress
 import signal
 import socket
 import sys
@@ -95,6 +96,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="with --control-plane real: the providers' credentials. chart: a service account with the "
         "Helm chart's RBAC rules; node: a kubelet's certificate (system:node:<name>) under the Node "
         "authorizer; auto: chart when the chart and helm are at hand, else node (default: auto)",
+    )
+    parser.add_argument(
+        "--apiserver-address",
+        metavar="IP",
+        help="with --control-plane real: also serve the API on IP (the apiserver listens on every "
+        "address and its certificate names IP), e.g. the Docker bridge's gateway, so that the "
+        "provider of a Helm chart running in a container reaches it (default: 127.0.0.1 only)",
     )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
@@ -245,6 +253,14 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     """Check the flags, create the state directory, read --config (blocking)."""
     if args.nodes < 1 and not args.no_provider:
         raise SandboxUsageError("--nodes must be at least 1")
+    if args.apiserver_address is not None:
+        if args.control_plane != "real":
+            raise SandboxUsageError("--apiserver-address needs --control-plane real")
+        try:
+            ipaddress.ip_address(args.apiserver_address)
+        except ValueError:
+            shown = repr(args.apiserver_address)
+            raise SandboxUsageError(f"--apiserver-address: not an IP address: {shown}") from None
     user_config = load_user_config(args.config)
     state_dir = Path(args.state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -320,6 +336,7 @@ def _control_plane(args: argparse.Namespace, state_dir: Path) -> ControlPlane:
             port=args.port,
             kube_bin=Path(args.kube_bin) if args.kube_bin else None,
             node_monitor_grace_seconds=args.node_grace_seconds,
+            extra_address=args.apiserver_address,
         )
     from vk_provider.sandbox.server import SandboxServer
 

@@ -69,6 +69,13 @@ def _write(path: Path, data: bytes, *, private: bool) -> None:
     tmp.replace(path)
 
 
+def _subject_alternative_names(cert: x509.Certificate) -> list[x509.GeneralName]:
+    try:
+        return list(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+    except x509.ExtensionNotFound:
+        return []
+
+
 def _usages_extensions(usages: Iterable[str]) -> tuple[x509.KeyUsage, x509.ExtendedKeyUsage | None]:
     """Map certificates.k8s.io key usages to X.509 key usage and extended key usage."""
     known = {
@@ -216,14 +223,15 @@ class SandboxPKI:
         Returns (certificate path, key path).
         """
         cert_path, key_path = self.dir / f"{name}.crt", self.dir / f"{name}.key"
+        names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
+        names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
         if cert_path.exists() and key_path.exists():
             cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-            if cert.issuer == self._ca_cert.subject and cert.not_valid_after_utc > _now():
+            valid = cert.issuer == self._ca_cert.subject and cert.not_valid_after_utc > _now()
+            if valid and set(_subject_alternative_names(cert)) == set(names):
                 return cert_path, key_path
         attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
         subject = x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns_names]
-        names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
         key = _new_key()
         cert = self._issue(
             subject,

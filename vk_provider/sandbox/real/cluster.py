@@ -79,12 +79,14 @@ class RealControlPlane:
         port: int = 0,
         kube_bin: Path | None = None,
         node_monitor_grace_seconds: float = 50.0,
+        extra_address: str | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
+        self.extra_address = extra_address
         self.kube_bin = Path(kube_bin) if kube_bin is not None else default_kube_bin()
         self.node_monitor_grace_seconds = node_monitor_grace_seconds
         self._requested_port = port
-        self.pki = ClusterPKI(self.state_dir, SERVICE_IP)
+        self.pki = ClusterPKI(self.state_dir, SERVICE_IP, extra_address)
         self.ports: Ports | None = None
         self._etcd_dir: str | None = None
         self._components: list[ComponentProcess] = []
@@ -132,7 +134,9 @@ class RealControlPlane:
         bin_dir, ports = self.kube_bin, self.ports
         etcd = await self._launch("etcd", etcd_args(bin_dir, ports, files), logs)
         await self._wait_http(etcd, f"http://127.0.0.1:{ports.etcd_client}/health", None)
-        apiserver = await self._launch("kube-apiserver", apiserver_args(bin_dir, ports, files), logs)
+        bind = "127.0.0.1" if self.extra_address is None else "0.0.0.0"
+        apiserver_argv = apiserver_args(bin_dir, ports, files, bind)
+        apiserver = await self._launch("kube-apiserver", apiserver_argv, logs)
         await self._wait_http(apiserver, f"{self.url}/readyz", self._admin_ssl())
         grace = self.node_monitor_grace_seconds
         cm_argv = controller_manager_args(bin_dir, ports, files, grace)

@@ -65,11 +65,11 @@ def etcd_args(bin_dir: Path, ports: Ports, files: Files) -> list[str]:
     ]
 
 
-def apiserver_args(bin_dir: Path, ports: Ports, files: Files) -> list[str]:
+def apiserver_args(bin_dir: Path, ports: Ports, files: Files, bind_address: str = "127.0.0.1") -> list[str]:
     return [
         str(bin_dir / "kube-apiserver"),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
+        f"--bind-address={bind_address}",
         "--advertise-address=127.0.0.1",
         f"--secure-port={ports.apiserver}",
         f"--tls-cert-file={files.apiserver_cert}",

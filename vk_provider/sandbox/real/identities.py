@@ -82,7 +82,9 @@ def render_chart_rbac(tools: ChartTools, values: dict[str, Any]) -> list[dict[st
     if result.returncode != 0:
         raise IdentityError(f"helm template failed: {result.stderr.strip()}")
     objects = [doc for doc in yaml.safe_load_all(result.stdout) if isinstance(doc, dict)]
-    return [obj for obj in objects if obj.get("kind") in RBAC_KINDS]
+    # Hooks (the uninstall Job's own account and rules) are not created by `helm install`.
+    installed = [o for o in objects if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})]
+    return [obj for obj in installed if obj.get("kind") in RBAC_KINDS]
 
 
 def _object_path(obj: dict[str, Any]) -> str:

@@ -34,16 +34,17 @@ APISERVER_DNS_NAMES = (
 
 class ClusterPKI(SandboxPKI):
     """The sandbox CA plus what the upstream components need. `service_ip` is the first
-    address of the service range (the `kubernetes` Service), a name the serving cert carries."""
+    address of the service range (the `kubernetes` Service), a name the serving cert carries,
+    as does `extra_address` (another address the apiserver is reached at) when given."""
 
-    def __init__(self, state_dir: Path, service_ip: str) -> None:
+    def __init__(self, state_dir: Path, service_ip: str, extra_address: str | None = None) -> None:
         super().__init__(state_dir)
         self.apiserver = self.issue_pair(
             "apiserver",
             "kube-apiserver",
             server=True,
             dns_names=APISERVER_DNS_NAMES,
-            ips=("127.0.0.1", service_ip),
+            ips=("127.0.0.1", service_ip, *([extra_address] if extra_address else [])),
         )
         self.admin = self.issue_pair("admin", ADMIN_USER, [MASTERS_GROUP])
         self.controller_manager = self.issue_pair("controller-manager", CONTROLLER_MANAGER_USER)
