@@ -1,10 +1,10 @@
 """The `vk-provider` command line: argument parsing and dispatch to the subcommands.
 
-What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `clean`, `sandbox`
-and `version`. Each subcommand is one (add_parser, handler) pair in `_commands()`; a handler
-takes the parsed arguments and returns the exit code. Exit code 2 means bad usage or a bad
-configuration, with one line on stderr. Must not: hold provider logic; `run` only loads the
-configuration and hands it to `vk_provider.app.run_provider`.
+What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `clean`,
+`remove-node`, `sandbox` and `version`. Each subcommand is one (add_parser, handler) pair in
+`_commands()`; a handler takes the parsed arguments and returns the exit code. Exit code 2
+means bad usage or a bad configuration, with one line on stderr. Must not: hold provider
+logic; `run` only loads the configuration and hands it to `vk_provider.app.run_provider`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 
 from vk_provider import __version__
-from vk_provider.config import Config
 from vk_provider.config_load import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -52,9 +51,12 @@ def _add_run(subparsers: _SubParsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _run_with_config(args: argparse.Namespace, main: str, **overrides: str | None) -> int:
+def _run_with_config(
+    args: argparse.Namespace, main: str, call: dict[str, Any] | None = None, **overrides: str | None
+) -> int:
     """Load `--config` with the flag overrides (exit 2 with one line when it is bad), set up
-    logging, then run `vk_provider.app.<main>(config)` to its exit code."""
+    logging, then run `vk_provider.<main>(config, **call)` (main is `module.function`) to its
+    exit code."""
     try:
         config = apply_overrides(load_config(args.config), **overrides)
     except ConfigError as exc:
@@ -64,15 +66,17 @@ def _run_with_config(args: argparse.Namespace, main: str, **overrides: str | Non
 
     setup_logging(config.logging.level, config.logging.format)
     # Imported when needed (the other subcommands do without the provider's dependencies).
-    app = importlib.import_module("vk_provider.app")
-    entry: Callable[[Config], Coroutine[Any, Any, int]] = getattr(app, main)
-    return asyncio.run(entry(config))
+    module, _, function = main.rpartition(".")
+    entry: Callable[..., Coroutine[Any, Any, int]] = getattr(
+        importlib.import_module(f"vk_provider.{module}"), function
+    )
+    return asyncio.run(entry(config, **(call or {})))
 
 
 def _run(args: argparse.Namespace) -> int:
     return _run_with_config(
         args,
-        "run_provider",
+        "app.run_provider",
         node_name=args.node_name,
         kubeconfig=args.kubeconfig,
         log_level=args.log_level,
@@ -80,19 +84,57 @@ def _run(args: argparse.Namespace) -> int:
     )
 
 
-def _add_clean(subparsers: _SubParsers) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "clean",
-        help="remove the containers, volumes and files of every pod of the node from the engine "
-        "(run it after the provider stopped; the apiserver is not touched)",
-    )
+def _add_node_command(subparsers: _SubParsers, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand acting on the node of a configuration file: --config and --node-name."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=help_text)
     parser.add_argument("--config", required=True, metavar="FILE", help="the configuration file (YAML)")
     parser.add_argument("--node-name", metavar="NAME", help="overrides node.name")
     return parser
 
 
+def _add_clean(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    return _add_node_command(
+        subparsers,
+        "clean",
+        "remove the containers, volumes and files of every pod of the node from the engine "
+        "(run it after the provider stopped; the apiserver is not touched)",
+    )
+
+
 def _clean(args: argparse.Namespace) -> int:
-    return _run_with_config(args, "clean_node", node_name=args.node_name)
+    return _run_with_config(args, "app.clean_node", node_name=args.node_name)
+
+
+def _add_remove_node(subparsers: _SubParsers) -> argparse.ArgumentParser:
+    parser = _add_node_command(
+        subparsers,
+        "remove-node",
+        "take the node out of the cluster for good: stop its provider's Deployment, remove the "
+        "node's pods from the engine and delete the Node (the Helm chart's pre-delete hook)",
+    )
+    parser.add_argument(
+        "--stop-deployment",
+        metavar="NAMESPACE/NAME",
+        type=_deployment_ref,
+        help="the provider's Deployment, scaled to 0 and waited for before anything is removed",
+    )
+    return parser
+
+
+def _deployment_ref(value: str) -> str:
+    from vk_provider.node_removal import parse_deployment
+
+    try:
+        parse_deployment(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _remove_node(args: argparse.Namespace) -> int:
+    return _run_with_config(
+        args, "node_removal.remove_node", {"deployment": args.stop_deployment}, node_name=args.node_name
+    )
 
 
 def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
@@ -129,6 +171,7 @@ def _commands() -> list[tuple[Callable[[_SubParsers], argparse.ArgumentParser], 
         (_add_run, _run),
         (_add_check_config, _check_config),
         (_add_clean, _clean),
+        (_add_remove_node, _remove_node),
         (_add_version, _version),
         (sandbox_command.add_parser, sandbox_command.run_sandbox),
     ]

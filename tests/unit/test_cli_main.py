@@ -125,6 +125,33 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "usage: vk-provider" in capsys.readouterr().err
 
 
+def test_remove_node_names_a_bad_deployment_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    example = str(REPO / "config.example.yaml")
+    assert main(["remove-node", "--config", example, "--stop-deployment", "just-a-name"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --stop-deployment: expected NAMESPACE/NAME, got 'just-a-name'" in err, err
+
+
+def test_remove_node_hands_the_config_and_the_deployment_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    async def remove_node(config: Config, *, deployment: str | None = None) -> int:
+        seen.append((config.node.name, deployment))
+        return 1
+
+    fake = types.ModuleType("vk_provider.node_removal")
+    fake.remove_node = remove_node  # type: ignore[attr-defined]
+    fake.parse_deployment = lambda value: tuple(value.split("/"))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vk_provider.node_removal", fake)
+    path = tmp_path / "config.yaml"
+    path.write_text("node:\n  name: docker-1\n")
+    assert main(["remove-node", "--config", str(path), "--stop-deployment", "vk-system/vk"]) == 1
+    assert main(["remove-node", "--config", str(path), "--node-name", "docker-2"]) == 1
+    assert seen == [("docker-1", "vk-system/vk"), ("docker-2", None)]
+
+
 def test_run_hands_the_overridden_config_to_the_provider(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
