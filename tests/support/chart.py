@@ -1,11 +1,11 @@
 """Rendering the Helm chart (charts/vk-provider) with the real `helm`, for the chart's unit tests.
 
 What lives here: the `helm` fixture (skips without a helm binary: $HELM, .venv/bin/helm or
-PATH; scripts/ensure-helm.sh installs it), `helm_template` (the raw `helm template` run) and
-`render` (its objects, each but a CRD's validated with kubernetes_validate against the
-schema of every cluster minor `helm install` supports: KUBE_VERSION's and the two before
-it), and `one`
-(the single rendered object of a kind). Must not: start a cluster or talk to the network.
+PATH; scripts/ensure-helm.sh installs it), `helm_template` (the raw `helm template` run),
+`render` (its objects, the release's or the hooks', each but a CRD's validated with
+kubernetes_validate against the schema of every cluster minor `helm install` supports:
+KUBE_VERSION's and the two before it) and `one` (the single rendered object of a kind).
+Must not: start a cluster or talk to the network.
 """
 
 from __future__ import annotations
@@ -59,15 +59,17 @@ def helm_template(helm: str, *sets: str, chart: Path = CHART) -> subprocess.Comp
     return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
 
 
-def render(helm: str, *sets: str, chart: Path = CHART) -> list[dict[str, Any]]:
-    """The objects rendered for node docker-1, each validated against every supported minor's schema."""
+def render(helm: str, *sets: str, chart: Path = CHART, hooks: bool = False) -> list[dict[str, Any]]:
+    """The objects rendered for node docker-1, each validated against every supported minor's
+    schema: the release's own objects, or with `hooks` the hooks' (`helm.sh/hook`: the
+    uninstall Job and its RBAC, the `helm test` pod), which Helm keeps apart from the release."""
     out = helm_template(helm, "node.name=docker-1", *sets, chart=chart)
     assert out.returncode == 0, out.stderr
     objects = [doc for doc in yaml.safe_load_all(out.stdout) if doc]
     for obj in objects:
         if obj["apiVersion"] not in CUSTOM_API_VERSIONS:
             validate(obj)
-    return objects
+    return [o for o in objects if ("helm.sh/hook" in o["metadata"].get("annotations", {})) == hooks]
 
 
 def validate(obj: dict[str, Any]) -> None:

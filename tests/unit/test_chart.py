@@ -427,7 +427,16 @@ def test_notes_show_a_pod_spec_that_lands_on_the_node(
     validate(pod)
     assert "root-equivalent" in notes
     assert "kubectl label namespace vk-system pod-security.kubernetes.io/enforce=privileged" in notes
+    assert "helm test vk -n vk-system --logs" in notes
+    assert "stops the provider, removes the node's\ncontainers from the engine and deletes the Node" in notes
+    assert "set apiServer.host and apiServer.port" in notes
+
+
+def test_notes_without_the_uninstall_hook_say_what_to_remove_by_hand(helm: str, tmp_path: Path) -> None:
+    notes = _render_notes(helm, tmp_path, "uninstallHook.enabled=false", "apiServer.host=10.0.0.1")
     assert "kubectl delete node docker-1" in notes
+    assert "vk-provider clean --config" in notes
+    assert "apiServer.host" not in notes
 
 
 def test_notes_for_a_remote_engine_name_it_and_warn_of_no_socket(helm: str, tmp_path: Path) -> None:

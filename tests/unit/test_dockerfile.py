@@ -84,7 +84,10 @@ def test_entrypoint_is_the_console_script_and_cmd_is_the_charts_config_path() ->
     args_line = next(line for line in deployment.splitlines() if line.strip().startswith("args:"))
     assert yaml.safe_load(args_line.strip())["args"] == command
     config_path = command[command.index("--config") + 1]
-    mount = re.search(r"- name: config\s+mountPath: (\S+)", deployment)
+    # The mounts live in _helpers.tpl (shared with the uninstall hook's Job).
+    mounts = (CHART / "templates" / "_helpers.tpl").read_text()
+    assert 'include "vk-provider.engineVolumeMounts"' in deployment
+    mount = re.search(r"- name: config\s+mountPath: (\S+)", mounts)
     assert mount is not None
     assert config_path == f"{mount.group(1)}/config.yaml"
     configmap = (CHART / "templates" / "configmap.yaml").read_text()

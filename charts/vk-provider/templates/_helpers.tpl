@@ -92,3 +92,93 @@ clusters, so kubectl logs/exec/port-forward through the apiserver are authentica
 {{- trimPrefix "unix://" $host -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+What the provider's container and the pre-delete hook's container share: the engine's
+address and TLS settings (engineEnv), the API server address when apiServer.host is set,
+and the config, /tmp, socket, state directory and TLS volumes (engineVolumeMounts and
+engineVolumes).
+*/}}
+{{- define "vk-provider.engineEnv" -}}
+{{- $socket := include "vk-provider.socketPath" . -}}
+{{- if .Values.apiServer.host }}
+# Where in-cluster configuration finds the API (the kubelet sets these to the `kubernetes`
+# Service, which only routes with kube-proxy).
+- name: KUBERNETES_SERVICE_HOST
+  value: {{ .Values.apiServer.host | quote }}
+- name: KUBERNETES_SERVICE_PORT
+  value: {{ .Values.apiServer.port | quote }}
+{{- end }}
+{{- if $socket }}
+- name: DOCKER_HOST
+  value: unix://{{ $socket }}
+{{- end }}
+{{- if .Values.engine.tlsSecretName }}
+- name: DOCKER_TLS_VERIFY
+  value: "1"
+- name: DOCKER_CERT_PATH
+  value: /etc/vk-provider/docker-tls
+{{- end }}
+{{- end -}}
+
+{{- define "vk-provider.engineVolumeMounts" -}}
+{{- $socket := include "vk-provider.socketPath" . -}}
+- name: config
+  mountPath: /etc/vk-provider
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if $socket }}
+- name: docker-socket
+  mountPath: {{ $socket }}
+- name: state
+  mountPath: {{ .Values.config.docker.stateDir }}
+{{- end }}
+{{- if .Values.engine.tlsSecretName }}
+- name: docker-tls
+  mountPath: /etc/vk-provider/docker-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "vk-provider.engineVolumes" -}}
+{{- $socket := include "vk-provider.socketPath" . -}}
+- name: config
+  configMap:
+    name: {{ include "vk-provider.fullname" . }}
+- name: tmp
+  emptyDir: {}
+{{- if $socket }}
+- name: docker-socket
+  hostPath:
+    path: {{ $socket }}
+    type: Socket
+# The engine bind-mounts files from here into containers: the same path on the host and
+# in this pod.
+- name: state
+  hostPath:
+    path: {{ .Values.config.docker.stateDir }}
+    type: DirectoryOrCreate
+{{- end }}
+{{- if .Values.engine.tlsSecretName }}
+- name: docker-tls
+  secret:
+    secretName: {{ .Values.engine.tlsSecretName }}
+{{- end }}
+{{- end -}}
+
+{{/* Scheduling shared by the provider's pod and the pre-delete hook's pod (same hosts). */}}
+{{- define "vk-provider.hostScheduling" -}}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
