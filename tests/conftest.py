@@ -113,6 +113,17 @@ def test_images(docker_client: object) -> dict[str, str]:
     return {"busybox": BUSYBOX_IMAGE, "pause": PAUSE_IMAGE}
 
 
+@pytest.fixture(scope="session")
+def provider_image(docker_client: object) -> str:
+    """The vk-provider image of this checkout (scripts/build-image.sh: cached, a second after
+    `make image`; a few minutes cold)."""
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-image.sh")], capture_output=True, text=True, timeout=840
+    )
+    assert built.returncode == 0, built.stderr
+    return built.stdout.strip().splitlines()[-1]
+
+
 def _remove_labelled(client: object, label: str) -> None:
     """Containers, then Docker volumes (a failed test's pods leave their emptyDirs), with `label`."""
     for container in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):  # type: ignore[attr-defined]

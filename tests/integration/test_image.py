@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from tests.support.images import PAUSE_IMAGE
-from tests.support.provider_harness import REPO
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 SOCKET = "/var/run/docker.sock"
@@ -26,18 +25,6 @@ LABEL = "io.vk-provider."
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def provider_image(docker_client: Any) -> str:
-    built = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-image.sh")],
-        capture_output=True,
-        text=True,
-        timeout=840,
-    )
-    assert built.returncode == 0, built.stderr
-    return built.stdout.strip().splitlines()[-1]
 
 
 def test_image_runs_the_command_as_a_non_root_user(provider_image: str) -> None:

@@ -92,18 +92,26 @@ def remove_node_containers(docker_client: Any, node: str) -> None:
         container.remove(force=True, v=True)
 
 
-def start_sandbox(directory: Path, pause_image: str, control_plane: str = "emulator") -> Sandbox:
+def start_sandbox(
+    directory: Path,
+    pause_image: str,
+    control_plane: str = "emulator",
+    *,
+    prefix: str | None = None,
+    allow: dict[str, Any] | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> Sandbox:
     """`vk-provider sandbox --clean` with one node, running until its node is Ready.
     `control_plane="real"`: on the upstream control plane (`--control-plane real`), the
-    providers with the Helm chart's RBAC."""
+    providers with the Helm chart's RBAC. `prefix` names the node (default: a unique one),
+    `allow` is the provider's docker.allow, `extra_args` more sandbox flags."""
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "provider.yaml"
-    config.write_text(
-        yaml.safe_dump({"docker": {"sandboxImage": pause_image, "stateDir": str(directory / "docker")}})
-    )
-    prefix = f"vk-e2e-{uuid.uuid4().hex[:6]}-"
+    docker = {"sandboxImage": pause_image, "stateDir": str(directory / "docker"), "allow": allow or {}}
+    config.write_text(yaml.safe_dump({"docker": docker}))
+    prefix = prefix or f"vk-e2e-{uuid.uuid4().hex[:6]}-"
     for _ in range(3):  # the free port may be taken by someone else before the sandbox binds it
-        sandbox = _launch(directory, config, prefix, free_port(), control_plane)
+        sandbox = _launch(directory, config, prefix, free_port(), control_plane, extra_args)
         try:
             until("the kubeconfig", functools.partial(_started, sandbox))
         except PortTaken:
@@ -130,12 +138,14 @@ class PortTaken(Exception):
     """The sandbox could not bind its --port."""
 
 
-def _launch(directory: Path, config: Path, prefix: str, port: int, control_plane: str) -> Sandbox:
+def _launch(
+    directory: Path, config: Path, prefix: str, port: int, control_plane: str, extra_args: tuple[str, ...]
+) -> Sandbox:
     state_dir = directory / "state"
     args = [
         *("--state-dir", str(state_dir), "--port", str(port), "--nodes", "1"),
         *("--config", str(config), "--node-prefix", prefix, "--clean"),
-        *("--control-plane", control_plane),
+        *("--control-plane", control_plane, *extra_args),
     ]
     output = directory / "sandbox.out"
     with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run

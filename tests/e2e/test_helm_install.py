@@ -1,0 +1,243 @@
+"""`helm install` of charts/vk-provider on the real control plane, end to end, as a user does it.
+
+A first provider, run as a process by `vk-provider sandbox --control-plane real`, plays the
+host's kubelet: node `host-1`, a kubelet's identity (`system:node:host-1` under the Node
+authorizer), hostPath allowed for the chart's socket mount. The apiserver also listens on the
+Docker bridge's gateway (`--apiserver-address`), which is how a pod on host-1 reaches it:
+this cluster has no kube-proxy, so the chart's `apiServer.host`/`apiServer.port` name it.
+Then, with the image scripts/build-image.sh built and the chart's default kubelet-API
+settings: the chart's Deployment runs on host-1 in a container, the provider inside it uses
+in-cluster configuration and registers `docker-1`; a pod selected onto docker-1 runs and
+`kubectl logs`, `logs -f`, `exec` and `port-forward` work on it; the provider's own log shows
+its decisions; `helm test` passes; `helm upgrade` with a changed setting restarts the
+provider, which adopts the running pod without restarting it; `helm uninstall` runs the
+pre-delete hook, after which the Node and the node's containers are gone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.chart import CHART
+from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
+from tests.support.kubectl import KUBECTL
+from tests.support.manifests import sh
+from tests.support.polling import until
+from tests.support.sandbox_process import (
+    POD_NAME_LABEL,
+    Sandbox,
+    node_containers,
+    pod_manifest,
+    remove_node_containers,
+    start_sandbox,
+    stop_sandbox,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.kubectl, pytest.mark.real_only, pytest.mark.timeout(1500)]
+
+HOST = "host-1"
+NODE = "docker-1"
+RELEASE = "vk"
+NAMESPACE = "vk-system"
+DEPLOYMENT = "vk-vk-provider"
+PROVIDER_SELECTOR = f"app.kubernetes.io/name=vk-provider,app.kubernetes.io/instance={RELEASE}"
+HTTPD = "mkdir -p /www && echo hello from docker-1 > /www/index.html && exec httpd -f -p 8080 -h /www"
+WAIT = ("--wait", "--timeout", "5m")
+COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
+
+
+def _bridge_gateway() -> str:
+    out = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def host(
+    control_plane: str, tmp_path: Path, test_images: dict[str, str], docker_client: Any
+) -> Iterator[Sandbox]:
+    """The real control plane with host-1's provider; afterwards both nodes' containers go."""
+    remove_node_containers(docker_client, NODE)  # a failed earlier run's
+    sandbox = start_sandbox(
+        tmp_path / "host",
+        test_images["pause"],
+        "real",
+        prefix="host-",
+        allow={"hostPath": True},
+        extra_args=("--provider-identity", "node", "--apiserver-address", _bridge_gateway()),
+    )
+    try:
+        yield sandbox
+    finally:
+        stop_sandbox(sandbox)
+        remove_node_containers(docker_client, NODE)
+        remove_node_containers(docker_client, sandbox.node)
+
+
+def _helm(helm: str, sandbox: Sandbox, *args: str, timeout: float = 400) -> str:
+    result = subprocess.run(
+        [helm, "--kubeconfig", str(sandbox.kubeconfig), "--namespace", NAMESPACE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert result.returncode == 0, (args, result.stdout, result.stderr, sandbox.log_tail())
+    return result.stdout
+
+
+def _jsonpath(sandbox: Sandbox, *what: str, path: str) -> str:
+    return sandbox.kubectl("get", *what, "-o", f"jsonpath={path}", check=False).stdout
+
+
+def _http_get(port: int) -> str | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as resp:
+            return str(resp.read().decode())
+    except OSError:
+        return None
+
+
+def _port_forward_answers(sandbox: Sandbox) -> str:
+    proc = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "port-forward", "pod/web", ":8080"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
+        assert match, (line, proc.poll())
+        return str(until("an answer through port-forward", lambda: _http_get(int(match.group(1))), 60))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _follow_two_lines(sandbox: Sandbox) -> list[str]:
+    proc = subprocess.Popen(
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "logs", "-f", "web", "-c", "counter"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        return [proc.stdout.readline().strip() for _ in range(2)]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _provider_log(sandbox: Sandbox) -> str:
+    return sandbox.kubectl("--namespace", NAMESPACE, "logs", f"deploy/{DEPLOYMENT}", check=False).stdout
+
+
+def _provider_pods(sandbox: Sandbox) -> str:
+    """`name node` of each running pod of the release's Deployment."""
+    return _jsonpath(
+        sandbox,
+        *(
+            "--namespace",
+            NAMESPACE,
+            "pods",
+            "-l",
+            f"app.kubernetes.io/name=vk-provider,app.kubernetes.io/instance={RELEASE}",
+        ),
+        "--field-selector=status.phase=Running",
+        path="{range .items[*]}{.metadata.name} {.spec.nodeName} {end}",
+    )
+
+
+def _web_containers(docker_client: Any) -> list[str]:
+    return sorted(c.id for c in node_containers(docker_client, NODE, **{POD_NAME_LABEL: "web"}))
+
+
+def _gone(sandbox: Sandbox, *what: str) -> bool:
+    return sandbox.kubectl("get", *what, "-o", "name", check=False).stdout == ""
+
+
+def _values(sandbox: Sandbox, image: str, state_dir: Path) -> dict[str, Any]:
+    """The user's values: the locally built image, the apiserver on the bridge, host-1."""
+    repository, tag = image.rsplit(":", 1)
+    server = sandbox.kubectl("config", "view", "-o", "jsonpath={.clusters[0].cluster.server}").stdout
+    return {
+        "node": {"name": NODE},
+        "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
+        "apiServer": {"host": _bridge_gateway(), "port": int(server.rsplit(":", 1)[1])},
+        "nodeSelector": {"kubernetes.io/hostname": sandbox.node},
+        "tolerations": [{"key": "virtual-kubelet.io/provider", "operator": "Exists"}],
+        "test": {"image": BUSYBOX_IMAGE},
+        "config": {"docker": {"sandboxImage": PAUSE_IMAGE, "stateDir": str(state_dir)}},
+    }
+
+
+def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its_node(
+    host: Sandbox, helm: str, provider_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(json.dumps(_values(host, provider_image, tmp_path / "docker-1")))
+
+    # Install: the provider runs on host-1 as a container and registers docker-1.
+    _helm(helm, host, "install", RELEASE, str(CHART), "--create-namespace", "-f", str(values), *WAIT)
+    provider_pod, provider_host = _provider_pods(host).split()
+    assert provider_host == host.node
+    ready = "{.status.conditions[?(@.type=='Ready')].status}"
+    until(f"node {NODE} Ready", lambda: _jsonpath(host, "node", NODE, path=ready) == "True", 180)
+
+    # A user's pod selected onto docker-1, and kubectl against it with the chart's defaults.
+    host.apply(pod_manifest("web", NODE, [sh("web", HTTPD), sh("counter", COUNTER)]))
+    host.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=180s", timeout=200)
+    assert _jsonpath(host, "pod", "web", path="{.spec.nodeName}") == NODE
+    until("two lines of logs", lambda: "line 1" in host.kubectl("logs", "web", "-c", "counter").stdout)
+    followed = _follow_two_lines(host)
+    assert all(re.fullmatch(r"line \d+", line) for line in followed), followed
+    page = host.kubectl("exec", "web", "-c", "web", "--", "cat", "/www/index.html").stdout
+    assert page == "hello from docker-1\n"
+    assert _port_forward_answers(host) == page
+
+    # The provider's own log: one line per decision, naming the pod.
+    until("the provider's log line for pod web", lambda: "default/web" in _provider_log(host))
+    assert "pod=default/web container=web started container web" in _provider_log(host)
+
+    # helm test: a pod the scheduler places on docker-1, run to completion there.
+    tested = _helm(helm, host, "test", RELEASE, "--logs", "--timeout", "3m")
+    assert re.search(r"Phase:\s+Succeeded", tested) and f"ran on node {NODE}" in tested, tested
+
+    # helm upgrade with another setting: a new provider pod, the user's pod adopted, not restarted.
+    containers = _web_containers(docker_client)
+    running_since = "{.status.containerStatuses[*].state.running.startedAt}"
+    started = _jsonpath(host, "pod", "web", path=running_since)
+    upgrade = ("upgrade", RELEASE, str(CHART), "--reuse-values", "--set", "config.logging.format=json")
+    _helm(helm, host, *upgrade, *WAIT)
+    until("one new provider pod", lambda: (_provider_pods(host).split() or [provider_pod])[0] != provider_pod)
+    until("the new provider adopting pod web", lambda: '"adopted running container(s)' in _provider_log(host))
+    adopted = [json.loads(line) for line in _provider_log(host).splitlines() if "adopted running" in line]
+    assert [line["pod"] for line in adopted] == ["default/web"], adopted
+    time.sleep(5)  # a restart would show by now
+    assert _web_containers(docker_client) == containers
+    assert _jsonpath(host, "pod", "web", path="{.status.containerStatuses[*].restartCount}") == "0 0"
+    assert _jsonpath(host, "pod", "web", path=running_since) == started
+
+    # helm uninstall: the pre-delete hook stops the provider, removes the node's containers and the Node.
+    _helm(helm, host, "uninstall", RELEASE, *WAIT)
+    assert _gone(host, "node", NODE)
+    assert node_containers(docker_client, NODE) == []
+    until("pod web deleted by the pod garbage collector", lambda: _gone(host, "pod", "web"), 180)
+    until("the hook's Job and the test pod gone", lambda: _gone(host, "-n", NAMESPACE, "jobs,pods"), 180)
