@@ -25,6 +25,7 @@ from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.permissions import PermissionReporter
 from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
+from vk_provider.kubeletapi.healthz import HealthzServer
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
@@ -67,6 +68,7 @@ class Provider:
         self.workers: PodWorkers | None = None
         self.mirrors: MirrorPods | None = None
         self.sources: PodSources | None = None
+        self.healthz: HealthzServer | None = None
         # The node's own series (kube client, runtime, workers, status), served on /metrics.
         self.metrics = ProviderMetrics()
 
@@ -132,11 +134,15 @@ class Provider:
         )
         self.kubelet.pods = KnownPods(self.sources.pod_config, self.status)
         await self.sources.start()
+        if cfg.kubelet_server.healthz_listen:  # last: healthy once everything runs
+            self.healthz = HealthzServer(cfg.kubelet_server.healthz_listen)
+            await self.healthz.start()
         log.info("provider started", extra={"node": self.node_name})
 
     async def stop(self) -> None:
         """Stop every part in reverse order; the pods' containers keep running."""
         parts = (
+            self.healthz,
             self.sources,
             self.mirrors,
             self.workers,

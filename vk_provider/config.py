@@ -106,6 +106,7 @@ class KubeletServerConfig:
     tls: KubeletTLS = field(default_factory=KubeletTLS)
     client_ca_file: str = ""
     auth: str = "webhook"  # webhook | x509 | none
+    healthz_listen: str = ""  # host:port of the plain-HTTP /healthz; "" for none
 
 
 @dataclass(frozen=True)

@@ -413,6 +413,10 @@ def _listen_problem(value: str) -> str | None:
     return None
 
 
+def _optional_listen_problem(value: str) -> str | None:
+    return _listen_problem(value) if value else None
+
+
 def _docker_host_problem(value: str) -> str | None:
     if value and not re.fullmatch(r"(unix|tcp|ssh|npipe|http|https)://\S+", value):
         example = "'unix:///var/run/docker.sock' or 'tcp://host:2376'"
@@ -444,6 +448,9 @@ def _check_tls(tls: KubeletTLS, path: str) -> None:
 def _check_server(server: KubeletServerConfig, path: str) -> None:
     if server.auth == "x509" and not server.client_ca_file:
         raise _Invalid(_join(path, "clientCAFile"), "is required when auth is 'x509'")
+    port = server.healthz_listen.rpartition(":")[2]
+    if server.healthz_listen and port != "0" and port == server.listen.rpartition(":")[2]:
+        raise _Invalid(_join(path, "healthzListen"), f"port {port} is the kubelet API's (listen)")
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -580,6 +587,11 @@ _SCHEMA = _Section(
                     ),
                     ("clientCAFile", "client_ca_file", _Str()),
                     ("auth", "auth", _Enum(AUTH_MODES)),
+                    (
+                        "healthzListen",
+                        "healthz_listen",
+                        _Str(_optional_listen_problem, pattern="^$|:[0-9]{1,5}$"),
+                    ),
                 ],
                 _check_server,
             ),

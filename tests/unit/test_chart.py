@@ -164,11 +164,19 @@ def test_chart_metadata_and_kube_version_range_are_the_supported_minors() -> Non
     assert chart["kubeVersion"] == f">={low}.0-0 <{high}.0-0"
 
 
-def test_the_providers_container_is_probed_on_the_kubelet_port(helm: str) -> None:
-    container = _container(render(helm))
-    port_names = {p["name"] for p in container["ports"]}
+@pytest.mark.parametrize(
+    ("sets", "port"), [((), 10248), (("config.kubeletServer.healthzListen=:10300",), 10300)]
+)
+def test_the_providers_container_is_probed_on_its_healthz_port(
+    helm: str, tmp_path: Path, sets: tuple[str, ...], port: int
+) -> None:
+    objects = render(helm, *sets)
+    container = _container(objects)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"kubelet": 10250, "healthz": port}
     for probe in ("livenessProbe", "readinessProbe"):
-        assert container[probe]["tcpSocket"]["port"] in port_names, probe
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "healthz"}, probe
+    assert _rendered_config(objects, tmp_path).kubelet_server.healthz_listen.endswith(f":{port}")
 
 
 def test_service_and_service_monitor_are_off_by_default_and_scrape_metrics(helm: str) -> None:
@@ -203,7 +211,9 @@ def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_pa
     expected = replace(
         defaults,
         node=replace(defaults.node, name="docker-1"),
-        kubelet_server=replace(defaults.kubelet_server, client_ca_file=CLUSTER_CA),
+        kubelet_server=replace(
+            defaults.kubelet_server, client_ca_file=CLUSTER_CA, healthz_listen="0.0.0.0:10248"
+        ),
     )
     assert _rendered_config(objects, tmp_path) == expected
 
@@ -255,7 +265,10 @@ def test_deployment_runs_one_provider_with_the_config_file_and_downward_api(helm
     assert _volumes(objects)["config"]["configMap"]["name"] == configmap
     assert _env(objects)["POD_IP"]["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert "NODE_IP" not in _env(objects), "status.hostIP would point the apiserver at the host's kubelet"
-    assert container["ports"] == [{"name": "kubelet", "containerPort": 10250, "protocol": "TCP"}]
+    assert container["ports"] == [
+        {"name": "kubelet", "containerPort": 10250, "protocol": "TCP"},
+        {"name": "healthz", "containerPort": 10248, "protocol": "TCP"},
+    ]
     template = deployment["spec"]["template"]
     assert template["spec"]["serviceAccountName"] == one(objects, "ServiceAccount")["metadata"]["name"]
     assert template["metadata"]["annotations"]["checksum/config"]

@@ -146,6 +146,11 @@ def test_values_are_read_into_the_dataclasses() -> None:
             {"docker": {"seccompProfileRoot": "seccomp"}},
             "docker.seccompProfileRoot: expected an absolute path",
         ),
+        ({"kubeletServer": {"healthzListen": "10248"}}, "kubeletServer.healthzListen: expected host:port"),
+        (
+            {"kubeletServer": {"healthzListen": "127.0.0.1:10250"}},
+            "kubeletServer.healthzListen: port 10250 is the kubelet API's (listen)",
+        ),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
         ({"\n\n  ": None}, '["\\n\\n  "]: unknown key'),

@@ -53,7 +53,8 @@ past values.schema.json, with --skip-schema-validation) are kept, so the provide
 them with the key's path instead of their being dropped. An empty
 kubeletServer.clientCAFile with auth webhook or x509 becomes the cluster CA the pod's
 service account mounts: it signs the apiserver's kubelet client certificate on standard
-clusters, so kubectl logs/exec/port-forward through the apiserver are authenticated.
+clusters, so kubectl logs/exec/port-forward through the apiserver are authenticated. An
+empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /healthz.
 */}}
 {{- define "vk-provider.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -63,6 +64,10 @@ clusters, so kubectl logs/exec/port-forward through the apiserver are authentica
 {{- $server := default (dict) $config.kubeletServer -}}
 {{- if and (ne (default "webhook" $server.auth) "none") (not $server.clientCAFile) -}}
 {{- $_ := set $server "clientCAFile" "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" -}}
+{{- $_ := set $config "kubeletServer" $server -}}
+{{- end -}}
+{{- if not $server.healthzListen -}}
+{{- $_ := set $server "healthzListen" (include "vk-provider.healthzListen" .) -}}
 {{- $_ := set $config "kubeletServer" $server -}}
 {{- end -}}
 {{- $order := list "node" "kubernetes" "docker" "pods" "staticPods" "kubeletServer" "status" "logging" "metrics" -}}
@@ -79,6 +84,11 @@ clusters, so kubectl logs/exec/port-forward through the apiserver are authentica
 {{- end -}}
 
 {{/* The kubelet API port: the port of config.kubeletServer.listen (host:port). */}}
+{{/* Where the probes' GET /healthz is served: config.kubeletServer.healthzListen, else 0.0.0.0:10248. */}}
+{{- define "vk-provider.healthzListen" -}}
+{{- .Values.config.kubeletServer.healthzListen | default "0.0.0.0:10248" -}}
+{{- end -}}
+
 {{- define "vk-provider.kubeletPort" -}}
 {{- regexReplaceAll "^.*:" .Values.config.kubeletServer.listen "" -}}
 {{- end -}}
