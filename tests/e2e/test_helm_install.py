@@ -130,16 +130,23 @@ def _port_forward_answers(sandbox: Sandbox) -> str:
         proc.wait()
 
 
-def _follow_two_lines(sandbox: Sandbox) -> list[str]:
+def _follow(sandbox: Sandbox, *args: str, until_line: str = "", lines: int = 0) -> list[str]:
+    """`kubectl logs -f ARGS`: its first `lines` lines, or its lines up to one containing
+    `until_line` (a timeout of the test ends a stream that never shows it)."""
     proc = subprocess.Popen(
-        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "logs", "-f", "web", "-c", "counter"],
+        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "logs", "-f", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    seen: list[str] = []
     try:
         assert proc.stdout is not None
-        return [proc.stdout.readline().strip() for _ in range(2)]
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if len(seen) == lines or (until_line and until_line in line):
+                return seen
+        raise AssertionError(f"kubectl logs -f {' '.join(args)} ended: {seen[-5:]}")
     finally:
         proc.kill()
         proc.wait()
@@ -206,15 +213,16 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     host.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=180s", timeout=200)
     assert _jsonpath(host, "pod", "web", path="{.spec.nodeName}") == NODE
     until("two lines of logs", lambda: "line 1" in host.kubectl("logs", "web", "-c", "counter").stdout)
-    followed = _follow_two_lines(host)
+    followed = _follow(host, "web", "-c", "counter", lines=2)
     assert all(re.fullmatch(r"line \d+", line) for line in followed), followed
     page = host.kubectl("exec", "web", "-c", "web", "--", "cat", "/www/index.html").stdout
     assert page == "hello from docker-1\n"
     assert _port_forward_answers(host) == page
 
     # The provider's own log: one line per decision, naming the pod.
-    until("the provider's log line for pod web", lambda: "default/web" in _provider_log(host))
-    assert "pod=default/web container=web started container web" in _provider_log(host)
+    decision = "pod=default/web container=web started container web"
+    followed = _follow(host, "--namespace", NAMESPACE, f"deploy/{DEPLOYMENT}", until_line=decision)
+    assert any("registered node docker-1" in line for line in followed), followed
 
     # helm test: a pod the scheduler places on docker-1, run to completion there.
     tested = _helm(helm, host, "test", RELEASE, "--logs", "--timeout", "3m")
