@@ -85,14 +85,14 @@ NEEDED: list[Call] = [
         "certificates.k8s.io",
         "certificatesigningrequests",
         "create",
-        ("kubeletapi/csr.py", '"generateName": f"csr-{self.node_name}-"'),
+        ("kubeletapi/csr.py", 'generate_name=f"csr-{self.node_name}-"'),
         when="csr",
     ),
     *_calls(
         "certificates.k8s.io",
         "certificatesigningrequests",
         "get",
-        ("kubeletapi/csr.py", 'get(f"{CSR_PATH}/{name}")'),
+        ("kube/certificates.py", 'get(f"{CSR_PATH}/{name}")'),
         when="csr",
     ),
     *_calls(
