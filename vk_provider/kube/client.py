@@ -5,7 +5,10 @@ right Content-Type per patch type, `ApiStatusError` built from the metav1.Status
 watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403,
 every request counted and timed by method and code in its `metrics`, the one choke point),
 `make_kube_client(cfg)` which loads the
-credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
+credentials (kubeconfig file or in-cluster, `load_configuration`) through kubernetes_asyncio,
+`client_certificate_configuration` (the same apiserver with a client certificate as the only
+credentials, for `kubernetes.credentials: node`), `KubeClient.swap_api_client` (new
+credentials for the requests to come, without a restart), and the pure
 helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`). The one
 retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
 after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
@@ -349,6 +352,14 @@ class KubeClient:
         finally:
             response.close()
 
+    def swap_api_client(self, api_client: ApiClient) -> ApiClient:
+        """Send every request from now on through `api_client` (new credentials: a renewed
+        client certificate) and return the one used until now; requests and watches already
+        under way finish on it, and the caller closes it."""
+        api_client.user_agent = USER_AGENT
+        old, self._api = self._api, api_client
+        return old
+
     async def close(self) -> None:
         await self._api.close()
 
@@ -365,13 +376,8 @@ def kubeconfig_path(cfg: KubernetesConfig) -> str | None:
     return str(default) if default.exists() else None
 
 
-async def make_kube_client(
-    cfg: KubernetesConfig,
-    *,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    metrics: ProviderMetrics | None = None,
-) -> KubeClient:
-    """Load credentials (kubeconfig file, else in-cluster) and build the client."""
+async def load_configuration(cfg: KubernetesConfig) -> Configuration:
+    """The apiserver's address and credentials: the kubeconfig file, else in-cluster."""
     configuration = Configuration()
     path = kubeconfig_path(cfg)
     if path is not None:
@@ -380,6 +386,32 @@ async def make_kube_client(
     else:
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         log.info("apiserver %s (in-cluster service account)", configuration.host)
+    return configuration
+
+
+def client_certificate_configuration(base: Configuration, pem_file: Path) -> Configuration:
+    """`base`'s apiserver (address, CA, TLS server name, proxy) with the client certificate and
+    key of `pem_file` as the only credentials: no token, no basic auth."""
+    configuration = Configuration(host=base.host)
+    configuration.ssl_ca_cert = base.ssl_ca_cert
+    configuration.verify_ssl = base.verify_ssl
+    configuration.tls_server_name = base.tls_server_name
+    configuration.proxy = base.proxy
+    configuration.cert_file = str(pem_file)
+    configuration.key_file = str(pem_file)
+    return configuration
+
+
+async def make_kube_client(
+    cfg: KubernetesConfig,
+    *,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    metrics: ProviderMetrics | None = None,
+    configuration: Configuration | None = None,
+) -> KubeClient:
+    """Build the client for `configuration`, by default the one `load_configuration` loads."""
+    if configuration is None:
+        configuration = await load_configuration(cfg)
     return KubeClient(
         ApiClient(configuration),
         qps=cfg.qps,
