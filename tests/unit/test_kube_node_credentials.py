@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime
 import json
 import logging
@@ -442,9 +443,20 @@ async def _serial_server(ca: FakeCA, tmp_path: Path) -> tuple[web.AppRunner, str
             {"serial": str(peer.serial_number), "subject": peer.subject.rfc4514_string()}
         )
 
+    async def watch(request: web.Request) -> web.StreamResponse:
+        """One event naming the client certificate's serial, then nothing until the client goes."""
+        reply = await whoami(request)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        event = {"type": "ADDED", "object": json.loads(reply.text or "{}")}
+        await response.write(json.dumps(event).encode() + b"\n")
+        await asyncio.sleep(3600)
+        return response
+
     application = web.Application()
     application.router.add_get("/whoami", whoami)
-    runner = web.AppRunner(application)
+    application.router.add_get("/watch", watch)
+    runner = web.AppRunner(application, shutdown_timeout=0.5)  # the /watch handler never ends
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
     await site.start()
@@ -473,9 +485,17 @@ async def test_renewal_switches_the_client_to_the_new_certificate_without_a_rest
     client = await creds.start()
     first = await client.get("/whoami")
     assert first == {"serial": _serial_of(creds.path), "subject": f"CN=system:node:{NODE},O=system:nodes"}
+    stream = client.watch("/watch")
+    event = await anext(stream)
+    assert event["object"]["serial"] == first["serial"]
     api.lifetime = lambda: (_now() - datetime.timedelta(minutes=5), _now() + 365 * DAY)
     renewal = asyncio.create_task(creds.run())
     try:
+        # The watch under way ends, as at its timeout; the one opened next has the new certificate.
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(anext(stream), 5)
+        async with contextlib.aclosing(client.watch("/watch")) as again:
+            assert (await anext(again))["object"]["serial"] == _serial_of(creds.path) != first["serial"]
         for _ in range(100):
             if len(api.created) == 2 and not creds._retired:
                 break

@@ -210,6 +210,9 @@ class KubeClient:
         self._api.user_agent = USER_AGENT
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
+        # The watches under way (their responses), and those `swap_api_client` ended.
+        self._watches: set[aiohttp.ClientResponse] = set()
+        self._ended: set[aiohttp.ClientResponse] = set()
         # Called with (method, path, params, message) on every 403 (kube/permissions.py).
         self.on_forbidden: Callable[[str, str, Mapping[str, Any] | None, str], None] | None = None
 
@@ -335,6 +338,7 @@ class KubeClient:
             sock_read=float(server_timeout) + WATCH_READ_SLACK if server_timeout else None,
         )
         response = await self._send("GET", path, params=query, request_timeout=timeout)
+        self._watches.add(response)
         try:
             if not 200 <= response.status <= 299:
                 error = status_error(response.status, await response.read())
@@ -346,18 +350,31 @@ class KubeClient:
                     for line in decoder.feed(chunk):
                         yield decode_event(line)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                if response in self._ended:
+                    return  # new credentials (swap_api_client): the stream ends as at its timeout
                 raise ApiConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+            if response in self._ended:
+                return
             for line in decoder.flush():
                 yield decode_event(line)
         finally:
+            self._watches.discard(response)
+            self._ended.discard(response)
             response.close()
 
     def swap_api_client(self, api_client: ApiClient) -> ApiClient:
         """Send every request from now on through `api_client` (new credentials: a renewed
-        client certificate) and return the one used until now; requests and watches already
-        under way finish on it, and the caller closes it."""
+        client certificate) and return the one used until now, for the caller to close once
+        the requests under way on it are done. The watches under way end now, as a watch ends
+        at its timeout (their readers watch again, with the new credentials), as the kubelet
+        closes its connections when its certificate rotates (k8s.io/kubernetes
+        pkg/kubelet/certificate/transport.go); closing the old session under a reader would
+        leave it waiting forever (aiohttp drops the payload of a closed connection)."""
         api_client.user_agent = USER_AGENT
         old, self._api = self._api, api_client
+        for response in self._watches:
+            self._ended.add(response)
+            response.close()
         return old
 
     async def close(self) -> None:

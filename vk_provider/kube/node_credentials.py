@@ -69,7 +69,8 @@ USAGES = ["digital signature", "client auth"]
 # certificateWaitTimeout); at start-up the provider then stops with a line naming the CSR.
 ISSUE_DEADLINE = 15 * 60.0
 RETRY_SECONDS = 30.0  # a failed renewal is tried again this much later (the old certificate serves)
-# A renewed certificate's predecessor stays open this long for requests already under way.
+# A renewed certificate's predecessor stays open this long for the requests under way on it
+# (the client's request timeout); its watches end at once (KubeClient.swap_api_client).
 OLD_CLIENT_GRACE = 30.0
 
 
