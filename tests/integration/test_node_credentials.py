@@ -6,12 +6,15 @@ shared provider identity is left alone). It must send a kube-apiserver-client-ku
 the real kube-controller-manager approves (csrapproving, nodeclient) and signs, register its
 Node and run a pod with that certificate, be held by the Node authorizer to what a kubelet may
 read, reuse the certificate at a restart and renew it through a second CSR without restarting.
-Real plane only: the emulator does not run the csrapproving controller's SubjectAccessReview.
+With less than the chart grants it must stop with one line: the 403 without CSR rights, the
+pending CSR's name and the fix without the nodeclient rule (which shows that rule is needed).
+Real plane only: the emulator has no csrapproving controller.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,7 +28,8 @@ from tests.support.planes import RealPlane
 from tests.support.pod_status import condition, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import ProviderHarness
-from vk_provider.config import Config, KubernetesConfig
+from vk_provider.app import run_provider
+from vk_provider.config import Config, DockerConfig, KubernetesConfig, NodeConfig
 from vk_provider.kube import node_credentials
 from vk_provider.kube.client import (
     ApiStatusError,
@@ -196,3 +200,89 @@ async def test_the_provider_bootstraps_a_node_certificate_and_runs_pods_with_it(
 
 async def _lease_renewed(h: ProviderHarness, path: str, first: str) -> bool:
     return bool((await h.api.get(path))["spec"]["renewTime"] != first)
+
+
+async def _provider_start_error(
+    node_name: str, tmp_path: Path, kubeconfig: Path, caplog: pytest.LogCaptureFixture
+) -> list[str]:
+    """`run_provider` in node mode with `kubeconfig` as the bootstrap credentials: its exit code
+    must be 1, and the error lines it logged are returned."""
+    config = Config(
+        node=NodeConfig(name=node_name, internal_ip="127.0.0.1"),
+        kubernetes=KubernetesConfig(kubeconfig=str(kubeconfig), credentials="node"),
+        docker=DockerConfig(state_dir=str(tmp_path / "state")),
+    )
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="vk_provider")
+    assert await run_provider(config) == 1
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert all(r.exc_info is None for r in errors), "a traceback"
+    return [r.getMessage() for r in errors]
+
+
+async def test_bootstrap_credentials_short_of_the_charts_stop_the_provider_with_one_line(
+    node_name: str,
+    tmp_path: Path,
+    plane: RealPlane,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No CSR permission at all: the 403. The chart's rules without `nodeclient`: the real
+    csrapproving controller leaves the CSR pending, and the provider names it and the fix."""
+    tools = identities.find_chart_tools()
+    if tools is None:
+        pytest.skip("no helm binary: run scripts/ensure-helm.sh")
+    monkeypatch.setattr(node_credentials, "ISSUE_DEADLINE", 8.0)
+    bare = f"bare-{node_name}"
+    account: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": bare}}
+    fullname = f"nn-{node_name}"
+    values = {"credentials": "node", "node.name": node_name, "fullnameOverride": fullname}
+    partial = identities.render_chart_rbac(tools, values)
+    role = next(o for o in partial if o["kind"] == "ClusterRole")
+    role["rules"] = [
+        r for r in role["rules"] if "certificatesigningrequests/nodeclient" not in r["resources"]
+    ]
+    assert role["rules"], "the chart's node-mode ClusterRole without its nodeclient rule"
+    try:
+        async with plane.cluster.admin() as admin:
+            bare_kubeconfig = tmp_path / "bare.kubeconfig"
+            write_kubeconfig(
+                bare_kubeconfig,
+                plane.cluster.url,
+                await identities.chart_identity(admin, [account], plane.ca_file),
+            )
+            partial_kubeconfig = tmp_path / "partial.kubeconfig"
+            write_kubeconfig(
+                partial_kubeconfig,
+                plane.cluster.url,
+                await identities.chart_identity(admin, partial, plane.ca_file),
+            )
+
+        [line] = await _provider_start_error(node_name, tmp_path, bare_kubeconfig, caplog)
+        assert line.startswith(
+            "provider failed to start: cannot request the node certificate (CSR node-client-"
+        )
+        assert (
+            "with the bootstrap credentials: 403 Forbidden: certificatesigningrequests.certificates.k8s.io"
+            f' is forbidden: User "system:serviceaccount:{identities.CHART_NAMESPACE}:{bare}" cannot create'
+        ) in line
+
+        [line] = await _provider_start_error(node_name, tmp_path, partial_kubeconfig, caplog)
+        async with plane.cluster.admin() as admin:
+            [csr] = await _csrs_of(admin, f"system:serviceaccount:{identities.CHART_NAMESPACE}:{fullname}")
+        name = csr["metadata"]["name"]
+        assert not (csr.get("status") or {}).get("conditions"), csr["status"]  # pending: never approved
+        assert line == (
+            f"provider failed to start: CSR {name} not approved within 8s: approve it (kubectl certificate "
+            f"approve {name}), or let the csrapproving controller do it: the requester needs create on "
+            "certificatesigningrequests/nodeclient"
+        )
+    finally:
+        async with plane.cluster.admin() as admin:
+            for user in (bare, fullname):
+                for csr in await _csrs_of(
+                    admin, f"system:serviceaccount:{identities.CHART_NAMESPACE}:{user}"
+                ):
+                    await admin.request("DELETE", f"{CSRS}/{csr['metadata']['name']}")
+            for obj in [*partial, account]:
+                await admin.request("DELETE", identities._object_path(obj))

@@ -150,7 +150,7 @@ class NodeCredentials:
         metrics: ProviderMetrics | None = None,
         clock: Callable[[], datetime.datetime] = _now,
         rand: Callable[[], float] = random.random,
-        issue_deadline: float = ISSUE_DEADLINE,
+        issue_deadline: float | None = None,  # None: ISSUE_DEADLINE
         bootstrap: KubeClient | None = None,
     ) -> None:
         self.config = config
@@ -161,7 +161,7 @@ class NodeCredentials:
         self.metrics = metrics
         self._clock = clock
         self._rand = rand
-        self.issue_deadline = issue_deadline
+        self.issue_deadline = ISSUE_DEADLINE if issue_deadline is None else issue_deadline
         self.bootstrap = bootstrap  # the bootstrap credentials, for CSRs only
         self.client: KubeClient | None = None  # the node's
         self.current: NodeCertificate | None = None
