@@ -146,8 +146,11 @@ async def submit_csr(
     return existing
 
 
-async def wait_issued(client: CsrClient, name: str, *, deadline: float, poll: float = POLL_SECONDS) -> bytes:
-    """The certificate PEM of CSR `name` once issued; `deadline` is in seconds from now."""
+async def wait_issued(
+    client: CsrClient, name: str, *, deadline: float, approver: str = "", poll: float = POLL_SECONDS
+) -> bytes:
+    """The certificate PEM of CSR `name` once issued; `deadline` is in seconds from now;
+    `approver` says who else may approve it, for the not-approved message."""
     end = time.monotonic() + deadline
     while True:
         csr = await client.get(f"{CSR_PATH}/{name}")
@@ -163,8 +166,7 @@ async def wait_issued(client: CsrClient, name: str, *, deadline: float, poll: fl
             hint = (
                 "is the cluster's signer (kube-controller-manager --cluster-signing-*) running?"
                 if approved
-                else f"approve it (kubectl certificate approve {name}), or let the csrapproving controller "
-                "do it: the requester needs create on certificatesigningrequests/nodeclient"
+                else f"approve it (kubectl certificate approve {name}){approver}"
             )
             raise CsrNotIssued(f"CSR {name} {what} within {deadline:.0f}s: {hint}")
         await asyncio.sleep(poll)

@@ -65,6 +65,11 @@ log = get_logger("kube.node_credentials")
 
 SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 USAGES = ["digital signature", "client auth"]
+# Who approves, named in the line of a CSR not approved in time.
+APPROVER = (
+    ", or let the csrapproving controller do it: the requester needs create on "
+    "certificatesigningrequests/nodeclient"
+)
 # How long one CSR may wait to be approved and signed (client-go certificate_manager.go's
 # certificateWaitTimeout); at start-up the provider then stops with a line naming the CSR.
 ISSUE_DEADLINE = 15 * 60.0
@@ -259,7 +264,9 @@ class NodeCredentials:
             csr_pem = node_csr_pem(key_pem, self.node_name)
             await submit_csr(self.bootstrap, csr_pem, signer=SIGNER, usages=USAGES, name=name)
             log.info("sent CSR %s for system:node:%s (signer %s)", name, self.node_name, SIGNER)
-            cert_pem = await wait_issued(self.bootstrap, name, deadline=self.issue_deadline)
+            cert_pem = await wait_issued(
+                self.bootstrap, name, deadline=self.issue_deadline, approver=APPROVER
+            )
         except ApiStatusError as exc:
             raise NodeCredentialsError(
                 f"cannot request the node certificate (CSR {name}) with the bootstrap credentials: {exc}"
