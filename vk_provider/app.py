@@ -3,12 +3,15 @@
 What lives here: `Provider` (the wired parts with `start()` / `stop()`, usable in-process by
 tests), `run_provider(config)`, the entry point that runs a Provider until SIGTERM or
 SIGINT, and `clean_node(config)`, which removes what the node's pods left in the engine.
-Start order: the runtime (`runtime.build`), the event recorder, the kubelet API
-server (its bound port is what the Node advertises), node registration, the status
-manager, the services reflector (`kube.services`), the pod workers, mirror pods, then the
-pod sources (`pods.sources`: the static pods, then adoption and the API source once the
-apiserver answers). Stop is the reverse and never stops the pods' containers. Must not:
-contain pod, node or status logic of its own, or know which container engine runs the pods.
+Start order: the node's client certificate with `kubernetes.credentials: node`
+(`kube.node_credentials`, renewed in the background), the runtime (`runtime.build`), the
+event recorder, the kubelet API server (its bound port is what the Node advertises), node
+registration, the status manager, the services reflector (`kube.services`), the pod
+workers, mirror pods, the pod sources (`pods.sources`: the static pods, then adoption and
+the API source once the apiserver answers), and last the health endpoint
+(`kubeletServer.healthzListen`). Stop is the reverse and never stops the
+pods' containers. Must not: contain pod, node or status logic of its own, or know which
+container engine runs the pods.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import signal
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
+from vk_provider.kube.node_credentials import NodeCredentials, NodeCredentialsError
 from vk_provider.kube.permissions import PermissionReporter
 from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
@@ -69,12 +73,20 @@ class Provider:
         self.mirrors: MirrorPods | None = None
         self.sources: PodSources | None = None
         self.healthz: HealthzServer | None = None
+        # kubernetes.credentials node: the node's client certificate and its renewal.
+        self.credentials: NodeCredentials | None = None
+        self._renewal: asyncio.Task[None] | None = None
         # The node's own series (kube client, runtime, workers, status), served on /metrics.
         self.metrics = ProviderMetrics()
 
     async def start(self) -> None:
         cfg = self.config
-        client = await make_kube_client(cfg.kubernetes, metrics=self.metrics)
+        if cfg.kubernetes.credentials == "node":
+            self.credentials = NodeCredentials(cfg, metrics=self.metrics)
+            client = await self.credentials.start()
+            self._renewal = asyncio.create_task(self.credentials.run())
+        else:
+            client = await make_kube_client(cfg.kubernetes, metrics=self.metrics)
         self.client = client
         self.runtime = runtime = build_runtime(cfg, self.metrics)
         await runtime.start()
@@ -161,6 +173,11 @@ class Provider:
         if self.runtime is not None:
             with contextlib.suppress(Exception):
                 await self.runtime.close()
+        if self._renewal is not None:
+            await cancel_and_wait(self._renewal)
+        if self.credentials is not None:
+            with contextlib.suppress(Exception):
+                await self.credentials.close()
         if self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.close()
@@ -192,6 +209,9 @@ async def run_provider(config: Config) -> int:
             exc.message,
             extra={"node": config.node.name, "reason": exc.reason},
         )
+        code = 1
+    except NodeCredentialsError as exc:  # the CSR and what to do, not a traceback
+        log.error("provider failed to start: %s", exc, extra={"node": config.node.name})
         code = 1
     except Exception:
         log.exception("provider failed to start", extra={"node": config.node.name})

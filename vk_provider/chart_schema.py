@@ -3,11 +3,13 @@
 What lives here: `values_schema(current)`, which returns the chart's schema with
 `properties.config` replaced by the configuration file's JSON Schema
 (`config_load.config_json_schema`), closed at every level so a typo such as
-`config.docker.maxConcurency` fails `helm install`; `config.node.name` is refused there
-because the chart's top-level `node.name` names the Node. The chart's own values (image,
-rbac, ...) stay as written in the file. `python -m vk_provider.chart_schema [PATH]`
-rewrites the file (default `charts/vk-provider/values.schema.json`); a unit test keeps the
-committed file equal to a fresh generation. Must not: be imported by the provider at run time.
+`config.docker.maxConcurency` fails `helm install`; `config.node.name` and
+`config.kubernetes.credentials` are refused there because the chart's top-level `node.name`
+names the Node and its top-level `credentials` decides both the provider's and the RBAC's.
+The chart's own values (image, rbac, ...) stay as written in the file.
+`python -m vk_provider.chart_schema [PATH]` rewrites the file (default
+`charts/vk-provider/values.schema.json`); a unit test keeps the committed file equal to a
+fresh generation. Must not: be imported by the provider at run time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from vk_provider.config_load import config_json_schema
 
 DEFAULT_PATH = Path("charts/vk-provider/values.schema.json")
 NODE_NAME_NOTICE = "(set the top-level node.name instead)"
+CREDENTIALS_NOTICE = "(set the top-level credentials instead)"
 
 
 def values_schema(current: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +36,10 @@ def values_schema(current: dict[str, Any]) -> dict[str, Any]:
     config["properties"]["node"]["properties"]["name"] = {
         "description": "Not set here: the top-level node.name is the Node's name.",
         "enum": [NODE_NAME_NOTICE],
+    }
+    config["properties"]["kubernetes"]["properties"]["credentials"] = {
+        "description": "Not set here: the top-level credentials decides it and the chart's RBAC.",
+        "enum": [CREDENTIALS_NOTICE],
     }
     return {**current, "properties": {**current["properties"], "config": config}}
 

@@ -52,6 +52,10 @@ class KubernetesConfig:
     kubeconfig: str = ""  # empty: $KUBECONFIG, then in-cluster
     qps: float = 50.0
     burst: int = 100
+    # serviceAccount: the kubeconfig's (or in-cluster) credentials for every call; node: those
+    # only bootstrap a `system:node:<name>` client certificate (docs/credentials.md).
+    credentials: str = "serviceAccount"
+    certificate_dir: str = ""  # empty: <docker.stateDir>/pki
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ LOG_FORMATS = ("text", "json")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TLS_MODES = ("files", "selfSigned", "csr")
 AUTH_MODES = ("webhook", "x509", "none")
+CREDENTIALS_MODES = ("serviceAccount", "node")
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
@@ -510,6 +511,8 @@ _SCHEMA = _Section(
                     ("kubeconfig", "kubeconfig", _Str()),
                     ("qps", "qps", _PositiveNumber()),
                     ("burst", "burst", _PositiveInt()),
+                    ("credentials", "credentials", _Enum(CREDENTIALS_MODES)),
+                    ("certificateDir", "certificate_dir", _Str(_absolute_or_empty)),
                 ],
             ),
         ),

@@ -49,9 +49,11 @@ def _values() -> dict[str, Any]:
 
 
 def _chart_config(values: dict[str, Any]) -> dict[str, Any]:
-    """What the ConfigMap template renders: `config` with node.name from `node.name`."""
+    """What the ConfigMap template renders: `config` with node.name from `node.name` and
+    kubernetes.credentials from `credentials`."""
     config: dict[str, Any] = dict(values["config"])
     config["node"] = {"name": values["node"]["name"], **config["node"]}
+    config["kubernetes"] = {**config["kubernetes"], "credentials": values["credentials"]}
     return config
 
 
@@ -81,6 +83,8 @@ def test_chart_node_name_is_the_providers_default_and_config_has_no_second_one()
     values = _values()
     assert values["node"]["name"] == Config().node.name
     assert "name" not in values["config"]["node"], "node.name is the one place for the Node's name"
+    assert values["credentials"] == Config().kubernetes.credentials
+    assert "credentials" not in values["config"]["kubernetes"], "credentials is its one place"
 
 
 def test_readme_values_table_lists_every_value_with_its_default() -> None:

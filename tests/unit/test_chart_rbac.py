@@ -6,7 +6,8 @@ object name RBAC can restrict it to. The tests render the chart with `helm templ
 that every needed call is allowed by the ClusterRole (or the Role in kube-node-lease for
 Leases), that taking away any one verb of any rendered rule leaves a needed call denied (so a
 removed rule fails, and the chart grants nothing the table does not need), and that nothing
-grants list or watch on Secrets or uses a wildcard.
+grants list or watch on Secrets or uses a wildcard. With `credentials: node` the ClusterRole
+is exactly the CSR bootstrap (BOOTSTRAP_RULES) and there is no Role.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.chart import REPO, one, render
 from vk_provider.sandbox.real import identities
@@ -85,14 +87,14 @@ NEEDED: list[Call] = [
         "certificates.k8s.io",
         "certificatesigningrequests",
         "create",
-        ("kubeletapi/csr.py", '"generateName": f"csr-{self.node_name}-"'),
+        ("kubeletapi/csr.py", 'generate_name=f"csr-{self.node_name}-"'),
         when="csr",
     ),
     *_calls(
         "certificates.k8s.io",
         "certificatesigningrequests",
         "get",
-        ("kubeletapi/csr.py", 'get(f"{CSR_PATH}/{name}")'),
+        ("kube/certificates.py", 'get(f"{CSR_PATH}/{name}")'),
         when="csr",
     ),
     *_calls(
@@ -255,3 +257,83 @@ def test_rbac_and_service_account_can_be_left_to_the_user(helm: str) -> None:
     objects = render(helm, "rbac.create=false", "serviceAccount.create=false", "serviceAccount.name=vk-sa")
     assert sorted(o["kind"] for o in objects) == ["ConfigMap", "Deployment"]
     assert one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "vk-sa"
+
+
+# --- credentials: node ---------------------------------------------------------------------------
+
+# What the service account still does with `credentials: node`: bootstrap (and renew) the
+# node's client certificate. Everything in NEEDED is then the certificate's, under the Node
+# authorizer (plugin/pkg/auth/authorizer/rbac/bootstrappolicy NodeRules) and NodeRestriction.
+BOOTSTRAP_NEEDED: list[Call] = [
+    *_calls(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        "create",
+        ("kube/certificates.py", "await client.create(CSR_PATH, body)"),
+    ),
+    *_calls(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        "get",
+        ("kube/certificates.py", 'get(f"{CSR_PATH}/{name}")'),
+    ),
+    # Not called by the provider: the csrapproving controller's SubjectAccessReview for the
+    # requester of a kube-apiserver-client-kubelet CSR (approver/sarapprove.go).
+    *_calls(
+        "certificates.k8s.io",
+        "certificatesigningrequests/nodeclient",
+        "create",
+        ("kube/node_credentials.py", 'SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"'),
+    ),
+]
+BOOTSTRAP_RULES = [
+    {
+        "apiGroups": ["certificates.k8s.io"],
+        "resources": ["certificatesigningrequests"],
+        "verbs": ["create", "get"],
+    },
+    {
+        "apiGroups": ["certificates.k8s.io"],
+        "resources": ["certificatesigningrequests/nodeclient"],
+        "verbs": ["create"],
+    },
+]
+
+
+def test_every_bootstrap_call_is_cited_from_the_code() -> None:
+    for call in BOOTSTRAP_NEEDED:
+        module, snippet = call.where
+        assert snippet in (REPO / "vk_provider" / module).read_text(), call
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [(), *(sets for sets, _ in VARIANTS.values()), ("rbac.shared=true",)],
+    ids=["defaults", *VARIANTS, "shared"],
+)
+def test_node_credentials_grant_exactly_the_bootstrap_rules(helm: str, sets: tuple[str, ...]) -> None:
+    """With `credentials=node` the ClusterRole is the CSR bootstrap and nothing else, whatever
+    the other values: no Node, pod, Secret or Lease rule, no Role in kube-node-lease."""
+    objects = render(helm, "credentials=node", *sets)
+    assert sorted(o["kind"] for o in objects) == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "ServiceAccount",
+    ]
+    rules = _rules(objects, "")
+    assert rules == BOOTSTRAP_RULES
+    assert all(_allows(rules, call) for call in BOOTSTRAP_NEEDED)
+    assert not [c for c in NEEDED if c.group != "certificates.k8s.io" and _allows(rules, c)]
+    binding = one(objects, "ClusterRoleBinding")
+    assert binding["subjects"][0]["name"] == one(objects, "ServiceAccount")["metadata"]["name"]
+    config = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
+    assert config["kubernetes"]["credentials"] == "node"
+
+
+def test_service_account_credentials_are_the_default_and_render_no_bootstrap_rule(helm: str) -> None:
+    objects = render(helm)
+    assert "certificatesigningrequests/nodeclient" not in str(_rules(objects, ""))
+    config = yaml.safe_load(one(objects, "ConfigMap")["data"]["config.yaml"])
+    assert config["kubernetes"]["credentials"] == "serviceAccount"

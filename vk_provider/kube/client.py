@@ -5,7 +5,10 @@ right Content-Type per patch type, `ApiStatusError` built from the metav1.Status
 watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403,
 every request counted and timed by method and code in its `metrics`, the one choke point),
 `make_kube_client(cfg)` which loads the
-credentials (kubeconfig file or in-cluster) through kubernetes_asyncio, and the pure
+credentials (kubeconfig file or in-cluster, `load_configuration`) through kubernetes_asyncio,
+`client_certificate_configuration` (the same apiserver with a client certificate as the only
+credentials, for `kubernetes.credentials: node`), `KubeClient.swap_api_client` (new
+credentials for the requests to come, without a restart), and the pure
 helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`). The one
 retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
 after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
@@ -207,6 +210,9 @@ class KubeClient:
         self._api.user_agent = USER_AGENT
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
+        # The watches under way (their responses), and those `swap_api_client` ended.
+        self._watches: set[aiohttp.ClientResponse] = set()
+        self._ended: set[aiohttp.ClientResponse] = set()
         # Called with (method, path, params, message) on every 403 (kube/permissions.py).
         self.on_forbidden: Callable[[str, str, Mapping[str, Any] | None, str], None] | None = None
 
@@ -332,6 +338,7 @@ class KubeClient:
             sock_read=float(server_timeout) + WATCH_READ_SLACK if server_timeout else None,
         )
         response = await self._send("GET", path, params=query, request_timeout=timeout)
+        self._watches.add(response)
         try:
             if not 200 <= response.status <= 299:
                 error = status_error(response.status, await response.read())
@@ -343,11 +350,32 @@ class KubeClient:
                     for line in decoder.feed(chunk):
                         yield decode_event(line)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                if response in self._ended:
+                    return  # new credentials (swap_api_client): the stream ends as at its timeout
                 raise ApiConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
+            if response in self._ended:
+                return
             for line in decoder.flush():
                 yield decode_event(line)
         finally:
+            self._watches.discard(response)
+            self._ended.discard(response)
             response.close()
+
+    def swap_api_client(self, api_client: ApiClient) -> ApiClient:
+        """Send every request from now on through `api_client` (new credentials: a renewed
+        client certificate) and return the one used until now, for the caller to close once
+        the requests under way on it are done. The watches under way end now, as a watch ends
+        at its timeout (their readers watch again, with the new credentials), as the kubelet
+        closes its connections when its certificate rotates (k8s.io/kubernetes
+        pkg/kubelet/certificate/transport.go); closing the old session under a reader would
+        leave it waiting forever (aiohttp drops the payload of a closed connection)."""
+        api_client.user_agent = USER_AGENT
+        old, self._api = self._api, api_client
+        for response in self._watches:
+            self._ended.add(response)
+            response.close()
+        return old
 
     async def close(self) -> None:
         await self._api.close()
@@ -365,13 +393,8 @@ def kubeconfig_path(cfg: KubernetesConfig) -> str | None:
     return str(default) if default.exists() else None
 
 
-async def make_kube_client(
-    cfg: KubernetesConfig,
-    *,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    metrics: ProviderMetrics | None = None,
-) -> KubeClient:
-    """Load credentials (kubeconfig file, else in-cluster) and build the client."""
+async def load_configuration(cfg: KubernetesConfig) -> Configuration:
+    """The apiserver's address and credentials: the kubeconfig file, else in-cluster."""
     configuration = Configuration()
     path = kubeconfig_path(cfg)
     if path is not None:
@@ -380,6 +403,32 @@ async def make_kube_client(
     else:
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         log.info("apiserver %s (in-cluster service account)", configuration.host)
+    return configuration
+
+
+def client_certificate_configuration(base: Configuration, pem_file: Path) -> Configuration:
+    """`base`'s apiserver (address, CA, TLS server name, proxy) with the client certificate and
+    key of `pem_file` as the only credentials: no token, no basic auth."""
+    configuration = Configuration(host=base.host)
+    configuration.ssl_ca_cert = base.ssl_ca_cert
+    configuration.verify_ssl = base.verify_ssl
+    configuration.tls_server_name = base.tls_server_name
+    configuration.proxy = base.proxy
+    configuration.cert_file = str(pem_file)
+    configuration.key_file = str(pem_file)
+    return configuration
+
+
+async def make_kube_client(
+    cfg: KubernetesConfig,
+    *,
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+    metrics: ProviderMetrics | None = None,
+    configuration: Configuration | None = None,
+) -> KubeClient:
+    """Build the client for `configuration`, by default the one `load_configuration` loads."""
+    if configuration is None:
+        configuration = await load_configuration(cfg)
     return KubeClient(
         ApiClient(configuration),
         qps=cfg.qps,

@@ -7,71 +7,43 @@ CertificateSigningRequest (`kubernetes.io/kubelet-serving`; usages digital signa
 encipherment, server auth), approves it itself when its credentials allow (as Liqo and
 Admiralty do; otherwise someone runs `kubectl certificate approve`), waits for the issued
 certificate, loads it into the listener's live SSLContext (new connections get it; the
-self-signed one serves until then) and renews at 80% of its lifetime.
+self-signed one serves until then) and renews at a jittered 70-90 % of its lifetime
+(kube/certificates.py, as the kubelet's certificate manager).
 Must not: serve HTTP or decide authentication.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime
 import ssl
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from vk_provider.kube.certificates import (
+    CSR_PATH,
+    CsrClient,
+    jittered_fraction,
+    node_key_and_csr,
+    rotation_deadline,
+    submit_csr,
+    wait_issued,
+)
 from vk_provider.kubeletapi.tls import node_sans
 from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.csr")
 
-CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 SIGNER = "kubernetes.io/kubelet-serving"
 USAGES = ["digital signature", "key encipherment", "server auth"]
-POLL_SECONDS = 2.0
 RETRY_SECONDS = 30.0
-RENEW_AT = 0.8
-
-
-class CsrClient(Protocol):
-    async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
-
-    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    async def replace(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def kubelet_serving_csr(node_name: str, node_ip: str) -> tuple[bytes, bytes]:
     """(key PEM, CSR PEM) for the node's serving certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
-            x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}"),
-        ]
-    )
-    csr = (
-        x509.CertificateSigningRequestBuilder()
-        .subject_name(subject)
-        .add_extension(node_sans(node_name, node_ip), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return key_pem, csr.public_bytes(serialization.Encoding.PEM)
-
-
-def _condition(csr: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for cond in (csr.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind and cond.get("status", "True") == "True":
-            return dict(cond)
-    return None
+    return node_key_and_csr(node_name, node_sans(node_name, node_ip))
 
 
 class ServingCertificate:
@@ -97,38 +69,19 @@ class ServingCertificate:
                 log.warning("serving certificate request failed: %s; retrying in %.0fs", exc, RETRY_SECONDS)
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
-            lifetime = (not_after - not_before).total_seconds()
-            renew = not_before + datetime.timedelta(seconds=lifetime * RENEW_AT)
+            renew = rotation_deadline(not_before, not_after, jittered_fraction())
             await asyncio.sleep(
                 max(RETRY_SECONDS, (renew - datetime.datetime.now(datetime.UTC)).total_seconds())
             )
 
     async def _obtain(self) -> tuple[datetime.datetime, datetime.datetime]:
         key_pem, csr_pem = kubelet_serving_csr(self.node_name, self.node_ip)
-        created = await self.client.create(
-            CSR_PATH,
-            {
-                "apiVersion": "certificates.k8s.io/v1",
-                "kind": "CertificateSigningRequest",
-                "metadata": {"generateName": f"csr-{self.node_name}-"},
-                "spec": {
-                    "request": base64.b64encode(csr_pem).decode(),
-                    "signerName": SIGNER,
-                    "usages": USAGES,
-                },
-            },
+        created = await submit_csr(
+            self.client, csr_pem, signer=SIGNER, usages=USAGES, generate_name=f"csr-{self.node_name}-"
         )
         name = created["metadata"]["name"]
         await self._approve(created)
-        while True:
-            csr = await self.client.get(f"{CSR_PATH}/{name}")
-            if (denied := _condition(csr, "Denied") or _condition(csr, "Failed")) is not None:
-                raise RuntimeError(f"CSR {name} {denied.get('type')}: {denied.get('message', '')}")
-            issued = (csr.get("status") or {}).get("certificate")
-            if issued:
-                cert_pem = base64.b64decode(issued)
-                break
-            await asyncio.sleep(POLL_SECONDS)
+        cert_pem = await wait_issued(self.client, name, deadline=float("inf"))
         cert = x509.load_pem_x509_certificates(cert_pem)[0]
         await asyncio.to_thread(self._install, name, cert_pem, key_pem)
         self.issued.set()

@@ -47,8 +47,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-The provider's configuration file: .Values.config with node.name from .Values.node.name,
-its sections in the order of config.example.yaml. Sections the chart does not know (only
+The provider's configuration file: .Values.config with node.name from .Values.node.name and
+kubernetes.credentials from .Values.credentials, its sections in the order of config.example.yaml. Sections the chart does not know (only
 past values.schema.json, with --skip-schema-validation) are kept, so the provider refuses
 them with the key's path instead of their being dropped. An empty
 kubeletServer.clientCAFile with auth webhook or x509 becomes the cluster CA the pod's
@@ -61,6 +61,9 @@ empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /h
 {{- $node := default (dict) $config.node -}}
 {{- $_ := set $node "name" .Values.node.name -}}
 {{- $_ := set $config "node" $node -}}
+{{- $kubernetes := default (dict) $config.kubernetes -}}
+{{- $_ := set $kubernetes "credentials" .Values.credentials -}}
+{{- $_ := set $config "kubernetes" $kubernetes -}}
 {{- $server := default (dict) $config.kubeletServer -}}
 {{- if and (ne (default "webhook" $server.auth) "none") (not $server.clientCAFile) -}}
 {{- $_ := set $server "clientCAFile" "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" -}}
