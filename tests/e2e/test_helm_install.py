@@ -180,12 +180,13 @@ def _gone(sandbox: Sandbox, *what: str) -> bool:
     return sandbox.kubectl("get", *what, "-o", "name", check=False).stdout == ""
 
 
-def _values(sandbox: Sandbox, image: str, state_dir: Path) -> dict[str, Any]:
+def _values(sandbox: Sandbox, image: str, state_dir: Path, credentials: str) -> dict[str, Any]:
     """The user's values: the locally built image, the apiserver on the bridge, host-1."""
     repository, tag = image.rsplit(":", 1)
     server = sandbox.kubectl("config", "view", "-o", "jsonpath={.clusters[0].cluster.server}").stdout
     return {
         "node": {"name": NODE},
+        "credentials": credentials,
         "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
         "apiServer": {"host": _bridge_gateway(), "port": int(server.rsplit(":", 1)[1])},
         "nodeSelector": {"kubernetes.io/hostname": sandbox.node},
@@ -195,11 +196,27 @@ def _values(sandbox: Sandbox, image: str, state_dir: Path) -> dict[str, Any]:
     }
 
 
+def _kubelet_client_csrs(sandbox: Sandbox) -> list[tuple[str, ...]]:
+    """Each CSR for the kubelet client signer: its conditions, and whether it was issued."""
+    items = json.loads(sandbox.kubectl("get", "csr", "-o", "json").stdout)["items"]
+    return [
+        (
+            *sorted(c["type"] for c in item["status"].get("conditions", [])),
+            "Issued" if item["status"].get("certificate") else "Pending",
+        )
+        for item in items
+        if item["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"
+    ]
+
+
+@pytest.mark.parametrize("credentials", ["serviceAccount", "node"])
 def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its_node(
-    host: Sandbox, helm: str, provider_image: str, docker_client: Any, tmp_path: Path
+    host: Sandbox, helm: str, provider_image: str, docker_client: Any, tmp_path: Path, credentials: str
 ) -> None:
+    """With `credentials: node` the same flow runs under the Node authorizer: the provider's
+    service account only bootstraps the certificate of system:node:docker-1."""
     values = tmp_path / "values.yaml"
-    values.write_text(json.dumps(_values(host, provider_image, tmp_path / "docker-1")))
+    values.write_text(json.dumps(_values(host, provider_image, tmp_path / "docker-1", credentials)))
 
     # Install: the provider runs on host-1 as a container and registers docker-1.
     _helm(helm, host, "install", RELEASE, str(CHART), "--create-namespace", "-f", str(values), *WAIT)
@@ -207,6 +224,9 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     assert provider_host == host.node
     ready = "{.status.conditions[?(@.type=='Ready')].status}"
     until(f"node {NODE} Ready", lambda: _jsonpath(host, "node", NODE, path=ready) == "True", 180)
+    node_identity = f"running as system:node:{NODE} under NodeRestriction"
+    assert (node_identity in _provider_log(host)) == (credentials == "node"), _provider_log(host)
+    assert _kubelet_client_csrs(host) == ([("Approved", "Issued")] if credentials == "node" else [])
 
     # A user's pod selected onto docker-1, and kubectl against it with the chart's defaults.
     host.apply(pod_manifest("web", NODE, [sh("web", HTTPD), sh("counter", COUNTER)]))
@@ -242,6 +262,8 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     assert _web_containers(docker_client) == containers
     assert _jsonpath(host, "pod", "web", path="{.status.containerStatuses[*].restartCount}") == "0 0"
     assert _jsonpath(host, "pod", "web", path=running_since) == started
+    # The new provider reuses the node's certificate: no second CSR.
+    assert _kubelet_client_csrs(host) == ([("Approved", "Issued")] if credentials == "node" else [])
 
     # helm uninstall: the pre-delete hook stops the provider, removes the node's containers and the Node.
     _helm(helm, host, "uninstall", RELEASE, *WAIT)
