@@ -11,7 +11,8 @@
 #      built suite asks for (`e2e.test --list-images`), so that no pull is needed: no
 #      container registry is reachable from the project's machines. Each is a root
 #      filesystem brought in with `docker import`: Debian's busybox-static for the shell
-#      and applets, the binaries of step 1, and pause compiled from the upstream pause.c.
+#      and applets, the binaries of step 1, pause compiled from the upstream pause.c, and
+#      Debian's nginx on a debootstrap root filesystem.
 #      An image whose tag exists is left as it is (FORCE=1 rebuilds them all).
 #
 # Prints the directory holding e2e.test on stdout; progress goes to stderr.
@@ -107,7 +108,8 @@ mapfile -t NONROOT < <(images_of nonroot)
 mapfile -t NONEWPRIVS < <(images_of nonewprivs)
 mapfile -t KITTEN < <(images_of kitten)
 mapfile -t NAUTILUS < <(images_of nautilus)
-for list in AGNHOST BUSYBOX PAUSE NONROOT NONEWPRIVS KITTEN NAUTILUS; do
+mapfile -t NGINX < <(images_of nginx)          # 1.27.0-2 (Nginx) and 1.28.0-2 (NginxNew)
+for list in AGNHOST BUSYBOX PAUSE NONROOT NONEWPRIVS KITTEN NAUTILUS NGINX; do
   declare -n refs="$list"
   [[ ${#refs[@]} -gt 0 ]] || fail "e2e.test --list-images has no ${list,,} image"
   unset -n refs
@@ -117,7 +119,7 @@ suite_pause="${PAUSE[0]}"
 # the defaults finds it too.
 PAUSE+=(registry.k8s.io/pause:3.10)
 
-all_images=("${AGNHOST[@]}" "${BUSYBOX[@]}" "${PAUSE[@]}" "${NONROOT[@]}" "${NONEWPRIVS[@]}" "${KITTEN[@]}" "${NAUTILUS[@]}")
+all_images=("${AGNHOST[@]}" "${BUSYBOX[@]}" "${PAUSE[@]}" "${NONROOT[@]}" "${NONEWPRIVS[@]}" "${KITTEN[@]}" "${NAUTILUS[@]}" "${NGINX[@]}")
 if [[ "$mode" == "--images" ]]; then printf '%s\n' "${all_images[@]}"; exit 0; fi
 
 missing=()
@@ -269,6 +271,41 @@ if [[ ${#refs[@]} -gt 0 ]]; then
     "$upstream/build/pause/linux/pause.c" || fail "cannot compile pause.c"
   strip "$work/pause/pause" 2>/dev/null || true
   import_rootfs "$work/pause" 'ENTRYPOINT ["/pause"]' 'USER 65535:65535' -- "${refs[@]}"
+fi
+
+# nginx: Debian bookworm's nginx on a debootstrap minbase root filesystem, in the manner
+# of the docker library's nginx image the suite's is built on (test/images/nginx): the
+# "Welcome to nginx!" page on port 80, the logs to the container's stdout and stderr,
+# `nginx -g 'daemon off;'`, stopped by SIGQUIT. Each tag its own image (NginxNew is the
+# image-update specs' second image).
+mapfile -t refs < <(missing_of "${NGINX[@]}")
+if [[ ${#refs[@]} -gt 0 ]]; then
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing Debian's debootstrap"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq debootstrap >/dev/null
+  fi
+  mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+  log "debootstrap bookworm (+ nginx) from $mirror for ${refs[*]}"
+  debootstrap --variant=minbase --include=nginx bookworm "$work/nginx" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -n 30 "$work/debootstrap.log" >&2; fail "debootstrap of the nginx image failed"; }
+  rm -rf "$work"/nginx/var/cache/apt/archives/*.deb "$work"/nginx/var/cache/apt/*.bin \
+    "$work"/nginx/var/lib/apt/lists/* "$work"/nginx/debootstrap "$work"/nginx/usr/share/doc/* \
+    "$work"/nginx/usr/share/man/* "$work"/nginx/usr/share/locale/*
+  ln -sf /dev/stdout "$work/nginx/var/log/nginx/access.log"
+  ln -sf /dev/stderr "$work/nginx/var/log/nginx/error.log"
+  # docker import takes no STOPSIGNAL: a one-line build (the legacy builder, which needs
+  # no registry) adds it.
+  nginx_base="vk-provider/conformance-nginx-rootfs:$version"
+  import_rootfs "$work/nginx" 'CMD ["nginx", "-g", "daemon off;"]' 'EXPOSE 80' -- "$nginx_base"
+  for ref in "${refs[@]}"; do
+    printf 'FROM %s\nSTOPSIGNAL SIGQUIT\nLABEL io.vk-provider.image=%s io.vk-provider.conformance=%s\n' \
+      "$nginx_base" "$ref" "$version" | DOCKER_BUILDKIT=0 docker build -q -t "$ref" - >"$work/build.log" 2>&1 ||
+      { cat "$work/build.log" >&2; fail "docker build of $ref failed"; }
+    log "built $ref"
+  done
+  docker rmi "$nginx_base" >/dev/null
 fi
 
 rm -rf "$work"
