@@ -109,7 +109,8 @@ mapfile -t NONEWPRIVS < <(images_of nonewprivs)
 mapfile -t KITTEN < <(images_of kitten)
 mapfile -t NAUTILUS < <(images_of nautilus)
 mapfile -t NGINX < <(images_of nginx)          # 1.27.0-2 (Nginx) and 1.28.0-2 (NginxNew)
-for list in AGNHOST BUSYBOX PAUSE NONROOT NONEWPRIVS KITTEN NAUTILUS NGINX; do
+mapfile -t GLIBC_DNS < <(images_of glibc-dns-testing)
+for list in AGNHOST BUSYBOX PAUSE NONROOT NONEWPRIVS KITTEN NAUTILUS NGINX GLIBC_DNS; do
   declare -n refs="$list"
   [[ ${#refs[@]} -gt 0 ]] || fail "e2e.test --list-images has no ${list,,} image"
   unset -n refs
@@ -119,7 +120,7 @@ suite_pause="${PAUSE[0]}"
 # the defaults finds it too.
 PAUSE+=(registry.k8s.io/pause:3.10)
 
-all_images=("${AGNHOST[@]}" "${BUSYBOX[@]}" "${PAUSE[@]}" "${NONROOT[@]}" "${NONEWPRIVS[@]}" "${KITTEN[@]}" "${NAUTILUS[@]}" "${NGINX[@]}")
+all_images=("${AGNHOST[@]}" "${BUSYBOX[@]}" "${PAUSE[@]}" "${NONROOT[@]}" "${NONEWPRIVS[@]}" "${KITTEN[@]}" "${NAUTILUS[@]}" "${NGINX[@]}" "${GLIBC_DNS[@]}")
 if [[ "$mode" == "--images" ]]; then printf '%s\n' "${all_images[@]}"; exit 0; fi
 
 missing=()
@@ -273,26 +274,31 @@ if [[ ${#refs[@]} -gt 0 ]]; then
   import_rootfs "$work/pause" 'ENTRYPOINT ["/pause"]' 'USER 65535:65535' -- "${refs[@]}"
 fi
 
-# nginx: Debian bookworm's nginx on a debootstrap minbase root filesystem, in the manner
-# of the docker library's nginx image the suite's is built on (test/images/nginx): the
-# "Welcome to nginx!" page on port 80, the logs to the container's stdout and stderr,
-# `nginx -g 'daemon off;'`, stopped by SIGQUIT. Each tag its own image (NginxNew is the
-# image-update specs' second image).
-mapfile -t refs < <(missing_of "${NGINX[@]}")
-if [[ ${#refs[@]} -gt 0 ]]; then
+# A Debian bookworm root filesystem (debootstrap minbase) with the packages given, without
+# package caches, lists and documentation.
+debian_rootfs() {
+  local dir="$1" packages="$2" mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
   if ! command -v debootstrap >/dev/null 2>&1; then
     log "installing Debian's debootstrap"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq debootstrap >/dev/null
   fi
-  mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-  log "debootstrap bookworm (+ nginx) from $mirror for ${refs[*]}"
-  debootstrap --variant=minbase --include=nginx bookworm "$work/nginx" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -n 30 "$work/debootstrap.log" >&2; fail "debootstrap of the nginx image failed"; }
-  rm -rf "$work"/nginx/var/cache/apt/archives/*.deb "$work"/nginx/var/cache/apt/*.bin \
-    "$work"/nginx/var/lib/apt/lists/* "$work"/nginx/debootstrap "$work"/nginx/usr/share/doc/* \
-    "$work"/nginx/usr/share/man/* "$work"/nginx/usr/share/locale/*
+  log "debootstrap bookworm (+ $packages) from $mirror"
+  debootstrap --variant=minbase --include="$packages" bookworm "$dir" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -n 30 "$work/debootstrap.log" >&2; fail "debootstrap bookworm (+ $packages) failed"; }
+  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/cache/apt/*.bin "$dir"/var/lib/apt/lists/* \
+    "$dir"/debootstrap "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/locale/*
+  echo "deb http://deb.debian.org/debian bookworm main" >"$dir/etc/apt/sources.list"
+}
+
+# nginx: Debian bookworm's nginx, in the manner of the docker library's nginx image the
+# suite's is built on (test/images/nginx): the "Welcome to nginx!" page on port 80, the
+# logs to the container's stdout and stderr, `nginx -g 'daemon off;'`, stopped by SIGQUIT.
+# Each tag its own image (NginxNew is the image-update specs' second image).
+mapfile -t refs < <(missing_of "${NGINX[@]}")
+if [[ ${#refs[@]} -gt 0 ]]; then
+  debian_rootfs "$work/nginx" nginx
   ln -sf /dev/stdout "$work/nginx/var/log/nginx/access.log"
   ln -sf /dev/stderr "$work/nginx/var/log/nginx/error.log"
   # docker import takes no STOPSIGNAL: a one-line build (the legacy builder, which needs
@@ -306,6 +312,15 @@ if [[ ${#refs[@]} -gt 0 ]]; then
     log "built $ref"
   done
   docker rmi "$nginx_base" >/dev/null
+fi
+
+# glibc-dns-testing: Debian bookworm with dnsutils (test/images/glibc-dns-testing), for the
+# hostname specs' glibc `hostname -f`. Upstream's CoreDNS 1.5.0 binary (/coredns) is not
+# there: it comes from no package.
+mapfile -t refs < <(missing_of "${GLIBC_DNS[@]}")
+if [[ ${#refs[@]} -gt 0 ]]; then
+  debian_rootfs "$work/glibc-dns" dnsutils
+  import_rootfs "$work/glibc-dns" 'CMD ["bash"]' -- "${refs[@]}"
 fi
 
 rm -rf "$work"
