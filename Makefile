@@ -61,7 +61,8 @@ kube:
 	bash scripts/ensure-kube.sh >/dev/null
 
 # The upstream conformance suite (e2e.test, `go test -c k8s.io/kubernetes/test/e2e`) and the
-# test images its SIG Node specs use, built offline (cached; docs/conformance.md). Not part of
+# test images its SIG Node specs use, built offline (cached; a cold build takes about 25 minutes
+# on one core; docs/conformance.md). Not part of
 # `make test`.
 conformance-build: docker
 	bash scripts/build-conformance.sh >/dev/null

@@ -48,7 +48,7 @@ link_current() { ln -sfn "$(basename "$out")" "$cache/$version"; }
 build_binaries() {
   command -v go >/dev/null 2>&1 || fail "Go is not installed (need Go >= $(sed -n 's/^go //p' "$src/go.mod")); install it and retry"
   go env GOPROXY | grep -qv '^off$' || fail "GOPROXY is off; the Go module proxy is needed to build the suite"
-  log "building e2e.test, agnhost and nnp of Kubernetes $version into $out (a cold build of e2e.test takes about an hour on one core)"
+  log "building e2e.test, agnhost and nnp of Kubernetes $version into $out (a cold build takes about 25 minutes on one core)"
   local start=$SECONDS tmp="$out.partial" minor stamp ldflags pkg
   cd "$src"
   go mod download >/dev/null 2>&1 || fail "cannot download the Go modules (is the Go module proxy reachable? try: cd tools/conformance && go mod download)"
