@@ -62,8 +62,7 @@ kube:
 
 # The upstream conformance suite (e2e.test, `go test -c k8s.io/kubernetes/test/e2e`) and the
 # test images its SIG Node specs use, built offline (cached; a cold build takes about 25 minutes
-# on one core; docs/conformance.md). Not part of
-# `make test`.
+# on one core; docs/conformance.md). Not part of `make test`.
 conformance-build: docker
 	bash scripts/build-conformance.sh >/dev/null
 
