@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast resilience demo bench lint typecheck docker images image registry helm kube install unit clean
+.PHONY: test test-fast resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build
 
 # Both tiers: every API-facing test against the emulator and against the real control plane.
 test: docker images image registry install helm kube lint typecheck
@@ -59,6 +59,12 @@ helm: install
 # (cached; a cold build takes 15-30 minutes on 2 cores).
 kube:
 	bash scripts/ensure-kube.sh >/dev/null
+
+# The upstream conformance suite (e2e.test, `go test -c k8s.io/kubernetes/test/e2e`) and the
+# test images its SIG Node specs use, built offline (cached; a cold build takes about 25 minutes
+# on one core; docs/conformance.md). Not part of `make test`.
+conformance-build: docker
+	bash scripts/build-conformance.sh >/dev/null
 
 lint: install
 	$(VENV)/bin/ruff check vk_provider tests bench
