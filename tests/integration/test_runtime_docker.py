@@ -344,11 +344,22 @@ async def test_termination_message_is_read_back(runtime: DockerRuntime, tmp_path
         [
             container("default", "sh", "-c", "printf bye > /dev/termination-log; exit 1"),
             container("custom", "sh", "-c", "printf done > /tmp/msg", terminationMessagePath="/tmp/msg"),
+            container(  # as the conformance spec "... as non-root user and at a non-default path"
+                "nonroot",
+                "sh",
+                "-c",
+                "printf DONE > /dev/termination-custom-log",
+                terminationMessagePath="/dev/termination-custom-log",
+                securityContext={"runAsUser": 1000},
+            ),
         ],
     )
     sandbox = await runtime.ensure_sandbox(pod)
     await start(runtime, pod, sandbox, 0)
     await start(runtime, pod, sandbox, 1)
+    await start(runtime, pod, sandbox, 2)
+    nonroot = await wait_exited(runtime, pod["metadata"]["uid"], "nonroot")
+    assert (nonroot.exit_code, nonroot.termination_message) == (0, "DONE")
     failed = await wait_exited(runtime, pod["metadata"]["uid"], "default")
     assert (failed.exit_code, failed.termination_message) == (1, "bye")
     done = await wait_exited(runtime, pod["metadata"]["uid"], "custom")

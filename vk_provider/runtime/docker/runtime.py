@@ -550,6 +550,9 @@ class DockerRuntime:
             paths.make_private_dirs(pod_dir)
             path.parent.mkdir(exist_ok=True)
             path.touch()
+            # Writable by any user of the container, whatever the umask: the kubelet chmods
+            # it 0666 (pkg/kubelet/kuberuntime/kuberuntime_container.go, makeMounts).
+            path.chmod(0o666)
         except (OSError, paths.UnsafePathError) as exc:
             log.warning("no termination message file for %s: %s", name, exc, extra=pod_fields(pod))
             return None
