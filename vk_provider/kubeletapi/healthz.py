@@ -15,14 +15,10 @@ from typing import Any
 
 from aiohttp import web
 
+from vk_provider.kubeletapi.server import parse_listen
 from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.healthz")
-
-
-def _split(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 class HealthzServer:
@@ -39,7 +35,7 @@ class HealthzServer:
         app.router.add_get("/healthz", healthz)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        host, port = _split(self.listen)
+        host, port = parse_listen(self.listen)
         site = web.TCPSite(self._runner, host, port)
         await site.start()
         server: Any = site._server  # the bound port, for a listen of ":0"
