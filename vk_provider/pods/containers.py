@@ -290,8 +290,6 @@ class ContainerPipeline:
                 node_allocatable=self._deps.node_allocatable(),
                 service_env=pod_service_env(pod, self._deps.services),
             )
-            for reason, message in resolved.warnings:
-                self._deps.recorder.event(pod, "Warning", reason, message, field_path=fp)
             launch = ContainerLaunch(
                 pod=pod,
                 container=container,

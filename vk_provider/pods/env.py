@@ -19,7 +19,7 @@ import base64
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -31,8 +31,6 @@ from vk_provider.runtime.types import ContainerConfigError
 # kind is "configmap" or "secret".
 ObjectGetter = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
 
-# k8s.io/apimachinery/pkg/util/validation IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]*
-_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _LABEL_PATH = re.compile(r"metadata\.(labels|annotations)\['(.*)'\]")
 
 
@@ -85,8 +83,6 @@ class ResolvedEnv:
     env: tuple[tuple[str, str], ...]
     command: tuple[str, ...] | None
     args: tuple[str, ...] | None
-    # (reason, message) Warning events the caller should emit (skipped invalid keys...).
-    warnings: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
 def field_value(pod: Mapping[str, Any], path: str, addresses: PodAddresses) -> str:
@@ -191,10 +187,11 @@ class _Lookups:
         return data[key]
 
 
-async def _env_from(
-    container: Mapping[str, Any], lookups: _Lookups, namespace: str, values: dict[str, str]
-) -> list[tuple[str, str]]:
-    warnings: list[tuple[str, str]] = []
+async def _env_from(container: Mapping[str, Any], lookups: _Lookups, values: dict[str, str]) -> None:
+    """Every key of each envFrom ConfigMap/Secret, prefixed, as the kubelet of 1.37 does
+    (pkg/kubelet/kubelet_pods.go makeEnvironmentVariables): since RelaxedEnvironmentVariableValidation
+    went GA no key is skipped, so `data-1` or `1x` become variables too (the apiserver has
+    already checked the keys and the prefix)."""
     for source in container.get("envFrom") or []:
         prefix = source.get("prefix", "")
         for kind, key in (("configmap", "configMapRef"), ("secret", "secretRef")):
@@ -202,24 +199,7 @@ async def _env_from(
             if ref is None:
                 continue
             data = await lookups.data(kind, ref.get("name", ""), bool(ref.get("optional", False)))
-            invalid: list[str] = []
-            for k, v in (data or {}).items():
-                name = prefix + k
-                if not _ENV_NAME.fullmatch(name):
-                    invalid.append(name)
-                    continue
-                values[name] = v
-            if invalid:
-                what = "configMap" if kind == "configmap" else "secret"
-                warnings.append(
-                    (
-                        "InvalidEnvironmentVariableNames",
-                        f"Keys [{', '.join(sorted(invalid))}] from the EnvFrom {what} "
-                        f"{namespace}/{ref.get('name', '')} were skipped since they are considered "
-                        "invalid environment variable names.",
-                    )
-                )
-    return warnings
+            values.update({prefix + k: v for k, v in (data or {}).items()})
 
 
 async def resolve_container_env(
@@ -240,7 +220,7 @@ async def resolve_container_env(
     lookups = _Lookups(getter, namespace)
     services = service_env or {}
     values: dict[str, str] = {}
-    warnings = await _env_from(container, lookups, namespace, values)
+    await _env_from(container, lookups, values)
 
     def lookup(name: str) -> str | None:  # expansion.MappingFuncFor(tmpEnv, serviceEnv)
         return values[name] if name in values else services.get(name)
@@ -269,7 +249,6 @@ async def resolve_container_env(
         env=tuple(values.items()),
         command=_expand_list(container.get("command"), values),
         args=_expand_list(container.get("args"), values),
-        warnings=tuple(warnings),
     )
 
 
