@@ -139,3 +139,34 @@ async def test_fallback_to_logs_on_error_shows_the_log_tail_as_the_message(harne
     succeeding = sh("main", "echo only-in-the-log", terminationMessagePolicy="FallbackToLogsOnError")
     await harness.create(harness.manifest("fallback-ok", [succeeding], restartPolicy="Never"))
     assert await terminated_message(harness, "fallback-ok") == ""  # not on success
+
+
+async def test_observed_generation_follows_spec_updates(harness: ProviderHarness) -> None:
+    """status.observedGeneration and the kubelet's conditions report the pod generation the
+    node has acted on, and a spec update that changes nothing else is reported too (the
+    upstream "Pod Generation" conformance spec waits 20 s for it)."""
+    name = "generation"
+    await harness.create(harness.manifest(name, [sh("main", "exec sleep 3600")], activeDeadlineSeconds=5000))
+
+    def observed(generation: int) -> Any:
+        def check(pod: dict[str, Any]) -> bool:
+            status = pod.get("status") or {}
+            conditions = {c["type"]: c.get("observedGeneration") for c in status.get("conditions") or []}
+            kubelet_owned = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+            return (
+                phase(pod) == "Running"
+                and status.get("observedGeneration") == generation
+                and all(conditions.get(t) == generation for t in kubelet_owned)
+            )
+
+        return check
+
+    await harness.wait_for(name, observed(1))
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{name}"
+    patched = await harness.api.patch(path, {"spec": {"activeDeadlineSeconds": 4000}})
+    assert patched["metadata"]["generation"] == 2
+    await harness.wait_for(name, observed(2), within=20)
+    toleration = {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
+    patched = await harness.api.patch(path, {"spec": {"tolerations": [toleration]}})
+    assert patched["metadata"]["generation"] == 3
+    await harness.wait_for(name, observed(3), within=20)

@@ -270,3 +270,36 @@ def test_container_startup_sets_started_only() -> None:
     assert out is not None
     assert out["containerStatuses"][0]["started"] is False
     assert out["conditions"] == st["conditions"]
+
+
+def test_observed_generation_follows_the_pod_and_its_bump_is_a_change() -> None:
+    pod = make_pod(generation=1)
+    first = accept(None, pod, status())
+    assert first.status["observedGeneration"] == 1
+    assert {c["type"]: c.get("observedGeneration") for c in first.status["conditions"]} == {
+        "Initialized": 1,
+        "Ready": 1,
+        "ContainersReady": 1,
+        "PodScheduled": 1,
+    }
+    # A spec update (tolerations, activeDeadlineSeconds...) bumps metadata.generation: the same
+    # status must be written again to report it.
+    bumped = accept(first, make_pod(generation=2), status())
+    assert bumped.version == 2 and bumped.status["observedGeneration"] == 2
+    assert all(c["observedGeneration"] == 2 for c in bumped.status["conditions"])
+    # An older pod object never lowers it (updateStatusInternal).
+    stale = accept(bumped, make_pod(generation=1), status(ready="False"))
+    assert stale.status["observedGeneration"] == 2
+
+
+def test_observed_generation_keeps_the_resize_conditions_own_and_skips_static_pods() -> None:
+    resize = {"type": "PodResizeInProgress", "status": "True", "observedGeneration": 4}
+    new = status()
+    new["conditions"].append(resize)
+    got = accept(None, make_pod(generation=5), new)
+    by_type = {c["type"]: c for c in got.status["conditions"]}
+    assert by_type["PodResizeInProgress"]["observedGeneration"] == 4
+    assert by_type["Ready"]["observedGeneration"] == 5
+    no_generation = accept(None, make_pod(), status())
+    assert "observedGeneration" not in no_generation.status
+    assert all("observedGeneration" not in c for c in no_generation.status["conditions"])

@@ -24,12 +24,15 @@ from vk_provider.status.fields import (
     CONTAINERS_READY,
     KUBELET_OWNED_CONDITIONS,
     KUBELET_SHARED_CONDITIONS,
+    POD_RESIZE_IN_PROGRESS,
+    POD_RESIZE_PENDING,
     READY,
     STATUS_UNKNOWN,
     UNKNOWN_TERMINATED_MESSAGE,
     is_terminal_phase,
 )
 
+RESIZE_CONDITIONS = frozenset({POD_RESIZE_PENDING, POD_RESIZE_IN_PROGRESS})
 # kubecontainer.MaxPodTerminationMessageLogLength, shared by all containers of a pod.
 MAX_POD_TERMINATION_MESSAGE_BYTES = 1024 * 12
 
@@ -47,6 +50,7 @@ KUBELET_STATUS_FIELDS = (
     "initContainerStatuses",
     "containerStatuses",
     "ephemeralContainerStatuses",
+    "observedGeneration",
 )
 
 
@@ -210,6 +214,7 @@ def update_status(
         now,
     )
     new["startTime"] = old.get("startTime") or new.get("startTime") or format_time(now)
+    _observe_generation(new, old, pod)
     normalize_status(new)
     if cached is not None and not force and status_equal_by_kubelet(cached.status, new):
         return None, "unchanged"
@@ -225,6 +230,22 @@ def update_status(
         ),
         "",
     )
+
+
+def _observe_generation(new: dict[str, Any], old: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
+    """PodObservedGenerationTracking (GA): status.observedGeneration is the pod's
+    metadata.generation, never lowered (`SetPodStatus` and `updateStatusInternal`), and each
+    kubelet-owned condition carries the generation it was computed for
+    (`CalculatePodConditionObservedGeneration`; pkg/api/v1/pod/util.go), except the resize
+    conditions, which name the generation of the resize (pods/resize.py). A pod without a
+    generation (a static pod's manifest) gets none."""
+    generation = int((pod.get("metadata") or {}).get("generation") or 0)
+    if not generation:
+        return
+    new["observedGeneration"] = max(generation, int(old.get("observedGeneration") or 0))
+    for cond in new.get("conditions") or []:
+        if cond.get("type") in KUBELET_OWNED_CONDITIONS - RESIZE_CONDITIONS:
+            cond["observedGeneration"] = generation
 
 
 def _unknown_terminated() -> dict[str, Any]:
