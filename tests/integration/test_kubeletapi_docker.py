@@ -4,12 +4,14 @@ and the answers from the node's pods' spec and status (`KubeletServer.pods`)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import ssl
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import pytest
@@ -250,6 +252,51 @@ async def test_exec_over_websocket_reports_output_and_exit_code(
 
     out, status, _ = await ws_session(http, f"{base}/exec/default/shell/app?command=true&output=1", protocol)
     assert out == {} and status == {"metadata": {}, "status": "Success"}
+
+
+@pytest.mark.parametrize(
+    "protocol", ["channel.k8s.io", "base64.channel.k8s.io", "v4.base64.channel.k8s.io", None]
+)
+async def test_exec_over_the_older_websocket_subprotocols(
+    runtime: DockerRuntime,
+    kubelet: tuple[KubeletServer, str],
+    http: aiohttp.ClientSession,
+    protocol: str | None,
+) -> None:
+    """The subprotocols the kubelet still serves besides v4/v5 (remotecommand/websocket.go):
+    `channel.k8s.io` (what the upstream conformance spec "remote command execution over
+    websockets" offers), no subprotocol at all (served as channel.k8s.io), and the base64
+    text variants; before v4 the error channel carries the failure's message, not a Status."""
+    _, base = kubelet
+    await run_pod(runtime, "shell", {"app": "sleep 3600"})
+    script = "head -c 6; echo oops >&2; exit 3"
+    query = f"command=sh&command=-c&command={quote(script)}&input=1&output=1&error=1"
+    url = f"{base}/exec/default/shell/app?{query}"
+    text = protocol is not None and "base64" in protocol
+    out: dict[int, bytes] = {}
+    async with http.ws_connect(url, protocols=(protocol,) if protocol else ()) as ws:
+        assert ws.protocol == protocol
+        if text:
+            await ws.send_str("0" + base64.b64encode(b"hello\n").decode())
+        else:
+            await ws.send_bytes(b"\x00hello\n")
+        async with asyncio.timeout(DEADLINE):
+            async for msg in ws:
+                if text:
+                    assert msg.type == aiohttp.WSMsgType.TEXT
+                    channel, data = ord(msg.data[0]) - ord("0"), base64.b64decode(msg.data[1:])
+                else:
+                    assert msg.type == aiohttp.WSMsgType.BINARY
+                    channel, data = msg.data[0], msg.data[1:]
+                out[channel] = out.get(channel, b"") + data
+    assert out[1] == b"hello\n" and out[2] == b"oops\n"
+    if protocol == "v4.base64.channel.k8s.io":
+        assert json.loads(out[3])["reason"] == "NonZeroExitCode"
+    else:
+        assert (
+            out[3].decode()
+            == f"command terminated with non-zero exit code: command 'sh -c {script}' exited with 3"
+        )
 
 
 async def test_exec_stdin_with_v5_close_and_tty(

@@ -12,11 +12,11 @@ from multidict import MultiDict
 
 from vk_provider.config import KubeletServerConfig, KubeletTLS
 from vk_provider.kubeletapi.channels import (
+    dialect,
     error_status,
     exit_status,
     parse_resize,
     parse_stream_options,
-    status_frame,
 )
 from vk_provider.kubeletapi.csr import kubelet_serving_csr
 from vk_provider.kubeletapi.logs import LogOptions, parse_log_options
@@ -88,7 +88,15 @@ def test_exit_statuses_are_what_kubectl_reads() -> None:
     assert failed["details"] == {"causes": [{"reason": "ExitCode", "message": "2"}]}
     assert failed["message"].startswith("command terminated with non-zero exit code: ")
     assert error_status("boom")["status"] == "Failure" and "ExitCode" not in str(error_status("boom"))
-    assert status_frame({"status": "Success"}) == b'\x03{"status":"Success"}'
+    v4, v1 = dialect("v4.channel.k8s.io"), dialect("channel.k8s.io")
+    assert v4.status({"status": "Success"}) == b'\x03{"status":"Success"}'
+    assert v1.status({"status": "Success"}) is None
+    assert v1.status(exit_status(2, ("false",))) == b"\x03" + exit_status(2, ("false",))["message"].encode()
+    assert dialect("base64.channel.k8s.io").encode(1, b"hi") == "1aGk="
+    assert dialect("v4.base64.channel.k8s.io").decode("0aGk=") == (0, b"hi")
+    assert dialect("base64.channel.k8s.io").decode("0!!") is None
+    assert dialect("channel.k8s.io").decode("0aGk=") is None and dialect(None) == dialect("")
+    assert dialect(None).decode(b"\x00hi") == (0, b"hi") and not dialect(None).close_channel
     assert parse_resize(b'{"Width":80,"Height":24}') == (80, 24)
     assert parse_resize(b"nonsense") is None and parse_resize(b'{"Width":0,"Height":2}') is None
 

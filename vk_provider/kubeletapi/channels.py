@@ -1,9 +1,12 @@
 """The kubelet's remote-command channel protocol, pure parts.
 
-What lives here: the WebSocket subprotocols this kubelet speaks (`v5.channel.k8s.io`,
-`v4.channel.k8s.io`), the channel numbers (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize,
-255 close in v5), `parse_stream_options` for exec/attach query parameters (the kubelet's
-names `input`/`output`/`error`/`tty`, and the user-facing `stdin`/`stdout`/`stderr` too),
+What lives here: the WebSocket subprotocols this kubelet speaks for exec and attach
+(`v5.channel.k8s.io`, `v4.channel.k8s.io`, the pre-v4 `channel.k8s.io` and no subprotocol at
+all, and the base64 text variants `v4.base64.channel.k8s.io` and `base64.channel.k8s.io`) as
+`Dialect`s that encode and decode their messages, the channel numbers (0 stdin, 1 stdout,
+2 stderr, 3 error, 4 resize, 255 close in v5), `parse_stream_options` for exec/attach query
+parameters (the kubelet's names `input`/`output`/`error`/`tty`, and the user-facing
+`stdin`/`stdout`/`stderr` too),
 and the metav1.Status documents written on the error channel (upstream
 `staging/src/k8s.io/apimachinery/pkg/util/remotecommand/constants.go`,
 `pkg/kubelet/cri/streaming/remotecommand/{httpstream,websocket}.go`). Must not: do I/O.
@@ -11,6 +14,8 @@ and the metav1.Status documents written on the error channel (upstream
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +25,12 @@ from vk_provider.kubeletapi.lookup import BadRequest
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
-SUBPROTOCOLS = (V5, V4)
+V4_BASE64 = "v4.base64.channel.k8s.io"
+V1 = "channel.k8s.io"
+V1_BASE64 = "base64.channel.k8s.io"
+# Preferred first, as the kubelet's wsstream map (remotecommand/websocket.go): a client that
+# offers several gets the newest.
+SUBPROTOCOLS = (V5, V4, V4_BASE64, V1, V1_BASE64)
 
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
@@ -97,8 +107,58 @@ def frame(channel: int, data: bytes) -> bytes:
     return bytes((channel,)) + data
 
 
-def status_frame(status: Mapping[str, Any]) -> bytes:
-    return frame(ERROR, json.dumps(status, separators=(",", ":")).encode())
+@dataclass(frozen=True)
+class Dialect:
+    """How one WebSocket subprotocol frames the channels (k8s.io/apimachinery wsstream):
+    binary messages are the channel byte then the data; base64 ones are text, the channel as
+    an ASCII digit then the data in base64. On the error channel v4 and later write a
+    metav1.Status as JSON; before v4 only a failure's message, as plain text (the kubelet's
+    `v1WriteStatusFunc`). Only v5 has the CLOSE channel."""
+
+    protocol: str  # "" when the client offered none: the kubelet serves it as channel.k8s.io
+    base64: bool = False
+    json_status: bool = True
+    close_channel: bool = False
+
+    def encode(self, channel: int, data: bytes) -> bytes | str:
+        if self.base64:
+            return chr(ord("0") + channel) + base64.b64encode(data).decode("ascii")
+        return frame(channel, data)
+
+    def decode(self, message: bytes | str) -> tuple[int, bytes] | None:
+        """(channel, payload) of a client message, None for an empty or malformed one (or a
+        text message in a binary dialect and the reverse, which wsstream ignores too)."""
+        if self.base64 and isinstance(message, str) and message:
+            try:
+                return ord(message[0]) - ord("0"), base64.b64decode(message[1:], validate=True)
+            except (binascii.Error, ValueError):
+                return None
+        if not self.base64 and isinstance(message, bytes) and message:
+            return message[0], message[1:]
+        return None
+
+    def status(self, status: Mapping[str, Any]) -> bytes | str | None:
+        """The error channel's message for the command's final status, None when the dialect
+        writes nothing (a success before v4)."""
+        if self.json_status:
+            return self.encode(ERROR, json.dumps(status, separators=(",", ":")).encode())
+        if status.get("status") == "Success":
+            return None
+        return self.encode(ERROR, str(status.get("message", "")).encode())
+
+
+DIALECTS = {
+    V5: Dialect(V5, close_channel=True),
+    V4: Dialect(V4),
+    V4_BASE64: Dialect(V4_BASE64, base64=True),
+    V1: Dialect(V1, json_status=False),
+    V1_BASE64: Dialect(V1_BASE64, base64=True, json_status=False),
+}
+
+
+def dialect(protocol: str | None) -> Dialect:
+    """The dialect of a negotiated subprotocol; no subprotocol is binary `channel.k8s.io`."""
+    return DIALECTS.get(protocol or "", Dialect("", json_status=False))
 
 
 def parse_resize(payload: bytes) -> tuple[int, int] | None:

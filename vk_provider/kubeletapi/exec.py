@@ -147,33 +147,43 @@ async def _websocket(
 ) -> web.StreamResponse:
     ws = web.WebSocketResponse(protocols=ch.SUBPROTOCOLS, autoping=True, max_msg_size=0)
     ready = ws.can_prepare(request)
-    if not ready.ok or ready.protocol is None:
+    offered = request.headers.get("Sec-WebSocket-Protocol", "").strip()
+    if not ready.ok or (ready.protocol is None and offered):
+        # No subprotocol at all is binary channel.k8s.io; one we do not speak is refused.
         raise BadRequest(
             f"unsupported WebSocket subprotocol; this kubelet speaks {', '.join(ch.SUBPROTOCOLS)}"
         )
     await ws.prepare(request)
-    v5 = ready.protocol == ch.V5
+    dialect = ch.dialect(ready.protocol)
 
     async def send(channel: int, data: bytes) -> None:
-        await ws.send_bytes(ch.frame(channel, data))
+        message = dialect.encode(channel, data)
+        await (ws.send_str(message) if isinstance(message, str) else ws.send_bytes(message))
 
     async def incoming(session: InteractiveSession) -> None:
         async for msg in ws:
-            if msg.type != WSMsgType.BINARY or not msg.data:
-                continue  # the base64 text variants are not spoken here
-            channel, payload = msg.data[0], msg.data[1:]
+            if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
+                continue
+            decoded = dialect.decode(msg.data)
+            if decoded is None:
+                continue
+            channel, payload = decoded
             if channel == ch.STDIN and opts.stdin:
                 await session.write_stdin(payload)
             elif channel == ch.RESIZE:
                 size = ch.parse_resize(payload)
                 if size is not None:
                     await session.resize(*size)
-            elif channel == ch.CLOSE and v5 and payload[:1] == bytes((ch.STDIN,)):
+            elif channel == ch.CLOSE and dialect.close_channel and payload[:1] == bytes((ch.STDIN,)):
                 session.close_stdin()
 
     async def finish(status: dict[str, Any]) -> None:
+        message = dialect.status(status)
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await ws.send_bytes(ch.status_frame(status))
+            if isinstance(message, str):
+                await ws.send_str(message)
+            elif message is not None:
+                await ws.send_bytes(message)
         await ws.close()
 
     await _run(runtime, instance, opts, kind, send=send, incoming=incoming, finish=finish)
