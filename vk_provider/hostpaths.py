@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,25 @@ def resolve_subpath(base: str, sub: str, volume: str, container: str) -> str:
             f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"',
             f"subpath {os.path.join(base, sub)!r} resolves to {real!r}, not within volume path {real_base!r}",
         )
+    return real
+
+
+def prepare_subpath(base: str, sub: str, volume: str, container: str) -> str:
+    """`resolve_subpath`, then the directories of a sub-path that does not exist yet made
+    with the mode of the volume's root, as the kubelet does before it binds one (makeMounts:
+    `SafeMakeDir(subPath, volumePath, GetMode(volumePath))`, so that an emptyDir's 0777 reaches
+    the sub-directory and a non-root container can write there)."""
+    real = resolve_subpath(base, sub, volume, container)
+    if not os.path.lexists(real):
+        mode = stat.S_IMODE(os.stat(os.path.realpath(base)).st_mode)
+        missing: list[str] = []
+        walk = real
+        while not os.path.lexists(walk):
+            missing.append(walk)
+            walk = os.path.dirname(walk)
+        for path in reversed(missing):
+            os.mkdir(path)
+            os.chmod(path, mode)  # not left to the umask
     return real
 
 

@@ -54,6 +54,33 @@ async def test_a_memory_emptydir_is_a_tmpfs_of_its_size_limit(
     assert log.splitlines() == ["tmpfs 3072", "done"]
 
 
+async def test_subpath_expr_on_an_emptydir_is_a_directory_of_the_volume(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    """subPathExpr on a disk emptyDir (the upstream Variable Expansion conformance specs): the
+    sub-directory is made with the volume root's mode, so a non-root container writes there,
+    and a container mounting the whole volume sees what it wrote under that name."""
+    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    writer = sh(
+        "writer",
+        "echo from-writer > /sub/out && echo wrote; sleep 3600",
+        volumeMounts=[{"name": "work", "mountPath": "/sub", "subPathExpr": "$(POD_NAME)/deeper"}],
+        env=env,
+        securityContext={"runAsUser": 1234},
+    )
+    reader = sh(
+        "reader",
+        "until [ -s /all/subpaths/deeper/out ]; do sleep 0.2; done;"
+        " stat -c '%a %u' /all/subpaths /all/subpaths/deeper; cat /all/subpaths/deeper/out; echo done;"
+        " sleep 3600",
+        volumeMounts=[{"name": "work", "mountPath": "/all"}],
+    )
+    manifest = harness.manifest("subpaths", [writer, reader], volumes=[{"name": "work", "emptyDir": {}}])
+    await harness.create(manifest)
+    log = await wait_logs(harness, "subpaths", "reader", docker_client, "done")
+    assert log.splitlines() == ["777 0", "777 0", "from-writer", "done"]
+
+
 async def test_host_path_types_create_what_is_missing_and_subpath_expr_expands(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:

@@ -262,12 +262,12 @@ BAD_PODS: tuple[BadPod, ...] = (
         "container's runAsUser breaks non-root policy",
     ),
     BadPod(
-        "subpath-emptydir",
-        _with_volume({"name": "v", "emptyDir": {}}, subPath="x"),
+        "subpath-memory-emptydir",
+        _with_volume({"name": "v", "emptyDir": {"medium": "Memory"}}, subPath="x"),
         "container",
         (_CONFIG_ERROR,),
         "Failed",
-        "subPath on emptyDir volumes is not supported yet",
+        "subPath on emptyDir volume 'v' needs its Docker volume's directory on this host",
     ),
     BadPod(
         "subpathexpr-unset",

@@ -272,3 +272,25 @@ def test_the_writer_applies_owners_and_the_groups_directories(tmp_path: Path) ->
         st = os.stat(directory)
         assert (stat.S_IMODE(st.st_mode), st.st_gid) == (0o2755, 2000), directory
     assert not write_atomically(target, files, group=2000), "unchanged, owners included"
+
+
+def test_prepare_subpath_makes_missing_directories_with_the_volume_roots_mode(tmp_path: Path) -> None:
+    volume = tmp_path / "vol"
+    volume.mkdir()
+    volume.chmod(0o777)
+    (volume / "kept").mkdir(mode=0o700)
+    real = os.path.realpath(volume)
+    assert paths.prepare_subpath(str(volume), "kept/a/b", "v", "c") == f"{real}/kept/a/b"
+    modes = {p: stat.S_IMODE(os.stat(volume / p).st_mode) for p in ("kept", "kept/a", "kept/a/b")}
+    assert modes == {"kept": 0o700, "kept/a": 0o777, "kept/a/b": 0o777}  # what exists is left as it is
+    (volume / "out").symlink_to(tmp_path)
+    with pytest.raises(paths.SubPathError):
+        paths.prepare_subpath(str(volume), "out/new", "v", "c")
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_emptydir_subpath_binds_its_volumes_host_directory_or_is_refused() -> None:
+    pod = pod_with(VOLUME_TYPES["emptyDir"], {"name": "v", "subPathExpr": "$(SUB)/x"})
+    assert binds(pod, env=(("SUB", "a"),), emptydir_dirs={"v": "/dv/_data"}) == ["/dv/_data/a/x:/m:rw"]
+    with pytest.raises(ContainerConfigError, match="needs its Docker volume's directory on this host"):
+        binds(pod, env=(("SUB", "a"),))

@@ -8,7 +8,7 @@ API-backed volumes to an engine that is not local (`shipped_volumes`). docker-py
 errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
 `docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
 become directories there, a subPath is resolved on the host before it is bound
-(`paths.resolve_subpath`), and everything is removed through `paths.remove_under`. A
+(`paths.prepare_subpath`), and everything is removed through `paths.remove_under`. A
 container's Localhost seccomp profile is read here from `docker.seccompProfileRoot` and sent
 to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`.
 Must not: touch containers without this node's label, remove anything outside the node's
@@ -627,10 +627,30 @@ class DockerRuntime:
             termination_file=self._termination_file(launch.pod, name, launch.attempt),
             volumes_root=None if root is None else str(root),
             image_user=image_user,
-            resolve_subpath=None if root is None else paths.resolve_subpath,
+            resolve_subpath=None if root is None else paths.prepare_subpath,
             seccomp_json=seccomp_json,
             hosts_file=self._hosts_file(launch),
+            emptydir_dirs=None if root is None else self._emptydir_dirs(launch),
         )
+
+    def _emptydir_dirs(self, launch: ContainerLaunch) -> dict[str, str]:
+        """The host directories of the disk emptyDir volumes this container mounts with a
+        subPath: their Docker volume's Mountpoint, when this process sees it (a local engine
+        whose data root is on this filesystem). Blocking: in the pool."""
+        wanted = {
+            str(m.get("name"))
+            for m in launch.container.get("volumeMounts") or []
+            if m.get("subPath") or m.get("subPathExpr")
+        }
+        found: dict[str, str] = {}
+        for vol in sp.emptydir_volumes(launch.pod, self.node_name):
+            if vol.pod_volume not in wanted or vol.memory:
+                continue
+            with contextlib.suppress(*EngineErrors):
+                point = str(self._engine.client.api.inspect_volume(vol.docker_name).get("Mountpoint") or "")
+                if point and os.path.isdir(point):
+                    found[vol.pod_volume] = point
+        return found
 
     async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         try:

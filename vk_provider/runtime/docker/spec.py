@@ -387,6 +387,7 @@ def volume_binds(
     volumes_root: str | None = None,
     env: Sequence[tuple[str, str]] = (),
     resolve_subpath: SubPathResolver | None = None,
+    emptydir_dirs: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Docker bind strings for the container's volumeMounts.
 
@@ -398,6 +399,12 @@ def volume_binds(
     `labels.volume_name` (`shipped_volumes`); they are always mounted read-only, as the
     kubelet does. A subPath of those binds what it names at start time (it follows no later
     update, as with the kubelet); a subPath of a shipped one is refused (ContainerConfigError).
+
+    An emptyDir mounted with a subPath is bound from the host directory of its Docker volume,
+    `emptydir_dirs[volume]` (the local driver's Mountpoint, when this process sees it): Docker
+    before API 1.45 cannot mount part of a named volume. Without it the mount is refused
+    (ContainerConfigError), as it is for a Memory emptyDir, whose tmpfs is only mounted while
+    a container mounts the volume itself.
 
     `subPath` (or `subPathExpr`, expanded from `env`) may not be absolute nor hold `..`
     (ContainerConfigError, whatever the volume type). `resolve_subpath(volume dir, sub,
@@ -420,11 +427,16 @@ def volume_binds(
         sub = subpath_of(m, env)
         if "hostPath" in vol:
             source = str(vol["hostPath"].get("path", ""))
-        elif vol["name"] in emptydirs:
-            if sub:
+        elif vol["name"] in emptydirs and sub:
+            host_dir = (emptydir_dirs or {}).get(str(vol["name"]))
+            if host_dir is None:
                 raise ContainerConfigError(
-                    f"{where}.subPath: subPath on emptyDir volumes is not supported yet"
+                    f"{where}.subPath: subPath on emptyDir volume {vol['name']!r} needs its Docker "
+                    "volume's directory on this host (a local engine whose data root the provider "
+                    "sees; not a Memory emptyDir)"
                 )
+            source = host_dir
+        elif vol["name"] in emptydirs:
             source = emptydirs[vol["name"]]
             # An emptyDir starts empty: no copy of the image's directory (nor its owner and mode).
             mode += ",nocopy"
@@ -462,6 +474,7 @@ def container_create_kwargs(
     resolve_subpath: SubPathResolver | None = None,
     seccomp_json: str | None = None,
     hosts_file: str | None = None,
+    emptydir_dirs: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox.
 
@@ -510,7 +523,7 @@ def container_create_kwargs(
         kwargs["working_dir"] = str(c["workingDir"])
     kwargs.update(resource_kwargs(c, field))
     kwargs.update(security_kwargs(pod, c, field, image_user, seccomp_json))
-    binds = volume_binds(pod, c, field, node_name, volumes_root, launch.env, resolve_subpath)
+    binds = volume_binds(pod, c, field, node_name, volumes_root, launch.env, resolve_subpath, emptydir_dirs)
     if termination_file:
         path = str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH)
         binds.append(f"{termination_file}:{path}:rw")
