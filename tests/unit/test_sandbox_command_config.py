@@ -71,6 +71,16 @@ def test_generated_configs_keep_user_settings_and_load(tmp_path: Path) -> None:
     assert user["node"]["name"] == "ignored"  # the user's config is not modified
 
 
+def test_node_address_is_the_internal_ip_and_the_kubelet_listen_host(tmp_path: Path) -> None:
+    ca_file = SandboxPKI(tmp_path).ca_cert_path
+    kubeconfigs = {"sandbox-1": tmp_path / "kubeconfig"}
+    (path,) = write_provider_configs(tmp_path, {}, kubeconfigs, ca_file, node_address="127.0.0.2")
+    raw = yaml.safe_load(path.read_text())
+    assert raw["node"]["internalIP"] == "127.0.0.2"
+    assert raw["kubeletServer"]["listen"].startswith("127.0.0.2:")
+    assert load_config(path).node.internal_ip == "127.0.0.2"
+
+
 def test_bad_user_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("- a list\n")

@@ -104,6 +104,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "address and its certificate names IP), e.g. the Docker bridge's gateway, so that the "
         "provider of a Helm chart running in a container reaches it (default: 127.0.0.1 only)",
     )
+    parser.add_argument(
+        "--node-address",
+        metavar="IP",
+        default="127.0.0.1",
+        help="the nodes' InternalIP, where their kubelet API listens and the apiserver dials it; the "
+        "real apiserver refuses to proxy to a loopback address (nodes/proxy), so give a host address "
+        "such as the Docker bridge's gateway when that matters (default: 127.0.0.1)",
+    )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
         "--clean",
@@ -136,9 +144,9 @@ def node_names(count: int, prefix: str = NODE_PREFIX) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, count + 1)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def _free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
@@ -174,19 +182,21 @@ def provider_config(
     ca_file: Path,
     state_dir: Path,
     kubelet_auth: str = "x509",
+    node_address: str = "127.0.0.1",
 ) -> dict[str, Any]:
     """The user's config with what the sandbox decides filled in (camelCase keys as in
-    config.example.yaml): the node name, the API connection, a loopback kubelet address that the
+    config.example.yaml): the node name, the API connection, the kubelet address that the
     apiserver dials, and the sandbox CA as the kubelet's client CA. `kubelet_auth` is the
     kubelet API's auth unless the user chose one: x509 on the emulator (it serves no
     TokenReview), webhook on the real control plane (as a kubelet)."""
     config = copy.deepcopy(user)
     node_section = _section(config, "node")
     node_section["name"] = node
-    node_section["internalIP"] = "127.0.0.1"  # the proxy dials the node's InternalIP
+    node_section["internalIP"] = node_address  # the proxy dials the node's InternalIP
     _section(config, "kubernetes")["kubeconfig"] = str(kubeconfig)
     server = _section(config, "kubeletServer")
-    server["listen"] = f"127.0.0.1:{listen_port}"
+    host = f"[{node_address}]" if ":" in node_address else node_address
+    server["listen"] = f"{host}:{listen_port}"
     server["clientCAFile"] = str(ca_file)
     server.setdefault("auth", kubelet_auth)
     # Per-container files live with the sandbox's other files unless the user says otherwise.
@@ -261,6 +271,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         except ValueError:
             shown = repr(args.apiserver_address)
             raise SandboxUsageError(f"--apiserver-address: not an IP address: {shown}") from None
+    try:
+        ipaddress.ip_address(args.node_address)
+    except ValueError:
+        raise SandboxUsageError(f"--node-address: not an IP address: {args.node_address!r}") from None
     user_config = load_user_config(args.config)
     state_dir = Path(args.state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -273,6 +287,7 @@ def write_provider_configs(
     kubeconfigs: dict[str, Path],
     ca_file: Path,
     kubelet_auth: str = "x509",
+    node_address: str = "127.0.0.1",
 ) -> list[Path]:
     """Write `<state_dir>/providers/<node>.yaml` for each node of `kubeconfigs` (blocking);
     returns the paths."""
@@ -284,10 +299,11 @@ def write_provider_configs(
             user_config,
             node=node,
             kubeconfig=kubeconfig,
-            listen_port=_free_port(),
+            listen_port=_free_port(node_address),
             ca_file=ca_file,
             state_dir=state_dir,
             kubelet_auth=kubelet_auth,
+            node_address=node_address,
         )
         path = config_dir / f"{node}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -433,6 +449,7 @@ async def serve(args: argparse.Namespace) -> int:
                 kubeconfigs,
                 plane.pki.ca_cert_path,
                 "webhook" if real else "x509",
+                args.node_address,
             )
             for node, path in zip(nodes, paths, strict=True):
                 await providers.start(node, path)
