@@ -10,7 +10,8 @@
 #   2. The test images the SIG Node specs use, tagged locally with the exact names the
 #      built suite asks for (`e2e.test --list-images`), so that no pull is needed: no
 #      container registry is reachable from the project's machines. Each is a root
-#      filesystem brought in with `docker import`: Debian's busybox-static for the shell
+#      filesystem brought in with `docker import`: Debian trixie's busybox-static 1.37 (the
+#      version of the suite's busybox image; bookworm's 1.35 as a fallback) for the shell
 #      and applets, the binaries of step 1, pause compiled from the upstream pause.c, and
 #      Debian's nginx on a debootstrap root filesystem.
 #      An image whose tag exists is left as it is (FORCE=1 rebuilds them all).
@@ -29,7 +30,12 @@ version="$(tr -d '[:space:]' < "$root/KUBE_VERSION")"
 
 log() { echo "build-conformance: $*" >&2; }
 fail() { log "$*"; exit 1; }
-have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+# Bumped when the images change (3: busybox 1.37 from Debian trixie, agnhost on Debian with
+# curl): a tag built before is rebuilt.
+IMAGES_REV=3
+have_image() {
+  [[ "$(docker image inspect -f '{{index .Config.Labels "io.vk-provider.images-rev"}}' "$1" 2>/dev/null)" == "$IMAGES_REV" ]]
+}
 
 mode="${1-}"
 case "$mode" in
@@ -138,7 +144,43 @@ upstream="$(cd "$src" && go list -m -f '{{ .Dir }}' k8s.io/kubernetes)"
 [[ -d "$upstream/test/images" ]] || fail "no k8s.io/kubernetes source in the module cache (cd tools/conformance && go mod download)"
 
 busybox_bin=""
+# Debian trixie's busybox-static (1.37, as the suite's busybox:1.37.0 image: its ash keeps
+# environment variables whose names are not identifiers, such as `data-1`, which 1.35's drops),
+# fetched from the Debian mirror and checked against the trixie release's signed index:
+# InRelease (gpgv, debian-archive-keyring) -> Packages.xz's SHA256 -> the .deb's SHA256.
+# Cached in $cache/debs. Prints the busybox binary's path, or fails (the caller falls back).
+trixie_busybox() {
+  local mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}" debs="$cache/debs" keyring
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  [[ -r "$keyring" ]] && command -v gpgv >/dev/null 2>&1 || return 1
+  mkdir -p "$debs" "$work/trixie"
+  curl -fsS --max-time 60 -o "$work/trixie/InRelease" "$mirror/dists/trixie/InRelease" || return 1
+  gpgv --keyring "$keyring" --output "$work/trixie/Release" "$work/trixie/InRelease" 2>/dev/null || return 1
+  local index_sum deb_path deb_sum deb
+  index_sum="$(awk '/^SHA256:/{s=1; next} /^[^ ]/{s=0} s && $3 == "main/binary-amd64/Packages.xz" {print $1}' "$work/trixie/Release")"
+  [[ -n "$index_sum" ]] || return 1
+  curl -fsS --max-time 300 -o "$work/trixie/Packages.xz" "$mirror/dists/trixie/main/binary-amd64/Packages.xz" || return 1
+  echo "$index_sum  $work/trixie/Packages.xz" | sha256sum -c --status || return 1
+  read -r deb_path deb_sum < <(xz -dc "$work/trixie/Packages.xz" | awk '
+    /^Package: busybox-static$/ {p=1} p && /^Filename:/ {f=$2} p && /^SHA256:/ {h=$2} p && /^$/ {print f, h; exit}')
+  [[ -n "$deb_path" && -n "$deb_sum" ]] || return 1
+  deb="$debs/$(basename "$deb_path")"
+  if ! echo "$deb_sum  $deb" | sha256sum -c --status 2>/dev/null; then
+    curl -fsS --max-time 300 -o "$deb.partial" "$mirror/$deb_path" || return 1
+    echo "$deb_sum  $deb.partial" | sha256sum -c --status || return 1
+    mv "$deb.partial" "$deb"
+  fi
+  dpkg-deb -x "$deb" "$work/trixie/root" || return 1
+  local found
+  found="$(find "$work/trixie/root" -path '*/bin/busybox' -type f | head -n 1)"
+  [[ -x "$found" ]] || return 1
+  log "busybox from Debian trixie: $(basename "$deb")"
+  echo "$found"
+}
+
 find_busybox() {
+  if busybox_bin="$(trixie_busybox)"; then return; fi
+  log "Debian trixie's busybox-static is out of reach; using bookworm's (1.35: its sh drops variables such as data-1)"
   if ! dpkg -s busybox-static >/dev/null 2>&1; then
     log "installing Debian's busybox-static"
     export DEBIAN_FRONTEND=noninteractive
@@ -184,7 +226,7 @@ import_rootfs() {
   local id
   id="$(tar -C "$dir" --numeric-owner -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change "LABEL io.vk-provider.conformance=$version" "${changes[@]}" - )"
+    --change "LABEL io.vk-provider.conformance=$version io.vk-provider.images-rev=$IMAGES_REV" "${changes[@]}" - )"
   for ref in "$@"; do
     docker tag "$id" "$ref"
     log "built $ref"
@@ -219,14 +261,49 @@ if [[ ${#refs[@]} -gt 0 ]]; then
   import_rootfs "$work/nonewprivs" 'CMD ["nnp"]' -- "${refs[@]}"
 fi
 
-# agnhost (test/images/agnhost/Dockerfile) on busybox instead of alpine: /agnhost and its
-# agnhost-2 link, porter's certificate, /uploads for netexec, and the user and group the
-# SupplementalGroups specs expect in the image. Alpine's curl, bind-tools, iproute2, iperf,
-# socat and bash are not there (busybox has nc, wget, ip); nor is the fake registry's
-# content (/var/registry), which its image pulls come from.
+# A Debian bookworm root filesystem (debootstrap minbase) with the packages given, without
+# package caches, lists and documentation.
+debian_rootfs() {
+  local dir="$1" packages="$2" mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing Debian's debootstrap"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq debootstrap >/dev/null
+  fi
+  log "debootstrap bookworm (+ $packages) from $mirror"
+  debootstrap --variant=minbase --include="$packages" bookworm "$dir" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    { tail -n 30 "$work/debootstrap.log" >&2; fail "debootstrap bookworm (+ $packages) failed"; }
+  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/cache/apt/*.bin "$dir"/var/lib/apt/lists/* \
+    "$dir"/debootstrap "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/locale/*
+  echo "deb http://deb.debian.org/debian bookworm main" >"$dir/etc/apt/sources.list"
+}
+
+# agnhost (test/images/agnhost/Dockerfile) on Debian bookworm instead of alpine: curl (the
+# lifecycle hook specs' handlers are called with it), bash, dig, iproute2, netcat, socat and
+# wget as in upstream's image, and busybox for every applet Debian lacks, as alpine's busybox
+# provides them; /agnhost and its agnhost-2 link, porter's certificate, /uploads for netexec,
+# and the user and group the SupplementalGroups specs expect in the image. Not there: iperf
+# and the fake registry's content (/var/registry), which its image pulls come from.
+agnhost_base=""
 agnhost_rootfs() {
-  local dir="$1"
-  busybox_rootfs "$dir"
+  local dir="$1" applet
+  if [[ -z "$agnhost_base" ]]; then
+    agnhost_base="$work/agnhost-base"
+    debian_rootfs "$agnhost_base" curl,wget,bash,dnsutils,iproute2,netcat-openbsd,socat,procps,iputils-ping,ca-certificates
+    [[ -n "$busybox_bin" ]] || find_busybox
+    cp "$busybox_bin" "$agnhost_base/bin/busybox"
+    for applet in $("$agnhost_base/bin/busybox" --list); do
+      # -L too: Debian's alternatives links point at /etc/alternatives, absent outside the chroot.
+      local at found=0
+      for at in bin usr/bin sbin usr/sbin; do
+        if [[ -e "$agnhost_base/$at/$applet" || -L "$agnhost_base/$at/$applet" ]]; then found=1; fi
+      done
+      [[ $found == 1 ]] || ln -s /bin/busybox "$agnhost_base/usr/bin/$applet"
+    done
+  fi
+  rm -rf "$dir"
+  cp -a "$agnhost_base" "$dir"
   install -m 755 "$bin/agnhost" "$dir/agnhost"
   ln -s agnhost "$dir/agnhost-2"
   cp "$upstream/test/images/agnhost/porter/localhost.crt" "$upstream/test/images/agnhost/porter/localhost.key" "$dir/"
@@ -273,24 +350,6 @@ if [[ ${#refs[@]} -gt 0 ]]; then
   strip "$work/pause/pause" 2>/dev/null || true
   import_rootfs "$work/pause" 'ENTRYPOINT ["/pause"]' 'USER 65535:65535' -- "${refs[@]}"
 fi
-
-# A Debian bookworm root filesystem (debootstrap minbase) with the packages given, without
-# package caches, lists and documentation.
-debian_rootfs() {
-  local dir="$1" packages="$2" mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    log "installing Debian's debootstrap"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq debootstrap >/dev/null
-  fi
-  log "debootstrap bookworm (+ $packages) from $mirror"
-  debootstrap --variant=minbase --include="$packages" bookworm "$dir" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -n 30 "$work/debootstrap.log" >&2; fail "debootstrap bookworm (+ $packages) failed"; }
-  rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/cache/apt/*.bin "$dir"/var/lib/apt/lists/* \
-    "$dir"/debootstrap "$dir"/usr/share/doc/* "$dir"/usr/share/man/* "$dir"/usr/share/locale/*
-  echo "deb http://deb.debian.org/debian bookworm main" >"$dir/etc/apt/sources.list"
-}
 
 # nginx: Debian bookworm's nginx, in the manner of the docker library's nginx image the
 # suite's is built on (test/images/nginx): the "Welcome to nginx!" page on port 80, the

@@ -1,0 +1,329 @@
+"""`python -m conformance.run` (`make conformance`): the upstream SIG Node conformance specs
+against vk-provider.
+
+1. Builds (or finds cached) `e2e.test` and the test images (`scripts/build-conformance.sh`)
+   and the real control plane (`scripts/ensure-kube.sh`).
+2. Lists the selected specs with a dry run: the focus (default: SIG Node `[Conformance]` and
+   every `[NodeConformance]` spec) less the `skip: true` entries of triage.yaml.
+3. Starts `vk-provider sandbox --control-plane real --provider-identity node` with one node
+   and no taint, so that the suite's pods land on it, the node a kubelet under the Node
+   authorizer, allowing what a kubelet allows, its address the Docker bridge's gateway.
+4. Runs the specs in `--shards` `e2e.test` processes at once (the `[Serial]` ones after, alone),
+   each with its share as `--ginkgo.focus-file file:line` filters.
+5. Writes `<out>/junit.xml` (every spec, one test suite), `<out>/specs.json` and, unless
+   `--no-render`, the results section of docs/conformance.md (conformance.report).
+
+Must not: import from `tests/`; leave the sandbox or its containers behind (`--clean`, and a
+stop on any exit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from dataclasses import asdict
+from pathlib import Path
+
+import yaml
+
+from bench.sandbox import REPO, ensure_kube_bin, free_port
+from conformance.report import RunFacts, render, render_into
+from conformance.specs import Spec, load_specs, selected, shard
+from conformance.subset import SUBSET, subset_focus
+from conformance.triage import load_triage, skip_regexp
+
+DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"
+START_DEADLINE = 300.0
+STOP_DEADLINE = 120.0
+DOC = REPO / "docs" / "conformance.md"
+# The node as a kubelet's defaults have it: no taint, so that the suite's pods land on it, and
+# what a kubelet allows (hostPath, host namespaces, privileged, Unconfined profiles) allowed.
+NODE_CONFIG = {
+    "node": {"taints": []},
+    "docker": {
+        "allow": {
+            "privileged": True,
+            "hostPath": True,
+            "hostNetwork": True,
+            "hostPID": True,
+            "hostIPC": True,
+            "unconfined": True,
+            "capabilities": ["NET_ADMIN", "NET_RAW", "SYS_ADMIN", "SYS_PTRACE", "SYS_TIME"],
+        }
+    },
+}
+
+
+def log(message: str) -> None:
+    print(f"conformance: {message}", file=sys.stderr, flush=True)
+
+
+def build_suite() -> Path:
+    """The directory of e2e.test: the last line `scripts/build-conformance.sh` prints."""
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-conformance.sh")],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:
+        raise SystemExit("conformance: scripts/build-conformance.sh failed (see above)")
+    return Path(built.stdout.strip().splitlines()[-1])
+
+
+def bridge_gateway() -> str:
+    """The Docker bridge's gateway: a host address that is not loopback, for the node's
+    InternalIP (the apiserver refuses to proxy nodes/proxy to 127.0.0.1)."""
+    found = subprocess.run(
+        ["docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return found.stdout.strip() or "127.0.0.1"
+
+
+def suite_args(e2e: Path, focus: str, skip: str) -> list[str]:
+    args = [str(e2e), "--ginkgo.focus", focus, "--ginkgo.no-color"]
+    return [*args, "--ginkgo.skip", skip] if skip else args
+
+
+def dry_run(e2e: Path, focus: str, skip: str, out: Path) -> list[Spec]:
+    report = out / "dry-run.json"
+    subprocess.run(
+        [*suite_args(e2e, focus, skip), "--ginkgo.dry-run", f"--ginkgo.json-report={report}"],
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+    return selected(load_specs(report))
+
+
+class Sandbox:
+    """The sandbox subprocess: the real control plane and one provider for its node, named
+    `vk-conformance-<run>-1` so that runs sharing one Docker engine keep apart (a provider
+    owns the containers labelled with its node's name)."""
+
+    def __init__(self, out: Path, kube_bin: str) -> None:
+        self.state = out / "state"
+        self.log = out / "sandbox.log"
+        config = out / "provider.yaml"
+        config.write_text(yaml.safe_dump(NODE_CONFIG))
+        prefix = f"vk-conformance-{uuid.uuid4().hex[:6]}-"
+        self.node = f"{prefix}1"
+        args = [
+            *("--state-dir", str(self.state), "--port", str(free_port()), "--config", str(config)),
+            *("--node-prefix", prefix, "--control-plane", "real", "--kube-bin", kube_bin),
+            *("--provider-identity", "node", "--clean", "--node-address", bridge_gateway()),
+        ]
+        with self.log.open("wb") as sink:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "vk_provider", "sandbox", *args],
+                cwd=REPO,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state / "kubeconfig"
+
+    def kubectl(self, *args: str) -> subprocess.CompletedProcess[str]:
+        kubectl = Path(sys.executable).parent / "kubectl"
+        return subprocess.run(
+            [str(kubectl), "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    def wait_ready(self) -> None:
+        end = time.monotonic() + START_DEADLINE
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise SystemExit(
+                    f"conformance: the sandbox exited with {self.proc.returncode}; see {self.log}"
+                )
+            if self.kubeconfig.exists():
+                ready = self.kubectl(
+                    "get", "node", self.node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+                )
+                if ready.stdout.strip() == "True":
+                    return
+            time.sleep(1)
+        raise SystemExit(
+            f"conformance: node {self.node} not Ready within {START_DEADLINE:.0f} s; see {self.log}"
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def run_shards(
+    e2e: Path, focus: str, skip: str, groups: list[list[str]], kubeconfig: Path, out: Path, tag: str
+) -> list[Path]:
+    """One e2e.test per group, all at once; their JSON reports."""
+    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+    for index, group in enumerate(groups, 1):
+        name = f"{tag}-{index}"
+        report = out / f"{name}.json"
+        args = [
+            *suite_args(e2e, focus, skip),
+            *(f"--ginkgo.focus-file={f}" for f in group),
+            f"--ginkgo.json-report={report}",
+            f"--ginkgo.junit-report={out / f'{name}.xml'}",
+            "--ginkgo.timeout=24h",
+            "--provider=skeleton",
+            f"--kubeconfig={kubeconfig}",
+            f"--e2e-output-dir={out / name}",
+            "--node-schedulable-timeout=5m",
+        ]
+        with (out / f"{name}.log").open("wb") as sink:
+            proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, cwd=out)
+        procs.append((proc, report))
+    for proc, _ in procs:
+        proc.wait()
+    return [report for _, report in procs if report.exists()]
+
+
+def merge_junit(parts: list[Path], target: Path) -> None:
+    """The shards' JUnit files as one: every test case in one test suite, counts summed."""
+    merged = ET.Element("testsuites")
+    suite = ET.SubElement(merged, "testsuite", name="vk-provider SIG Node conformance")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "disabled": 0}
+    for part in parts:
+        for case in ET.parse(part).getroot().iter("testcase"):
+            suite.append(case)
+            totals["tests"] += 1
+            for key in ("failure", "error", "skipped"):
+                if case.find(key) is not None:
+                    totals["failures" if key == "failure" else "errors" if key == "error" else "skipped"] += 1
+    for key, value in totals.items():
+        suite.set(key, str(value))
+        merged.set(key, str(value))
+    ET.ElementTree(merged).write(target, encoding="utf-8", xml_declaration=True)
+
+
+def _key(spec: Spec) -> tuple[str, int, str]:
+    return spec.file, spec.line, spec.name
+
+
+def _revision() -> str:
+    """The commit under test, `+dirty` when the work tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    )
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--focus", default=DEFAULT_FOCUS, help="the specs to run (default: %(default)s)")
+    parser.add_argument(
+        "--skip", default="", help="more specs to leave out, besides triage.yaml's skip entries"
+    )
+    parser.add_argument(
+        "--shards", type=int, default=3, help="e2e.test processes at once (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "build" / "conformance",
+        help="results (default: build/conformance)",
+    )
+    parser.add_argument("--no-render", action="store_true", help="leave docs/conformance.md as it is")
+    parser.add_argument(
+        "--subset",
+        action="store_true",
+        help="run the fast subset of `make test` (conformance/subset.py) instead of --focus; "
+        "exit 1 unless every spec of it passed; implies --no-render",
+    )
+    parser.add_argument(
+        "--conformance-only",
+        action="store_true",
+        help="of the selected specs, run only those tagged [Conformance] (the issue's 90 %% target)",
+    )
+    opts = parser.parse_args(argv)
+    focus = subset_focus() if opts.subset else opts.focus
+
+    started = time.time()
+    out: Path = opts.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in [*out.glob("shard-*"), *out.glob("serial-*")]:
+        if stale.is_file():
+            stale.unlink()
+    triage = load_triage()
+    skip = "|".join(p for p in (skip_regexp(triage), opts.skip) if p)
+    bin_dir = build_suite()
+    kube_bin = ensure_kube_bin()
+    e2e = bin_dir / "e2e.test"
+    focused = dry_run(e2e, focus, "", out)
+    specs = dry_run(e2e, focus, skip, out)
+    if opts.subset and len(specs) != len(SUBSET):
+        found = [n for n in SUBSET if any(s.name.startswith(n) for s in specs)]
+        missing_names = sorted(set(SUBSET) - set(found))
+        raise SystemExit(
+            f"conformance: the subset selects {len(specs)} specs, not {len(SUBSET)}: {missing_names}"
+        )
+    if opts.conformance_only:
+        focused = [s for s in focused if s.conformance]
+        specs = [s for s in specs if s.conformance]
+    keys = {_key(s) for s in specs}
+    not_run = [s for s in focused if _key(s) not in keys]
+    parallel = [s for s in specs if not s.serial]
+    serial = [s for s in specs if s.serial]
+    log(f"{len(specs)} specs selected ({len(serial)} serial); {opts.shards} shards; results in {out}")
+
+    sandbox = Sandbox(out, kube_bin)
+    try:
+        sandbox.wait_ready()
+        log(f"node {sandbox.node} Ready; running the suite")
+        reports = run_shards(e2e, focus, skip, shard(parallel, opts.shards), sandbox.kubeconfig, out, "shard")
+        if serial:
+            reports += run_shards(e2e, focus, skip, shard(serial, 1), sandbox.kubeconfig, out, "serial")
+    finally:
+        sandbox.stop()
+
+    ran = [spec for r in reports for spec in load_specs(r) if _key(spec) in keys and spec.attempts > 0]
+    merge_junit([r.with_suffix(".xml") for r in reports if r.with_suffix(".xml").exists()], out / "junit.xml")
+    (out / "specs.json").write_text(json.dumps([asdict(s) for s in ran], indent=1))
+    facts = RunFacts(
+        seconds=time.time() - started,
+        focus=focus + (" (of those, only the [Conformance] ones)" if opts.conformance_only else ""),
+        skip=skip,
+        shards=opts.shards,
+        version=(REPO / "KUBE_VERSION").read_text().strip(),
+        revision=_revision(),
+        finished=datetime.datetime.now(datetime.UTC),
+    )
+    missing = keys - {_key(s) for s in ran}
+    if missing:
+        log(f"{len(missing)} selected spec(s) have no result (a shard ended early); see {out}/shard-*.log")
+    if not (opts.no_render or opts.subset):
+        render_into(DOC, render(ran, not_run, triage, facts))
+        log(f"rendered {DOC.relative_to(REPO)}")
+    passed = sum(s.passed for s in ran)
+    log(f"{passed} of {len(ran)} run specs passed in {facts.seconds:.0f} s; JUnit in {out / 'junit.xml'}")
+    for spec in ran:
+        if not spec.passed:
+            log(f"{spec.state}: {spec.name}: {spec.failure.splitlines()[0] if spec.failure else ''}")
+    return 1 if opts.subset and (missing or passed < len(ran)) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
