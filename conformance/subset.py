@@ -35,7 +35,7 @@ SUBSET = (
     "[sig-node] Pods Extended (pod generation) Pod Generation pod generation should start at 1 and increment "
     "per update",
     "[sig-node] Variable Expansion should allow substituting values in a volume subpath",
-    "[sig-node] ConfigMap should be consumable via the environment",
+    "[sig-node] ConfigMap should be consumable via environment variable",
     "[sig-node] Kubelet when scheduling a busybox command in a pod should print the output to logs",
 )
 

@@ -144,8 +144,7 @@ upstream="$(cd "$src" && go list -m -f '{{ .Dir }}' k8s.io/kubernetes)"
 [[ -d "$upstream/test/images" ]] || fail "no k8s.io/kubernetes source in the module cache (cd tools/conformance && go mod download)"
 
 busybox_bin=""
-# Debian trixie's busybox-static (1.37, as the suite's busybox:1.37.0 image: its ash keeps
-# environment variables whose names are not identifiers, such as `data-1`, which 1.35's drops),
+# Debian trixie's busybox-static (1.37, the version the suite's busybox:1.37.0 image names),
 # fetched from the Debian mirror and checked against the trixie release's signed index:
 # InRelease (gpgv, debian-archive-keyring) -> Packages.xz's SHA256 -> the .deb's SHA256.
 # Cached in $cache/debs. Prints the busybox binary's path, or fails (the caller falls back).
@@ -180,7 +179,7 @@ trixie_busybox() {
 
 find_busybox() {
   if busybox_bin="$(trixie_busybox)"; then return; fi
-  log "Debian trixie's busybox-static is out of reach; using bookworm's (1.35: its sh drops variables such as data-1)"
+  log "Debian trixie's busybox-static is out of reach; using bookworm's (1.35)"
   if ! dpkg -s busybox-static >/dev/null 2>&1; then
     log "installing Debian's busybox-static"
     export DEBIAN_FRONTEND=noninteractive
