@@ -143,27 +143,33 @@ async def test_errors_become_status_while_other_pods_keep_running(harness: Provi
     assert container_status(steady, "main")["restartCount"] == 0
 
 
-async def test_crash_loop_restarts_with_growing_backoff(harness: ProviderHarness, docker_client: Any) -> None:
+async def test_crash_loop_restarts_with_growing_backoff(
+    harness: ProviderHarness, docker_client: Any, control_plane: str
+) -> None:
+    # The back-off runs on the node's own clock (10 s, 20 s, 40 s: 71 s); the real tier checks
+    # the first one and what reaches the API (CrashLoopBackOff, the BackOff Event), the
+    # emulator tier the whole growth.
+    restarts = 4 if control_plane == "emulator" else 2
     await harness.create(harness.manifest("crashy", [sh("main", "exit 3")]))
     seen: dict[int, float] = {}
     saw_backoff = False
 
-    async def fourth_restart() -> bool:
+    async def restarted() -> bool:
         nonlocal saw_backoff
         pod = await harness.get("crashy")
         assert pod is not None
         count = int(container_status(pod, "main").get("restartCount") or 0)
         seen.setdefault(count, time.monotonic())
         saw_backoff = saw_backoff or waiting_reason(pod, "main") == "CrashLoopBackOff"
-        return 4 in seen
+        return restarts in seen
 
-    await eventually(fourth_restart, within=180, interval=0.2, what=lambda: f"a fourth restart (seen {seen})")
-    assert {1, 2, 3, 4} <= set(seen), seen
+    await eventually(restarted, within=180, interval=0.2, what=lambda: f"{restarts} restarts (seen {seen})")
+    assert set(range(1, restarts + 1)) <= set(seen), seen
     assert saw_backoff
     # Lower bounds of the 10 s, 20 s and 40 s back-offs before the second to fourth restarts.
-    assert seen[2] - seen[1] >= 8
-    assert seen[3] - seen[2] >= 18
-    assert seen[4] - seen[3] >= 36
+    for restart, lower in ((2, 8), (3, 18), (4, 36)):
+        if restart <= restarts:
+            assert seen[restart] - seen[restart - 1] >= lower, seen
     pod = await harness.get("crashy")
     assert pod is not None
     assert container_status(pod, "main")["lastState"]["terminated"]["exitCode"] == 3
