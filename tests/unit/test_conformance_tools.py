@@ -145,21 +145,30 @@ def test_render_counts_the_share_and_gives_every_reason(tmp_path: Path) -> None:
     assert written.startswith("# Title\n\nintro\n") and written.rstrip().endswith(END)
 
 
-def test_merged_junit_sums_the_shards(tmp_path: Path) -> None:
+def test_merged_junit_keeps_the_specs_run_and_sums_the_shards(tmp_path: Path) -> None:
     parts = []
     for index, cases in enumerate(
         [
-            '<testcase name="a"/><testcase name="b"><failure message="m"/></testcase>',
-            '<testcase name="c"><skipped/></testcase>',
+            '<testcase name="[It] a [Conformance] [sig-node, Conformance]"/>'
+            '<testcase name="[It] b"><failure message="m"/></testcase>'
+            '<testcase name="[It] left out by this shard"><skipped/></testcase>'
+            '<testcase name="[SynchronizedBeforeSuite]"/>',
+            '<testcase name="[It] c"><skipped/></testcase><testcase name="[It] ab"/>'
+            '<testcase name="[It] b"><skipped/></testcase>',
         ]
     ):
         part = tmp_path / f"p{index}.xml"
         part.write_text(f'<testsuites><testsuite name="s">{cases}</testsuite></testsuites>')
         parts.append(part)
-    merge_junit(parts, tmp_path / "junit.xml")
+    # The second shard lists "b" too, as a spec its filters left out.
+    merge_junit(list(zip(parts, [{"a [Conformance]", "b"}, {"c"}], strict=True)), tmp_path / "junit.xml")
     suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
     assert suite is not None
-    assert [c.get("name") for c in suite.iter("testcase")] == ["a", "b", "c"]
+    assert [c.get("name") for c in suite.iter("testcase")] == [
+        "[It] a [Conformance] [sig-node, Conformance]",
+        "[It] b",
+        "[It] c",
+    ]
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
 
 
