@@ -24,6 +24,7 @@ import datetime
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,6 +45,9 @@ DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"
 START_DEADLINE = 300.0
 STOP_DEADLINE = 120.0
 DOC = REPO / "docs" / "conformance.md"
+# The kubelet's default port: the e2e framework reaches a node's kubelet through nodes/proxy on
+# it, whatever the Node's daemonEndpoints say (test/e2e/framework/kubelet).
+KUBELET_PORT = 10250
 # The node as a kubelet's defaults have it: no taint, so that the suite's pods land on it, and
 # what a kubelet allows (hostPath, host namespaces, privileged, Unconfined profiles) allowed.
 NODE_CONFIG = {
@@ -91,6 +95,18 @@ def bridge_gateway() -> str:
     return found.stdout.strip() or "127.0.0.1"
 
 
+def kubelet_port(address: str) -> int:
+    """KUBELET_PORT when it is free on `address`, else 0 (a free port: the specs that reach the
+    kubelet through nodes/proxy on 10250 then fail, and the log says why)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, KUBELET_PORT))
+        except OSError as err:
+            log(f"port {KUBELET_PORT} on {address} is taken ({err.strerror}); the kubelet API gets another")
+            return 0
+    return KUBELET_PORT
+
+
 def suite_args(e2e: Path, focus: str, skip: str) -> list[str]:
     args = [str(e2e), "--ginkgo.focus", focus, "--ginkgo.no-color"]
     return [*args, "--ginkgo.skip", skip] if skip else args
@@ -117,11 +133,13 @@ class Sandbox:
         config = out / "provider.yaml"
         config.write_text(yaml.safe_dump(NODE_CONFIG))
         prefix = f"vk-conformance-{uuid.uuid4().hex[:6]}-"
+        address = bridge_gateway()
         self.node = f"{prefix}1"
         args = [
             *("--state-dir", str(self.state), "--port", str(free_port()), "--config", str(config)),
             *("--node-prefix", prefix, "--control-plane", "real", "--kube-bin", kube_bin),
-            *("--provider-identity", "node", "--clean", "--node-address", bridge_gateway()),
+            *("--provider-identity", "node", "--clean", "--node-address", address),
+            *("--kubelet-port", str(kubelet_port(address))),
         ]
         with self.log.open("wb") as sink:
             self.proc = subprocess.Popen(

@@ -79,6 +79,10 @@ def test_node_address_is_the_internal_ip_and_the_kubelet_listen_host(tmp_path: P
     assert raw["node"]["internalIP"] == "127.0.0.2"
     assert raw["kubeletServer"]["listen"].startswith("127.0.0.2:")
     assert load_config(path).node.internal_ip == "127.0.0.2"
+    two = {"sandbox-1": tmp_path / "kubeconfig", "sandbox-2": tmp_path / "kubeconfig"}
+    paths = write_provider_configs(tmp_path, {}, two, ca_file, kubelet_port=10250)
+    listens = [yaml.safe_load(p.read_text())["kubeletServer"]["listen"] for p in paths]
+    assert listens == ["127.0.0.1:10250", "127.0.0.1:10251"]
 
 
 def test_bad_user_config(tmp_path: Path) -> None:

@@ -112,6 +112,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "real apiserver refuses to proxy to a loopback address (nodes/proxy), so give a host address "
         "such as the Docker bridge's gateway when that matters (default: 127.0.0.1)",
     )
+    parser.add_argument(
+        "--kubelet-port",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the first node's kubelet API port, N+1 the second's...; the upstream e2e framework "
+        "reaches a node's kubelet through nodes/proxy on the kubelet's default port 10250 "
+        "(default: a free port per node)",
+    )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
         "--clean",
@@ -271,6 +280,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         except ValueError:
             shown = repr(args.apiserver_address)
             raise SandboxUsageError(f"--apiserver-address: not an IP address: {shown}") from None
+    if not 0 <= args.kubelet_port <= 65535 - max(args.nodes - 1, 0):
+        raise SandboxUsageError(f"--kubelet-port: not a port for {args.nodes} node(s): {args.kubelet_port}")
     try:
         ipaddress.ip_address(args.node_address)
     except ValueError:
@@ -288,18 +299,20 @@ def write_provider_configs(
     ca_file: Path,
     kubelet_auth: str = "x509",
     node_address: str = "127.0.0.1",
+    kubelet_port: int = 0,
 ) -> list[Path]:
     """Write `<state_dir>/providers/<node>.yaml` for each node of `kubeconfigs` (blocking);
-    returns the paths."""
+    returns the paths. The kubelet API of node i listens on `kubelet_port + i - 1`, or on a
+    free port when `kubelet_port` is 0."""
     config_dir = state_dir / "providers"
     config_dir.mkdir(exist_ok=True)
     paths = []
-    for node, kubeconfig in kubeconfigs.items():
+    for index, (node, kubeconfig) in enumerate(kubeconfigs.items()):
         config = provider_config(
             user_config,
             node=node,
             kubeconfig=kubeconfig,
-            listen_port=_free_port(node_address),
+            listen_port=kubelet_port + index if kubelet_port else _free_port(node_address),
             ca_file=ca_file,
             state_dir=state_dir,
             kubelet_auth=kubelet_auth,
@@ -450,6 +463,7 @@ async def serve(args: argparse.Namespace) -> int:
                 plane.pki.ca_cert_path,
                 "webhook" if real else "x509",
                 args.node_address,
+                args.kubelet_port,
             )
             for node, path in zip(nodes, paths, strict=True):
                 await providers.start(node, path)
