@@ -255,6 +255,33 @@ def _revision() -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def save_run(out: Path, ran: list[Spec], not_run: list[Spec], facts: RunFacts) -> None:
+    """`<out>/specs.json` (the specs run) and `<out>/run.json` (everything `--render-only`
+    needs to render the results again, e.g. after triage.yaml changed)."""
+    (out / "specs.json").write_text(json.dumps([asdict(s) for s in ran], indent=1))
+    record = {
+        "facts": {**asdict(facts), "finished": facts.finished.isoformat()},
+        "ran": [asdict(s) for s in ran],
+        "not_run": [asdict(s) for s in not_run],
+    }
+    (out / "run.json").write_text(json.dumps(record, indent=1))
+
+
+def render_saved(out: Path) -> None:
+    """Render docs/conformance.md's results from `<out>/run.json` with the current triage."""
+    try:
+        record = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"conformance: no saved run in {out}: {err}") from None
+    facts = RunFacts(
+        **{**record["facts"], "finished": datetime.datetime.fromisoformat(record["facts"]["finished"])}
+    )
+    ran = [Spec(**s) for s in record["ran"]]
+    not_run = [Spec(**s) for s in record["not_run"]]
+    render_into(DOC, render(ran, not_run, load_triage(), facts))
+    log(f"rendered {DOC.relative_to(REPO)} from {out / 'run.json'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("--focus", default=DEFAULT_FOCUS, help="the specs to run (default: %(default)s)")
@@ -282,7 +309,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="of the selected specs, run only those tagged [Conformance] (the issue's 90 %% target)",
     )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="run nothing: render docs/conformance.md again from <out>/run.json with the current triage",
+    )
     opts = parser.parse_args(argv)
+    if opts.render_only:
+        render_saved(opts.out.resolve())
+        return 0
     focus = subset_focus() if opts.subset else opts.focus
 
     started = time.time()
@@ -335,7 +370,6 @@ def main(argv: list[str] | None = None) -> int:
         ],
         out / "junit.xml",
     )
-    (out / "specs.json").write_text(json.dumps([asdict(s) for s in ran], indent=1))
     facts = RunFacts(
         seconds=time.time() - started,
         focus=focus + (" (of those, only the [Conformance] ones)" if opts.conformance_only else ""),
@@ -345,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         revision=_revision(),
         finished=datetime.datetime.now(datetime.UTC),
     )
+    save_run(out, ran, not_run, facts)
     missing = keys - {_key(s) for s in ran}
     if missing:
         log(f"{len(missing)} selected spec(s) have no result (a shard ended early); see {out}/shard-*.log")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conformance import run as run_module
 from conformance.report import BEGIN, END, RunFacts, render, render_into
 from conformance.run import merge_junit
 from conformance.specs import Spec, load_specs, selected, shard
@@ -178,3 +179,34 @@ def test_the_subset_focus_is_one_alternative_per_spec_with_re2_escapes() -> None
     assert "\\[sig-node\\] Pods should get a host IP(?: \\[|$)" in focus
     assert "\\ " not in focus  # RE2 refuses an escaped space
     assert len(set(SUBSET)) == len(SUBSET) == 20
+
+
+def test_a_saved_run_renders_again_with_the_current_triage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = tmp_path / "conformance.md"
+    page.write_text("# Conformance\n")
+    monkeypatch.setattr(run_module, "DOC", page)
+    monkeypatch.setattr(run_module, "REPO", tmp_path)
+    facts = RunFacts(
+        seconds=60,
+        focus="F",
+        skip="",
+        shards=2,
+        version="v1.37.2",
+        revision="abc",
+        finished=datetime.datetime(2026, 12, 3, 18, 0, tzinfo=datetime.UTC),
+    )
+    ran = [
+        Spec("a [Conformance]", "f.go", 1, "passed", 1.5, "", 1),
+        Spec("b [Conformance]", "f.go", 2, "failed", 3.0, "x", 1),
+    ]
+    run_module.save_run(tmp_path, ran, [], facts)
+    assert [s["name"] for s in json.loads((tmp_path / "specs.json").read_text())] == [
+        "a [Conformance]",
+        "b [Conformance]",
+    ]
+    run_module.render_saved(tmp_path)
+    assert "**Applicable `[Conformance]` specs passed: 1 of 2 (50.0 %)**" in page.read_text()
+    with pytest.raises(SystemExit, match="no saved run"):
+        run_module.render_saved(tmp_path / "missing")
