@@ -69,9 +69,10 @@ conformance-build: docker kube
 
 # The SIG Node [Conformance] and [NodeConformance] specs against one vk-provider node on the
 # real control plane: build/conformance/junit.xml and the results in docs/conformance.md.
-# Not part of `make test` (it runs for hours); `make test` runs a fast subset of it.
+# Not part of `make test` (about an hour); `make test` runs a fast subset of it.
+# CONFORMANCE_ARGS passes options, e.g. CONFORMANCE_ARGS='--shards 6 --conformance-only'.
 conformance: docker install kube conformance-build
-	$(PY) -m conformance.run
+	$(PY) -m conformance.run $(CONFORMANCE_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check vk_provider tests bench conformance
