@@ -179,3 +179,33 @@ async def test_crash_loop_restarts_with_growing_backoff(
     assert len(kept) == 2, [c.name for c in kept]
     backoff = await harness.wait_event("crashy", "BackOff")
     assert backoff["message"].startswith("Back-off restarting failed container main in pod crashy_default(")
+
+
+@pytest.mark.emulator_only("the back-off is the node's own state; the real tier adds only time")
+async def test_a_new_image_restarts_a_crash_looping_container_without_the_old_back_off(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    """The kubelet keys a container's back-off by its spec hash (GetStableKey, HashContainer):
+    after an image update the container starts again at once instead of waiting out the 40 s
+    the old image earned (the upstream "back-off timer reset on image update" spec)."""
+    repository, tag = "vk-test/busybox-backoff", "1"
+    docker_client.images.get(BUSYBOX_IMAGE).tag(repository, tag)
+    await harness.create(harness.manifest("reimaged", [sh("main", "exit 3")]))
+
+    def restarts(pod: dict[str, Any]) -> int:
+        return int(container_status(pod, "main").get("restartCount") or 0)
+
+    await harness.wait_for("reimaged", lambda p: restarts(p) >= 3, within=120)  # after 10 s + 20 s
+    patched_at = time.monotonic()
+    path = "/api/v1/namespaces/default/pods/reimaged"
+    pod = await harness.api.patch(
+        path, {"spec": {"containers": [{"name": "main", "image": f"{repository}:{tag}"}]}}
+    )
+    before = restarts(pod)
+    await harness.wait_for(
+        "reimaged",
+        lambda p: restarts(p) > before and container_status(p, "main").get("image") == f"{repository}:{tag}",
+        within=120,
+    )
+    # The old image's next back-off was 40 s; the new one restarts without it.
+    assert time.monotonic() - patched_at < 30

@@ -228,7 +228,9 @@ class ContainerPipeline:
     ) -> None:
         pod, name = work.pod, container["name"]
         fp = field_path(role, name)
-        key = container_key(pod, name)
+        # The kubelet's key holds the container's hash (GetStableKey with HashContainer): a new
+        # image starts a fresh back-off instead of waiting out the old one.
+        key = container_key(pod, name, self._deps.runtime.spec_hash(container))
         finished = (instance.finished_at or instance.created_at or now()).timestamp()
         left = self._deps.backoff.remaining(key, finished)
         if left > 0:
