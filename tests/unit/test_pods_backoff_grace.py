@@ -30,6 +30,24 @@ def test_backoff_doubles_to_max_and_resets_after_ten_minutes() -> None:
     assert b.next(key, clock.now) == 10
 
 
+def test_a_capped_crash_loop_stays_capped_through_gc() -> None:
+    """The upstream "should cap back-off at MaxContainerBackOff" spec: a container that runs
+    5 s and fails, restarted after each back-off, sees 300 s again and again, with the
+    periodic gc running in between (it once dropped the entry: 10 s after a capped delay)."""
+    clock = Clock()
+    b = Backoff(clock=clock)
+    key = container_key(POD, "c")
+    delays = []
+    for _ in range(9):
+        failed_at = clock.now
+        while (left := b.remaining(key, failed_at)) > 0:
+            clock.now += min(left, 30.0)
+            b.gc()
+        delays.append(b.next(key, failed_at))
+        clock.now += 5  # the restarted container runs 5 s, then fails
+    assert delays == [10, 20, 40, 80, 160, 300, 300, 300, 300]
+
+
 def test_remaining_counts_from_the_event_time() -> None:
     clock = Clock()
     b = Backoff(clock=clock)

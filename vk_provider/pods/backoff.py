@@ -45,9 +45,10 @@ class Backoff:
         return event_time - entry.last_update > 2 * self._max
 
     def remaining(self, key: str, event_time: float) -> float:
-        """Seconds left of the backoff that started at `event_time`; 0 when not backing off."""
+        """Seconds left of the backoff that started at `event_time`; 0 when not backing off
+        (`IsInBackOffSince`: an entry last updated more than 2 x max before the event is over)."""
         entry = self._entries.get(key)
-        if entry is None or self._expired(self._clock(), entry):
+        if entry is None or self._expired(event_time, entry):
             return 0.0
         left = entry.backoff - (self._clock() - event_time)
         return max(left, 0.0)
@@ -58,14 +59,18 @@ class Backoff:
         return entry.backoff if entry else 0.0
 
     def next(self, key: str, event_time: float) -> float:
-        """Record a failure at `event_time` and return the delay that now applies."""
+        """Record a failure at `event_time` and return the delay that now applies. The entry's
+        `last_update` is now (flowcontrol's `Next` stamps `Clock.Now()`), the restart, not the
+        failure: a failure after a capped 5-minute delay is then 5 minutes and a few seconds
+        after that stamp, not more than 2 x max, and neither `gc` nor the next `remaining`
+        mistakes the capped loop for a settled container."""
         entry = self._entries.get(key)
         if entry is None or self._expired(event_time, entry):
-            entry = _Entry(self._initial, event_time)
+            entry = _Entry(self._initial, self._clock())
             self._entries[key] = entry
         else:
             entry.backoff = min(entry.backoff * 2, self._max)
-            entry.last_update = event_time
+            entry.last_update = self._clock()
         return entry.backoff
 
     def reset(self, key: str) -> None:
