@@ -5,15 +5,20 @@ FallbackToLogsOnError."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
 from tests.support.manifests import sh
+from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
+from vk_provider.config import Config
 
 pytestmark = pytest.mark.docker
 
@@ -170,3 +175,35 @@ async def test_observed_generation_follows_spec_updates(harness: ProviderHarness
     patched = await harness.api.patch(path, {"spec": {"tolerations": [toleration]}})
     assert patched["metadata"]["generation"] == 3
     await harness.wait_for(name, observed(3), within=20)
+
+
+class HostNetworkHarness(ProviderHarness):
+    """The provider with `docker.allow.hostNetwork: true`."""
+
+    def config(self) -> Config:
+        base = super().config()
+        allow = dataclasses.replace(base.docker.allow, host_network=True)
+        return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
+
+
+async def test_a_host_network_pod_gets_the_nodes_hosts_file_with_its_host_aliases(
+    node_name: str, tmp_path: Path, plane: Plane
+) -> None:
+    """nodeHostsFileContent (the upstream "should write entries to /etc/hosts when hostNetwork
+    is enabled" spec): this host's /etc/hosts after the kubelet's header, then the aliases."""
+    async with HostNetworkHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
+        manifest = harness.manifest(
+            "hostnet",
+            [sh("main", "cat /etc/hosts > /dev/termination-log")],
+            restartPolicy="Never",
+            hostNetwork=True,
+            hostAliases=[{"ip": "123.45.67.89", "hostnames": ["foo", "bar"]}],
+        )
+        await harness.create(manifest)
+        written = await terminated_message(harness, "hostnet", "main")
+    expected = await asyncio.to_thread(Path("/etc/hosts").read_text)
+    assert written == (
+        "# Kubernetes-managed hosts file (host network).\n"
+        + expected
+        + "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
+    )

@@ -95,3 +95,24 @@ def test_the_hosts_file_is_mounted_unless_the_container_mounts_its_own() -> None
         _launch(p), node_name="vk", termination_file=None, volumes_root="/v", hosts_file="/s/etc-hosts"
     )
     assert not any(b.startswith("/s/etc-hosts") for b in kw.get("volumes") or [])
+
+
+def test_a_host_network_pods_hosts_file_is_the_nodes_with_its_host_aliases() -> None:
+    """nodeHostsFileContent: the upstream "should write entries to /etc/hosts when hostNetwork
+    is enabled" spec reads the aliases from a host-network pod's /etc/hosts."""
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {
+            "hostNetwork": True,
+            "hostAliases": [{"ip": "123.45.67.89", "hostnames": ["foo", "bar"]}],
+            "containers": [],
+        },
+    }
+    node = "127.0.0.1\tlocalhost\n10.0.0.5\tnode-1\n"
+    assert hosts.pod_hosts_file(pod, [], node) == (
+        "# Kubernetes-managed hosts file (host network).\n"
+        "127.0.0.1\tlocalhost\n10.0.0.5\tnode-1\n"
+        "\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\n"
+    )
+    del pod["spec"]["hostAliases"]
+    assert hosts.pod_hosts_file(pod, [], node) == "# Kubernetes-managed hosts file (host network).\n" + node

@@ -28,6 +28,7 @@ HOSTNAME_MAX = 63  # truncatePodHostnameIfNeeded: 64 bytes with the terminating 
 FQDN_MAX = 64  # GetNodenameForKernel: the kernel's nodename field
 ETC_HOSTS = "/etc/hosts"
 MANAGED_HOSTS_HEADER = "# Kubernetes-managed hosts file.\n"
+MANAGED_HOSTS_HEADER_HOST_NETWORK = "# Kubernetes-managed hosts file (host network).\n"
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL = re.compile(_LABEL)
@@ -101,18 +102,34 @@ def managed_hosts(
     ]
     for ip in pod_ips:
         lines.append(f"{ip}\t{hostname}.{domain}\t{hostname}\n" if domain else f"{ip}\t{hostname}\n")
-    if aliases:
-        lines.append("\n# Entries added by HostAliases.\n")
-        lines.extend(
-            f"{a.get('ip', '')}\t{chr(9).join(str(h) for h in a.get('hostnames') or [])}\n" for a in aliases
-        )
+    return "".join(lines) + _alias_entries(aliases)
+
+
+def _alias_entries(aliases: Sequence[Mapping[str, Any]]) -> str:
+    """hostsEntriesFromHostAliases: one line per alias IP, after a comment."""
+    if not aliases:
+        return ""
+    lines = ["\n# Entries added by HostAliases.\n"]
+    lines.extend(
+        f"{a.get('ip', '')}\t{chr(9).join(str(h) for h in a.get('hostnames') or [])}\n" for a in aliases
+    )
     return "".join(lines)
 
 
-def pod_hosts_file(pod: Mapping[str, Any], pod_ips: Sequence[str]) -> str:
-    """The managed /etc/hosts of a pod on its own network with these IPs."""
+def node_hosts(node_hosts_text: str, aliases: Sequence[Mapping[str, Any]]) -> str:
+    """nodeHostsFileContent: a host-network pod's /etc/hosts is the node's, after a header,
+    with the pod's hostAliases appended."""
+    return MANAGED_HOSTS_HEADER_HOST_NETWORK + node_hosts_text + _alias_entries(aliases)
+
+
+def pod_hosts_file(pod: Mapping[str, Any], pod_ips: Sequence[str], node_hosts_text: str = "") -> str:
+    """The managed /etc/hosts of a pod: on its own network with these IPs, or, for a
+    host-network pod, the node's file (`node_hosts_text`) with the pod's hostAliases."""
+    aliases = list(spec(pod).get("hostAliases") or [])
+    if spec(pod).get("hostNetwork"):
+        return node_hosts(node_hosts_text, aliases)
     hostname, domain = hostname_and_domain(pod)
-    return managed_hosts(pod_ips, hostname, domain, list(spec(pod).get("hostAliases") or []))
+    return managed_hosts(pod_ips, hostname, domain, aliases)
 
 
 def mounts_own_hosts(container: Mapping[str, Any]) -> bool:

@@ -560,17 +560,20 @@ class DockerRuntime:
 
     def _hosts_file(self, launch: ContainerLaunch) -> str | None:
         """Write the pod's kubelet-managed /etc/hosts, `<state>/<node>/<uid>/etc-hosts` (kubelet:
-        makeHostsMount); none for a host-network pod, a sandbox without an IP or a remote engine,
-        where Docker's own file (with the sandbox's extra_hosts) stays."""
+        makeHostsMount): for a host-network pod, this host's /etc/hosts with the pod's
+        hostAliases (nodeHostsFileContent); none for a sandbox without an IP or a remote
+        engine, where Docker's own file (with the sandbox's extra_hosts) stays."""
         pod, ip = launch.pod, launch.sandbox.ip
-        if self._state_dir is None or not ip or (pod.get("spec") or {}).get("hostNetwork"):
+        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
+        if self._state_dir is None or not (ip or host_network):
             return None
         try:
             pod_dir = self._pod_dir(uid_of(pod))
             assert pod_dir is not None
             paths.make_private_dirs(pod_dir)
             path = pod_dir / "etc-hosts"
-            path.write_text(hosts.pod_hosts_file(pod, [ip]))
+            node_hosts = Path(hosts.ETC_HOSTS).read_text(errors="replace") if host_network else ""
+            path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], node_hosts))
             path.chmod(0o644)
         except (OSError, paths.UnsafePathError) as exc:
             log.warning("no managed /etc/hosts: %s", exc, extra=pod_fields(pod))
