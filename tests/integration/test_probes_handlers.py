@@ -29,7 +29,11 @@ async def server() -> AsyncIterator[tuple[int, list[dict[str, str]]]]:
         if request.path == "/healthz":
             return web.Response(text="ok")
         if request.path == "/moved":
-            return web.Response(status=302, headers={"Location": "/nowhere"})
+            return web.Response(status=302, headers={"Location": "/healthz"})
+        if request.path == "/away":
+            return web.Response(status=302, headers={"Location": "http://0.0.0.0/"}, text="<a>Found</a>.")
+        if request.path == "/loop":
+            return web.Response(status=302, headers={"Location": "/loop"})
         return web.Response(status=503, text="down")
 
     app = web.Application()
@@ -58,7 +62,15 @@ async def test_http_get_success_failure_and_headers(server: tuple[int, list[dict
     assert ok == ProbeOutcome(Result.SUCCESS, "ok")
     assert seen[-1]["X-Probe"] == "1"
     assert seen[-1]["User-Agent"].startswith("kube-probe/")
-    assert (await probe({"httpGet": {"path": "/moved", "port": port}})).result == Result.SUCCESS
+    # Redirects to the same host are followed; one to another host ends the probe as a success
+    # with a warning (pkg/probe/http: probe.Warning, "Probe terminated redirects").
+    assert await probe({"httpGet": {"path": "/moved", "port": port}}) == ProbeOutcome(Result.SUCCESS, "ok")
+    away = await probe({"httpGet": {"path": "/away", "port": port}})
+    assert away == ProbeOutcome(
+        Result.SUCCESS, "Probe terminated redirects, Response body: <a>Found</a>.", True
+    )
+    loop = await probe({"httpGet": {"path": "/loop", "port": port}})
+    assert loop.result == Result.FAILURE and "stopped after 10 redirects" in loop.output
     down = await probe({"httpGet": {"path": "/", "port": port}})
     assert down == ProbeOutcome(Result.FAILURE, "HTTP probe failed with statuscode: 503")
 

@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
@@ -34,6 +35,7 @@ USER_AGENT = f"kube-probe/{KUBE_MINOR_VERSION}"  # pkg/probe/http/request.go use
 class ProbeOutcome:
     result: Result
     output: str = ""
+    warning: bool = False  # a success with a warning (probe.Warning): a ProbeWarning Event
 
 
 class ProbeError(Exception):
@@ -98,16 +100,35 @@ def _headers(handler: Mapping[str, Any]) -> dict[str, str]:
     return headers
 
 
+MAX_REDIRECTS = 10  # net/http's default, which the prober's CheckRedirect keeps
+
+
+async def _get_following_local_redirects(
+    session: aiohttp.ClientSession, url: str, headers: Mapping[str, str]
+) -> tuple[int, bytes]:
+    """GET `url`, following redirects to the same host only, as the kubelet's prober does
+    (pkg/probe/http/request.go redirectChecker with followNonLocalRedirects false): a redirect
+    to another host ends the chain with that 3xx response. (status, body)."""
+    host = urlsplit(url).hostname
+    for _ in range(MAX_REDIRECTS + 1):
+        async with session.get(url, headers=headers, ssl=False, allow_redirects=False) as response:
+            body = await response.content.read(MAX_OUTPUT)
+            location = response.headers.get("Location")
+            if not (300 <= response.status < 400) or not location:
+                return response.status, body
+            target = urljoin(url, location)
+            if urlsplit(target).hostname != host:
+                return response.status, body
+            url = target
+    raise aiohttp.ClientError(f"stopped after {MAX_REDIRECTS} redirects")
+
+
 async def _http(container: Mapping[str, Any], spec: ProbeSpec, pod_ip: str) -> ProbeOutcome:
     url = _url(container, spec.handler, pod_ip)
     timeout = aiohttp.ClientTimeout(total=float(spec.timeout))
     try:
-        async with (
-            aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session,
-            session.get(url, headers=_headers(spec.handler), ssl=False, allow_redirects=False) as response,
-        ):
-            body = await response.content.read(MAX_OUTPUT)
-            status = response.status
+        async with aiohttp.ClientSession(timeout=timeout, auto_decompress=False) as session:
+            status, body = await _get_following_local_redirects(session, url, _headers(spec.handler))
     except TimeoutError:
         return ProbeOutcome(
             Result.FAILURE,
@@ -115,7 +136,10 @@ async def _http(container: Mapping[str, Any], spec: ProbeSpec, pod_ip: str) -> P
         )
     except (aiohttp.ClientError, OSError) as exc:
         return ProbeOutcome(Result.FAILURE, f'Get "{url}": {_connect_error(exc)}')
-    # pkg/probe/http/http.go: 200-399 is success (redirects are not followed here).
+    # pkg/probe/http/http.go DoHTTPProbe: 200-399 is a success; a redirect not followed (to
+    # another host) is a success with a warning.
+    if 300 <= status < 400:
+        return ProbeOutcome(Result.SUCCESS, f"Probe terminated redirects, Response body: {_text(body)}", True)
     if 200 <= status < 400:
         return ProbeOutcome(Result.SUCCESS, _text(body))
     return ProbeOutcome(Result.FAILURE, f"HTTP probe failed with statuscode: {status}")

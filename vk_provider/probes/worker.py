@@ -166,5 +166,13 @@ class ProbeWorker:
                 messages.failed(self.probe_type, outcome.output),
                 field_path=self._field_path,
             )
+        elif outcome.warning:
+            self._recorder.event(
+                self.pod,
+                "Warning",
+                messages.PROBE_WARNING,
+                messages.warning(self.probe_type, outcome.output),
+                field_path=self._field_path,
+            )
         self._publish(self.state.observe(outcome.result))
         return True
