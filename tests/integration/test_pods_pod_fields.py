@@ -186,7 +186,7 @@ class HostNetworkHarness(ProviderHarness):
         return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
 
 
-async def test_a_host_network_pod_gets_the_nodes_hosts_file_with_its_host_aliases(
+async def test_a_host_network_pod_gets_the_nodes_hosts_file_aliases_and_ip(
     node_name: str, tmp_path: Path, plane: Plane
 ) -> None:
     """nodeHostsFileContent (the upstream "should write entries to /etc/hosts when hostNetwork
@@ -194,13 +194,27 @@ async def test_a_host_network_pod_gets_the_nodes_hosts_file_with_its_host_aliase
     async with HostNetworkHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
         manifest = harness.manifest(
             "hostnet",
-            [sh("main", "cat /etc/hosts > /dev/termination-log")],
+            [
+                sh(
+                    "main",
+                    'cat /etc/hosts > /dev/termination-log; [ "${POD_IP:?}" = "${HOST_IP:?}" ]',
+                    env=[
+                        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+                        {"name": "HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+                    ],
+                )
+            ],
             restartPolicy="Never",
             hostNetwork=True,
             hostAliases=[{"ip": "123.45.67.89", "hostnames": ["foo", "bar"]}],
         )
         await harness.create(manifest)
         written = await terminated_message(harness, "hostnet", "main")
+        # status.podIP is the node's IP in the downward API too (the upstream "host IP and pod
+        # IP as an env var if pod uses host network" spec).
+        pod = await harness.get("hostnet")
+        assert pod is not None
+        assert container_status(pod, "main")["state"]["terminated"]["exitCode"] == 0
     expected = await asyncio.to_thread(Path("/etc/hosts").read_text)
     assert written == (
         "# Kubernetes-managed hosts file (host network).\n"

@@ -281,13 +281,16 @@ class ContainerPipeline:
         if not await self._images.ensure(work, container, role):
             return False
         host_ip = self._deps.host_ip()
+        # A host-network pod's IPs are the node's (generateAPIPodStatus), for status.podIP
+        # in the downward API as in the status.
+        pod_ip = sandbox.ip or (host_ip if (pod.get("spec") or {}).get("hostNetwork") else "")
         try:
             resolved = await resolve_container_env(
                 pod,
                 container,
                 getter=self._deps.getter,
                 addresses=PodAddresses(
-                    pod_ips=(sandbox.ip,) if sandbox.ip else (), host_ips=(host_ip,) if host_ip else ()
+                    pod_ips=(pod_ip,) if pod_ip else (), host_ips=(host_ip,) if host_ip else ()
                 ),
                 node_allocatable=self._deps.node_allocatable(),
                 service_env=pod_service_env(pod, self._deps.services),
