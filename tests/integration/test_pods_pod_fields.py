@@ -6,7 +6,6 @@ FallbackToLogsOnError."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,7 @@ from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
-from tests.support.provider_harness import NAMESPACE, ProviderHarness
-from vk_provider.config import Config
+from tests.support.provider_harness import NAMESPACE, ProviderHarness, harness_allowing
 
 pytestmark = pytest.mark.docker
 
@@ -177,13 +175,7 @@ async def test_observed_generation_follows_spec_updates(harness: ProviderHarness
     await harness.wait_for(name, observed(3), within=20)
 
 
-class HostNetworkHarness(ProviderHarness):
-    """The provider with `docker.allow.hostNetwork: true`."""
-
-    def config(self) -> Config:
-        base = super().config()
-        allow = dataclasses.replace(base.docker.allow, host_network=True)
-        return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
+HostNetworkHarness = harness_allowing(host_network=True)  # `docker.allow.hostNetwork: true`
 
 
 async def test_a_host_network_pod_gets_the_nodes_hosts_file_aliases_and_ip(

@@ -9,7 +9,6 @@ Events.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -20,19 +19,12 @@ from tests.integration.test_pods_volumes import wait_logs
 from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase, waiting_reason
-from tests.support.provider_harness import ProviderHarness
-from vk_provider.config import Config
+from tests.support.provider_harness import ProviderHarness, harness_allowing
 
 pytestmark = pytest.mark.docker
 
 
-class HostPathHarness(ProviderHarness):
-    """The provider with `docker.allow.hostPath: true`."""
-
-    def config(self) -> Config:
-        base = super().config()
-        allow = dataclasses.replace(base.docker.allow, host_path=True)
-        return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
+HostPathHarness = harness_allowing(host_path=True)  # the provider with `docker.allow.hostPath: true`
 
 
 async def create_with_volume(

@@ -13,6 +13,7 @@ Must not: reach into the provider's internals to decide a test's outcome.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -264,3 +265,16 @@ class ProviderHarness:
     async def counters(self) -> dict[str, Any]:
         answer = await self.api.get("/debug/sandbox/counters")
         return dict(answer)
+
+
+def harness_allowing(**allowances: bool) -> type[ProviderHarness]:
+    """A ProviderHarness whose provider has these `docker.allow` settings (field names of
+    `AllowConfig`, e.g. `host_path=True`)."""
+
+    class AllowingHarness(ProviderHarness):
+        def config(self) -> Config:
+            base = super().config()
+            allow = dataclasses.replace(base.docker.allow, **allowances)
+            return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
+
+    return AllowingHarness

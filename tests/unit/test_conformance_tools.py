@@ -19,6 +19,18 @@ from conformance.subset import SUBSET, subset_focus
 from conformance.triage import TriageError, load_triage, skip_regexp, triage_of
 
 
+def run_facts(seconds: float, skip: str, shards: int) -> RunFacts:
+    return RunFacts(
+        seconds=seconds,
+        focus="F",
+        skip=skip,
+        shards=shards,
+        version="v1.37.2",
+        revision="abc1234",
+        finished=datetime.datetime(2026, 12, 3, 18, 0, tzinfo=datetime.UTC),
+    )
+
+
 def report(*specs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"SpecReports": [{"LeafNodeType": "BeforeSuite", "State": "passed"}, *specs]}]
 
@@ -119,15 +131,7 @@ def test_render_counts_the_share_and_gives_every_reason(tmp_path: Path) -> None:
         Spec("f [NodeConformance]", "g.go", 6, "skipped", failure="Only supported for providers [gce]"),
     ]
     not_run = [Spec("g skipped here [Conformance]", "h.go", 7, "skipped")]
-    facts = RunFacts(
-        seconds=600,
-        focus="F",
-        skip="(?:skipped here)",
-        shards=3,
-        version="v1.37.2",
-        revision="abc1234",
-        finished=datetime.datetime(2026, 12, 3, 18, 0, tzinfo=datetime.UTC),
-    )
+    facts = run_facts(seconds=600, skip="(?:skipped here)", shards=3)
     text = render(ran, not_run, triage, facts)
     assert "| `[Conformance]` | 5 | 4 | 2 | 2 | 0 | 1 |" in text
     assert "| `[NodeConformance]` only | 2 | 2 | 0 | 1 | 1 | 0 |" in text
@@ -188,15 +192,7 @@ def test_a_saved_run_renders_again_with_the_current_triage(
     page.write_text("# Conformance\n")
     monkeypatch.setattr(run_module, "DOC", page)
     monkeypatch.setattr(run_module, "REPO", tmp_path)
-    facts = RunFacts(
-        seconds=60,
-        focus="F",
-        skip="",
-        shards=2,
-        version="v1.37.2",
-        revision="abc",
-        finished=datetime.datetime(2026, 12, 3, 18, 0, tzinfo=datetime.UTC),
-    )
+    facts = run_facts(seconds=60, skip="", shards=2)
     ran = [
         Spec("a [Conformance]", "f.go", 1, "passed", 1.5, "", 1),
         Spec("b [Conformance]", "f.go", 2, "failed", 3.0, "x", 1),

@@ -100,6 +100,10 @@ class ProbeWorker:
                     await self._trigger.wait()
             self._trigger.clear()
 
+    def _warn(self, reason: str, message: str) -> None:
+        """A Warning Event on the pod for this container (Unhealthy, ProbeWarning)."""
+        self._recorder.event(self.pod, "Warning", reason, message, field_path=self._field_path)
+
     def _publish(self, result: Result | None) -> None:
         if result is not None:
             self._on_result(self, result)
@@ -143,13 +147,7 @@ class ProbeWorker:
                 exc,
                 extra=pod_fields(self.pod),
             )
-            self._recorder.event(
-                self.pod,
-                "Warning",
-                messages.UNHEALTHY,
-                messages.errored(self.probe_type, str(exc)),
-                field_path=self._field_path,
-            )
+            self._warn(messages.UNHEALTHY, messages.errored(self.probe_type, str(exc)))
             return True
         if outcome.result == Result.FAILURE:
             log.debug(
@@ -159,20 +157,8 @@ class ProbeWorker:
                 outcome.output.strip(),
                 extra=pod_fields(self.pod),
             )
-            self._recorder.event(
-                self.pod,
-                "Warning",
-                messages.UNHEALTHY,
-                messages.failed(self.probe_type, outcome.output),
-                field_path=self._field_path,
-            )
+            self._warn(messages.UNHEALTHY, messages.failed(self.probe_type, outcome.output))
         elif outcome.warning:
-            self._recorder.event(
-                self.pod,
-                "Warning",
-                messages.PROBE_WARNING,
-                messages.warning(self.probe_type, outcome.output),
-                field_path=self._field_path,
-            )
+            self._warn(messages.PROBE_WARNING, messages.warning(self.probe_type, outcome.output))
         self._publish(self.state.observe(outcome.result))
         return True
