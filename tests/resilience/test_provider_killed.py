@@ -80,6 +80,24 @@ def engine_apps(docker_client: Any, node: str) -> dict[str, list[Any]]:
     return found
 
 
+async def settled_engine_apps(docker_client: Any, node: str) -> dict[str, list[Any]]:
+    """engine_apps once two listings a second apart agree: a create or start the killed
+    provider had sent is finished by the engine after the provider died, and what it then
+    holds is what the next provider finds."""
+
+    def shape(apps: dict[str, list[Any]]) -> set[tuple[str, str, str]]:
+        return {(uid, c.id, c.status) for uid, cs in apps.items() for c in cs}
+
+    before = engine_apps(docker_client, node)
+    for _ in range(15):
+        await asyncio.sleep(1.0)
+        now = engine_apps(docker_client, node)
+        if shape(now) == shape(before):
+            return now
+        before = now
+    return before
+
+
 def duplicates(docker_client: Any, node: str, pods: list[dict[str, Any]]) -> list[str]:
     """Pods whose containers are more than one sandbox and one instance per restart."""
     problems: list[str] = []
@@ -117,7 +135,7 @@ async def test_provider_killed_mid_burst_and_mid_deletion_loses_and_duplicates_n
         # -- kill 1: a third of the burst Running --------------------------------------------
         await wait_pods(harness, lambda ps: sum(map(running, ps)) >= PODS // 3, "a third Running", 0.1)
         harness.kill_provider_process()
-        engine_at_kill = engine_apps(docker_client, node_name)
+        engine_at_kill = await settled_engine_apps(docker_client, node_name)
         running_at_kill = {p["metadata"]["uid"]: p for p in await node_pods(harness) if running(p)}
         assert len(running_at_kill) < PODS, "the kill must land mid-burst"
         # What the engine ran when the provider died is adopted; a container it had created
