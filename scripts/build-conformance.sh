@@ -30,6 +30,8 @@ version="$(tr -d '[:space:]' < "$root/KUBE_VERSION")"
 
 log() { echo "build-conformance: $*" >&2; }
 fail() { log "$*"; exit 1; }
+# shellcheck source=scripts/lib/kube-go.sh
+. "$root/scripts/lib/kube-go.sh"
 # Bumped when the images change (3: busybox 1.37 from Debian trixie, agnhost on Debian with
 # curl): a tag built before is rebuilt.
 IMAGES_REV=3
@@ -52,19 +54,11 @@ link_current() { ln -sfn "$(basename "$out")" "$cache/$version"; }
 
 # --- 1. the binaries ---------------------------------------------------------------------
 build_binaries() {
-  command -v go >/dev/null 2>&1 || fail "Go is not installed (need Go >= $(sed -n 's/^go //p' "$src/go.mod")); install it and retry"
-  go env GOPROXY | grep -qv '^off$' || fail "GOPROXY is off; the Go module proxy is needed to build the suite"
+  kube_go_ready "$src" "the suite"
   log "building e2e.test, agnhost and nnp of Kubernetes $version into $out (a cold build takes about 25 minutes on one core)"
-  local start=$SECONDS tmp="$out.partial" minor stamp ldflags pkg
+  local start=$SECONDS tmp="$out.partial" ldflags
   cd "$src"
-  go mod download >/dev/null 2>&1 || fail "cannot download the Go modules (is the Go module proxy reachable? try: cd tools/conformance && go mod download)"
-  minor="${version#v1.}"; minor="${minor%%.*}"
-  stamp="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$stamp"
-  done
+  ldflags="$(kube_ldflags "$version")"
   rm -rf "$tmp"; mkdir -p "$tmp/bin"
   # A line a minute, so that a long cold build shows it is alive.
   (while sleep 60; do log "still compiling e2e.test, $((SECONDS - start)) s"; done) &

@@ -31,21 +31,14 @@ if [[ -x "$out/bin/kube" && -x "$out/bin/etcd" && -f "$out/bin/.complete" ]]; th
   exit 0
 fi
 
-command -v go >/dev/null 2>&1 || fail "Go is not installed (need Go >= $(sed -n 's/^go //p' "$src/go.mod")); install it and retry"
-go env GOPROXY | grep -qv '^off$' || fail "GOPROXY is off; the Go module proxy is needed to build the control plane"
+# shellcheck source=scripts/lib/kube-go.sh
+. "$root/scripts/lib/kube-go.sh"
+kube_go_ready "$src" "the control plane"
 
 echo "ensure-kube: building Kubernetes $version and etcd into $out (a cold build takes 15-30 minutes on 2 cores)" >&2
 start=$SECONDS
 cd "$src"
-go mod download >/dev/null 2>&1 || fail "cannot download the Go modules (is the Go module proxy reachable? try: cd tools/kube && go mod download)"
-
-minor="${version#v1.}"; minor="${minor%%.*}"
-stamp="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$stamp"
-done
+ldflags="$(kube_ldflags "$version")"
 
 total="$(go list -deps ./cmd/... 2>/dev/null | wc -l)"
 tmp="$out.partial"
