@@ -40,6 +40,7 @@ from conformance.report import RunFacts, render, render_into
 from conformance.specs import Spec, load_specs, selected, shard
 from conformance.subset import SUBSET, subset_focus
 from conformance.triage import load_triage, skip_regexp
+from vk_provider.sandbox.bridge_address import bridge_gateway
 
 DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"
 START_DEADLINE = 300.0
@@ -83,16 +84,15 @@ def build_suite() -> Path:
     return Path(built.stdout.strip().splitlines()[-1])
 
 
-def bridge_gateway() -> str:
-    """The Docker bridge's gateway: a host address that is not loopback, for the node's
-    InternalIP (the apiserver refuses to proxy nodes/proxy to 127.0.0.1)."""
-    found = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return found.stdout.strip() or "127.0.0.1"
+def node_address() -> str:
+    """The node's InternalIP: the Docker bridge's gateway, a host address that is not loopback
+    (the apiserver refuses to proxy nodes/proxy to 127.0.0.1); 127.0.0.1 if the engine does not
+    say, and the nodes/proxy specs then fail with the log saying why."""
+    gateway = bridge_gateway()
+    if gateway is None:
+        log("the Docker bridge has no gateway address; the node is on 127.0.0.1")
+        return "127.0.0.1"
+    return gateway
 
 
 def kubelet_port(address: str) -> int:
@@ -133,7 +133,7 @@ class Sandbox:
         config = out / "provider.yaml"
         config.write_text(yaml.safe_dump(NODE_CONFIG))
         prefix = f"vk-conformance-{uuid.uuid4().hex[:6]}-"
-        address = bridge_gateway()
+        address = node_address()
         self.node = f"{prefix}1"
         args = [
             *("--state-dir", str(self.state), "--port", str(free_port()), "--config", str(config)),

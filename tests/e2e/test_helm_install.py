@@ -41,6 +41,7 @@ from tests.support.sandbox_process import (
     start_sandbox,
     stop_sandbox,
 )
+from vk_provider.sandbox.bridge_address import bridge_gateway
 
 pytestmark = [pytest.mark.docker, pytest.mark.kubectl, pytest.mark.real_only, pytest.mark.timeout(1500)]
 
@@ -56,14 +57,9 @@ COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
 
 
 def _bridge_gateway() -> str:
-    out = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    return out.stdout.strip()
+    gateway = bridge_gateway()
+    assert gateway is not None, "the Docker bridge network has no gateway address"
+    return gateway
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ provider probes the pod IP as the kubelet does, and the server the test controls
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from tests.support.grpc_health_server import HealthServer
 from tests.support.manifests import sh
 from tests.support.pod_status import condition
 from tests.support.provider_harness import ProviderHarness
+from vk_provider.sandbox.bridge_address import gateway_of
 
 pytestmark = pytest.mark.docker
 
@@ -23,10 +23,8 @@ pytestmark = pytest.mark.docker
 async def test_grpc_readiness_follows_the_serving_status(
     harness: ProviderHarness, docker_client: Any
 ) -> None:
-    ipam = docker_client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    # The bridge an engine makes on its first start lists no Gateway (Docker 20.10 until dockerd
-    # restarts); it is then the subnet's first address, docker0's.
-    gateway = ipam.get("Gateway") or str(next(ipaddress.ip_network(ipam["Subnet"]).hosts()))
+    gateway = gateway_of(docker_client.networks.get("bridge").attrs["IPAM"]["Config"])
+    assert gateway is not None, "the Docker bridge network has no address"
     async with HealthServer(gateway) as server:
         server.statuses["app"] = "SERVING"
         relay = (
