@@ -4,12 +4,25 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance
+.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance
 
 # Both tiers: every API-facing test against the emulator and against the real control plane,
 # and the fast subset of the upstream conformance suite (tests/e2e/test_conformance_subset.py).
-test: docker images image registry install helm kube conformance-build lint typecheck
-	$(PY) -m pytest -q -ra --durations=15 --control-plane=both
+# Two pytest workers side by side (xdist: each has its own real control plane, all share the
+# engine), then the tests that stop the engine (marker engine_exclusive) alone.
+PYTEST := $(PY) -m pytest -q -ra --durations=15 --control-plane=both
+test: test-builds
+	$(PYTEST) -n 2 --dist loadfile -m 'not engine_exclusive'
+	$(PYTEST) -m engine_exclusive
+
+# On a cold machine the Go builds (CPU) run beside the image builds, the venv's tools and the
+# linters (disk and network): two lanes. apt's users (the engine, the registry) come first.
+test-builds: docker registry install
+	$(MAKE) --no-print-directory -j 2 --output-sync=target go-builds local-builds
+
+go-builds: kube conformance-build
+
+local-builds: images image helm lint typecheck
 
 # The inner loop: the emulator tier only (no Go build needed).
 test-fast: docker images image registry install helm lint typecheck

@@ -7,7 +7,9 @@ unique node name a test uses; both are removed after the test, pass or fail.
 The control-plane tiers: a test that takes the `plane` fixture (or `control_plane`, the kind
 alone) runs once per tier chosen with `--control-plane=emulator|real|both` (default emulator;
 `make test` runs both). `@pytest.mark.emulator_only("why")` / `@pytest.mark.real_only` keep a
-test to one tier. The real control plane is started once per session, on first use.
+test to one tier. The real control plane is started once per session, on first use (once per
+xdist worker: `make test` runs two). `@pytest.mark.engine_exclusive` marks a test that stops
+the Docker engine: it is skipped in a run with several workers, and `make test` runs it alone.
 
 Fixtures of tests/support registered here as plugins, so tests take them by name: `sandbox`
 (tests/support/fixtures_sandbox.py), `helm` (tests/support/chart.py).
@@ -16,6 +18,7 @@ Fixtures of tests/support registered here as plugins, so tests take them by name
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -69,6 +72,16 @@ def _pinned_kubectl(request: pytest.FixtureRequest) -> None:
             "install it with `.venv/bin/pip install -e '.[dev]'`",
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True)
+def _engine_to_itself(request: pytest.FixtureRequest) -> None:
+    """A test marked `engine_exclusive` stops the machine's Docker engine: with other xdist
+    workers beside it their containers would die too, so there it is skipped, naming the run
+    that takes it (`make test` runs it alone after the parallel run)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if request.node.get_closest_marker("engine_exclusive") is not None and workers > 1:
+        pytest.skip(f"stops the Docker engine; runs alone, not beside {workers - 1} other worker(s)")
 
 
 @pytest.fixture(scope="session")

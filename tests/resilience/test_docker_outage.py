@@ -10,7 +10,8 @@ pods' watched history agreeing; then all deleted: one final DELETE per pod still
 apiserver removes a terminal one at once), no container left.
 Real control plane only: the upstream node lifecycle controller is part of what the node's
 Ready condition goes through, and one 30 s outage per `make test` is the budget.
-Must not: run without the heavy lock, or leave the engine down (`tests/support/dockerd.py`).
+Must not: run beside other tests (marker `engine_exclusive`), or leave the engine down
+(`tests/support/dockerd.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tests.support.pod_status import condition, container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import ProviderHarness
 
-pytestmark = pytest.mark.real_only
+pytestmark = [pytest.mark.real_only, pytest.mark.engine_exclusive]
 OUTAGE_SECONDS = 30.0
 RESYNC_SECONDS = 600.0
 NODE_LABEL = "io.vk-provider.node"

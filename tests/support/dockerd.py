@@ -4,8 +4,8 @@ What lives here: `engine_stopped`, an async context manager that stops the local
 SIGTERM (its containers die with it: no live-restore), waits for it to exit, and on the way out,
 whatever happened inside, starts it again the way CI does (`scripts/ensure-docker.sh`, in a
 session of its own so the engine outlives the test run) and waits until it answers.
-Must not: be used without the shared heavy lock (every other Docker user of the machine loses
-its containers), or leave the engine down.
+Must not: be used by a test without the `engine_exclusive` marker (every other Docker user of
+the machine loses its containers), or leave the engine down.
 """
 
 from __future__ import annotations
