@@ -1,5 +1,6 @@
 """A process's figures from /proc: its children (`child_pids`), its CPU time (`cpu_seconds`,
-utime + stime of all its threads) and its resident memory (`rss_mb`).
+utime + stime of all its threads) and its resident memory (`rss_mb`); and the whole machine's
+busy CPU time (`machine_busy_seconds`).
 
 Must not: import from `tests/`; write to /proc or signal a process (it only reads).
 """
@@ -18,6 +19,15 @@ def child_pids(pid: int) -> list[int]:
             with contextlib.suppress(OSError):
                 pids += [int(child) for child in (task / "children").read_text().split()]
     return pids
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent busy since boot (/proc/stat: user, nice, system, irq, softirq
+    and steal; not idle or iowait): every process and the kernel, the engine's runc and iptables
+    children included."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:

@@ -8,7 +8,12 @@ Running with every container running), then the floor (the same N "pods" made wi
 directly: a pause container, then the app container in its network namespace, from a thread pool
 of the provider's default `docker.maxConcurrency`), and the ratios provider/floor.
 The sandbox is stopped (its containers removed) before the floor runs, so the two never share
-the engine. Must not: import from `tests/`; leave a container behind (the floor's carry
+the engine. Beside the times, where the CPU went in each half, per pod (a coarse profile): the
+whole machine's busy CPU (the engine with its runc and iptables children, the kernel, the API
+server, the bench) and the client's (the provider process; the floor's docker-py threads).
+`--count-docker` also counts the provider's Docker calls per pod by request (through
+`docker_engine.DockerCountingProxy`: one more local hop, so that run's times are not for quoting).
+Must not: import from `tests/`; leave a container behind (the floor's carry
 `io.vk-provider.bench=<run>`).
 """
 
@@ -19,11 +24,12 @@ import asyncio
 import sys
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from bench import docker_engine, pods, report
+from bench import docker_engine, pods, procfs, report
 from bench.sandbox import PAUSE_IMAGE, start_sandbox
 from vk_provider.config import DockerConfig
 
@@ -33,10 +39,13 @@ FLOOR_CONCURRENCY = DockerConfig().max_concurrency
 
 @dataclass(frozen=True)
 class Figures:
-    """Per-pod seconds, and pods per second over the whole batch."""
+    """Per-pod seconds, pods per second over the whole batch, and the CPU seconds the machine
+    and the client spent from the first create to the last pod started."""
 
     latencies: list[float]
     seconds: float
+    machine_cpu: float
+    client_cpu: float
 
     @property
     def p50(self) -> float:
@@ -51,17 +60,26 @@ class Figures:
         return len(self.latencies) / self.seconds
 
 
-async def provider_figures(args: argparse.Namespace) -> Figures:
-    sandbox = await start_sandbox(args.control_plane, args.kube_bin, pods_per_node=args.pods)
+async def provider_figures(args: argparse.Namespace) -> tuple[Figures, Counter[str]]:
+    """The provider's figures, and its Docker calls by request (empty without --count-docker)."""
+    sandbox = await start_sandbox(
+        args.control_plane, args.kube_bin, count_docker=args.count_docker, pods_per_node=args.pods
+    )
     try:
         names = pods.pod_names(sandbox, args.pods)
+        calls_before = Counter(sandbox.proxy.counts) if sandbox.proxy else Counter[str]()
         async with pods.PodWatch(sandbox) as watch:
             report.progress(f"creating {args.pods} pods")
+            machine_before = procfs.machine_busy_seconds()
+            client_before = procfs.cpu_seconds(sandbox.provider_pid)
             sent = await pods.create_pods(sandbox, names)
             await watch.wait_running(names, args.timeout)
+            machine = procfs.machine_busy_seconds() - machine_before
+            client = procfs.cpu_seconds(sandbox.provider_pid) - client_before
+        calls = sandbox.proxy.counts - calls_before if sandbox.proxy else Counter[str]()
         latencies = [watch.running_at[name] - sent[name] for name in names]
         seconds = max(watch.running_at[name] for name in names) - min(sent.values())
-        return Figures(latencies, seconds)
+        return Figures(latencies, seconds, machine, client), calls
     finally:
         report.progress("stopping the sandbox (its --clean removes the pods' containers)")
         await sandbox.stop()
@@ -92,10 +110,13 @@ def floor_figures(pods: int) -> Figures:
     client = docker.from_env(max_pool_size=FLOOR_CONCURRENCY + 2)
     try:
         with ThreadPoolExecutor(FLOOR_CONCURRENCY) as pool:
+            machine_before, client_before = procfs.machine_busy_seconds(), time.process_time()
             start = time.monotonic()
             futures = [pool.submit(_floor_pod, client.api, i, labels, run_id, start) for i in range(pods)]
             latencies = [future.result() for future in futures]
-        return Figures(latencies, max(latencies))
+            machine = procfs.machine_busy_seconds() - machine_before
+            own = time.process_time() - client_before
+        return Figures(latencies, max(latencies), machine, own)
     finally:
         client.close()
         removed = docker_engine.remove_labelled(f"{docker_engine.BENCH_LABEL}={run_id}")
@@ -103,7 +124,7 @@ def floor_figures(pods: int) -> Figures:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    provider = await provider_figures(args)
+    provider, calls = await provider_figures(args)
     report.progress(f"raw docker-py floor: {args.pods} pods, {FLOOR_CONCURRENCY} threads")
     floor = await asyncio.to_thread(floor_figures, args.pods)
     rows = [
@@ -115,6 +136,8 @@ async def bench(args: argparse.Namespace) -> None:
             floor.pods_per_s,
             report.ratio(provider.pods_per_s, floor.pods_per_s),
         ],
+        _per_pod_ms("machine CPU per pod (ms)", provider.machine_cpu, floor.machine_cpu, args.pods),
+        _per_pod_ms("client CPU per pod (ms)", provider.client_cpu, floor.client_cpu, args.pods),
     ]
     print(f"## Start-up of {args.pods} pods ({args.control_plane})\n")
     print(report.markdown_table(["measure", "provider", "raw Docker floor", "provider / floor"], rows))
@@ -122,7 +145,15 @@ async def bench(args: argparse.Namespace) -> None:
         "\nprovider: client time before each create request to the watch event showing the pod "
         "Running with all containers running;\nfloor: submission to both containers started "
         f"(docker-py, {FLOOR_CONCURRENCY} threads).\n"
+        "machine CPU: all cores' busy time (the engine, the kernel, the API server, the bench); client "
+        "CPU: the provider process, or the floor's docker-py threads; both from the first create to the "
+        "last pod Running.\n"
     )
+    if args.count_docker:
+        print(f"### The provider's Docker calls per pod ({args.pods} pods, through the counting proxy)\n")
+        rows = [[key, calls[key] / args.pods] for key in sorted(calls, key=lambda k: -calls[k])]
+        rows.append(["all", sum(calls.values()) / args.pods])
+        print(report.markdown_table(["request", "per pod"], rows) + "\n")
     report.print_result(
         args,
         {
@@ -135,13 +166,26 @@ async def bench(args: argparse.Namespace) -> None:
             "floor_p50_s": floor.p50,
             "floor_p99_s": floor.p99,
             "floor_pods_per_s": floor.pods_per_s,
+            "machine_cpu_ratio": report.ratio(provider.machine_cpu, floor.machine_cpu),
         },
+    )
+
+
+def _per_pod_ms(label: str, provider: float, floor: float, pods: int) -> list[object]:
+    return [label, 1000.0 * provider / pods, 1000.0 * floor / pods, report.ratio(provider, floor)]
+
+
+def arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--count-docker",
+        action="store_true",
+        help="also count the provider's Docker calls per pod (one more hop: times not for quoting)",
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     return report.main(
-        argv, "python -m bench.startup", "start-up of N pods against the raw Docker floor", bench
+        argv, "python -m bench.startup", "start-up of N pods against the raw Docker floor", bench, arguments
     )
 
 

@@ -1,6 +1,7 @@
 """The order runtime calls are served in once they queue (`runtime/call_order.py`), and that the
 Docker engine's pool follows it (`runtime/docker/engine.py`): oldest pod first, calls outside a
-pod before any, arrival order among equals."""
+pod before any, arrival order among equals; a pod whose next call follows at once keeps its slot
+ahead of younger pods."""
 
 from __future__ import annotations
 
@@ -68,6 +69,33 @@ async def test_a_waiter_cancelled_as_it_is_granted_passes_the_slot_on() -> None:
     await asyncio.wait_for(second, 1)
 
 
+async def test_a_slot_released_and_asked_for_again_at_once_stays_with_the_older_pod() -> None:
+    gate = PriorityGate(1)
+    await gate.acquire(1)
+    younger = asyncio.create_task(gate.acquire(5))
+    await asyncio.sleep(0)  # queued
+    gate.release()
+    await gate.acquire(1)  # in the same step: pod 1's next call
+    await asyncio.sleep(0.05)
+    assert not younger.done()
+    gate.release()
+    await asyncio.wait_for(younger, 1)
+
+
+async def test_an_equal_or_younger_newcomer_does_not_take_a_slot_a_waiter_is_about_to_get() -> None:
+    gate = PriorityGate(1)
+    await gate.acquire(0)
+    waiter = asyncio.create_task(gate.acquire(3))
+    await asyncio.sleep(0)
+    gate.release()
+    newcomer = asyncio.create_task(gate.acquire(3))
+    await asyncio.wait_for(waiter, 1)
+    await asyncio.sleep(0.05)
+    assert not newcomer.done()
+    gate.release()
+    await asyncio.wait_for(newcomer, 1)
+
+
 async def test_the_engine_pool_serves_the_oldest_pod_first_and_calls_outside_pods_before_it() -> None:
     engine = Engine(DockerConfig(max_concurrency=1))
     hold = threading.Event()
@@ -89,3 +117,24 @@ async def test_the_engine_pool_serves_the_oldest_pod_first_and_calls_outside_pod
     await asyncio.wait_for(asyncio.gather(holder, *queued), 10)
     await engine.close()
     assert served == ["relist", "pod 1", "pod 1 again", "pod 2", "pod 3"]
+
+
+async def test_a_pods_calls_one_after_another_go_before_a_younger_pods_waiting_call() -> None:
+    engine = Engine(DockerConfig(max_concurrency=1))
+    hold = threading.Event()
+    served: list[str] = []
+
+    async def pod(priority: int, calls: list[str]) -> None:
+        call_priority.set(priority)
+        for name in calls:
+            await engine.call(served.append, name)
+
+    holder = asyncio.create_task(engine.call(hold.wait, 10))
+    await asyncio.sleep(0.05)
+    younger = asyncio.create_task(pod(2, ["pod 2: create"]))
+    older = asyncio.create_task(pod(1, ["pod 1: create", "pod 1: start", "pod 1: inspect"]))
+    await asyncio.sleep(0.05)
+    hold.set()
+    await asyncio.wait_for(asyncio.gather(holder, younger, older), 10)
+    await engine.close()
+    assert served == ["pod 1: create", "pod 1: start", "pod 1: inspect", "pod 2: create"]
