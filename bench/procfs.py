@@ -1,6 +1,7 @@
 """A process's figures from /proc: its children (`child_pids`), its CPU time (`cpu_seconds`,
 utime + stime of all its threads) and its resident memory (`rss_mb`); and the whole machine's
-busy CPU time (`machine_busy_seconds`).
+busy CPU time (`machine_busy_seconds`), and the CPU time of the live processes by command name
+(`cpu_by_command`).
 
 Must not: import from `tests/`; write to /proc or signal a process (it only reads).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -28,6 +30,22 @@ def machine_busy_seconds() -> float:
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_by_command(groups: Mapping[str, tuple[str, ...]]) -> dict[str, float]:
+    """`cpu_seconds` of every live process whose command name (/proc/<pid>/comm, at most 15
+    characters) starts with one of a group's prefixes, summed by group."""
+    totals = dict.fromkeys(groups, 0.0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            command = (entry / "comm").read_text().strip()
+            for group, prefixes in groups.items():
+                if command.startswith(prefixes):
+                    totals[group] += cpu_seconds(int(entry.name))
+                    break
+    return totals
 
 
 def cpu_seconds(pid: int) -> float:

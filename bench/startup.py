@@ -35,17 +35,28 @@ from vk_provider.config import DockerConfig
 
 # The provider's own bound on concurrent Docker calls, which the floor uses too.
 FLOOR_CONCURRENCY = DockerConfig().max_concurrency
+# Where the machine's CPU goes in a run, by process (command-name prefixes); the client (the
+# provider process, or the floor's docker-py threads) and the sandbox process are found by pid,
+# and "the rest" is the machine's busy time less all of these (runc, iptables, the kernel, the
+# bench's watch).
+CLIENT, SANDBOX, REST, MACHINE = "client", "sandbox process", "the rest", "machine"
+PROCESS_GROUPS = {
+    "engine (dockerd, containerd, shims)": ("dockerd", "containerd"),
+    "kube-apiserver": ("kube-apiserver",),
+    "etcd": ("etcd",),
+    "kube-scheduler, kube-controller-manager": ("kube-scheduler", "kube-controller"),
+}
+CPU_PARTS = (CLIENT, SANDBOX, *PROCESS_GROUPS, REST, MACHINE)
 
 
 @dataclass(frozen=True)
 class Figures:
-    """Per-pod seconds, pods per second over the whole batch, and the CPU seconds the machine
-    and the client spent from the first create to the last pod started."""
+    """Per-pod seconds, pods per second over the whole batch, and the CPU seconds spent from the
+    first create to the last pod started, by part (CPU_PARTS)."""
 
     latencies: list[float]
     seconds: float
-    machine_cpu: float
-    client_cpu: float
+    cpu: dict[str, float]
 
     @property
     def p50(self) -> float:
@@ -60,6 +71,21 @@ class Figures:
         return len(self.latencies) / self.seconds
 
 
+def cpu_snapshot(client: float, sandbox_pid: int = 0) -> dict[str, float]:
+    """Cumulative CPU seconds by part; `client` is the client's own, read by the caller."""
+    parts = procfs.cpu_by_command(PROCESS_GROUPS)
+    parts[CLIENT] = client
+    parts[SANDBOX] = procfs.cpu_seconds(sandbox_pid) if sandbox_pid else 0.0
+    parts[MACHINE] = procfs.machine_busy_seconds()
+    return parts
+
+
+def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    spent = {part: after[part] - before[part] for part in before}
+    spent[REST] = spent[MACHINE] - sum(v for part, v in spent.items() if part != MACHINE)
+    return spent
+
+
 async def provider_figures(args: argparse.Namespace) -> tuple[Figures, Counter[str]]:
     """The provider's figures, and its Docker calls by request (empty without --count-docker)."""
     sandbox = await start_sandbox(
@@ -70,16 +96,15 @@ async def provider_figures(args: argparse.Namespace) -> tuple[Figures, Counter[s
         calls_before = Counter(sandbox.proxy.counts) if sandbox.proxy else Counter[str]()
         async with pods.PodWatch(sandbox) as watch:
             report.progress(f"creating {args.pods} pods")
-            machine_before = procfs.machine_busy_seconds()
-            client_before = procfs.cpu_seconds(sandbox.provider_pid)
+            provider, sandbox_pid = sandbox.provider_pid, sandbox.proc.pid
+            before = cpu_snapshot(procfs.cpu_seconds(provider), sandbox_pid)
             sent = await pods.create_pods(sandbox, names)
             await watch.wait_running(names, args.timeout)
-            machine = procfs.machine_busy_seconds() - machine_before
-            client = procfs.cpu_seconds(sandbox.provider_pid) - client_before
+            cpu = cpu_spent(before, cpu_snapshot(procfs.cpu_seconds(provider), sandbox_pid))
         calls = sandbox.proxy.counts - calls_before if sandbox.proxy else Counter[str]()
         latencies = [watch.running_at[name] - sent[name] for name in names]
         seconds = max(watch.running_at[name] for name in names) - min(sent.values())
-        return Figures(latencies, seconds, machine, client), calls
+        return Figures(latencies, seconds, cpu), calls
     finally:
         report.progress("stopping the sandbox (its --clean removes the pods' containers)")
         await sandbox.stop()
@@ -110,13 +135,12 @@ def floor_figures(pods: int) -> Figures:
     client = docker.from_env(max_pool_size=FLOOR_CONCURRENCY + 2)
     try:
         with ThreadPoolExecutor(FLOOR_CONCURRENCY) as pool:
-            machine_before, client_before = procfs.machine_busy_seconds(), time.process_time()
+            before = cpu_snapshot(time.process_time())
             start = time.monotonic()
             futures = [pool.submit(_floor_pod, client.api, i, labels, run_id, start) for i in range(pods)]
             latencies = [future.result() for future in futures]
-            machine = procfs.machine_busy_seconds() - machine_before
-            own = time.process_time() - client_before
-        return Figures(latencies, max(latencies), machine, own)
+            cpu = cpu_spent(before, cpu_snapshot(time.process_time()))
+        return Figures(latencies, max(latencies), cpu)
     finally:
         client.close()
         removed = docker_engine.remove_labelled(f"{docker_engine.BENCH_LABEL}={run_id}")
@@ -136,8 +160,7 @@ async def bench(args: argparse.Namespace) -> None:
             floor.pods_per_s,
             report.ratio(provider.pods_per_s, floor.pods_per_s),
         ],
-        _per_pod_ms("machine CPU per pod (ms)", provider.machine_cpu, floor.machine_cpu, args.pods),
-        _per_pod_ms("client CPU per pod (ms)", provider.client_cpu, floor.client_cpu, args.pods),
+        _per_pod_ms("machine CPU per pod (ms)", provider.cpu[MACHINE], floor.cpu[MACHINE], args.pods),
     ]
     print(f"## Start-up of {args.pods} pods ({args.control_plane})\n")
     print(report.markdown_table(["measure", "provider", "raw Docker floor", "provider / floor"], rows))
@@ -145,10 +168,14 @@ async def bench(args: argparse.Namespace) -> None:
         "\nprovider: client time before each create request to the watch event showing the pod "
         "Running with all containers running;\nfloor: submission to both containers started "
         f"(docker-py, {FLOOR_CONCURRENCY} threads).\n"
-        "machine CPU: all cores' busy time (the engine, the kernel, the API server, the bench); client "
-        "CPU: the provider process, or the floor's docker-py threads; both from the first create to the "
-        "last pod Running.\n"
+        "machine CPU: all cores' busy time, from the first create to the last pod Running.\n"
     )
+    print("### Where the machine's CPU went (ms per pod; client: the provider, or docker-py)\n")
+    cpu_rows = [
+        [part, 1000.0 * provider.cpu[part] / args.pods, 1000.0 * floor.cpu[part] / args.pods]
+        for part in CPU_PARTS
+    ]
+    print(report.markdown_table(["process", "provider run", "floor run"], cpu_rows) + "\n")
     if args.count_docker:
         print(f"### The provider's Docker calls per pod ({args.pods} pods, through the counting proxy)\n")
         rows = [[key, calls[key] / args.pods] for key in sorted(calls, key=lambda k: -calls[k])]
@@ -166,7 +193,7 @@ async def bench(args: argparse.Namespace) -> None:
             "floor_p50_s": floor.p50,
             "floor_p99_s": floor.p99,
             "floor_pods_per_s": floor.pods_per_s,
-            "machine_cpu_ratio": report.ratio(provider.machine_cpu, floor.machine_cpu),
+            "machine_cpu_ratio": report.ratio(provider.cpu[MACHINE], floor.cpu[MACHINE]),
         },
     )
 

@@ -657,3 +657,43 @@ async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
             await rt.remove_pod(uid)
         await rt.close()
         await proxy.stop()
+
+
+async def test_new_pods_sandboxes_cost_a_create_start_and_inspect_each_and_one_image_check(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    """A new pod's sandbox, right after the node-wide list showed the pod has no container: no
+    second list of the pod, and the sandbox image looked up once for the whole burst, not once per
+    pod (the start-up bench's Docker calls per pod). A sandbox of a pod that already has one, and
+    a create that fails, still look again."""
+    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    await proxy.start()
+    config = DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path), host=proxy.url)
+    rt = DockerRuntime(config, node_name)
+    await rt.start()
+    follower = asyncio.create_task(anext(rt.events()))  # the listing cache needs the events followed
+    try:
+        await asyncio.sleep(0.5)
+        await rt.list_pods()
+        pods = [make_pod(f"burst-{n}", [container("app", "sleep", "3600")]) for n in range(3)]
+        proxy.counts.clear()
+        for pod in pods:
+            assert await rt.pod_state(pod["metadata"]["uid"]) is None
+            assert (await rt.ensure_sandbox(pod)).running
+        assert dict(proxy.counts) == {
+            "GET /images/{name}/json": 1,
+            "POST /containers/create": 3,
+            "POST /containers/{id}/start": 3,
+            "GET /containers/{id}/json": 3,
+        }
+
+        proxy.counts.clear()
+        again = await rt.ensure_sandbox(pods[0])  # the pod changed: its containers are listed
+        assert again.running and proxy.counts["GET /containers/json"] == 1
+        assert proxy.counts["POST /containers/create"] == 0
+    finally:
+        follower.cancel()
+        for uid in await rt.list_pods():
+            await rt.remove_pod(uid)
+        await rt.close()
+        await proxy.stop()

@@ -87,6 +87,7 @@ KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
 REMOVAL_POLL_SECONDS = 0.2  # waiting out a removal the engine already has under way
 SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
+SANDBOX_IMAGE_RECHECK_SECONDS = 60.0  # the sandbox image, once seen, is not looked up again for a while
 
 EngineErrors = (DockerException, RequestException)
 
@@ -144,6 +145,9 @@ class DockerRuntime:
         # is being read without a gap: the changes are known).
         self._event_readers = 0
         self._listing = ListingCache(self._events_epoch)
+        # When the sandbox image was last seen in the engine: a burst of pods checks it once,
+        # not once per pod; a create that fails checks it again.
+        self._sandbox_image_seen: float | None = None
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
         self._host_security = sec.HostSecurity()  # from `info`, at start
@@ -425,11 +429,15 @@ class DockerRuntime:
         containers of shipped volumes are made from it. A failure names the image, as the
         kubelet's `failed to get sandbox image "<image>": ...`."""
         image = self.config.sandbox_image
+        seen = self._sandbox_image_seen
+        if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
+            return
         try:
             if await self.image_id(image) is None:
                 await self.pull_image(image, Keyring())
         except ImagePullError as exc:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
+        self._sandbox_image_seen = time.monotonic()
 
     async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
         try:
@@ -442,7 +450,9 @@ class DockerRuntime:
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
         uid = uid_of(pod)
-        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        rows = self._listing.rows(uid)  # the pod's state was just read: no second list for it
+        if rows is None:
+            rows = await self._list(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
         if sandboxes:
@@ -459,6 +469,7 @@ class DockerRuntime:
             )
             container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
+            self._sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
         try:
