@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.kubectl import KUBECTL
-from tests.support.manifests import sh
+from tests.support.manifests import pod, sh
 from tests.support.pod_status import condition, container_status, phase
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
 from vk_provider.kube.client import ApiStatusError
@@ -31,8 +31,8 @@ def _resources(cpu_req: str, cpu_lim: str, mem_req: str, mem_lim: str) -> dict[s
     return {"requests": {"cpu": cpu_req, "memory": mem_req}, "limits": {"cpu": cpu_lim, "memory": mem_lim}}
 
 
-def _container_id(pod: dict[str, Any]) -> str:
-    return str(container_status(pod, "main")["containerID"]).removeprefix("docker://")
+def _container_id(pod: dict[str, Any], name: str = "main") -> str:
+    return str(container_status(pod, name).get("containerID") or "").removeprefix("docker://")
 
 
 _CPU_MAX = (
@@ -50,8 +50,8 @@ def _cgroup(docker_client: Any, container_id: str) -> tuple[str, str]:
     return cpu, memory
 
 
-def _status_has(pod: dict[str, Any], cpu_lim: str, mem_lim: str) -> bool:
-    limits = (container_status(pod, "main").get("resources") or {}).get("limits") or {}
+def _status_has(pod: dict[str, Any], cpu_lim: str, mem_lim: str, name: str = "main") -> bool:
+    limits = (container_status(pod, name).get("resources") or {}).get("limits") or {}
     return (
         parse_quantity(str(limits.get("cpu", "0"))) == parse_quantity(cpu_lim)
         and parse_quantity(str(limits.get("memory", "0"))) == parse_quantity(mem_lim)
@@ -105,6 +105,71 @@ async def test_kubectl_resize_changes_cgroup_limits_in_place(
     assert completed["message"].startswith('Pod resize completed: {"containers":[{"name":"main"')
     assert completed["message"].endswith('"generation":2}')
     assert (await harness.wait_event("grow", "ResizeStarted"))["message"].startswith("Pod resize started: ")
+
+
+async def test_a_running_init_container_is_resized_in_place(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    # The conformance spec "Pod InPlace Resize Init Container ... should support resizing a
+    # non-sidecar init container": the init container never exits, the pod stays Pending.
+    init = sh("init", "sleep 3600", resources=_resources("100m", "200m", "32Mi", "64Mi"))
+    app = sh("main", "sleep 3600", resources=_resources("100m", "100m", "32Mi", "32Mi"))
+    await harness.create(harness.manifest("init-grow", [app], initContainers=[init]))
+    before = await harness.wait_for(
+        "init-grow",
+        lambda p: bool(_container_id(p, "init")) and _status_has(p, "200m", "64Mi", "init"),
+        within=90,
+    )
+    cid = _container_id(before, "init")
+    assert container_status(before, "init")["allocatedResources"] == {"cpu": "100m", "memory": "32Mi"}
+    assert _cgroup(docker_client, cid) == ("20000 100000", str(64 * MI))
+
+    patch = {
+        "spec": {
+            "initContainers": [{"name": "init", "resources": _resources("150m", "300m", "32Mi", "96Mi")}]
+        }
+    }
+    done = await _kubectl_resize(harness, "init-grow", patch)
+    assert done.returncode == 0, done.stderr  # the node declares InPlacePodVerticalScalingInitContainers
+
+    after = await harness.wait_for("init-grow", lambda p: _status_has(p, "300m", "96Mi", "init"), within=60)
+    assert _container_id(after, "init") == cid and container_status(after, "init")["restartCount"] == 0
+    assert _cgroup(docker_client, cid) == ("30000 100000", str(96 * MI))
+    assert phase(after) == "Pending" and not _container_id(after, "main")
+    completed = await harness.wait_event("init-grow", "ResizeCompleted")
+    assert completed["message"].startswith('Pod resize completed: {"initContainers":[{"name":"init"')
+
+
+async def test_an_init_container_resize_on_a_node_that_does_not_declare_it_is_refused(
+    harness: ProviderHarness,
+) -> None:
+    # The NodeDeclaredFeatureValidator: the node above declares the feature, this bare Node does not.
+    bare = f"{harness.node_name}-bare"
+    await harness.api.create(
+        "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": bare}}
+    )
+    init = sh("init", "sleep 3600", resources=_resources("100m", "200m", "32Mi", "64Mi"))
+    await harness.create(pod("on-bare", [sh("main", "sleep 3600")], nodeName=bare, initContainers=[init]))
+    patch = {
+        "spec": {
+            "initContainers": [{"name": "init", "resources": _resources("150m", "300m", "32Mi", "96Mi")}]
+        }
+    }
+    try:
+        refused = await _kubectl_resize(harness, "on-bare", patch)
+        deadline = asyncio.get_running_loop().time() + 30
+        while f'node "{bare}" not found' in refused.stderr and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.5)  # the real server's node informer has not seen the new Node yet
+            refused = await _kubectl_resize(harness, "on-bare", patch)
+        assert refused.returncode != 0
+        feature = "InPlacePodVerticalScalingInitContainers"
+        assert (
+            f'pods "on-bare" is forbidden: pod update requires features {feature} '
+            f'which are not available on node "{bare}"'
+        ) in refused.stderr
+    finally:
+        await harness.delete("on-bare", grace=0)
+        await harness.api.delete(f"/api/v1/nodes/{bare}")
 
 
 async def test_restart_container_policy_restarts_with_the_new_memory_limit(

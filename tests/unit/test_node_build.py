@@ -76,6 +76,10 @@ def test_built_node_has_labels_taint_provider_id_capacity_addresses_port_and_inf
     assert (info["operatingSystem"], info["architecture"]) == ("linux", "amd64")
     assert info["containerRuntimeVersion"] == "docker://20.10.24"
     assert (info["kernelVersion"], info["osImage"]) == ("6.1.0-test", "Debian GNU/Linux 12 (bookworm)")
+    # sorted, as node validation requires; the apiserver refuses an init container resize
+    # on a node that does not declare it
+    features = status["declaredFeatures"]
+    assert features == sorted(features) and "InPlacePodVerticalScalingInitContainers" in features
 
 
 def test_configured_capacity_wins_and_unknown_auto_is_left_out() -> None:

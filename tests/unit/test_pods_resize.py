@@ -20,7 +20,12 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
-from vk_provider.sandbox.api.validation.resize import allocatable_refusal, resize_update, validate_pod_resize
+from vk_provider.sandbox.api.validation.resize import (
+    allocatable_refusal,
+    resize_update,
+    undeclared_features,
+    validate_pod_resize,
+)
 from vk_provider.status.resources import format_bytes, status_resources
 
 MI = 1024 * 1024
@@ -40,16 +45,18 @@ def _pod(*containers: dict[str, Any], **meta: Any) -> dict[str, Any]:
     }
 
 
-def _running(resources: LinuxResources | None) -> ContainerInstance:
+def _running(
+    resources: LinuxResources | None, name: str = "main", role: ContainerRole = ContainerRole.APP
+) -> ContainerInstance:
     return ContainerInstance(
-        name="main",
-        role=ContainerRole.APP,
+        name=name,
+        role=role,
         attempt=0,
-        container_id="c1",
+        container_id=f"{name}-1",
         image="busybox:1",
         image_id="sha256:1",
         state=ContainerRunState.RUNNING,
-        container_uri="docker://c1",
+        container_uri=f"docker://{name}-1",
         resources=resources,
     )
 
@@ -105,7 +112,8 @@ def test_the_resize_policy_of_a_changed_resource_decides(
 
 
 def test_fit_message_is_the_predicate_handlers() -> None:
-    assert pod_requests({"a": RES, "b": {"limits": {"cpu": "1", "memory": "1Gi"}}}) == (
+    pod = _pod(_container(name="a"), _container(name="b"))
+    assert pod_requests(pod, {"a": RES, "b": {"limits": {"cpu": "1", "memory": "1Gi"}}}) == (
         1100,
         32 * MI + 1024 * MI,
     )
@@ -177,6 +185,21 @@ def test_generated_status_carries_resources_allocation_and_resize_conditions() -
     assert not [c for c in again["conditions"] if c["type"].startswith("PodResize")]
 
 
+def test_a_running_init_container_shows_its_resources_and_allocation() -> None:
+    # kubelet_pods.go convertToAPIContainerStatuses: every container with a runtime record
+    # (init ones too) gets resources and allocatedResources; the resize spec waits for them
+    pod = _pod()
+    pod["spec"]["initContainers"] = [{"name": "init", "image": "busybox:1", "resources": RES}]
+    init = _running(LinuxResources(153, 30000, 100000, 96 * MI), "init", ContainerRole.INIT)
+    sandbox = PodSandboxState("sb", True, "10.0.0.2")
+    state = PodRuntimeState(uid="u", namespace="default", name="p", sandbox=sandbox, containers=(init,))
+    grown = {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "96Mi"}}
+    status = generate(pod, state, host_ip="10.0.0.1", now=NOW, allocated={"init": grown, "main": RES})
+    shown = status["initContainerStatuses"][0]
+    assert shown["resources"] == grown and shown["allocatedResources"] == grown["requests"]
+    assert "resources" not in status["containerStatuses"][0]  # not created yet
+
+
 def test_sandbox_resize_keeps_everything_but_resources_and_policy() -> None:
     old = _pod()
     new = json.loads(json.dumps(old))
@@ -230,7 +253,88 @@ def test_sandbox_resize_admission_against_allocatable() -> None:
     )
 
 
+def _with_init(sidecar: bool = False, **extra: Any) -> dict[str, Any]:
+    pod = _pod()
+    init = {"name": "init", "image": "busybox:1", "resources": RES, **extra}
+    if sidecar:
+        init["restartPolicy"] = "Always"
+    pod["spec"]["initContainers"] = [init]
+    return pod
+
+
+def test_sandbox_resize_of_init_containers_validation_and_declared_features() -> None:
+    old = _with_init()
+    new = json.loads(json.dumps(old))
+    grown = {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "64Mi"}}
+    new["spec"]["initContainers"][0]["resources"] = grown
+    resized = resize_update(old, new)
+    assert resized["spec"]["initContainers"][0]["resources"] == grown
+    assert validate_pod_resize(old, resized) == []
+    node = {"metadata": {"name": "n"}, "status": {}}
+    # the real apiserver: `pod update requires features ... which are not available on node "n"`
+    assert undeclared_features(old, resized, node) == ["InPlacePodVerticalScalingInitContainers"]
+    node["status"]["declaredFeatures"] = ["InPlacePodVerticalScalingInitContainers"]
+    assert undeclared_features(old, resized, node) == []
+    sidecar = _with_init(sidecar=True)
+    assert undeclared_features(sidecar, resize_update(sidecar, new | {"spec": sidecar["spec"]}), {}) == []
+
+    new["spec"]["initContainers"][0]["resources"] = {"requests": RES["requests"]}
+    removed = validate_pod_resize(old, resize_update(old, new))
+    assert [(c["field"], c["message"]) for c in removed] == [
+        ("spec.initContainers[0].resources.limits", "Forbidden: resource limits cannot be removed")
+    ]
+    new["spec"]["initContainers"][0]["resources"] = {
+        **RES,
+        "limits": {**RES["limits"], "ephemeral-storage": "1"},
+    }
+    assert [c["message"] for c in validate_pod_resize(old, resize_update(old, new))] == [
+        "Forbidden: only cpu and memory resources for init or sidecar containers are mutable"
+    ]
+    restart = [{"resourceName": "cpu", "restartPolicy": "RestartContainer"}]
+    old = _with_init(resizePolicy=restart)
+    new = json.loads(json.dumps(old))
+    new["spec"]["initContainers"][0]["resources"] = grown
+    assert [c["message"] for c in validate_pod_resize(old, resize_update(old, new))] == [
+        "Forbidden: non-sidecar init containers with a resize policy of RestartContainer cannot be resized"
+    ]
+
+
+def test_sandbox_resize_admission_counts_sidecars_as_the_scheduler_does() -> None:
+    node = {"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "2", "memory": "1Gi"}}}
+    pod = _with_init(sidecar=True, resources={"requests": {"cpu": "1500m"}})
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "600m"}}
+    # the sidecar runs beside the app: 2100m, above the node's 2 cpus
+    assert allocatable_refusal(pod, node)[0] == (
+        "node didn't have enough allocatable resources: cpu, requested: 2100, allocatable: 2000"
+    )
+
+
 def test_a_request_that_is_no_quantity_counts_as_none() -> None:
     # such a container never starts (CreateContainerConfigError): the allocation must not fail
     huge = {"requests": {"memory": "1e1000000"}, "limits": {"cpu": "x"}}
-    assert pod_requests({"a": huge, "b": {"requests": {"cpu": "100m"}}}) == (100, 0)
+    pod = _pod(_container(name="a"), _container(name="b"))
+    assert pod_requests(pod, {"a": huge, "b": {"requests": {"cpu": "100m"}}}) == (100, 0)
+
+
+def _requests(cpu: str, memory: str) -> dict[str, Any]:
+    return {"requests": {"cpu": cpu, "memory": memory}}
+
+
+def test_pod_requests_count_the_init_phase_peak_and_the_sidecars_beside_the_app() -> None:
+    # component-helpers resource.PodRequests: max(app + sidecars, each init + the sidecars before it)
+    pod = _pod(_container(name="app"))
+    pod["spec"]["initContainers"] = [
+        {"name": "setup", "image": "busybox:1"},
+        {"name": "proxy", "image": "busybox:1", "restartPolicy": "Always"},
+        {"name": "migrate", "image": "busybox:1"},
+    ]
+    resources = {
+        "setup": _requests("2", "64Mi"),
+        "proxy": _requests("200m", "16Mi"),
+        "migrate": _requests("500m", "256Mi"),
+        "app": _requests("1", "32Mi"),
+    }
+    # cpu: setup alone (2000) beats app + proxy (1200); memory: migrate + proxy (272Mi) wins
+    assert pod_requests(pod, resources) == (2000, 272 * MI)
+    resources["setup"] = _requests("100m", "1Mi")
+    assert pod_requests(pod, resources) == (1200, 272 * MI)

@@ -1,9 +1,9 @@
 """The Node object from the configuration and the runtime's host facts: pure functions over dicts.
 
 What lives here: the node's labels, taints, providerID, capacity/allocatable, addresses,
-daemon endpoint and nodeInfo (`build_node`, `desired_status`), the kubeletVersion we
-advertise, and `node_ip_from(...)`, which picks the InternalIP from the config and the
-environment. Conditions are in `vk_provider.node.conditions`. Must not: do I/O or read
+daemon endpoint, nodeInfo and declared features (`build_node`, `desired_status`), the
+kubeletVersion we advertise, and `node_ip_from(...)`, which picks the InternalIP from the
+config and the environment. Conditions are in `vk_provider.node.conditions`. Must not: do I/O or read
 the clock; the agent passes in everything that varies.
 """
 
@@ -147,6 +147,14 @@ def node_addresses(node_ip: str, hostname: str) -> list[dict[str, str]]:
     return [{"type": "InternalIP", "address": node_ip}, {"type": "Hostname", "address": hostname}]
 
 
+# The node features (KEP-5328) this node implements, sorted as node validation requires. The
+# apiserver's NodeDeclaredFeatureValidator refuses a pod update that needs a feature its node
+# does not declare, e.g. resizing a non-sidecar init container (pods/resize.py). Upstream:
+# k8s.io/component-helpers/nodedeclaredfeatures/features (v0.37), pkg/kubelet/
+# kubelet_node_declared_features.go; our kubelet API speaks WebSocket (kubeletapi/).
+DECLARED_FEATURES = ("ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers")
+
+
 def node_info(info: RuntimeInfo | None) -> dict[str, str]:
     result = {
         "kubeletVersion": KUBELET_VERSION,
@@ -185,6 +193,7 @@ def desired_status(
         "addresses": node_addresses(node_ip, config.node.name),
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port(config.kubelet_server.listen)}},
         "nodeInfo": node_info(info),
+        "declaredFeatures": list(DECLARED_FEATURES),
     }
 
 

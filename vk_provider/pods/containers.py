@@ -72,11 +72,28 @@ class ContainerPipeline:
         self._images = ImageManager(deps)
         self.resizer = PodResizer(deps)
 
-    async def sync_init_containers(
+    async def sync_pod_containers(
         self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
+    ) -> None:
+        """The pod's resources allocated (`PodResizer.allocate`), its init containers run one at a
+        time, then its app containers; a resize completes once every running container, init or
+        app, runs with its allocation."""
+        retry = self.resizer.allocate(work)
+        if retry is not None:
+            wake_in(work, retry)
+        resized: list[bool] = []  # per running container: it runs with its allocated resources
+        if await self._sync_init_containers(work, state, sandbox, resized):
+            await self._sync_app_containers(work, state, sandbox, resized)
+        self.resizer.finish(work, all(resized))
+
+    async def _sync_init_containers(
+        self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState, resized: list[bool]
     ) -> bool:
-        """Run init containers one at a time; True once every one has succeeded (sidecars: started)."""
-        for container in spec(work.pod).get("initContainers") or []:
+        """Run init containers one at a time; True once every one has succeeded (sidecars: started).
+        A running one, sidecar or not, is resized in place like an app container
+        (kuberuntime_container.go computeInitContainerActions)."""
+        for desired in spec(work.pod).get("initContainers") or []:
+            container = self.resizer.allocated_container(work, desired)
             name = container["name"]
             instance = state.latest(name, ContainerRole.INIT) if state is not None else None
             sidecar = is_sidecar(container)
@@ -86,6 +103,7 @@ class ContainerPipeline:
                     return False  # a sidecar with a startup probe is waited for until it passes
                 continue
             if instance.state == ContainerRunState.RUNNING:
+                resized.append(await self._resize(work, container, instance, sandbox))
                 if not sidecar:
                     return False
                 await self._kill_if_unhealthy(work, instance, sandbox.ip)
@@ -106,13 +124,9 @@ class ContainerPipeline:
                 return False
         return True
 
-    async def sync_app_containers(
-        self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState
+    async def _sync_app_containers(
+        self, work: PodWork, state: PodRuntimeState | None, sandbox: PodSandboxState, resized: list[bool]
     ) -> None:
-        retry = self.resizer.allocate(work)
-        if retry is not None:
-            wake_in(work, retry)
-        actuated = True  # every running container runs with its allocated resources
         for desired in spec(work.pod).get("containers") or []:
             container = self.resizer.allocated_container(work, desired)
             instance = state.latest(container["name"], ContainerRole.APP) if state is not None else None
@@ -125,9 +139,8 @@ class ContainerPipeline:
             elif instance.state == ContainerRunState.RUNNING and self._changed(container, instance):
                 await self._replace(work, container, instance, sandbox)
             elif instance.state == ContainerRunState.RUNNING:
-                actuated = await self._resize(work, container, instance, sandbox) and actuated
+                resized.append(await self._resize(work, container, instance, sandbox))
                 await self._kill_if_unhealthy(work, instance, sandbox.ip)
-        self.resizer.finish(work, actuated)
 
     async def _resize(
         self,
@@ -139,7 +152,7 @@ class ContainerPipeline:
         """A running container whose limits differ from its allocation: `docker update` in
         place, or a restart when its resizePolicy says RestartContainer (pods/resize.py).
         False while it does not run with its allocated resources."""
-        fp = field_path(ContainerRole.APP, container["name"])
+        fp = field_path(instance.role, container["name"])
         action = self.resizer.needed(container, instance, fp)
         if action == ResizeAction.UPDATE:
             if await self.resizer.update(work, container, instance, fp):
@@ -211,11 +224,11 @@ class ContainerPipeline:
         message = message or f"Container {name} definition changed, will be restarted"
         log.info("restarting container %s: %s", name, message, extra=pod_fields(pod, container=name))
         self._deps.recorder.event(
-            pod, "Normal", "Killing", message, field_path=field_path(ContainerRole.APP, name)
+            pod, "Normal", "Killing", message, field_path=field_path(instance.role, name)
         )
         work.runtime_changed = True
         await self._deps.runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
-        if await self._start(work, container, ContainerRole.APP, instance.attempt + 1, sandbox):
+        if await self._start(work, container, instance.role, instance.attempt + 1, sandbox):
             await self._deps.runtime.prune_pod(work.uid)
 
     async def _restart(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from vk_provider.kube.objects import format_time, meta, spec
+from vk_provider.kube.objects import format_time, is_sidecar, meta, spec
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.policy import now
 from vk_provider.quantity import parse_quantity, quantity_or_zero
@@ -73,9 +73,12 @@ class ResizeState:
 
 
 def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The desired resources of the app containers, by name (sidecars are not resized here:
-    docs/pods.md)."""
-    return {str(c["name"]): dict(c.get("resources") or {}) for c in spec(pod).get("containers") or []}
+    """The desired resources of the init containers (sidecars or not) and the app containers,
+    by name: every one is resizable (allocation_manager.go IsResizableContainer, with
+    InPlacePodVerticalScalingInitContainers locked on since v1.37)."""
+    s = spec(pod)
+    containers = [*(s.get("initContainers") or []), *(s.get("containers") or [])]
+    return {str(c["name"]): dict(c.get("resources") or {}) for c in containers}
 
 
 def _request(value: Any, scale: int) -> int:
@@ -84,14 +87,39 @@ def _request(value: Any, scale: int) -> int:
     return math.ceil(quantity_or_zero(value) * scale)
 
 
-def pod_requests(resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
-    """(milli-CPU, memory bytes) requested by the containers (a request defaults to its limit)."""
-    cpu = memory = 0
-    for res in resources.values():
-        requests, limits = res.get("requests") or {}, res.get("limits") or {}
-        cpu += _request(requests.get("cpu", limits.get("cpu")), 1000)
-        memory += _request(requests.get("memory", limits.get("memory")), 1)
-    return cpu, memory
+def _container_requests(resources: Mapping[str, Any]) -> tuple[int, int]:
+    """(milli-CPU, memory bytes) one container requests (a request defaults to its limit)."""
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    return (
+        _request(requests.get("cpu", limits.get("cpu")), 1000),
+        _request(requests.get("memory", limits.get("memory")), 1),
+    )
+
+
+def pod_requests(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
+    """(milli-CPU, memory bytes) the pod requests with its containers' `resources` (by name):
+    per resource, the larger of the app containers plus the sidecars, and the peak of the
+    init phase (each init container beside the sidecars started before it).
+
+    Upstream: k8s.io/component-helpers/resource/helpers.go (PodRequests), which the
+    allocation manager's fit check uses.
+    """
+    s = spec(pod)
+    running = [0, 0]  # the app containers and the sidecars, which run beside them
+    for c in s.get("containers") or []:
+        for i, value in enumerate(_container_requests(resources.get(str(c["name"])) or {})):
+            running[i] += value
+    sidecars, init_peak = [0, 0], [0, 0]
+    for c in s.get("initContainers") or []:
+        own = _container_requests(resources.get(str(c["name"])) or {})
+        for i in (0, 1):
+            if is_sidecar(c):
+                running[i] += own[i]
+                sidecars[i] += own[i]
+                init_peak[i] = max(init_peak[i], sidecars[i])
+            else:
+                init_peak[i] = max(init_peak[i], own[i] + sidecars[i])
+    return max(running[0], init_peak[0]), max(running[1], init_peak[1])
 
 
 def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: Mapping[str, str]) -> str:
@@ -197,7 +225,7 @@ class PodResizer:
             state.pending = None  # nothing (left) to resize: a pending resize was reverted
         else:
             message = fit_message(
-                pod_requests(desired), self._used_by_others(work.uid), self._deps.node_allocatable()
+                pod_requests(pod, desired), self._used_by_others(work.uid), self._deps.node_allocatable()
             )
             if message:
                 self._defer(work, message, generation)
@@ -208,7 +236,7 @@ class PodResizer:
                     pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
                 )
                 log.info("resize started (generation %d)", generation, extra=pod_fields(pod))
-        self._requests[work.uid] = pod_requests(state.allocated)
+        self._requests[work.uid] = pod_requests(pod, state.allocated)
         return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
     def _defer(self, work: PodWork, message: str, generation: int) -> None:

@@ -164,8 +164,7 @@ class PodSync:
         sandbox = await self._ensure_sandbox(work, state)
         if sandbox is not None:
             await self._containers.sync_ephemeral_containers(work, state, sandbox)
-        if sandbox is not None and await self._containers.sync_init_containers(work, state, sandbox):
-            await self._containers.sync_app_containers(work, state, sandbox)
+            await self._containers.sync_pod_containers(work, state, sandbox)
         if work.terminal_reason is not None:
             return True
         status = self._publish(work, await self._current(work, state), terminal=False)

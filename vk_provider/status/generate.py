@@ -242,7 +242,7 @@ def generate_pod_status(
     ) -> list[dict[str, Any]]:
         return container_statuses(pod, state, role, old.get(key) or [], waiting, readiness, started, alloc)
 
-    init_statuses = statuses(ContainerRole.INIT, "initContainerStatuses")
+    init_statuses = statuses(ContainerRole.INIT, "initContainerStatuses", allocated)
     app_statuses = statuses(ContainerRole.APP, "containerStatuses", allocated)
     all_statuses = init_statuses + app_statuses  # the phase and conditions ignore ephemeral ones
     ephemeral_statuses = statuses(ContainerRole.EPHEMERAL, "ephemeralContainerStatuses")

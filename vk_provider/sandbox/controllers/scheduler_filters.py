@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from vk_provider.sandbox.api.pod_requests import pod_requests
 from vk_provider.sandbox.api.quantity import parse_quantity
 
 SCHEDULER_NAME = "default-scheduler"
@@ -51,39 +52,6 @@ def waits_for_scheduling(pod: dict[str, Any]) -> bool:
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return False
     return spec.get("schedulerName") in (None, "", SCHEDULER_NAME)
-
-
-def _container_request(container: dict[str, Any], resource: str) -> Fraction:
-    resources = container.get("resources") or {}
-    value = (resources.get("requests") or {}).get(resource)
-    if value is None:  # requests default to limits (pkg/apis/core/v1/defaults.go)
-        value = (resources.get("limits") or {}).get(resource)
-    return parse_quantity(value) if value is not None else Fraction(0)
-
-
-def _request_of(spec: dict[str, Any], resource: str) -> Fraction:
-    """`PodRequests` (staging/src/k8s.io/component-helpers/resource/helpers.go) for one resource:
-    app containers and sidecars (restartable init containers) add up; each other init container
-    runs alongside the sidecars started before it; the larger of the two, plus the overhead."""
-    running = sum((_container_request(c, resource) for c in spec.get("containers") or []), Fraction(0))
-    sidecars = Fraction(0)
-    init_peak = Fraction(0)
-    for container in spec.get("initContainers") or []:
-        request = _container_request(container, resource)
-        if container.get("restartPolicy") == "Always":
-            running += request
-            sidecars += request
-            init_peak = max(init_peak, sidecars)
-        else:
-            init_peak = max(init_peak, sidecars + request)
-    overhead = (spec.get("overhead") or {}).get(resource)
-    return max(running, init_peak) + (parse_quantity(overhead) if overhead else 0)
-
-
-def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:
-    """(cpu cores, memory bytes) the scheduler counts for `pod`."""
-    spec = pod.get("spec") or {}
-    return _request_of(spec, "cpu"), _request_of(spec, "memory")
 
 
 def counts_against_node(pod: dict[str, Any]) -> bool:

@@ -49,7 +49,12 @@ from vk_provider.sandbox.api.validation.kinds import (
     validate_object,
     validate_pod_update,
 )
-from vk_provider.sandbox.api.validation.resize import allocatable_refusal, resize_update, validate_pod_resize
+from vk_provider.sandbox.api.validation.resize import (
+    allocatable_refusal,
+    resize_update,
+    undeclared_features,
+    validate_pod_resize,
+)
 from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.storage.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
 
@@ -386,7 +391,8 @@ async def write_update(
 
 
 async def _admit_resize(ctx: ApiContext, old: Obj, pod: Obj) -> None:
-    """The PodResizeValidator admission plugin: a bound pod's new requests must fit the node's
+    """The NodeDeclaredFeatureValidator, then the PodResizeValidator admission plugin: the node
+    must declare the features the resize needs, and a bound pod's new requests must fit its
     allocatable (a write that leaves the spec alone is not checked)."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name or pod.get("spec") == old.get("spec"):
@@ -398,6 +404,10 @@ async def _admit_resize(ctx: ApiContext, old: Obj, pod: Obj) -> None:
         if e.code != 404:
             raise
         raise errors.forbidden("pods", name, f'node "{node_name}" not found') from None
+    missing = undeclared_features(old, pod, node)
+    if missing:
+        needs = f"pod update requires features {', '.join(missing)} which are not available on node"
+        raise errors.forbidden("pods", name, f'{needs} "{node_name}"')
     message, cause = allocatable_refusal(pod, node)
     if message:
         refusal = errors.forbidden("pods", name, message)

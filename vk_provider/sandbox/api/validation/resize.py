@@ -4,7 +4,9 @@ What lives here: `resize_update` (podResizeStrategy.PrepareForUpdate, pkg/regist
 strategy.go dropNonResizeUpdates: every change but the containers' `resources` and
 `resizePolicy` is dropped, status and metadata stay the old ones), `validate_pod_resize`
 (pkg/apis/core/validation ValidatePodResize: static pods, QoS class, container order,
-removed requests or limits, resources other than cpu and memory) and `allocatable_refusal`
+removed requests or limits, resources other than cpu and memory, for app and init containers),
+`undeclared_features` (the NodeDeclaredFeatureValidator admission plugin: a non-sidecar init
+container resized on a node that does not declare the feature) and `allocatable_refusal`
 (the PodResizeValidator admission plugin, plugin/pkg/admission/podresize/admission.go:
 requests above the node's allocatable are refused with 403 and cause NodeCapacity).
 Must not: touch the store or HTTP; the handlers (api/handlers/verbs.py) call these.
@@ -18,13 +20,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_provider.sandbox.api.defaults import qos_class
+from vk_provider.sandbox.api.pod_requests import pod_requests
 from vk_provider.sandbox.api.quantity import parse_quantity
 from vk_provider.sandbox.api.validation.field import forbidden, invalid
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 NODE_CAPACITY, UNSUPPORTED_PLATFORM = "NodeCapacity", "UnsupportedPlatform"  # the refusal causes
+INIT_CONTAINER_RESIZE = "InPlacePodVerticalScalingInitContainers"  # a node declared feature
 _RESIZED = ("resources", "resizePolicy")
 _CPU_MEMORY = ("cpu", "memory")
+_INIT_MUTABLE = "only cpu and memory resources for init or sidecar containers are mutable"
+_INIT_NO_RESTART = "non-sidecar init containers with a resize policy of RestartContainer cannot be resized"
 
 
 def _spec(pod: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,10 +80,14 @@ def _removed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
 
 
 def _without_cpu_memory(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The resources but cpu and memory (a requests or limits map left empty counts as none: the
+    removal of cpu or memory is refused on its own, not as another resource's change)."""
     out: dict[str, Any] = {}
     for key, values in resources.items():
         if key in ("requests", "limits") and isinstance(values, dict):
             values = {k: v for k, v in values.items() if k not in _CPU_MEMORY}
+            if not values:
+                continue
         out[key] = values
     return out
 
@@ -113,37 +123,51 @@ def validate_pod_resize(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     )
     if order:
         return out + order
-    for i, (n, o) in enumerate(zip(news, olds, strict=True)):
-        path = f"spec.containers[{i}].resources"
-        new_res, old_res = n.get("resources") or {}, o.get("resources") or {}
-        if _removed(new_res.get("requests") or {}, old_res.get("requests") or {}):
-            out.append(forbidden(f"{path}.requests", "resource requests cannot be removed"))
-        if _removed(new_res.get("limits") or {}, old_res.get("limits") or {}):
-            out.append(forbidden(f"{path}.limits", "resource limits cannot be removed"))
-    for n, o in zip(news, olds, strict=True):
+    inits = list(zip(new_spec.get("initContainers") or [], old_spec.get("initContainers") or [], strict=True))
+    apps = list(zip(news, olds, strict=True))
+    for kind, pairs in (("initContainers", inits), ("containers", apps)):
+        for i, (n, o) in enumerate(pairs):
+            out += _removals(
+                n.get("resources") or {}, o.get("resources") or {}, f"spec.{kind}[{i}].resources"
+            )
+    for n, o in apps:
         if _without_cpu_memory(n.get("resources") or {}) != _without_cpu_memory(o.get("resources") or {}):
             out.append(forbidden("spec", "only cpu and memory resources are mutable"))
+    # Every init container, sidecar or not, is resizable (InPlacePodVerticalScalingInitContainers,
+    # locked on in v1.37), in cpu and memory only; a non-sidecar one with a RestartContainer
+    # policy is not (it cannot be restarted).
+    for i, (n, o) in enumerate(inits):
+        if _without_cpu_memory(n.get("resources") or {}) != _without_cpu_memory(o.get("resources") or {}):
+            out.append(forbidden(f"spec.initContainers[{i}]", _INIT_MUTABLE))
+        restarts = any(p.get("restartPolicy") == "RestartContainer" for p in n.get("resizePolicy") or [])
+        if n != o and restarts and n.get("restartPolicy") != "Always":
+            out.append(forbidden(f"spec.initContainers[{i}]", _INIT_NO_RESTART))
     return out
 
 
-def _requests(pod: Mapping[str, Any]) -> tuple[int, int]:
-    """(milli-CPU, bytes) the pod requests: resource.PodRequests, app containers summed, the
-    largest init container's request when larger (a request defaults to its limit)."""
+def _removals(new: Mapping[str, Any], old: Mapping[str, Any], path: str) -> list[dict[str, str]]:
+    """validateContainerResize: requests and limits may change, not go away."""
+    out = []
+    if _removed(new.get("requests") or {}, old.get("requests") or {}):
+        out.append(forbidden(f"{path}.requests", "resource requests cannot be removed"))
+    if _removed(new.get("limits") or {}, old.get("limits") or {}):
+        out.append(forbidden(f"{path}.limits", "resource limits cannot be removed"))
+    return out
 
-    def of(c: Mapping[str, Any]) -> tuple[int, int]:
-        res = c.get("resources") or {}
-        requests, limits = res.get("requests") or {}, res.get("limits") or {}
-        cpu, mem = requests.get("cpu", limits.get("cpu")), requests.get("memory", limits.get("memory"))
-        return (
-            math.ceil(parse_quantity(str(cpu)) * 1000) if cpu is not None else 0,
-            math.ceil(parse_quantity(str(mem))) if mem is not None else 0,
-        )
 
-    spec = _spec(pod)
-    apps = [of(c) for c in spec.get("containers") or []]
-    inits = [of(c) for c in spec.get("initContainers") or []]
-    cpu, mem = sum(a[0] for a in apps), sum(a[1] for a in apps)
-    return max([cpu, *(i[0] for i in inits)]), max([mem, *(i[1] for i in inits)])
+def undeclared_features(old: Mapping[str, Any], new: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
+    """The NodeDeclaredFeatureValidator (plugin/pkg/admission/nodedeclaredfeatures/admission.go):
+    the features a bound pod's update needs that its node does not list in
+    `status.declaredFeatures`. The one a resize can need: a changed non-sidecar init container
+    needs `InPlacePodVerticalScalingInitContainers` (k8s.io/component-helpers/nodedeclaredfeatures/
+    features/inplacepodresize, InferForUpdate)."""
+    olds, news = _spec(old).get("initContainers") or [], _spec(new).get("initContainers") or []
+    init_resized = any(
+        o.get("restartPolicy") != "Always" and (o.get("resources") or {}) != (n.get("resources") or {})
+        for o, n in zip(olds, news, strict=False)
+    )
+    declared = (node.get("status") or {}).get("declaredFeatures") or []
+    return [INIT_CONTAINER_RESIZE] if init_resized and INIT_CONTAINER_RESIZE not in declared else []
 
 
 def allocatable_refusal(pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str]:
@@ -157,14 +181,14 @@ def allocatable_refusal(pod: Mapping[str, Any], node: Mapping[str, Any]) -> tupl
             UNSUPPORTED_PLATFORM,
         )
     allocatable = (node.get("status") or {}).get("allocatable") or {}
-    cpu, mem = _requests(pod)
-    cpu_alloc = math.floor(parse_quantity(str(allocatable.get("cpu", "0"))) * 1000)
-    mem_alloc = math.floor(parse_quantity(str(allocatable.get("memory", "0"))))
-    msg = []
+    cpu, mem = pod_requests(dict(pod))
+    cpu_alloc = parse_quantity(str(allocatable.get("cpu", "0")))
+    mem_alloc = parse_quantity(str(allocatable.get("memory", "0")))
+    msg = []  # the figures as Quantity.MilliValue / Value print them: rounded up
     if cpu > cpu_alloc:
-        msg.append(f"cpu, requested: {cpu}, allocatable: {cpu_alloc}")
+        msg.append(f"cpu, requested: {math.ceil(cpu * 1000)}, allocatable: {math.ceil(cpu_alloc * 1000)}")
     if mem > mem_alloc:
-        msg.append(f"memory, requested: {mem}, allocatable: {mem_alloc}")
+        msg.append(f"memory, requested: {math.ceil(mem)}, allocatable: {math.ceil(mem_alloc)}")
     if not msg:
         return "", ""
     return f"node didn't have enough allocatable resources: {'; '.join(msg)}", NODE_CAPACITY
