@@ -3,13 +3,16 @@
 What lives here: the pure rules: `subpath_of(mount, env)` (a volumeMount's `subPath`, or its
 `subPathExpr` expanded from the container's environment, refused when absolute or holding a
 `..` component, with the kubelet's messages), `within(path, base)`, `is_safe_name(name)` (a
-pod UID, volume or container name usable as one path component) and `mount_of(path,
-mountinfo)` (which filesystem holds a path). Then the few blocking helpers the shells run in
-threads: `resolve_subpath(base, sub, …)`, the host path a subPath bind-mounts once every
-symlink is resolved, refused (`SubPathError`, CreateContainerConfigError) when it leaves the
-volume's directory; `remove_under(root, path)`, the one way anything under the state
+pod UID, volume or container name usable as one path component), `mount_of(path,
+mountinfo)` (which filesystem holds a path) and `mounts_under(path, mountinfo)`. Then the
+few blocking helpers the shells run in threads: `resolve_subpath(base, sub, …)`, where a
+subPath leads once every symlink is resolved, refused (`SubPathError`,
+CreateContainerConfigError) when it leaves the volume's directory (a check only: the path it
+returns can be swapped afterwards, so what a container gets is `runtime.subpath_mounts`'
+bind of the opened path); `remove_under(root, path)`, the one way anything under the state
 directory is removed, which refuses a path (or a symlink's target) that resolves outside
-`root`; and `make_private_dirs(path)`, missing directories created 0700.
+`root`, and a tree that still holds a mount point; and `make_private_dirs(path)`, missing
+directories created 0700.
 Shared by the pod volume writer and the Docker runtime, so it belongs to neither layer.
 Must not: log, or act on anything outside the directory it was given.
 
@@ -24,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from vk_provider.runtime.types import ContainerConfigError
 
 PRIVATE_DIR_MODE = 0o700
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 SAFE_NAME_MAX = 253
 
 
@@ -105,19 +108,32 @@ def strictly_within(path: str, base: str) -> bool:
     return within(path, base) and os.path.relpath(path, base) != "."
 
 
+def _mount_points(mountinfo: str) -> list[tuple[str, str]]:
+    """(mount point, filesystem type) of each line of /proc/self/mountinfo's text, the point's
+    octal escapes (space, tab, newline, backslash) decoded."""
+    points = []
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if sep and len(fields) >= 5 and tail:
+            points.append((_OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]), tail[0]))
+    return points
+
+
 def mount_of(path: str, mountinfo: str) -> tuple[str, str]:
     """(mount point, filesystem type) of the mount holding the absolute `path`, from the text
     of /proc/self/mountinfo; ("", "") when none matches. The last of stacked mounts wins."""
     best = ("", "")
-    for line in mountinfo.splitlines():
-        left, sep, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if not sep or len(fields) < 5 or not tail:
-            continue
-        point = fields[4].replace("\\040", " ")
+    for point, fstype in _mount_points(mountinfo):
         if within(path, point) and len(point) >= len(best[0]):
-            best = (point, tail[0])
+            best = (point, fstype)
     return best
+
+
+def mounts_under(path: str, mountinfo: str) -> list[str]:
+    """The mount points strictly below the absolute `path`, deepest first (each once)."""
+    below = {point for point, _ in _mount_points(mountinfo) if strictly_within(point, path)}
+    return sorted(below, key=lambda p: (-p.count("/"), p))
 
 
 # ---------------------------------------------------------------- blocking helpers (run in threads)
@@ -136,25 +152,6 @@ def resolve_subpath(base: str, sub: str, volume: str, container: str) -> str:
             f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"',
             f"subpath {os.path.join(base, sub)!r} resolves to {real!r}, not within volume path {real_base!r}",
         )
-    return real
-
-
-def prepare_subpath(base: str, sub: str, volume: str, container: str) -> str:
-    """`resolve_subpath`, then the directories of a sub-path that does not exist yet made
-    with the mode of the volume's root, as the kubelet does before it binds one (makeMounts:
-    `SafeMakeDir(subPath, volumePath, GetMode(volumePath))`, so that an emptyDir's 0777 reaches
-    the sub-directory and a non-root container can write there)."""
-    real = resolve_subpath(base, sub, volume, container)
-    if not os.path.lexists(real):
-        mode = stat.S_IMODE(os.stat(os.path.realpath(base)).st_mode)
-        missing: list[str] = []
-        walk = real
-        while not os.path.lexists(walk):
-            missing.append(walk)
-            walk = os.path.dirname(walk)
-        for path in reversed(missing):
-            os.mkdir(path)
-            os.chmod(path, mode)  # not left to the umask
     return real
 
 
@@ -187,10 +184,20 @@ def remove_under(root: Path, path: Path) -> bool:
             )
         os.unlink(where)
     elif os.path.isdir(where):
+        _refuse_mounts(path, where)
         shutil.rmtree(where)
     else:
         os.unlink(where)
     return True
+
+
+def _refuse_mounts(path: Path, where: str) -> None:
+    """rmtree crosses mount points: a tree that still holds one (a sub-path bind of a pod's
+    volume, or of a host directory) is refused, never emptied through the mount."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        held = mounts_under(os.path.realpath(where), f.read())
+    if held:
+        raise UnsafePathError(f"refusing to remove {str(path)!r}: {held[0]!r} is mounted under it")
 
 
 def make_private_dirs(path: Path) -> None:

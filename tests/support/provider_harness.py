@@ -12,6 +12,7 @@ Must not: reach into the provider's internals to decide a test's outcome.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -41,6 +42,7 @@ from vk_provider.config import (
     StatusConfig,
 )
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+from vk_provider.runtime.subpath_mounts import detach_mounts_under
 from vk_provider.sandbox.server import SandboxServer
 
 NAMESPACE = "default"
@@ -169,6 +171,9 @@ class ProviderHarness:
                 self.process.kill()
             self.process = None
         await self.stop_provider()
+        # A stopped provider leaves its pods' subPath bind mounts, as a kubelet does for running
+        # containers: detached here, so that no clean-up of tmp_path ever deletes through them.
+        await asyncio.to_thread(detach_mounts_under, self.workdir)
         if self.client is not None:
             await self.client.close()
         await self.plane.stop(self.node_name)

@@ -220,7 +220,12 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
             }
         ],
     )
-    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file="/state/tl")
+    kw = spec.container_create_kwargs(
+        launch(pod),
+        node_name="n",
+        termination_file="/state/tl",
+        resolve_subpath=lambda m: f"{m.source}/{m.sub}",  # the shell's bind, on a local engine
+    )
     assert kw["volumes"] == [
         "k8s_u1_scratch:/scratch:rw,nocopy",
         "k8s_u1_mem:/mem:ro,nocopy",

@@ -2,7 +2,8 @@
 
 Item 1: a subPath (or an expanded subPathExpr) may not be absolute or hold `..`, on every
 volume type, and once its symlinks are resolved it must stay inside the volume's directory
-(`runtime.docker.paths`, used by `spec.volume_binds`). Item 3: the volume files are
+(`hostpaths`, used by `spec.volume_binds`; the walk and bind that keep it there after the
+check are tests/unit/test_runtime_subpath_mounts.py). Item 3: the volume files are
 reachable by no other host user (0700 directories above the volume) while inside the
 volume the pod's modes, and the kubelet's fsGroup / fsUser ownership, apply.
 """
@@ -54,7 +55,16 @@ def launch_of(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = ()) -> Con
     )
 
 
+def joined(m: spec.SubPathMount) -> str:
+    return f"{m.source}/{m.sub}"
+
+
+def checked(m: spec.SubPathMount) -> str:
+    return paths.resolve_subpath(m.source, m.sub, m.volume, m.container)
+
+
 def binds(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = (), **kw: Any) -> list[str]:
+    kw.setdefault("resolve_subpath", joined)
     kwargs = spec.container_create_kwargs(
         launch_of(pod, env), node_name="n", termination_file=None, volumes_root="/st/u1/volumes", **kw
     )
@@ -170,7 +180,7 @@ def test_binds_of_an_atomically_written_volume_resolve_to_the_payload(tmp_path: 
         node_name="n",
         termination_file=None,
         volumes_root=str(root),
-        resolve_subpath=paths.resolve_subpath,
+        resolve_subpath=checked,
     )
     source = kwargs["volumes"][0].split(":")[0]
     assert source == os.path.realpath(root / "v" / "app.conf")
@@ -183,7 +193,7 @@ def test_a_hostpath_subpath_through_a_symlink_to_outside_is_refused(tmp_path: Pa
     volume = {"name": "v", "hostPath": {"path": str(tmp_path / "data")}}
     pod = pod_with(volume, {"name": "v", "subPath": "root/etc"})
     with pytest.raises(paths.SubPathError):
-        binds(pod, resolve_subpath=paths.resolve_subpath)
+        binds(pod, resolve_subpath=checked)
 
 
 # ---------------------------------------------------------------- the files on the host (item 3)
@@ -274,23 +284,36 @@ def test_the_writer_applies_owners_and_the_groups_directories(tmp_path: Path) ->
     assert not write_atomically(target, files, group=2000), "unchanged, owners included"
 
 
-def test_prepare_subpath_makes_missing_directories_with_the_volume_roots_mode(tmp_path: Path) -> None:
-    volume = tmp_path / "vol"
-    volume.mkdir()
-    volume.chmod(0o777)
-    (volume / "kept").mkdir(mode=0o700)
-    real = os.path.realpath(volume)
-    assert paths.prepare_subpath(str(volume), "kept/a/b", "v", "c") == f"{real}/kept/a/b"
-    modes = {p: stat.S_IMODE(os.stat(volume / p).st_mode) for p in ("kept", "kept/a", "kept/a/b")}
-    assert modes == {"kept": 0o700, "kept/a": 0o777, "kept/a/b": 0o777}  # what exists is left as it is
-    (volume / "out").symlink_to(tmp_path)
-    with pytest.raises(paths.SubPathError):
-        paths.prepare_subpath(str(volume), "out/new", "v", "c")
-    assert not (tmp_path / "new").exists()
-
-
 def test_an_emptydir_subpath_binds_its_volumes_host_directory_or_is_refused() -> None:
     pod = pod_with(VOLUME_TYPES["emptyDir"], {"name": "v", "subPathExpr": "$(SUB)/x"})
     assert binds(pod, env=(("SUB", "a"),), emptydir_dirs={"v": "/dv/_data"}) == ["/dv/_data/a/x:/m:rw"]
     with pytest.raises(ContainerConfigError, match="needs its Docker volume's directory on this host"):
         binds(pod, env=(("SUB", "a"),))
+
+
+def test_the_shell_is_told_which_subpaths_a_pod_can_swap() -> None:
+    """emptyDir and hostPath are written by pods: their sub-paths must be bound, not resolved."""
+    seen: list[spec.SubPathMount] = []
+
+    def record(m: spec.SubPathMount) -> str:
+        seen.append(m)
+        return "/bound"
+
+    for kind in ("hostPath", "emptyDir", "configMap"):
+        pod = pod_with(VOLUME_TYPES[kind], {"name": "v", "subPath": "a/b"})
+        assert binds(pod, resolve_subpath=record, emptydir_dirs={"v": "/dv/_data"})[0].startswith(
+            "/bound:/m:"
+        )
+    assert [(m.source, m.sub, m.index, m.writable) for m in seen] == [
+        ("/srv/data", "a/b", 0, True),
+        ("/dv/_data", "a/b", 0, True),
+        ("/st/u1/volumes/v", "a/b", 0, False),
+    ]
+
+
+@pytest.mark.parametrize("kind", ["hostPath", "emptyDir"])
+def test_without_the_engines_host_a_subpath_of_a_writable_volume_is_refused(kind: str) -> None:
+    """A remote engine: nothing on its host would check the path, so it is not joined unchecked."""
+    pod = pod_with(VOLUME_TYPES[kind], {"name": "v", "subPath": "a"})
+    with pytest.raises(ContainerConfigError, match=r"needs .*(local engine|directory on this host)"):
+        binds(pod, resolve_subpath=None, emptydir_dirs={"v": "/dv/_data"})

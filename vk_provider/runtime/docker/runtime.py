@@ -7,8 +7,11 @@ reads this node's containers back from their labels, and serves the kubelet API'
 API-backed volumes to an engine that is not local (`shipped_volumes`). docker-py's
 errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
 `docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
-become directories there, a subPath is resolved on the host before it is bound
-(`paths.prepare_subpath`), and everything is removed through `paths.remove_under`. A
+become directories there, a subPath is opened without following a swapped symlink and
+bind-mounted under the pod's directory before the engine binds it (`subpath_mounts`: the
+kubelet's way; refused on a volume pods can write when this process may not mount), those
+mounts are detached before a pod's files go, and everything is removed through
+`paths.remove_under`. A
 container's Localhost seccomp profile is read here from `docker.seccompProfileRoot` and sent
 to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`.
 Must not: touch containers without this node's label, remove anything outside the node's
@@ -36,6 +39,7 @@ from vk_provider.kube.keyring import Keyring
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.metrics import ProviderMetrics
+from vk_provider.runtime import subpath_mounts
 from vk_provider.runtime.docker import hosts, images
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
@@ -150,6 +154,8 @@ class DockerRuntime:
         self._sandbox_image_seen: float | None = None
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
+        # Why a subPath cannot be bind-mounted here (None: it can), found at start.
+        self._subpath_refusal: str | None = "the state directory is not prepared yet"
         self._host_security = sec.HostSecurity()  # from `info`, at start
 
     # --- connection ---
@@ -176,6 +182,7 @@ class DockerRuntime:
         except OSError as exc:
             log.warning("cannot prepare the state directory %s: %s", self._state_dir, exc)
             return
+        self._probe_subpath_mounts()
         if fstype == "tmpfs":
             log.info("pod volume files (secrets, tokens) under %s are in memory (tmpfs at %s)", real, point)
         else:
@@ -185,6 +192,20 @@ class DockerRuntime:
                 real,
                 fstype or "unknown filesystem",
                 point or "?",
+            )
+
+    def _probe_subpath_mounts(self) -> None:
+        assert self._state_dir is not None
+        try:
+            self._subpath_refusal = subpath_mounts.probe_bind_mounts(self._state_dir)
+        except (OSError, paths.UnsafePathError) as exc:
+            self._subpath_refusal = f"the bind-mount probe under {self._state_dir} failed: {exc}"
+        if self._subpath_refusal is None:
+            log.info("subPath mounts are checked and bind-mounted under %s", self._state_dir)
+        else:
+            log.warning(
+                "subPath on emptyDir and hostPath volumes is refused: %s (docs/security.md)",
+                self._subpath_refusal,
             )
 
     def _open_events(self, since: float | None) -> Any:
@@ -641,11 +662,40 @@ class DockerRuntime:
             termination_file=self._termination_file(launch.pod, name, launch.attempt),
             volumes_root=None if root is None else str(root),
             image_user=image_user,
-            resolve_subpath=None if root is None else paths.prepare_subpath,
+            resolve_subpath=None if root is None else self._subpath_source(uid_of(launch.pod)),
             seccomp_json=seccomp_json,
             hosts_file=self._hosts_file(launch),
             emptydir_dirs=None if root is None else self._emptydir_dirs(launch),
         )
+
+    def _subpath_source(self, uid: str) -> sp.SubPathResolver:
+        """What the engine binds for a subPath (blocking: in the pool). Where this process may
+        mount: the checked path bound onto `<pod dir>/volume-subpaths/<volume>/<container>/<i>`.
+        Where it may not: the checked path of a read-only API volume (only the provider writes
+        its directories), and a refusal for a volume pods can write (emptyDir, hostPath),
+        whose directories a pod could swap for a symlink after any check."""
+
+        def source(m: sp.SubPathMount) -> str:
+            if self._subpath_refusal is None:
+                pod_dir = self._pod_dir(uid)
+                names = (m.volume, m.container)
+                if pod_dir is None or not all(paths.is_safe_name(n) for n in names):
+                    raise ContainerConfigError(f"{names!r} cannot be directory names")
+                target = pod_dir / subpath_mounts.SUBPATHS_DIR / m.volume / m.container / str(m.index)
+                return subpath_mounts.bind_subpath(m.source, m.sub, m.volume, m.container, target)
+            if m.writable:
+                raise ContainerConfigError(
+                    f'subPath of volume "{m.volume}" in container "{m.container}" is refused on this node: '
+                    f"{self._subpath_refusal}; a volume pods can write needs its sub-path bind-mounted "
+                    "by the provider (docs/security.md)"
+                )
+            fd = subpath_mounts.open_subpath(m.source, m.sub, m.volume, m.container)
+            try:
+                return subpath_mounts.opened_path(fd)
+            finally:
+                os.close(fd)
+
+        return source
 
     def _emptydir_dirs(self, launch: ContainerLaunch) -> dict[str, str]:
         """The host directories of the disk emptyDir volumes this container mounts with a
@@ -686,7 +736,7 @@ class DockerRuntime:
             raise ContainerConfigError(str(exc)) from exc
         try:
             # One turn in the pool: the seccomp profile, the termination-log file, /etc/hosts
-            # and a subPath's symlinks are all read or written on the host's filesystem.
+            # and a subPath's walk and bind mount are all on the host's filesystem.
             kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
         except paths.SubPathError as exc:
             log.warning("container %s: %s: %s", name, exc.message, exc.detail, extra=pod_fields(launch.pod))
@@ -911,6 +961,8 @@ class DockerRuntime:
         others = [r for r in rows if r not in sandboxes]
         await asyncio.gather(*(self._remove(str(r["Id"])) for r in others))
         await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes))
+        if self._state_dir is not None:  # before the volumes and files whose paths they hold
+            await self._engine.call(self._clean_subpaths, uid)
         api = self._engine.client.api
         volumes = await self._engine.call(
             api.volumes, filters={"label": [f"{lb.NODE}={self.node_name}", f"{lb.POD_UID}={uid}"]}
@@ -942,6 +994,16 @@ class DockerRuntime:
         except FileNotFoundError:
             return set()
         return {e.name for e in entries if e.is_dir(follow_symlinks=False) and paths.is_safe_name(e.name)}
+
+    def _clean_subpaths(self, uid: str) -> None:
+        """Detach the pod's sub-path mounts (the kubelet's CleanSubPaths); a pod left by a
+        killed provider is cleaned the same way when it is found orphaned."""
+        try:
+            pod_dir = self._pod_dir(uid)
+            assert pod_dir is not None
+            subpath_mounts.clean_subpaths(pod_dir)
+        except (OSError, paths.UnsafePathError) as exc:
+            log.error("cannot detach the subPath mounts of pod %s: %s", uid, exc)
 
     def _drop_pod_dir(self, uid: str) -> None:
         assert self._state_dir is not None

@@ -60,8 +60,19 @@ MIN_QUOTA_PERIOD = 1000
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
 
 
-# (volume's host directory, checked sub-path, volume name, container name) -> host path to bind.
-SubPathResolver = Callable[[str, str, str, str], str]
+@dataclass(frozen=True)
+class SubPathMount:
+    """One volumeMount's sub-path, for the shell to turn into the host path the engine binds."""
+
+    source: str  # the volume's directory on the engine's host
+    sub: str  # checked: relative, no `..` (hostpaths.subpath_of)
+    volume: str
+    container: str
+    index: int  # of the mount in the container's volumeMounts
+    writable: bool  # a volume pods can write (emptyDir, hostPath): its directories can be swapped
+
+
+SubPathResolver = Callable[[SubPathMount], str]
 
 
 # Upstream: pkg/volume/emptydir/empty_dir.go (setupDir: perm 0777) and pkg/volume/volume_linux.go
@@ -407,11 +418,11 @@ def volume_binds(
     a container mounts the volume itself.
 
     `subPath` (or `subPathExpr`, expanded from `env`) may not be absolute nor hold `..`
-    (ContainerConfigError, whatever the volume type). `resolve_subpath(volume dir, sub,
-    volume, container)` gives the host path to bind once symlinks are resolved, refusing one
-    outside the volume (the shell passes `paths.resolve_subpath` for a local engine); without
-    it the sub-path is joined as written. `mountPropagation` and `recursiveReadOnly` are
-    `mount_options.bind_options`'.
+    (ContainerConfigError, whatever the volume type). `resolve_subpath(SubPathMount)` gives
+    the host path to bind, one a pod cannot swap (the shell's `subpath_mounts.bind_subpath`
+    on a local engine); without it (an engine on another host) a subPath is refused, since
+    nothing on the engine's host would check it. `mountPropagation` and `recursiveReadOnly`
+    are `mount_options.bind_options`'.
     """
     volumes = {str(v["name"]): v for v in _spec(pod).get("volumes") or []}
     emptydirs = {v.pod_volume: v.docker_name for v in emptydir_volumes(pod, node_name)}
@@ -425,6 +436,7 @@ def volume_binds(
             )
         mode = "ro" if m.get("readOnly") else "rw"
         sub = subpath_of(m, env)
+        writable = True
         if "hostPath" in vol:
             source = str(vol["hostPath"].get("path", ""))
         elif vol["name"] in emptydirs and sub:
@@ -441,7 +453,7 @@ def volume_binds(
             # An emptyDir starts empty: no copy of the image's directory (nor its owner and mode).
             mode += ",nocopy"
         elif any(t in vol for t in API_VOLUME_TYPES):
-            mode = "ro"
+            mode, writable = "ro", False
             if volumes_root is None:  # an engine without our filesystem: the shipped Docker volume
                 if sub:
                     raise ContainerConfigError(
@@ -456,9 +468,13 @@ def volume_binds(
             continue
         if sub:
             if resolve_subpath is None:
-                source = f"{source.rstrip('/')}/{sub}"
-            else:
-                source = resolve_subpath(source, sub, str(vol["name"]), str(container.get("name", "")))
+                raise ContainerConfigError(
+                    f"{where}.subPath: subPath on volume {vol['name']!r} needs a local engine "
+                    "(docker.engineLocation): the provider checks and binds it on the engine's host"
+                )
+            source = resolve_subpath(
+                SubPathMount(source, sub, str(vol["name"]), str(container.get("name", "")), j, writable)
+            )
         mode += bind_options(container, m, where)
         binds.append(f"{source}:{m['mountPath']}:{mode}")
     return binds
