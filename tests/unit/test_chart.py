@@ -304,6 +304,21 @@ def test_local_engine_mounts_the_socket_and_the_state_dir_at_host_paths(helm: st
     assert mounts[state_dir] == "state"
 
 
+def test_subpath_mounts_make_the_provider_privileged_with_bidirectional_state(helm: str) -> None:
+    """Off by default: no privilege, no propagation (the provider refuses writable subPaths).
+    On: the provider's bind mounts under stateDir reach the host's engine."""
+    default = _container(render(helm))
+    assert "privileged" not in default["securityContext"]
+    assert all("mountPropagation" not in m for m in default["volumeMounts"])
+    objects = render(helm, "engine.subPathMounts=true")
+    container = _container(objects)
+    assert container["securityContext"]["privileged"] is True
+    assert "allowPrivilegeEscalation" not in container["securityContext"], "the API refuses it with privileged"
+    state = next(m for m in container["volumeMounts"] if m["name"] == "state")
+    assert state["mountPropagation"] == "Bidirectional"
+    assert _values()["securityContext"]["allowPrivilegeEscalation"] is False, "the values are not changed"
+
+
 def test_unix_docker_host_is_mounted_from_its_path(helm: str) -> None:
     objects = render(helm, "config.docker.host=unix:///run/user/1000/docker.sock")
     assert _volumes(objects)["docker-socket"]["hostPath"]["path"] == "/run/user/1000/docker.sock"

@@ -146,6 +146,10 @@ engineVolumes).
   mountPath: {{ $socket }}
 - name: state
   mountPath: {{ .Values.config.docker.stateDir }}
+  {{- if .Values.engine.subPathMounts }}
+  # The provider's subPath bind mounts under stateDir must reach the host, where the engine is.
+  mountPropagation: Bidirectional
+  {{- end }}
 {{- end }}
 {{- if .Values.engine.tlsSecretName }}
 - name: docker-tls
