@@ -7,7 +7,9 @@ the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: 
 first, calls outside a pod before any), and so the one place runtime operations are counted
 and timed (`vk_provider_runtime_operations_*`, by the called function's name);
 `engine_is_local`, whether the engine shares
-this host's filesystem. Must not: know about pods or labels.
+this host's filesystem. On a Unix socket the one-shot client keeps one pool of kept-alive
+connections (`OnePoolUnixAdapter`) and neither client reads requests' proxy and netrc
+environment per request. Must not: know about pods or labels.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, TypeVar
 
 import docker
 from docker.errors import DockerException
+from docker.transport import UnixHTTPAdapter
 from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
@@ -55,6 +58,29 @@ def root_cause(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+class OnePoolUnixAdapter(UnixHTTPAdapter):  # type: ignore[misc]
+    """docker-py's Unix socket adapter keeps one connection pool per request URL, and at most 25
+    of them: a call on a container path it has not seen lately opened a new socket and closed
+    another pool's. Keyed by the socket alone, connections stay alive from one call to the next
+    (a socket per call cost about a third of the client's CPU per call, docs/performance.md)."""
+
+    def get_connection(self, url: str, proxies: Any = None) -> Any:
+        return super().get_connection(self.socket_path, proxies)
+
+
+def _tune_unix_client(client: docker.DockerClient, one_pool: bool) -> None:
+    """No per-request look-up of proxy variables and ~/.netrc (they mean nothing on a Unix
+    socket); with `one_pool`, `OnePoolUnixAdapter` in place of docker-py's adapter."""
+    api = client.api
+    api.trust_env = False
+    if one_pool and isinstance(api._custom_adapter, UnixHTTPAdapter):
+        old = api._custom_adapter
+        adapter = OnePoolUnixAdapter(old.socket_path, old.timeout, max_pool_size=old.max_pool_size)
+        api.mount("http+docker://", adapter)
+        api._custom_adapter = adapter  # what docker-py's get_adapter falls back to
+        old.close()
+
+
 class Engine:
     def __init__(self, config: DockerConfig, metrics: ProviderMetrics | None = None) -> None:
         self.url = engine_url(config)
@@ -71,13 +97,18 @@ class Engine:
     def _connect(self, timeout: int | None = 60) -> docker.DockerClient:
         # from_env with an explicit DOCKER_HOST: TLS settings (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH)
         # apply as for the Docker CLI, and the CLI context is not consulted (docker-py 7.2 would).
-        return docker.DockerClient.from_env(
+        client = docker.DockerClient.from_env(
             environment=dict(os.environ, DOCKER_HOST=self.url),
             use_context=False,
             version="auto",
             max_pool_size=self.max_concurrency + STREAM_CONNECTIONS,
             timeout=timeout,
         )
+        if self.url.startswith("unix://"):
+            # One pool for the one-shot client only: its calls are bounded by the thread pool,
+            # while follow-mode streams (the stream client) may outnumber any pool size.
+            _tune_unix_client(client, one_pool=timeout is not None)
+        return client
 
     @property
     def client(self) -> docker.DockerClient:
