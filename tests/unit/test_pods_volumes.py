@@ -266,6 +266,10 @@ def test_docker_binds_of_api_volumes_are_read_only_with_subpath() -> None:
         sandbox=PodSandboxState(container_id="sb", running=True),
     )
     kw = spec.container_create_kwargs(
-        launch, node_name="n", termination_file=None, volumes_root="/st/u1/volumes"
+        launch,
+        node_name="n",
+        termination_file=None,
+        volumes_root="/st/u1/volumes",
+        resolve_subpath=lambda m: f"{m.source}/{m.sub}",  # the shell's walk and bind on a local engine
     )
     assert kw["volumes"] == ["/st/u1/volumes/cfg:/etc/cfg:ro", "/st/u1/volumes/cfg/a:/etc/a.conf:ro"]
