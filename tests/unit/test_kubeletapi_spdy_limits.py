@@ -340,3 +340,44 @@ async def test_random_byte_streams_end_sessions_cleanly() -> None:
         chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True) if data[a:b]]
         _, session, streams = await run_session(*chunks)  # raises nothing, returns
         assert session.gone and all(stream.remote_closed for stream in streams)
+
+
+# -- issue 30: frames, streams and unread data are bounded ------------------------------------
+
+
+async def test_a_frame_above_the_bound_is_refused_from_its_head() -> None:
+    head = struct.pack(">II", 1, spdy.MAX_FRAME + 1)  # a DATA frame announcing MAX_FRAME + 1 bytes
+    pipe, session, _ = await run_session(head)  # no payload follows: refused before reading one
+    assert goaway_status(pipe) == 1 and pipe.closed and session.gone
+
+
+async def test_streams_beyond_the_bound_are_refused() -> None:
+    deflate = deflater()
+    frames = [
+        syn_stream(2 * i + 1, header_block(encode_headers({"streamtype": "data"}), deflate))
+        for i in range(spdy.MAX_STREAMS + 3)
+    ]
+    pipe, _, streams = await run_session(*frames)
+    assert len(streams) == spdy.MAX_STREAMS
+    resets = [struct.unpack(">II", f[3])[1] for f in pipe.frames() if f[0] and f[1] == RST_STREAM]
+    assert resets == [spdy.RST_REFUSED_STREAM] * 3
+
+
+async def test_a_stream_nobody_reads_stops_the_session_reading_until_it_is_read() -> None:
+    pipe = Pipe()
+    session = SpdySession(pipe.channel())
+    serving = asyncio.ensure_future(session.serve())
+    opened = syn_stream(1, header_block(encode_headers({"streamtype": "data"}), deflater()))
+    chunk = data_frame(1, bytes(32 * 1024))
+    for frame in [opened] + [chunk] * 64:  # 2 MiB for a reader that takes nothing yet
+        pipe.to_server.put_nowait(frame)
+    stream = await session.streams.get()
+    assert stream is not None
+    await asyncio.sleep(0.2)
+    assert pipe.to_server.qsize() > 40  # the session stopped reading at twice STREAM_BUFFER
+    received = 0
+    while received < 64 * 32 * 1024:
+        received += len(await asyncio.wait_for(stream.reader.read(1 << 20), 5))
+    assert pipe.to_server.empty()  # reading resumed the session
+    pipe.to_server.put_nowait(b"")
+    await asyncio.wait_for(serving, 5)

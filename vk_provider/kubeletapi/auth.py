@@ -1,6 +1,8 @@
 """Authentication and authorization of kubelet API requests, as an aiohttp middleware.
 
-What lives here: `auth_middleware(mode, x509_enabled, webhook)`. `none` lets everything
+What lives here: `auth_middleware(mode, x509_enabled, webhook)`, `allows_anonymous` (whether it
+lets every request through) and `authenticated(request)` (whether it authenticated a request's
+user: the listener stops counting the connection as unauthenticated). `none` lets everything
 through. `x509` needs a client certificate verified by the TLS layer against `clientCAFile`
 (401 without one) and allows every authenticated user. `webhook` authenticates a client
 certificate or, with an apiserver client, a bearer token by TokenReview, then asks a
@@ -67,10 +69,20 @@ def _bearer(request: web.Request) -> str | None:
     return header[7:].strip() if header[:7].lower() == "bearer " else None
 
 
+def allows_anonymous(mode: str, x509_enabled: bool, webhook: WebhookAuth | None) -> bool:
+    """Whether every request passes unauthenticated: `none`, or neither certificates nor tokens."""
+    return mode == "none" or (not x509_enabled and webhook is None)
+
+
+def authenticated(request: web.Request) -> bool:
+    """Whether the middleware authenticated `request` (its user is set)."""
+    return USER_KEY in request
+
+
 def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None = None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if mode == "none" or (not x509_enabled and webhook is None):
+        if allows_anonymous(mode, x509_enabled, webhook):
             return await handler(request)
         user = _request_certificate_user(request)
         token = _bearer(request) if mode == "webhook" else None

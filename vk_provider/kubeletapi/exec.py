@@ -26,7 +26,13 @@ from vk_provider.kubeletapi import channels as ch
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError, find_container, find_pod
 from vk_provider.kubeletapi.podstate import Kind, KnownPods, not_running
 from vk_provider.kubeletapi.spdy import SpdySession, SpdyStream
-from vk_provider.kubeletapi.upgrade import http_upgrade, is_spdy_upgrade, negotiate, negotiation_failure
+from vk_provider.kubeletapi.upgrade import (
+    http_upgrade,
+    is_spdy_upgrade,
+    negotiate,
+    negotiation_failure,
+    websocket_response,
+)
 from vk_provider.logging import get_logger
 from vk_provider.runtime.protocol import STDERR, InteractiveSession, Runtime
 from vk_provider.runtime.types import ContainerInstance, ContainerRunState, StreamError
@@ -145,7 +151,7 @@ async def _websocket(
     opts: ch.StreamOptions,
     kind: Kind,
 ) -> web.StreamResponse:
-    ws = web.WebSocketResponse(protocols=ch.SUBPROTOCOLS, autoping=True, max_msg_size=0)
+    ws = websocket_response(ch.SUBPROTOCOLS)
     ready = ws.can_prepare(request)
     offered = request.headers.get("Sec-WebSocket-Protocol", "").strip()
     if not ready.ok or (ready.protocol is None and offered):

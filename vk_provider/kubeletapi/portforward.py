@@ -35,6 +35,7 @@ from vk_provider.kubeletapi.upgrade import (
     negotiate,
     negotiation_failure,
     websocket_channel,
+    websocket_response,
 )
 from vk_provider.runtime.protocol import Runtime
 
@@ -88,7 +89,7 @@ async def port_forward_handler(request: web.Request, runtime: Runtime, node_ip: 
         return response
     if request.headers.get("Upgrade", "").lower() != "websocket":
         raise BadRequest("port-forward needs a SPDY/3.1 or WebSocket upgrade")
-    ws = web.WebSocketResponse(protocols=WEBSOCKET_PROTOCOLS, autoping=True, max_msg_size=0)
+    ws = websocket_response(WEBSOCKET_PROTOCOLS)
     ready = ws.can_prepare(request)
     offered = request.headers.get("Sec-WebSocket-Protocol", "").strip()
     if not ready.ok or (offered and ready.protocol is None):

@@ -7,7 +7,8 @@ is redirected with 301 to the route without it, after authentication: virtual-ku
 body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), `/metrics`
 (the provider's own series, vk_provider/metrics.py, with the running gauges set from the
 runtime when scraped; no route without `metrics`: `metrics.enabled: false`), and
-the listener's lifecycle on `kubeletServer.listen`
+the listener's lifecycle on `kubeletServer.listen` (listener.py: the header timeout, the cap
+on unauthenticated connections, malformed requests logged once a minute)
 (`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
 without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
 only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
@@ -21,15 +22,15 @@ import asyncio
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
 from vk_provider.config import KubeletServerConfig
 from vk_provider.kube.client import KubeClient
-from vk_provider.kubeletapi.auth import auth_middleware
+from vk_provider.kubeletapi.auth import allows_anonymous, auth_middleware, authenticated
 from vk_provider.kubeletapi.csr import ServingCertificate
 from vk_provider.kubeletapi.exec import stream_handler
+from vk_provider.kubeletapi.listener import ConnectionGuard, GuardedSite, listener_log
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError
 from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
@@ -120,11 +121,16 @@ class KubeletServer:
         # the runtime's containers alone are the pods.
         self.pods: KnownPods | None = None
 
-    def _app(self) -> web.Application:
+    def _app(self, guard: ConnectionGuard) -> web.Application:
         x509 = bool(self.config.client_ca_file)
         self._warn_if_open(x509)
         app = web.Application(  # authenticate first: no redirect (or 404) for anonymous requests
-            middlewares=[auth_middleware(self.config.auth, x509, self._webhook), _strict_slash, _errors]
+            middlewares=[
+                guard.middleware,
+                auth_middleware(self.config.auth, x509, self._webhook),
+                _strict_slash,
+                _errors,
+            ]
         )
         rt = self.runtime
 
@@ -204,12 +210,15 @@ class KubeletServer:
                 self._kube, self.node_name, self.node_ip, ssl_context, scratch
             )
             self._csr_task = asyncio.create_task(self.serving_certificate.run(), name="kubelet serving CSR")
-        self._runner = web.AppRunner(self._app(), access_log=None, handler_cancellation=True)
+        anonymous = allows_anonymous(self.config.auth, bool(self.config.client_ca_file), self._webhook)
+        guard = ConnectionGuard(lambda request: anonymous or authenticated(request), log)
+        self._runner = web.AppRunner(
+            self._app(guard), access_log=None, handler_cancellation=True, logger=listener_log(log)
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
+        site = GuardedSite(self._runner, host, port, ssl_context=ssl_context, guard=guard)
         await site.start()
-        server: Any = site._server  # the bound port, for listen ":0"
-        self.port = int(server.sockets[0].getsockname()[1]) if server is not None else port
+        self.port = site.port  # the bound port, for listen ":0"
         log.info("kubelet API listening on https://%s:%d (auth %s)", host, self.port, self.config.auth)
 
     async def stop(self) -> None:

@@ -10,12 +10,20 @@ the dictionary bytes are the specification's). Flow control is not enforced: WIN
 and SETTINGS are ignored, as moby/spdystream (client-go's SPDY library) does.
 
 `FrameParser` turns one frame's bytes into a `Frame` and raises nothing but `SpdyError`:
-a header block may inflate to at most `HEADER_BLOCK_LIMIT` (1 MiB; zlib is asked for no
-more, so a zlib bomb costs 1 MiB) and hold at most `MAX_HEADERS` (1000, spdystream's
-default count), fixed-size frames must have their size, and the version must be 3. On a
-`SpdyError` the session answers GOAWAY with PROTOCOL_ERROR and closes the channel (its
-streams see EOF); a SYN_STREAM reusing an old stream id is refused with RST_STREAM
-PROTOCOL_ERROR, as spdystream does, and data after the peer's FIN is dropped.
+a frame's payload may have at most `MAX_FRAME` bytes (1 MiB and 4 KiB: a header block at its
+bound, compressed; the session refuses a longer frame from its head, before reading it;
+clients send data in 32 KiB frames), a header block may inflate to at most
+`HEADER_BLOCK_LIMIT` (1 MiB; zlib is asked for no more, so a zlib bomb costs 1 MiB) and hold
+at most `MAX_HEADERS` (1000, spdystream's default count), fixed-size frames must have their
+size, and the version must be 3. On a `SpdyError` the session answers GOAWAY with
+PROTOCOL_ERROR and closes the channel (its streams see EOF); a SYN_STREAM reusing an old
+stream id is refused with RST_STREAM PROTOCOL_ERROR, as spdystream does, and data after the
+peer's FIN is dropped. A session holds at most `MAX_STREAMS` (256) open streams and
+`MAX_OPEN_HEADERS` (4 MiB) of their headers; a SYN_STREAM beyond either is refused with
+RST_STREAM REFUSED_STREAM. A stream buffers at most twice `STREAM_BUFFER` (256 KiB) of data
+its reader has not taken: beyond that the session stops reading frames until the reader
+drains it (as spdystream's bounded frame queues block its reader), and ends with GOAWAY when
+nothing was read for `STALL_TIMEOUT` (4 h, the kubelet's streaming idle timeout).
 Must not: know what the streams carry (exec.py and portforward.py decide).
 """
 
@@ -37,10 +45,15 @@ DATA = 0  # `Frame.kind` of a data frame
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
 MAX_DATA = 32 * 1024
-RST_PROTOCOL_ERROR, RST_CANCEL = 1, 5
+RST_PROTOCOL_ERROR, RST_REFUSED_STREAM, RST_CANCEL = 1, 3, 5
 GOAWAY_OK, GOAWAY_PROTOCOL_ERROR = 0, 1
 HEADER_BLOCK_LIMIT = 1 << 20  # inflated bytes of one header block (spdystream: 1 MiB per field)
 MAX_HEADERS = 1000  # spdystream's defaultMaxHeaderCount
+MAX_FRAME = HEADER_BLOCK_LIMIT + 4096  # payload bytes of one frame read here
+MAX_STREAMS = 256  # open streams of one session (kubectl port-forward: two per connection)
+MAX_OPEN_HEADERS = 4 * HEADER_BLOCK_LIMIT  # decoded header bytes of a session's open streams
+STREAM_BUFFER = 256 * 1024  # a stream's reader pauses the session above twice this
+STALL_TIMEOUT = 4 * 3600.0  # the kubelet's --streaming-connection-idle-timeout default
 _FIXED_SIZE = {RST_STREAM: 8, PING: 4, GOAWAY: 8}  # payload bytes of the fixed-size frames read here
 _MIN_SIZE = {SYN_STREAM: 10, SYN_REPLY: 4, HEADERS: 4}  # stream id (+ associated id, priority), block
 
@@ -150,6 +163,14 @@ def payload_length(head: bytes) -> int:
     return int.from_bytes(head[5:8], "big")
 
 
+def bounded_payload_length(head: bytes) -> int:
+    """`payload_length`, refused above `MAX_FRAME`."""
+    length = payload_length(head)
+    if length > MAX_FRAME:
+        raise SpdyError(f"a frame of {length} bytes (at most {MAX_FRAME})")
+    return length
+
+
 @dataclass(frozen=True)
 class Frame:
     """One parsed frame. `kind` is DATA or a control type; `data` is a DATA payload, a PING's id,
@@ -180,7 +201,7 @@ class FrameParser:
 
     def parse(self, head: bytes, payload: bytes) -> Frame:
         """The frame of an 8-byte head and its payload. Raises `SpdyError`, nothing else."""
-        announced = payload_length(head)
+        announced = bounded_payload_length(head)
         if announced != len(payload):
             raise SpdyError(f"the head announces {announced} bytes, the payload has {len(payload)}")
         first, flags = int.from_bytes(head[:4], "big"), head[4]
@@ -215,14 +236,36 @@ class FrameParser:
         return block
 
 
+class _Backpressure(asyncio.ReadTransport):
+    """What a stream's reader pauses once it holds more than twice `STREAM_BUFFER`: the session."""
+
+    def __init__(self, session: SpdySession, stream_id: int) -> None:
+        super().__init__()
+        self._session, self._id = session, stream_id
+
+    def pause_reading(self) -> None:
+        self._session.pause(self._id)
+
+    def resume_reading(self) -> None:
+        self._session.resume(self._id)
+
+
 @dataclass
 class SpdyStream:
     id: int
     headers: dict[str, str]
     session: SpdySession
-    reader: asyncio.StreamReader = field(default_factory=asyncio.StreamReader)
+    reader: asyncio.StreamReader = field(init=False)
     closed: bool = False  # our side sent FIN (or reset)
     remote_closed: bool = False  # the peer sent FIN (or reset), or the session ended
+
+    def __post_init__(self) -> None:
+        self.reader = asyncio.StreamReader(limit=STREAM_BUFFER)
+        self.reader.set_transport(_Backpressure(self.session, self.id))
+
+    @property
+    def header_bytes(self) -> int:
+        return sum(len(name) + len(value) for name, value in self.headers.items())
 
     async def write(self, data: bytes) -> None:
         if self.closed:
@@ -258,6 +301,10 @@ class SpdySession:
         self._deflate = zlib.compressobj(zlib.Z_BEST_COMPRESSION, zlib.DEFLATED, 15, zdict=DICTIONARY)
         self._write_lock = asyncio.Lock()
         self._by_id: dict[int, SpdyStream] = {}
+        self._open_headers = 0  # header_bytes of the streams in _by_id
+        self._paused: set[int] = set()  # streams whose reader is full
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self._last_id = 0
         self._closed = False
         self.streams: asyncio.Queue[SpdyStream | None] = asyncio.Queue()  # None: the session ended
@@ -274,8 +321,10 @@ class SpdySession:
         PROTOCOL_ERROR, channel closed); then every stream sees EOF. Returns normally."""
         try:
             while True:
+                if not self._flowing.is_set():
+                    await self._stalled()
                 head = await self._buffer.exactly(8)
-                payload = await self._buffer.exactly(payload_length(head))
+                payload = await self._buffer.exactly(bounded_payload_length(head))
                 if not await self._handle(self._parser.parse(head, payload)):
                     return
         except (EOFError, ConnectionError):
@@ -296,7 +345,7 @@ class SpdySession:
         elif frame.kind == SYN_STREAM:
             await self._open(frame)
         elif frame.kind == RST_STREAM:
-            gone = self._by_id.pop(frame.stream_id, None)
+            gone = self._drop(frame.stream_id)
             if gone is not None:
                 gone.closed = True
                 gone.end_remote()
@@ -313,7 +362,12 @@ class SpdySession:
             return
         stream = SpdyStream(frame.stream_id, frame.headers, self)
         self._last_id = frame.stream_id
+        if len(self._by_id) >= MAX_STREAMS or self._open_headers + stream.header_bytes > MAX_OPEN_HEADERS:
+            rst = struct.pack(">II", frame.stream_id, RST_REFUSED_STREAM)
+            await self.send(control_frame(RST_STREAM, 0, rst))
+            return
         self._by_id[frame.stream_id] = stream
+        self._open_headers += stream.header_bytes
         if frame.flags & FLAG_FIN:
             stream.end_remote()
         reply = struct.pack(">I", frame.stream_id) + self._compress({})
@@ -333,7 +387,33 @@ class SpdySession:
             stream.end_remote()
 
     def forget(self, stream: SpdyStream) -> None:
-        self._by_id.pop(stream.id, None)
+        self._drop(stream.id)
+
+    def _drop(self, stream_id: int) -> SpdyStream | None:
+        stream = self._by_id.pop(stream_id, None)
+        if stream is not None:
+            self._open_headers -= stream.header_bytes
+        self.resume(stream_id)  # nobody reads it any more
+        return stream
+
+    def pause(self, stream_id: int) -> None:
+        if stream_id in self._by_id:
+            self._paused.add(stream_id)
+            self._flowing.clear()
+
+    def resume(self, stream_id: int) -> None:
+        self._paused.discard(stream_id)
+        if not self._paused:
+            self._flowing.set()
+
+    async def _stalled(self) -> None:
+        """Wait until every stream's reader has room again; a SpdyError after STALL_TIMEOUT."""
+        try:
+            await asyncio.wait_for(self._flowing.wait(), STALL_TIMEOUT)
+        except TimeoutError:
+            raise SpdyError(
+                f"streams {sorted(self._paused)} were not read for {STALL_TIMEOUT:.0f} s"
+            ) from None
 
     async def close(self, status: int = GOAWAY_OK) -> None:
         """GOAWAY (unless the peer is gone), then close the channel; once."""

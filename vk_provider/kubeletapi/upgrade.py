@@ -5,7 +5,11 @@ What lives here: `negotiate` (the `X-Stream-Protocol-Version` handshake of
 server supports), `http_upgrade`, which answers `101 Switching Protocols` with
 `Upgrade: SPDY/3.1` and takes the raw connection over from aiohttp, and `websocket_channel`,
 which carries a byte stream in binary WebSocket messages (client-go's
-`SPDY/3.1+portforward.k8s.io` tunnel). Must not: parse SPDY (spdy.py).
+`SPDY/3.1+portforward.k8s.io` tunnel), and `websocket_response`, the WebSocket every stream
+of this kubelet is served on: no permessage-deflate (a compressed frame is a protocol error
+that closes it), and a message of `MAX_MESSAGE` (1 MiB) or more closes it with 1009 before
+its payload is buffered, fragmented or not (kubectl sends at most 32 KiB and a channel byte
+per message: client-go's io.Copy chunks). Must not: parse SPDY (spdy.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from aiohttp import WSMsgType, web
 from vk_provider.kubeletapi.spdy import ByteChannel
 
 PROTOCOL_HEADER = "X-Stream-Protocol-Version"
+MAX_MESSAGE = 1 << 20
 _HIGH_WATER = 64
 
 
@@ -87,6 +92,10 @@ async def http_upgrade(request: web.Request, protocol: str) -> tuple[web.StreamR
             request.transport.close()
 
     return response, ByteChannel(read=feed.read, write=response.write, close=close)
+
+
+def websocket_response(protocols: tuple[str, ...]) -> web.WebSocketResponse:
+    return web.WebSocketResponse(protocols=protocols, autoping=True, max_msg_size=MAX_MESSAGE, compress=False)
 
 
 def websocket_channel(ws: web.WebSocketResponse) -> ByteChannel:

@@ -5,10 +5,13 @@ ApiError into Status responses, /version, /healthz|/readyz|/livez, /openapi/*, b
 system namespaces and their content, and the controllers: scheduler, node lifecycle, CSR signer,
 namespace content), routing metrics.k8s.io to api/metrics.py, the admin bearer token (persisted in
 the state directory as `admin.token`, 0600) with the request guard that requires it
-(api/request_guard.py, first of the middlewares), the serving certificate (`pki/apiserver.crt`,
-signed by the sandbox CA for 127.0.0.1, ::1, localhost and the listen address: kubectl sends
-a bearer token only over TLS, client-go's `clientcmd` reads no credentials for an http server),
-and `write_kubeconfig`, whose user carries the token. Must not: implement resource semantics
+(api/request_guard.py, first of the middlewares after the listener's), the serving certificate
+(`pki/apiserver.crt`, signed by the sandbox CA for 127.0.0.1, ::1, localhost and the listen
+address: kubectl sends a bearer token only over TLS, client-go's `clientcmd` reads no
+credentials for an http server),
+and `write_kubeconfig`, whose user carries the token. It listens through the kubelet API's
+guarded listener (kubeletapi/listener.py: a 32 s header timeout, a cap on connections without
+a valid token, malformed requests logged once a minute). Must not: implement resource semantics
 (storage/, api/handlers/, api/metrics.py), discovery documents (api/discovery.py) or request
 checks (api/request_guard.py).
 """
@@ -26,6 +29,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from vk_provider.kubeletapi.listener import ConnectionGuard, GuardedSite, listener_log
 from vk_provider.logging import get_logger
 from vk_provider.sandbox import kubeconfig
 from vk_provider.sandbox.api import discovery, errors, openapi
@@ -148,7 +152,8 @@ class SandboxServer:
 
     async def start(self) -> None:
         await ensure_system_namespaces(self.store)
-        middlewares = [self._guard.middleware]
+        connections = ConnectionGuard(self._guard.authenticated, log)
+        middlewares = [connections.middleware, self._guard.middleware]
         if self.debug is not None:
             middlewares.append(self.debug.middleware)
         app = web.Application(client_max_size=MAX_BODY, middlewares=middlewares)
@@ -170,14 +175,15 @@ class SandboxServer:
                 web.route("*", "/{tail:.*}", self._not_found),
             ]
         )
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        self._runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, logger=listener_log(log)
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self._serving_context())
+        site = GuardedSite(
+            self._runner, self.host, self.port, ssl_context=self._serving_context(), guard=connections
+        )
         await site.start()
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = site.port
         await ensure_kubernetes_service(self.store, self.port)
         self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode())]
         if self._with_controllers:

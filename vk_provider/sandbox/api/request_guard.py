@@ -1,6 +1,7 @@
 """The checks every request to the sandbox API passes before any handler sees it.
 
-What lives here: `RequestGuard`, whose `middleware` (the first of the aiohttp application) in
+What lives here: `RequestGuard`, whose `middleware` (the first of the aiohttp application after
+the listener's, kubeletapi/listener.py) in
 this order refuses
 - a `Host` that is neither a loopback name nor the server's own address (DNS rebinding), and an
   `Origin` that is present and not a loopback origin or the server's own address: 403 Forbidden;
@@ -18,6 +19,8 @@ this order refuses
   that a browser's "simple" cross-site request cannot reach a handler. The `proxy`
   subresources pass any body through, as the real server's do.
 It never sends CORS headers, so a browser's preflight never grants a cross-site request.
+`authenticated(request)` says whether a request carried a valid token (or no token is required;
+the open paths do not count): the listener then stops counting its connection as unauthenticated.
 Must not: answer API requests, parse bodies, or look anything up in the store (service account
 tokens are checked by the callable it is given).
 """
@@ -52,6 +55,7 @@ BODY_MEDIA_TYPES = frozenset(
     )
 )
 _WILDCARDS = ("", "0.0.0.0", "::")
+_AUTHENTICATED = web.RequestKey("sandbox_authenticated", bool)
 # What a create or update answers for a body it cannot decode (negotiation.NewUnsupportedMediaTypeError).
 _DECODED = (
     "accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
@@ -159,9 +163,15 @@ class RequestGuard:
         if origin is not None and not self._origin_allowed(origin):
             raise _forbidden(f"origin {origin!r} is not allowed: the sandbox API accepts only local origins")
         is_open = request.method in ("GET", "HEAD") and request.path in OPEN_PATHS
-        if self._require_token and not is_open and not await self._authenticated(request):
+        if not self._require_token or await self._authenticated(request):
+            request[_AUTHENTICATED] = True
+        elif not is_open:
             raise unauthorized()
         self._check_body(request)
+
+    @staticmethod
+    def authenticated(request: web.Request) -> bool:
+        return _AUTHENTICATED in request
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
