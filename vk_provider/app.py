@@ -22,6 +22,8 @@ import dataclasses
 import os
 import signal
 
+from kubernetes_asyncio.config.config_exception import ConfigException as KubeConfigException
+
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -31,6 +33,7 @@ from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.healthz import HealthzServer
 from vk_provider.kubeletapi.podstate import KnownPods
+from vk_provider.kubeletapi.tls import KubeletTLSError
 from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.node.agent import NodeAgent, detect_node_ip
@@ -210,7 +213,9 @@ async def run_provider(config: Config) -> int:
             extra={"node": config.node.name, "reason": exc.reason},
         )
         code = 1
-    except NodeCredentialsError as exc:  # the CSR and what to do, not a traceback
+    except (NodeCredentialsError, KubeletTLSError, KubeConfigException) as exc:
+        # The CSR and what to do; or a file `config_files` passed that changed since, or that
+        # only its use shows bad (a kubeconfig's exec plugin): one line, not a traceback.
         log.error("provider failed to start: %s", exc, extra={"node": config.node.name})
         code = 1
     except Exception:

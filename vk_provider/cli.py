@@ -3,8 +3,10 @@
 What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `clean`,
 `remove-node`, `sandbox` and `version`. Each subcommand is one (add_parser, handler) pair in
 `_commands()`; a handler takes the parsed arguments and returns the exit code. Exit code 2
-means bad usage or a bad configuration, with one line on stderr. Must not: hold provider
-logic; `run` only loads the configuration and hands it to `vk_provider.app.run_provider`.
+means bad usage or a bad configuration, with one line on stderr; `check-config` and `run`
+also check the files and the engine address the configuration names
+(`vk_provider.config_files`), the same check for both. Must not: hold provider logic; `run`
+only loads and checks the configuration and hands it to `vk_provider.app.run_provider`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import yaml
 
 from vk_provider import __version__
+from vk_provider.config import Config
 from vk_provider.config_load import (
     LOG_FORMATS,
     LOG_LEVELS,
@@ -51,14 +54,33 @@ def _add_run(subparsers: _SubParsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _checked_config(path: str, **overrides: str | None) -> Config:
+    """The configuration at `path` with the flag overrides, its files and engine address checked
+    as `run` uses them (`vk_provider.config_files`); raises ConfigError."""
+    config = apply_overrides(load_config(path), **overrides)
+    # Imported when needed: it loads the Docker and Kubernetes client libraries.
+    from vk_provider.config_files import check_config_files
+
+    check_config_files(config, path)
+    return config
+
+
 def _run_with_config(
-    args: argparse.Namespace, main: str, call: dict[str, Any] | None = None, **overrides: str | None
+    args: argparse.Namespace,
+    main: str,
+    call: dict[str, Any] | None = None,
+    *,
+    check_files: bool = False,
+    **overrides: str | None,
 ) -> int:
-    """Load `--config` with the flag overrides (exit 2 with one line when it is bad), set up
-    logging, then run `vk_provider.<main>(config, **call)` (main is `module.function`) to its
-    exit code."""
+    """Load `--config` with the flag overrides, and with `check_files` check the files it names
+    (exit 2 with one line when anything is bad), set up logging, then run
+    `vk_provider.<main>(config, **call)` (main is `module.function`) to its exit code."""
     try:
-        config = apply_overrides(load_config(args.config), **overrides)
+        if check_files:
+            config = _checked_config(args.config, **overrides)
+        else:
+            config = apply_overrides(load_config(args.config), **overrides)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
@@ -77,6 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     return _run_with_config(
         args,
         "app.run_provider",
+        check_files=True,
         node_name=args.node_name,
         kubeconfig=args.kubeconfig,
         log_level=args.log_level,
@@ -147,7 +170,7 @@ def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
 
 def _check_config(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.file)
+        config = _checked_config(args.file)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE

@@ -9,7 +9,11 @@ to its dataclass field and kind, so loading, strict validation and display canno
 apart. Whatever the file holds ends in a ConfigError, never in a traceback: YAML the parser
 cannot take (nesting too deep for it included), keys that are lists or mappings, values out of
 range (quantities and durations are bounded in `vk_provider.quantity`; unsafe sysctl patterns
-are checked by `sysctls.sysctl_pattern_problem`, as the kubelet's NewAllowlist). Environment
+are checked by `sysctls.sysctl_pattern_problem`, as the kubelet's NewAllowlist). A message
+never prints what a file that is no configuration holds (a symlink to `/etc/shadow`): an
+unknown or duplicate key is named only when it could be a mistyped key name, a top-level
+value that is no mapping only by its type. The files the configuration names are checked
+in `vk_provider.config_files`. Environment
 fallbacks (`KUBECONFIG`, `DOCKER_HOST`, `NODE_IP`/`POD_IP`) are applied where the value is
 used, not here. Must not: touch the network, Docker, or any file other
 than the one it is asked to load.
@@ -100,7 +104,28 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
+def _type_of(value: Any) -> str:
+    """What a value is, without its content: for data that may not be a configuration at all."""
+    if isinstance(value, str):
+        return "text"
+    if value is None or isinstance(value, bool | list | Mapping):
+        return _show(value)
+    return "a number" if isinstance(value, int | float) else f"a YAML {type(value).__name__}"
+
+
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+# An unknown key is named in a message only when it could be a mistyped key (the longest known
+# one has 20 characters): a file that is no configuration (a symlink to /etc/shadow, a private
+# key) must not have its content printed as "unknown keys".
+_SHOWN_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,23}")
+
+
+def _unknown_key(path: str, key: Any, known: Iterable[str]) -> _Invalid:
+    """The error for a key no table knows: its path when the key is shown, else the section's."""
+    known_keys = f"known keys here: {', '.join(known)}"
+    if isinstance(key, str) and _SHOWN_KEY.fullmatch(key):
+        return _Invalid(_join(path, key), f"unknown key ({known_keys})")
+    return _Invalid(path, f"unknown key, not shown as it is not a key name ({known_keys})")
 
 
 def _join(path: str, key: str) -> str:
@@ -316,8 +341,7 @@ class _Section(_Kind):
         kwargs: dict[str, Any] = {}
         for key, item in value.items():
             if key not in self.fields:
-                known = ", ".join(self.fields)
-                raise _Invalid(_join(path, str(key)), f"unknown key (known keys here: {known})")
+                raise _unknown_key(path, key, self.fields)
             attr, kind = self.fields[key]
             kwargs[attr] = kind.parse(item, _join(path, key))
         for key, (attr, _) in self.fields.items():
@@ -625,7 +649,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
             problem = "a mapping key must be a plain value, not a list or a mapping"
             raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            shown = f" {key!r}" if isinstance(key, str) and _SHOWN_KEY.fullmatch(key) else ""
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key{shown}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node)
 
@@ -668,7 +693,8 @@ def config_from_mapping(data: Any, source: str = "<config>") -> Config:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(source, "", f"expected a mapping of sections at the top level, got {_show(data)}")
+        reason = f"expected a mapping of sections at the top level, got {_type_of(data)}"
+        raise ConfigError(source, "", reason)
     try:
         config: Config = _SCHEMA.parse(data, "")
     except _Invalid as exc:

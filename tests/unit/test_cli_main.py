@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.fake_provider import fake_provider
+from tests.support.kubeconfigs import write_kubeconfig
 from vk_provider import __version__
 from vk_provider.cli import main
 from vk_provider.config import Config
@@ -18,6 +20,15 @@ from vk_provider.config_load import effective_config
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A usable kubeconfig in $KUBECONFIG: check-config and run check the one they would use."""
+    path = write_kubeconfig(tmp_path / "kubeconfig")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    return path
+
+
+@pytest.mark.usefixtures("kubeconfig")
 def test_check_config_example_prints_effective_config(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-config", str(REPO / "config.example.yaml")]) == 0
     out, err = capsys.readouterr()
@@ -29,6 +40,7 @@ def test_check_config_example_prints_effective_config(capsys: pytest.CaptureFixt
     assert printed["node"]["statusReportInterval"] == "5m"
 
 
+@pytest.mark.usefixtures("kubeconfig")
 def test_check_config_fills_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("node:\n  name: docker-7\n")
@@ -63,7 +75,7 @@ BAD_CONFIGS = [
         "config.yaml: node.taints[0].effect: expected one of",
     ),
     ("- node\n- docker\n", "config.yaml: expected a mapping of sections at the top level, got a list"),
-    ("just text\n", "config.yaml: expected a mapping of sections at the top level, got 'just text'"),
+    ("just text\n", "config.yaml: expected a mapping of sections at the top level, got text"),
     ("node:\n  name: a\n  name: b\n", "config.yaml:3:3: invalid YAML: duplicate key 'name'"),
     ("node:\n  name: [a\n", "config.yaml:3:1: invalid YAML:"),
     ("node:\n  name: a\n bad: b\n", "config.yaml:3:2: invalid YAML:"),
@@ -155,15 +167,8 @@ def test_remove_node_hands_the_config_and_the_deployment_over(
 def test_run_hands_the_overridden_config_to_the_provider(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    seen: list[Config] = []
-
-    async def run_provider(config: Config) -> int:
-        seen.append(config)
-        return 3
-
-    fake_app = types.ModuleType("vk_provider.app")
-    fake_app.run_provider = run_provider  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vk_provider.app", fake_app)
+    kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig"))
+    seen = fake_provider(monkeypatch, exit_code=3)
     path = tmp_path / "config.yaml"
     path.write_text("node:\n  name: from-file\nlogging:\n  level: warning\n")
     argv = [
@@ -173,14 +178,14 @@ def test_run_hands_the_overridden_config_to_the_provider(
         "--node-name",
         "from-flag",
         "--kubeconfig",
-        "/k",
+        kubeconfig,
         "--log-format",
         "json",
     ]
     assert main(argv) == 3
     (config,) = seen
     assert config.node.name == "from-flag"
-    assert config.kubernetes.kubeconfig == "/k"
+    assert config.kubernetes.kubeconfig == kubeconfig
     assert (config.logging.level, config.logging.format) == ("warning", "json")
 
 
@@ -199,19 +204,7 @@ def test_python_dash_m_runs_the_same_command() -> None:
 def test_an_unreachable_docker_engine_is_one_error_line_and_exit_1(tmp_path: Path, fmt: str) -> None:
     """No engine at DOCKER_HOST: the provider stops at start-up with one line naming the engine's
     address and the reason, no traceback (the apiserver is never reached before the engine)."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig")
     config = tmp_path / "config.yaml"
     config.write_text(
         f"node:\n  name: no-engine\nkubeletServer:\n  listen: 127.0.0.1:0\nlogging:\n  format: {fmt}\n"

@@ -153,8 +153,11 @@ def test_values_are_read_into_the_dataclasses() -> None:
         ),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
-        ({"\n\n  ": None}, '["\\n\\n  "]: unknown key'),
-        ({"docker": {"max concurrency\n": 1}}, 'docker["max concurrency\\n"]: unknown key'),
+        ({"\n\n  ": None}, "unknown key, not shown as it is not a key name (known keys here: node,"),
+        ({"docker": {"max concurrency\n": 1}}, "docker: unknown key, not shown as it is not a key name"),
+        ({"node.name": "a"}, '["node.name"]: unknown key (known keys here: node,'),
+        ({"root:$6$SECRET:19700:0:99999:7::": None}, "unknown key, not shown as it is not a key name"),
+        ({"docker": {"x" * 25: 1}}, "docker: unknown key, not shown as it is not a key name"),
         ({"node": ["a"]}, "node: expected a mapping, got a list"),
     ],
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kubeconfigs import write_kubeconfig
 from vk_provider.cli import main
 from vk_provider.quantity import (
     MAX_DURATION_NANOS,
@@ -154,7 +155,10 @@ def test_hostile_values_exit_2_with_one_line_naming_the_key(
     assert started == []
 
 
-def test_the_bounds_still_admit_what_is_in_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_bounds_still_admit_what_is_in_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig")))
     path = tmp_path / "config.yaml"
     path.write_text(
         "node:\n  capacity:\n    cpu: '9223372036854775807'\n    memory: 9Ei\n"
