@@ -14,10 +14,14 @@ this order refuses
 - a body above `max_body` bytes: 413 RequestEntityTooLarge, as `limitedReadBody`
   (`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/rest.go`), from its Content-Length
   before anything is read, or when a handler's read goes past the limit;
-- a body whose Content-Type is missing or not one the API decodes: 415 UnsupportedMediaType.
-  The real server reads a POST/PUT body without Content-Type as JSON; the sandbox does not, so
-  that a browser's "simple" cross-site request cannot reach a handler. The `proxy`
-  subresources pass any body through, as the real server's do.
+- a body whose Content-Type is not one the API decodes: 415 UnsupportedMediaType. A POST or
+  PUT body without Content-Type is read as JSON, as the real server reads it
+  (`NegotiateInputSerializerForMediaType` in k8s.io/apiserver pkg/endpoints/handlers/negotiation:
+  the official `kubernetes` Python client sends its creates so), unless the request carries an
+  `Origin` (a browser's, which sends one with every cross-site POST): then a missing one is
+  refused too, so that a "simple" cross-site request never reaches a handler (the bearer token
+  is what protects the API; this is a second fence). A PATCH needs its Content-Type, as on the
+  real server. The `proxy` subresources pass any body through, as the real server's do.
 It never sends CORS headers, so a browser's preflight never grants a cross-site request.
 `authenticated(request)` says whether a request carried a valid token (or no token is required;
 the open paths do not count): the listener then stops counting its connection as unauthenticated.
@@ -152,7 +156,10 @@ class RequestGuard:
         if parse_request(request.method, request.path, request.query).subresource == "proxy":
             return
         media_type = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if media_type not in BODY_MEDIA_TYPES:
+        read_as_json = (
+            not media_type and request.method in ("POST", "PUT") and "Origin" not in request.headers
+        )
+        if media_type not in BODY_MEDIA_TYPES and not read_as_json:
             raise _unsupported(request.method)
 
     async def _check(self, request: web.Request) -> None:

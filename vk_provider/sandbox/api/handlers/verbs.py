@@ -60,6 +60,9 @@ from vk_provider.sandbox.storage.store import GENERATED_SUFFIX_LENGTH, MAX_GENER
 
 Obj = dict[str, Any]
 TOO_LARGE_RV_WAIT = 3.0
+# A patch lost to another writer is applied again to the new object; each loss follows another
+# writer's success, so this bound is only a backstop (the real server has none).
+PATCH_ATTEMPTS = 1000
 
 
 @dataclass
@@ -466,16 +469,33 @@ async def patch_object(
     *,
     subresource: str | None = None,
 ) -> web.Response:
+    """Apply the patch to the stored object and write it, as the real server's GuaranteedUpdate:
+    when the object changed between the read and the write, the patch is applied again to the
+    new one, unless the patch itself names a resourceVersion (then the write's 409 stands), so
+    that concurrent unconditional patches all succeed (k8s.io/apiserver
+    pkg/endpoints/handlers/patch.go, pkg/storage/etcd3/store.go GuaranteedUpdate)."""
     mode = field_validation(request)
     dry = dry_run(request)
     raw = await request.read()
-    warnings: list[str] = []
     namespace, name = _name_of(ri, info)
-    current = await ctx.store.get(info.key, namespace, name)
     content_type = request.headers.get("Content-Type", "")
-    patched = await asyncio.to_thread(_patched, info, current, raw, content_type, mode, warnings)
-    _check_identity(ri, info, patched)
-    return await write_update(ctx, info, patched, subresource or None, warnings, dry)
+    attempts = 0
+    while True:
+        warnings: list[str] = []
+        current = await ctx.store.get(info.key, namespace, name)
+        patched = await asyncio.to_thread(_patched, info, current, raw, content_type, mode, warnings)
+        _check_identity(ri, info, patched)
+        try:
+            return await write_update(ctx, info, patched, subresource or None, warnings, dry)
+        except ApiError as e:
+            attempts += 1
+            pinned = _resource_version(patched) != _resource_version(current)
+            if e.code != 409 or pinned or attempts >= PATCH_ATTEMPTS:
+                raise
+
+
+def _resource_version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _patched(

@@ -32,6 +32,7 @@ from vk_provider.sandbox.api.validation.names import (
     label_value_errors,
     qualified_name_errors,
 )
+from vk_provider.sandbox.api.validation.pod_paths import pod_path_errors
 from vk_provider.sandbox.api.validation.schema import schema_pass, unknown_field_message
 
 _NAMESPACE_SCOPED_DNS_LABEL_KINDS = {"Namespace", "Service"}
@@ -376,6 +377,7 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
         errs = dns1123_subdomain_errors(str(node_name))
         if errs:
             out.append(invalid("spec.nodeName", node_name, "; ".join(errs)))
+    out.extend(pod_path_errors(spec))
     return out
 
 
