@@ -313,7 +313,9 @@ def test_subpath_mounts_make_the_provider_privileged_with_bidirectional_state(he
     objects = render(helm, "engine.subPathMounts=true")
     container = _container(objects)
     assert container["securityContext"]["privileged"] is True
-    assert "allowPrivilegeEscalation" not in container["securityContext"], "the API refuses it with privileged"
+    assert "allowPrivilegeEscalation" not in container["securityContext"], (
+        "the API refuses it with privileged"
+    )
     state = next(m for m in container["volumeMounts"] if m["name"] == "state")
     assert state["mountPropagation"] == "Bidirectional"
     assert _values()["securityContext"]["allowPrivilegeEscalation"] is False, "the values are not changed"

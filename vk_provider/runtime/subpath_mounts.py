@@ -16,8 +16,9 @@ walk, the missing directories made with the volume root's mode as the kubelet's
 SafeMakeDir), `bind_subpath` (the walk, then the mount; a previous mount on the same target
 is detached first), `clean_subpaths(pod_dir)` (every mount under the pod's
 `volume-subpaths/` detached: the kubelet's CleanSubPaths, before the pod's directory is
-removed; `detach_mounts_under` for any tree) and `probe_bind_mounts(state_dir)` (whether this process may mount at all:
-CAP_SYS_ADMIN in a mount namespace the engine shares, docs/security.md).
+removed; `detach_mounts_under` for any tree) and `probe_bind_mounts(state_dir)` (whether
+this process may mount at all: CAP_SYS_ADMIN in a mount namespace the engine shares,
+docs/security.md).
 Must not: follow a symlink inside a volume once the path is checked, mount anywhere but
 under a pod's `volume-subpaths/`, or remove a file (`hostpaths.remove_under` does, and
 refuses a tree that still holds a mount).
