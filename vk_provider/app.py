@@ -34,6 +34,7 @@ from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.healthz import HealthzServer
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.kubeletapi.tls import KubeletTLSError
+from vk_provider.kuberuntime.dns import NodeDNS
 from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.node.agent import NodeAgent, detect_node_ip
@@ -133,6 +134,7 @@ class Provider:
             request_token=make_token_requester(client),
             services=services,
             node_object=node.node_object,
+            dns=NodeDNS(cfg.pods.cluster_dns, cfg.pods.cluster_domain, cfg.pods.resolv_conf),
             metrics=self.metrics,
         )
         await self.workers.start()

@@ -89,6 +89,9 @@ class DockerConfig:
 class PodsConfig:
     max_concurrent_syncs: int = 16
     resync_interval: float = 60.0
+    cluster_dns: tuple[str, ...] = ()  # the kubelet's clusterDNS; empty: ClusterFirst falls back to Default
+    cluster_domain: str = "cluster.local"  # the kubelet's clusterDomain; "": no cluster search domains
+    resolv_conf: str = "/etc/resolv.conf"  # the kubelet's resolvConf; "": none (no host resolver)
 
 
 @dataclass(frozen=True)

@@ -426,6 +426,14 @@ def _ip_problem(value: str) -> str | None:
     return None
 
 
+def _cluster_dns_problem(value: str) -> str | None:
+    return _ip_problem(value) if value else "expected an IP address, got ''"
+
+
+def _cluster_domain_problem(value: str) -> str | None:
+    return _dns_subdomain_problem(value) if value else None
+
+
 def _listen_problem(value: str) -> str | None:
     host, colon, port = value.rpartition(":")
     bad = f"expected host:port like '0.0.0.0:10250' or '[::]:10250', got {value!r}"
@@ -581,6 +589,9 @@ _SCHEMA = _Section(
                 [
                     ("maxConcurrentSyncs", "max_concurrent_syncs", _PositiveInt()),
                     ("resyncInterval", "resync_interval", _Duration()),
+                    ("clusterDNS", "cluster_dns", _StrList(_Str(_cluster_dns_problem))),
+                    ("clusterDomain", "cluster_domain", _Str(_cluster_domain_problem)),
+                    ("resolvConf", "resolv_conf", _Str(_absolute_or_empty)),
                 ],
             ),
         ),

@@ -161,7 +161,9 @@ async def test_a_sandbox_created_but_never_started_is_replaced_and_removed(
     the next ensure_sandbox starts a new one and the pod keeps that one alone (as the kubelet's
     container GC, evictSandboxes, keeps only a live pod's latest sandbox)."""
     pod = make_pod("half-made", [container("main", "sleep", "3600")])
-    kwargs = sandbox_create_kwargs(pod, node_name=node_name, config=runtime.config, attempt=0)
+    kwargs = sandbox_create_kwargs(
+        pod, node_name=node_name, config=runtime.config, attempt=0, dns=None, cluster_domain="cluster.local"
+    )
     half_made = await asyncio.to_thread(docker_client.containers.create, **kwargs)
     sandbox = await runtime.ensure_sandbox(pod)
     assert sandbox.running and sandbox.container_id != half_made.id

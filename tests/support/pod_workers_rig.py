@@ -23,6 +23,7 @@ from typing import Any, cast
 
 from tests.support.images import BUSYBOX_IMAGE
 from vk_provider.kube.keyring import Keyring
+from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.env import ObjectGetter
@@ -92,7 +93,7 @@ class MemoryRuntime:
         self.pullable_images.discard(image)
         return PulledImage("sha256:" + image, 1234, 0.5)
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
         meta = pod["metadata"]
         if meta["uid"] in self.refusals:
             raise self.refusals[meta["uid"]]

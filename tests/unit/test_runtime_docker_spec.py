@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from vk_provider.config import DockerAllow, DockerConfig
+from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.runtime.docker import hosts, spec
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
@@ -168,14 +169,12 @@ def test_sandbox_kwargs() -> None:
             },
         ],
         hostAliases=[{"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]}],
-        dnsPolicy="None",
-        dnsConfig={
-            "nameservers": ["1.1.1.1"],
-            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}],
-        },
     )
     config = DockerConfig(sandbox_image="vk-test/pause:1", network="mynet")
-    kw = spec.sandbox_create_kwargs(pod, node_name="n", config=config, attempt=0)
+    dns = ResolvConf(("1.1.1.1",), (), ("ndots:2", "edns0"))
+    kw = spec.sandbox_create_kwargs(
+        pod, node_name="n", config=config, attempt=0, dns=dns, cluster_domain="cluster.local"
+    )
     assert kw["image"] == "vk-test/pause:1"
     assert kw["name"] == "k8s_POD_web_ns_u1_0"
     assert kw["hostname"] == "web"
@@ -185,17 +184,24 @@ def test_sandbox_kwargs() -> None:
     assert kw["extra_hosts"] == ["foo.local:10.1.2.3", "bar.local:10.1.2.3"]
     assert kw["dns"] == ["1.1.1.1"]
     assert kw["dns_opt"] == ["ndots:2", "edns0"]
+    assert kw["dns_search"] == ["."]  # none: not the engine's
     assert kw["labels"]["io.vk-provider.role"] == "sandbox"
 
 
-def test_cluster_first_falls_back_to_engine_dns() -> None:
-    assert spec.dns_kwargs(make_pod(dnsPolicy="ClusterFirst")) == {}
+def test_the_engines_own_resolver_configuration_is_no_dns_kwargs() -> None:
+    assert spec.dns_kwargs(None) == {}
+    cluster = ResolvConf(("10.96.0.10",), ("ns.svc.cluster.local", "svc.cluster.local"), ("ndots:5",))
+    assert spec.dns_kwargs(cluster) == {
+        "dns": ["10.96.0.10"],
+        "dns_search": ["ns.svc.cluster.local", "svc.cluster.local"],
+        "dns_opt": ["ndots:5"],
+    }
 
 
 def test_hostname_truncated_like_kubelet() -> None:
     pod = make_pod()
     pod["metadata"]["name"] = "a" * 62 + "-b" + "c" * 10
-    assert hosts.kernel_hostname(pod) == "a" * 62
+    assert hosts.kernel_hostname(pod, "cluster.local") == "a" * 62
 
 
 def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
@@ -258,9 +264,23 @@ def test_emptydir_root_is_0777_or_setgid_fsgroup_like_the_kubelet() -> None:
 def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
     config = DockerConfig(sandbox_image="vk-test/pause:1")
     volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
-    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes), node_name="n", config=config, attempt=0)
+    kw = spec.sandbox_create_kwargs(
+        make_pod(volumes=volumes),
+        node_name="n",
+        config=config,
+        attempt=0,
+        dns=None,
+        cluster_domain="cluster.local",
+    )
     assert kw["volumes"] == [f"k8s_u1_mem:{spec.SANDBOX_MEMORY_PATH}/mem:rw,nocopy"]
-    kw = spec.sandbox_create_kwargs(make_pod(volumes=volumes[:1]), node_name="n", config=config, attempt=0)
+    kw = spec.sandbox_create_kwargs(
+        make_pod(volumes=volumes[:1]),
+        node_name="n",
+        config=config,
+        attempt=0,
+        dns=None,
+        cluster_domain="cluster.local",
+    )
     assert "volumes" not in kw
 
 

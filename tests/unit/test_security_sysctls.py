@@ -151,7 +151,12 @@ def test_the_runtime_refuses_the_pod_with_sysctl_forbidden_before_anything_else(
 
 def test_admitted_sysctls_reach_the_sandbox() -> None:
     kwargs = spec.sandbox_create_kwargs(
-        pod("net.ipv4.ping_group_range"), node_name="n", config=DockerConfig(), attempt=0
+        pod("net.ipv4.ping_group_range"),
+        node_name="n",
+        config=DockerConfig(),
+        attempt=0,
+        dns=None,
+        cluster_domain="cluster.local",
     )
     assert kwargs["sysctls"] == {"net.ipv4.ping_group_range": "1"}
 

@@ -1,7 +1,8 @@
 """The shared vocabulary of Kubernetes objects in their JSON shape: accessors and the kubelet's pod rules.
 
 What lives here: the metadata / spec accessors (`meta`, `annotations_of`, `spec`, `uid`,
-`full_name`, `pod_containers`: every container with its field path), the config annotations and the
+`full_name`, `format_pod` (the kubelet's format.Pod), `pod_containers`: every container with its
+field path), the config annotations and the
 static / mirror pod tests (`is_static`, `is_mirror`), the restart rules (`restart_policy` with its
 default, `is_sidecar`, the one `should_restart` over `container_should_restart`), the apiserver's
 `default_pull_policy`, and the RFC 3339 helpers: `parse_time`, and one formatter a precision
@@ -55,6 +56,12 @@ def full_name(obj: Obj) -> str:
     """`namespace/name` (namespace `default` when unset), the key static and mirror pods pair by."""
     m = meta(obj)
     return f"{m.get('namespace') or 'default'}/{m.get('name', '')}"
+
+
+def format_pod(pod: Obj) -> str:
+    """The kubelet's format.Pod (pkg/kubelet/util/format/pod.go): `name_namespace(uid)`."""
+    m = meta(pod)
+    return f"{m.get('name', '')}_{m.get('namespace', '')}({uid(pod)})"
 
 
 def is_static(pod: Obj) -> bool:

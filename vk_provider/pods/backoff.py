@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.objects import meta, uid
+from vk_provider.kube.objects import format_pod, meta, uid
 
 INITIAL_BACKOFF = 10.0
 MAX_BACKOFF = 300.0
@@ -111,12 +111,6 @@ def go_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs}s"
     return f"{secs}s"
-
-
-def format_pod(pod: Mapping[str, Any]) -> str:
-    """The kubelet's format.Pod: name_namespace(uid)."""
-    m = meta(pod)
-    return f"{m.get('name', '')}_{m.get('namespace', '')}({uid(pod)})"
 
 
 def crash_loop_message(delay: float, container_name: str, pod: Mapping[str, Any]) -> str:

@@ -3,8 +3,8 @@
 What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
 the crash-loop / image backoff, the object getter, the node's addresses, allocatable
-and Node object, the TokenRequest poster and the services (for the service environment
-variables). PodWorkers builds it once.
+and Node object, the TokenRequest poster, the services (for the service environment
+variables) and the node's DNS settings. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.service_env import ServiceSource
@@ -38,3 +39,4 @@ class SyncDeps:
     request_token: TokenRequester | None = None
     services: ServiceSource | None = None  # None: no service environment variables
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
+    dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf

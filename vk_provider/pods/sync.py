@@ -6,7 +6,8 @@ spec with the runtime's observed `PodRuntimeState` (read once, and again only wh
 started or stopped something) and does the next steps:
 activeDeadlineSeconds (also armed as a timer, so a pod past it is killed without waiting
 for a resync), the volumes (FailedMount Events while one cannot be set up: an unsupported
-type, a failed hostPath type check, the API-backed volumes' files), the sandbox, then the
+type, a failed hostPath type check, the API-backed volumes' files), the sandbox (with its DNS
+configuration, `pods/sandbox_dns.py`), then the
 containers through the `ContainerPipeline` of `pods/containers.py`; it publishes the
 generated status to the StatusManager with the ProbeManager's readiness / startup results.
 `terminate` kills the containers (preStop, grace period) and the sandbox, then publishes the
@@ -39,6 +40,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
+from vk_provider.pods.sandbox_dns import sandbox_dns
 from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
 from vk_provider.pods.volumes import failed_mount_message
@@ -224,7 +226,14 @@ class PodSync:
                 # sandbox and starting it) gets another sandbox and runs.
                 return None
         try:
-            sandbox = await self._runtime.ensure_sandbox(pod)
+            dns = await sandbox_dns(
+                pod,
+                self._deps.dns,
+                self._recorder,
+                node_object=self._deps.node_object(),
+                node_ip=self._deps.host_ip(),
+            )
+            sandbox = await self._runtime.ensure_sandbox(pod, dns)
         except PodSpecRefused as exc:
             log.warning("pod refused: %s", exc.message, extra=pod_fields(pod))
             if isinstance(exc, PodRejected):

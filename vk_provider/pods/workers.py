@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
+from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.logging import get_logger, pod_fields, pod_ref
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
@@ -88,6 +89,7 @@ class PodWorkers:
         request_token: TokenRequester | None = None,
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
+        dns: NodeDNS = NO_CLUSTER_DNS,
         metrics: ProviderMetrics | None = None,
     ) -> None:
         """The keyword parts other than the sync limits and `metrics` become the syncer's `SyncDeps`."""
@@ -115,6 +117,7 @@ class PodWorkers:
                 request_token=request_token,
                 services=services,
                 node_object=node_object,
+                dns=dns,
             )
         )
         self._eviction = EmptyDirEviction(runtime, self._running_pods, self.evict)

@@ -15,4 +15,4 @@ from vk_provider.runtime.protocol import Runtime
 
 def build_runtime(config: Config, metrics: ProviderMetrics | None = None) -> Runtime:
     """The node's runtime; its engine calls are counted in `metrics` (a private set when None)."""
-    return DockerRuntime(config.docker, config.node.name, metrics)
+    return DockerRuntime(config.docker, config.node.name, metrics, cluster_domain=config.pods.cluster_domain)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vk_provider.kube.keyring import Keyring
+from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -112,8 +113,9 @@ class Runtime(Protocol):
         second caller waits for the first's result. Raises ImagePullError (ErrImagePull)."""
         ...
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
-        """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends."""
+    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
+        """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends.
+        `dns` is its resolver configuration (kuberuntime/dns.py); None: the engine's own."""
         ...
 
     async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:

@@ -54,7 +54,9 @@ them with the key's path instead of their being dropped. An empty
 kubeletServer.clientCAFile with auth webhook or x509 becomes the cluster CA the pod's
 service account mounts: it signs the apiserver's kubelet client certificate on standard
 clusters, so kubectl logs/exec/port-forward through the apiserver are authenticated. An
-empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /healthz.
+empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /healthz. An
+empty pods.clusterDNS becomes the clusterIP of the kube-system/kube-dns Service when the
+chart can look it up (helm install/upgrade against a cluster; nothing under helm template).
 */}}
 {{- define "vk-provider.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -72,6 +74,15 @@ empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /h
 {{- if not $server.healthzListen -}}
 {{- $_ := set $server "healthzListen" (include "vk-provider.healthzListen" .) -}}
 {{- $_ := set $config "kubeletServer" $server -}}
+{{- end -}}
+{{- $pods := default (dict) $config.pods -}}
+{{- if not $pods.clusterDNS -}}
+{{- $kubeDNS := lookup "v1" "Service" "kube-system" "kube-dns" -}}
+{{- $clusterIP := dig "spec" "clusterIP" "" $kubeDNS -}}
+{{- if and $clusterIP (ne $clusterIP "None") -}}
+{{- $_ := set $pods "clusterDNS" (list $clusterIP) -}}
+{{- $_ := set $config "pods" $pods -}}
+{{- end -}}
 {{- end -}}
 {{- $order := list "node" "kubernetes" "docker" "pods" "staticPods" "kubeletServer" "status" "logging" "metrics" -}}
 {{- range $section := $order -}}

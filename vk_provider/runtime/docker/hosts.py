@@ -1,7 +1,8 @@
 """The pod's names and its /etc/hosts, as the kubelet makes them (pure).
 
 What lives here: `hostname_and_domain` (spec.hostnameOverride, spec.hostname or the pod name,
-truncated to 63 characters; spec.subdomain as `<subdomain>.<namespace>.svc.<cluster domain>`),
+truncated to 63 characters; spec.subdomain as `<subdomain>.<namespace>.svc.<cluster domain>`,
+the cluster domain being the node's `pods.clusterDomain`),
 `kernel_hostname` (the FQDN with setHostnameAsFQDN, refused past 64 characters), and
 `managed_hosts` / `pod_hosts_file`, the content of the kubelet-managed /etc/hosts (localhost
 lines, the pod IP with its FQDN and hostname, the hostAliases). Errors are
@@ -22,8 +23,6 @@ from typing import Any
 from vk_provider.kube.objects import meta, spec
 from vk_provider.runtime.types import ContainerCreateError
 
-# There is no cluster DNS behind a Docker node; the names still follow the default domain.
-CLUSTER_DOMAIN = "cluster.local"
 HOSTNAME_MAX = 63  # truncatePodHostnameIfNeeded: 64 bytes with the terminating NUL
 FQDN_MAX = 64  # GetNodenameForKernel: the kernel's nodename field
 ETC_HOSTS = "/etc/hosts"
@@ -48,7 +47,7 @@ def _label_problem(value: str) -> bool:
     return len(value) > HOSTNAME_MAX or not _DNS1123_LABEL.fullmatch(value)
 
 
-def hostname_and_domain(pod: Mapping[str, Any], cluster_domain: str = CLUSTER_DOMAIN) -> tuple[str, str]:
+def hostname_and_domain(pod: Mapping[str, Any], cluster_domain: str) -> tuple[str, str]:
     """GeneratePodHostNameAndDomain: (hostname, domain); the domain is empty without a subdomain."""
     pod_spec = spec(pod)
     name = str(meta(pod).get("name") or "")
@@ -73,7 +72,7 @@ def hostname_and_domain(pod: Mapping[str, Any], cluster_domain: str = CLUSTER_DO
     return hostname, domain
 
 
-def kernel_hostname(pod: Mapping[str, Any], cluster_domain: str = CLUSTER_DOMAIN) -> str:
+def kernel_hostname(pod: Mapping[str, Any], cluster_domain: str) -> str:
     """GetNodenameForKernel: the hostname the containers see (the FQDN with setHostnameAsFQDN)."""
     hostname, domain = hostname_and_domain(pod, cluster_domain)
     if not domain or spec(pod).get("setHostnameAsFQDN") is not True:
@@ -122,13 +121,16 @@ def node_hosts(node_hosts_text: str, aliases: Sequence[Mapping[str, Any]]) -> st
     return MANAGED_HOSTS_HEADER_HOST_NETWORK + node_hosts_text + _alias_entries(aliases)
 
 
-def pod_hosts_file(pod: Mapping[str, Any], pod_ips: Sequence[str], node_hosts_text: str = "") -> str:
-    """The managed /etc/hosts of a pod: on its own network with these IPs, or, for a
-    host-network pod, the node's file (`node_hosts_text`) with the pod's hostAliases."""
+def pod_hosts_file(
+    pod: Mapping[str, Any], pod_ips: Sequence[str], cluster_domain: str, node_hosts_text: str = ""
+) -> str:
+    """The managed /etc/hosts of a pod: on its own network with these IPs (its FQDN in the
+    node's `cluster_domain`), or, for a host-network pod, the node's file (`node_hosts_text`)
+    with the pod's hostAliases."""
     aliases = list(spec(pod).get("hostAliases") or [])
     if spec(pod).get("hostNetwork"):
         return node_hosts(node_hosts_text, aliases)
-    hostname, domain = hostname_and_domain(pod)
+    hostname, domain = hostname_and_domain(pod, cluster_domain)
     return managed_hosts(pod_ips, hostname, domain, aliases)
 
 

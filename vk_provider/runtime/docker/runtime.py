@@ -37,6 +37,7 @@ from vk_provider.config import DockerConfig
 from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_provider.kube.keyring import Keyring
 from vk_provider.kube.objects import uid as uid_of
+from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN, ResolvConf
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts
@@ -124,9 +125,18 @@ def _signal_of(inspect: Mapping[str, Any]) -> str:
 
 
 class DockerRuntime:
-    def __init__(self, config: DockerConfig, node_name: str, metrics: ProviderMetrics | None = None) -> None:
+    def __init__(
+        self,
+        config: DockerConfig,
+        node_name: str,
+        metrics: ProviderMetrics | None = None,
+        *,
+        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+    ) -> None:
+        """`cluster_domain` (config `pods.clusterDomain`) ends a pod's subdomain FQDN."""
         self.config = config
         self.node_name = node_name
+        self.cluster_domain = cluster_domain
         self._engine = Engine(config, metrics)
         self._streams = DockerStreams(self._engine)
         self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
@@ -460,13 +470,13 @@ class DockerRuntime:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
         self._sandbox_image_seen = time.monotonic()
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
         try:
-            return await self._ensure_sandbox(pod)
+            return await self._ensure_sandbox(pod, dns)
         finally:
             self._listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
 
-    async def _ensure_sandbox(self, pod: Mapping[str, Any]) -> PodSandboxState:
+    async def _ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None) -> PodSandboxState:
         check_pod_supported(pod)
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
@@ -486,7 +496,12 @@ class DockerRuntime:
             await self._ensure_sandbox_image()
             await self._ensure_volumes(pod)
             kwargs = sp.sandbox_create_kwargs(
-                pod, node_name=self.node_name, config=self.config, attempt=attempt
+                pod,
+                node_name=self.node_name,
+                config=self.config,
+                attempt=attempt,
+                dns=dns,
+                cluster_domain=self.cluster_domain,
             )
             container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
@@ -605,7 +620,7 @@ class DockerRuntime:
             paths.make_private_dirs(pod_dir)
             path = pod_dir / "etc-hosts"
             node_hosts = Path(hosts.ETC_HOSTS).read_text(errors="replace") if host_network else ""
-            path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], node_hosts))
+            path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], self.cluster_domain, node_hosts))
             path.chmod(0o644)
         except (OSError, paths.UnsafePathError) as exc:
             log.warning("no managed /etc/hosts: %s", exc, extra=pod_fields(pod))

@@ -3,7 +3,8 @@
 What lives here: the security allowances check (`check_pod_allowed`, raising `PodSpecRefused` naming
 the field; with reason `SysctlForbidden` for a sysctl outside the kubelet's allow-list,
 `sysctls.forbidden_sysctl`; also for image volumes, which this runtime does not mount), the
-sandbox's create kwargs (image, hostname (`hosts.kernel_hostname`), DNS, host aliases, published
+sandbox's create kwargs (image, hostname (`hosts.kernel_hostname`), the DNS configuration
+`kuberuntime/dns.py` formed (`dns_kwargs`, Docker's form of it only), host aliases, published
 hostPorts, network, sysctls, the Memory emptyDirs it holds), one container's create kwargs from a
 `ContainerLaunch` (entrypoint/cmd, env, workdir, tty/stdin, namespaces joined from the sandbox,
 resources by the kubelet's formulas, the securityContext (`security.security_kwargs`: the effective
@@ -34,6 +35,7 @@ from typing import Any
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
 from vk_provider.kube.objects import pod_containers
+from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
@@ -173,30 +175,19 @@ def spec_hash(container: Mapping[str, Any]) -> str:
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
-def dns_kwargs(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """DNS settings of the sandbox.
-
-    There is no cluster DNS service behind a Docker node, so ClusterFirst (the default) and
-    ClusterFirstWithHostNet fall back to Default, the engine's resolv.conf (the kubelet does
-    the same when it has no clusterDNS). dnsConfig is applied on top; with policy None it is
-    the whole configuration.
-    """
-    spec = _spec(pod)
-    cfg = spec.get("dnsConfig") or {}
-    out: dict[str, Any] = {}
-    if cfg.get("nameservers"):
-        out["dns"] = list(cfg["nameservers"])
-    if cfg.get("searches"):
-        out["dns_search"] = list(cfg["searches"])
-    options = [
-        f"{o['name']}:{o['value']}" if o.get("value") not in (None, "") else str(o["name"])
-        for o in cfg.get("options") or []
-        if o.get("name")
-    ]
-    if options:
-        out["dns_opt"] = options
-    if spec.get("dnsPolicy") == "None" and "dns_search" not in out:
-        out["dns_search"] = ["."]  # no search domains at all, rather than the engine's
+def dns_kwargs(dns: ResolvConf | None) -> dict[str, Any]:
+    """The sandbox's resolver configuration (kuberuntime/dns.py's, already formed) as Docker's
+    `dns`, `dns_search` and `dns_opt`. None gives none: Docker then copies its host's
+    resolv.conf. Docker takes its host's value of each one left out, so empty searches are
+    `.` (no search domains rather than the engine's); empty nameservers or options cannot be
+    said and stay the engine's."""
+    if dns is None:
+        return {}
+    out: dict[str, Any] = {"dns_search": list(dns.searches) or ["."]}
+    if dns.servers:
+        out["dns"] = list(dns.servers)
+    if dns.options:
+        out["dns_opt"] = list(dns.options)
     return out
 
 
@@ -215,21 +206,29 @@ def published_ports(pod: Mapping[str, Any]) -> dict[str, list[Any]]:
 
 
 def sandbox_create_kwargs(
-    pod: Mapping[str, Any], *, node_name: str, config: DockerConfig, attempt: int
+    pod: Mapping[str, Any],
+    *,
+    node_name: str,
+    config: DockerConfig,
+    attempt: int,
+    dns: ResolvConf | None,
+    cluster_domain: str,
 ) -> dict[str, Any]:
+    """`dns` is the pod's resolver configuration (`dns_kwargs`); `cluster_domain` ends the
+    FQDN of a setHostnameAsFQDN pod's hostname."""
     spec = _spec(pod)
     kwargs: dict[str, Any] = {
         "image": config.sandbox_image,
         "name": lb.sandbox_name(pod, attempt),
         "labels": lb.sandbox_labels(node_name, pod, attempt, config.sandbox_image),
         "ipc_mode": "host" if spec.get("hostIPC") else "shareable",
-        **dns_kwargs(pod),
+        **dns_kwargs(dns),
     }
     if spec.get("hostNetwork"):
         kwargs["network_mode"] = "host"
     else:
         kwargs["network_mode"] = config.network
-        kwargs["hostname"] = hosts.kernel_hostname(pod)
+        kwargs["hostname"] = hosts.kernel_hostname(pod, cluster_domain)
         ports = published_ports(pod)
         if ports:
             kwargs["ports"] = ports
