@@ -7,8 +7,7 @@ the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: 
 first, calls outside a pod before any), and so the one place runtime operations are counted
 and timed (`vk_provider_runtime_operations_*`, by the called function's name);
 `engine_is_local`, whether the engine shares
-this host's filesystem. On a Unix socket the one-shot client keeps one pool of kept-alive
-connections (`OnePoolUnixAdapter`) and neither client reads requests' proxy and netrc
+this host's filesystem. On a Unix socket neither client reads requests' proxy and netrc
 environment per request. Must not: know about pods or labels.
 """
 
@@ -24,7 +23,6 @@ from typing import Any, TypeVar
 
 import docker
 from docker.errors import DockerException
-from docker.transport import UnixHTTPAdapter
 from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
@@ -58,27 +56,13 @@ def root_cause(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-class OnePoolUnixAdapter(UnixHTTPAdapter):  # type: ignore[misc]
-    """docker-py's Unix socket adapter keeps one connection pool per request URL, and at most 25
-    of them: a call on a container path it has not seen lately opened a new socket and closed
-    another pool's. Keyed by the socket alone, connections stay alive from one call to the next
-    (a socket per call cost about a third of the client's CPU per call, docs/performance.md)."""
-
-    def get_connection(self, url: str, proxies: Any = None) -> Any:
-        return super().get_connection(self.socket_path, proxies)
-
-
-def _tune_unix_client(client: docker.DockerClient, one_pool: bool) -> None:
-    """No per-request look-up of proxy variables and ~/.netrc (they mean nothing on a Unix
-    socket); with `one_pool`, `OnePoolUnixAdapter` in place of docker-py's adapter."""
-    api = client.api
-    api.trust_env = False
-    if one_pool and isinstance(api._custom_adapter, UnixHTTPAdapter):
-        old = api._custom_adapter
-        adapter = OnePoolUnixAdapter(old.socket_path, old.timeout, max_pool_size=old.max_pool_size)
-        api.mount("http+docker://", adapter)
-        api._custom_adapter = adapter  # what docker-py's get_adapter falls back to
-        old.close()
+def _tune_unix_client(client: docker.DockerClient) -> None:
+    """No per-request look-up of proxy variables and ~/.netrc (requests' `trust_env`): they mean
+    nothing on a Unix socket, and cost about a quarter of the client's CPU per call. docker-py's
+    pool per request URL is kept: one shared pool of kept-alive connections for the socket
+    saved as much again, but pods restarted twice after an engine restart
+    (tests/resilience/test_docker_outage.py)."""
+    client.api.trust_env = False
 
 
 class Engine:
@@ -105,9 +89,7 @@ class Engine:
             timeout=timeout,
         )
         if self.url.startswith("unix://"):
-            # One pool for the one-shot client only: its calls are bounded by the thread pool,
-            # while follow-mode streams (the stream client) may outnumber any pool size.
-            _tune_unix_client(client, one_pool=timeout is not None)
+            _tune_unix_client(client)
         return client
 
     @property
