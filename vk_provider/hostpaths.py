@@ -5,7 +5,7 @@ What lives here: the pure rules: `subpath_of(mount, env)` (a volumeMount's `subP
 `..` component, with the kubelet's messages), `within(path, base)`, `is_safe_name(name)` (a
 pod UID, volume or container name usable as one path component), `mount_of(path,
 mountinfo)` (which filesystem holds a path) and `mounts_under(path, mountinfo)`. Then the
-few blocking helpers the shells run in threads: `resolve_subpath(base, sub, …)`, where a
+few blocking helpers the shells run in threads: `read_mountinfo()`, `resolve_subpath(base, sub, …)`, where a
 subPath leads once every symlink is resolved, refused (`SubPathError`,
 CreateContainerConfigError) when it leaves the volume's directory (a check only: the path it
 returns can be swapped afterwards, so what a container gets is `runtime.subpath_mounts`'
@@ -191,11 +191,17 @@ def remove_under(root: Path, path: Path) -> bool:
     return True
 
 
+def read_mountinfo() -> str:
+    """The text of /proc/self/mountinfo (undecodable bytes kept as surrogates), for `mount_of`
+    and `mounts_under`."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
+
+
 def _refuse_mounts(path: Path, where: str) -> None:
     """rmtree crosses mount points: a tree that still holds one (a sub-path bind of a pod's
     volume, or of a host directory) is refused, never emptied through the mount."""
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-        held = mounts_under(os.path.realpath(where), f.read())
+    held = mounts_under(os.path.realpath(where), read_mountinfo())
     if held:
         raise UnsafePathError(f"refusing to remove {str(path)!r}: {held[0]!r} is mounted under it")
 

@@ -182,7 +182,7 @@ def clean_subpaths(pod_dir: Path) -> int:
 
 def detach_mounts_under(path: Path) -> int:
     """Detach every mount strictly below `path`, deepest first; how many."""
-    points = paths.mounts_under(os.path.realpath(path), _mountinfo())
+    points = paths.mounts_under(os.path.realpath(path), paths.read_mountinfo())
     for point in points:
         _detach_all(point)
     return len(points)
@@ -197,7 +197,7 @@ def probe_bind_mounts(state_dir: Path) -> str | None:
     """
     probe = state_dir / PROBE_DIR
     source, target = probe / "source", probe / "target"
-    if paths.mounts_under(os.path.realpath(probe), _mountinfo()):
+    if paths.mounts_under(os.path.realpath(probe), paths.read_mountinfo()):
         _detach_all(str(target))  # a probe a killed provider left mounted
     paths.make_private_dirs(source)
     paths.make_private_dirs(target)
@@ -217,8 +217,3 @@ def probe_bind_mounts(state_dir: Path) -> str | None:
         _detach_all(str(target))
         paths.remove_under(state_dir, probe)
     return None
-
-
-def _mountinfo() -> str:
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-        return f.read()

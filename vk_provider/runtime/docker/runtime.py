@@ -187,8 +187,7 @@ class DockerRuntime:
         try:
             paths.make_private_dir(self._state_dir)
             real = os.path.realpath(self._state_dir)
-            with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
-                point, fstype = paths.mount_of(real, f.read())
+            point, fstype = paths.mount_of(real, paths.read_mountinfo())
         except OSError as exc:
             log.warning("cannot prepare the state directory %s: %s", self._state_dir, exc)
             return
