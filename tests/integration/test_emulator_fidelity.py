@@ -37,6 +37,9 @@ pytestmark = [pytest.mark.real_only, pytest.mark.kubectl]
 class Known:
     reason: str  # why the emulator differs, in words a user would accept
     keys: tuple[str, ...]  # regexes over "step N key" of the observations allowed to differ
+    # The real server's answer depends on when one of its controllers runs: the difference shows
+    # in some runs and not in others, so a run without it does not mean the entry is stale.
+    racy: bool = False
 
 
 _FORBIDDEN_UPDATE = Known(
@@ -55,17 +58,21 @@ KNOWN_DIFFERENCES: dict[str, Known] = {
     "patch-strategic-env-forbidden": _FORBIDDEN_UPDATE,
     "resize-main-resource": _FORBIDDEN_UPDATE,
     # plugin/pkg/admission/nodetaint (TaintNodesByCondition) taints every new Node
-    # `node.kubernetes.io/not-ready:NoSchedule`; the node lifecycle controller lifts it as soon as
-    # the node reports Ready. The emulator's controller runs every 5 s, so the taint would hold
-    # every new node unschedulable for up to 5 s; it leaves it out, which is what a client sees
-    # once the real controller has caught up.
+    # `node.kubernetes.io/not-ready:NoSchedule`; the node lifecycle controller's
+    # doNoScheduleTaintingPass (pkg/controller/nodelifecycle/node_lifecycle_controller.go) lifts it
+    # when it next sees the node, here within milliseconds: the GET right after the POST sees the
+    # taint in some runs and not in others (a CI run at 1602068 did not). The emulator's controller
+    # runs every 5 s, so the taint would hold every new node unschedulable for up to 5 s; it leaves
+    # it out, which is what a client sees once the real controller has caught up.
     "node-create": Known(
         "The real server's TaintNodesByCondition admission taints every new node "
-        "`node.kubernetes.io/not-ready:NoSchedule` until its node lifecycle controller sees it Ready "
-        "and lifts the taint, moments later. The emulator's node controller runs every 5 s, so the taint "
+        "`node.kubernetes.io/not-ready:NoSchedule` until its node lifecycle controller next looks at "
+        "the node and lifts the taint, moments later (a GET right after the POST sees it in some runs "
+        "only). The emulator's node controller runs every 5 s, so the taint "
         "would keep each new node unschedulable for up to 5 s; it is left out, which is what clients "
         "see on the real server once its controller has caught up.",
         (r"step 2 body\.spec(\..*)?",),
+        racy=True,
     ),
 }
 
@@ -117,7 +124,7 @@ async def test_scenario(control_plane: str, servers: tuple[Server, Server], name
     known = KNOWN_DIFFERENCES.get(name)
     unexplained = _unexplained(result, known)
     assert not unexplained, "the emulator answers differently:\n" + "\n".join(unexplained)
-    if known is not None:
+    if known is not None and not known.racy:
         assert result.differences, f"{name} matches now: remove it from KNOWN_DIFFERENCES"
 
 
