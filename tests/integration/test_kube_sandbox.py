@@ -60,7 +60,7 @@ async def test_reflector_follows_a_selector_resumes_and_relists_after_410(tmp_pa
 
             # The watch drops again and its resourceVersion falls out of the event log: the
             # resumed watch gets an ERROR 410, and the relist reports what happened meanwhile.
-            sandbox.store._log_size = 3  # a tiny history, so it expires quickly
+            sandbox.store.watch_cache.log_size = 3  # a tiny history, so it expires quickly
             sandbox.debug.add_latency(1.0, verb="watch")
             sandbox.debug.close_watches()
             await client.create(CONFIGMAPS, configmap("c"))

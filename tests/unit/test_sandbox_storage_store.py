@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.storage.store import Store, WatchEvent
+from vk_provider.sandbox.storage.store import Store
+from vk_provider.sandbox.storage.watch_cache import WatchEvent
 
 
 async def _store(**kwargs: Any) -> Store:

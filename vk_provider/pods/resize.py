@@ -8,8 +8,7 @@ container's resizePolicy says update in place or restart), pkg/kubelet/status/
 status_manager.go (the PodResizePending / PodResizeInProgress conditions, with the pod's
 generation as observedGeneration) and pkg/kubelet/events/resize.go (the Events' messages).
 
-What lives here: `ResizeState` (one pod's allocated resources and resize conditions, kept on
-its PodWork), the pure rules (`container_resources`, `pod_requests`, `fit_message`,
+What lives here: the pure rules (`container_resources`, `pod_requests`, `fit_message`,
 `resize_action`, `summary`) and `PodResizer`, the shell the container pipeline calls each
 sync: `allocate` (admit the desired resources or defer them), `allocated_container` (the
 container as allocated: what a (re)start uses), `needed` (what one running container needs:
@@ -18,7 +17,7 @@ memory limit below the current usage refused first) and `finish` (clear
 PodResizeInProgress once every running container runs with its allocation); `forget` frees a
 terminated pod's allocation.
 Must not: talk to an engine except through the Runtime, write pod status (the pod status is
-generated from `ResizeState` by status/generate.py) or start and stop containers (the
+generated from the PodWork's `ResizeState` by status/generate.py) or start and stop containers (the
 container pipeline does, `pods/containers.py`).
 """
 
@@ -27,20 +26,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vk_provider.kube.objects import format_time, is_sidecar, meta, spec
 from vk_provider.logging import get_logger, pod_fields
+from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import now
+from vk_provider.pods.work import PodWork
 from vk_provider.quantity import parse_quantity, quantity_or_zero
 from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
 from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
-
-if TYPE_CHECKING:
-    from vk_provider.pods.deps import SyncDeps
-    from vk_provider.pods.work import PodWork
 
 log = get_logger("pods.workers")
 
@@ -58,18 +54,6 @@ class ResizeAction(Enum):
     NONE = "none"
     UPDATE = "update"  # docker update, in place
     RESTART = "restart"  # a changed resource's resizePolicy is RestartContainer
-
-
-@dataclass
-class ResizeState:
-    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
-
-    allocated: dict[str, dict[str, Any]] | None = None
-    pending: dict[str, Any] | None = None
-    in_progress: dict[str, Any] | None = None
-
-    def conditions(self) -> list[dict[str, Any]]:
-        return [c for c in (self.pending, self.in_progress) if c is not None]
 
 
 def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

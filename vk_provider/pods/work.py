@@ -1,7 +1,8 @@
 """The per-pod work record shared by the pod workers, the pod sync and the container pipeline.
 
 What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
-state, waiting reasons, image failures, next timer, its resize state), `WorkerState`, `wake_in` (arm a pod's
+state, waiting reasons, image failures, next timer, its `ResizeState`: the allocated resources
+and resize conditions that pods/resize.py keeps), `WorkerState`, `wake_in` (arm a pod's
 timer-driven sync), and the `StatusSink` / `EventSink` protocols both depend on.
 Must not: act on the runtime, the apiserver or Events; it only holds and arms state.
 """
@@ -14,7 +15,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from vk_provider.pods.resize import ResizeState
 from vk_provider.status.fields import ContainerWaiting
 
 MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
@@ -33,6 +33,18 @@ class EventSink(Protocol):
     def event(
         self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
     ) -> None: ...
+
+
+@dataclass
+class ResizeState:
+    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
+
+    allocated: dict[str, dict[str, Any]] | None = None
+    pending: dict[str, Any] | None = None
+    in_progress: dict[str, Any] | None = None
+
+    def conditions(self) -> list[dict[str, Any]]:
+        return [c for c in (self.pending, self.in_progress) if c is not None]
 
 
 class WorkerState(StrEnum):

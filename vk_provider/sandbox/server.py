@@ -52,7 +52,8 @@ from vk_provider.sandbox.controllers.node_lifecycle import NodeLifecycle
 from vk_provider.sandbox.controllers.scheduler import Scheduler
 from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.pki.tokens import TokenError
-from vk_provider.sandbox.storage.store import LOG_BYTES, Store
+from vk_provider.sandbox.storage.store import Store
+from vk_provider.sandbox.storage.watch_cache import LOG_BYTES
 
 log = get_logger("sandbox.server")
 

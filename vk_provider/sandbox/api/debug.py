@@ -24,7 +24,8 @@ from vk_provider.sandbox.api import errors
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.api.requestinfo import RequestInfo, parse_request
 from vk_provider.sandbox.api.responses import error_response
-from vk_provider.sandbox.storage.store import OPTIMISTIC_LOCK_MSG, Store
+from vk_provider.sandbox.storage.registry_rules import OPTIMISTIC_LOCK_MSG
+from vk_provider.sandbox.storage.store import Store
 
 PREFIX = "/debug/sandbox"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

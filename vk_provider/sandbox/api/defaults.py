@@ -19,7 +19,7 @@ import secrets
 from typing import Any
 
 from vk_provider.sandbox.api.resources import ResourceInfo
-from vk_provider.sandbox.storage.store import now_rfc3339
+from vk_provider.sandbox.storage.objects import now_rfc3339
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 ADMIN_USER = "kubernetes-admin"

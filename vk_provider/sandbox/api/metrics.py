@@ -30,7 +30,8 @@ from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import METRICS_GROUP, METRICS_VERSION
 from vk_provider.sandbox.api.responses import json_response, not_found_resource, wants_table
 from vk_provider.sandbox.pki.authority import SandboxPKI
-from vk_provider.sandbox.storage.store import Store, now_rfc3339
+from vk_provider.sandbox.storage.objects import now_rfc3339
+from vk_provider.sandbox.storage.store import Store
 
 log = get_logger("sandbox.metrics")
 

@@ -28,7 +28,7 @@ from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
 from vk_provider.sandbox.api.responses import json_response
 from vk_provider.sandbox.pki.tokens import ISSUER, TokenError, verify_token
-from vk_provider.sandbox.storage.store import now_rfc3339
+from vk_provider.sandbox.storage.objects import now_rfc3339
 
 Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]

@@ -29,7 +29,7 @@ from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
 from vk_provider.sandbox.api.responses import json_response, success_status
 from vk_provider.sandbox.pki.tokens import ISSUER, sign_token
-from vk_provider.sandbox.storage.store import now_rfc3339
+from vk_provider.sandbox.storage.objects import now_rfc3339
 
 Obj = dict[str, Any]
 Handler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]

@@ -56,7 +56,9 @@ from vk_provider.sandbox.api.validation.resize import (
     validate_pod_resize,
 )
 from vk_provider.sandbox.pki.authority import SandboxPKI
-from vk_provider.sandbox.storage.store import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX, Store, clone
+from vk_provider.sandbox.storage.objects import clone
+from vk_provider.sandbox.storage.registry_rules import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX
+from vk_provider.sandbox.storage.store import Store
 
 Obj = dict[str, Any]
 TOO_LARGE_RV_WAIT = 3.0

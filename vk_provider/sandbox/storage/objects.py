@@ -1,0 +1,51 @@
+"""JSON-shaped objects as the sandbox's storage keeps them: copies, compact encoding and times.
+
+What lives here: `Obj`, `clone` (a deep copy faster than copy.deepcopy for plain dicts and lists),
+`encode` (the compact JSON the watch and the size accounting use), `now_rfc3339` and `parse_time`.
+Must not: know about resources, the store or HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def copy_value(value: Any) -> Any:
+    """Deep copy of one JSON value (dicts and lists copied, scalars shared)."""
+    if isinstance(value, dict):
+        return {k: copy_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_value(v) for v in value]
+    return value
+
+
+def clone(obj: Obj) -> Obj:
+    """Deep copy of a JSON-shaped object (faster than copy.deepcopy for plain dicts and lists)."""
+    return {k: copy_value(v) for k, v in obj.items()}
+
+
+def encode(obj: Obj) -> bytes:
+    """The compact JSON of obj, as the watch and the size accounting serialize it."""
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def now_rfc3339(delta_seconds: float = 0) -> str:
+    t = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=delta_seconds)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def metadata(obj: Obj) -> Obj:
+    """obj's metadata dict, made (and set on obj) when it has none."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+        obj["metadata"] = meta
+    return meta
