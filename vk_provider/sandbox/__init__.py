@@ -15,7 +15,7 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
   (defaulting, admission, PrepareForCreate), `validation/` (`names.py` name and label formats,
   `field.py` field errors, `schema.py` the official schemas and the walk against them, `kinds.py`
   the per-kind rules, `resize.py` the pods/resize strategy, validation and admission).
-  Endpoints: `handlers/` (`dispatch.py` routes to `verbs.py`, `watch.py`,
+  Endpoints: `handlers/` (`dispatch.py` routes to `reads.py`, `verbs.py`, `watch.py`,
   `subresources.py`, `auth.py`), `discovery.py`, `openapi.py`, `tables.py`, `metrics.py`
   (metrics.k8s.io), `kubelet_proxy.py` (logs/exec/attach/port-forward to a kubelet), and the
   middlewares `request_guard.py` and `debug.py`.

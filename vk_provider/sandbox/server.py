@@ -36,8 +36,8 @@ from vk_provider.sandbox.api import discovery, errors, openapi
 from vk_provider.sandbox.api.debug import SandboxDebug
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.api.handlers.auth import authenticate as authenticate_service_account
+from vk_provider.sandbox.api.handlers.context import ApiContext
 from vk_provider.sandbox.api.handlers.dispatch import dispatch
-from vk_provider.sandbox.api.handlers.verbs import ApiContext
 from vk_provider.sandbox.api.metrics import MetricsAPI, SummaryScraper
 from vk_provider.sandbox.api.request_guard import RequestGuard
 from vk_provider.sandbox.api.requestinfo import RequestInfo, parse_request

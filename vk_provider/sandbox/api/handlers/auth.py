@@ -23,7 +23,7 @@ from aiohttp import web
 from vk_provider.sandbox.api.decoding import read_typed_body
 from vk_provider.sandbox.api.defaults import ADMIN_GROUPS, ADMIN_USER
 from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.api.handlers.verbs import ApiContext
+from vk_provider.sandbox.api.handlers.context import ApiContext
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
 from vk_provider.sandbox.api.responses import json_response

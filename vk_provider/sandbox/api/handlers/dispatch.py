@@ -14,14 +14,13 @@ from aiohttp import web
 
 from vk_provider.sandbox.api import errors
 from vk_provider.sandbox.api.handlers.auth import REVIEW_HANDLERS
+from vk_provider.sandbox.api.handlers.context import ApiContext
+from vk_provider.sandbox.api.handlers.reads import get_object, list_objects
 from vk_provider.sandbox.api.handlers.subresources import SUBRESOURCE_HANDLERS
 from vk_provider.sandbox.api.handlers.verbs import (
-    ApiContext,
     create_object,
     delete_collection,
     delete_object,
-    get_object,
-    list_objects,
     patch_object,
     update_object,
 )

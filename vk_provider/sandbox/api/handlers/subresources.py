@@ -23,7 +23,8 @@ from aiohttp import web
 from vk_provider.sandbox.api import errors
 from vk_provider.sandbox.api.decoding import read_typed_body
 from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.api.handlers.verbs import ApiContext, perform_delete
+from vk_provider.sandbox.api.handlers.context import ApiContext
+from vk_provider.sandbox.api.handlers.verbs import perform_delete
 from vk_provider.sandbox.api.kubelet_proxy import proxy_to_kubelet
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo

@@ -1,18 +1,15 @@
-"""HTTP handlers for the sandbox's resource endpoints: the verbs and the status-like subresources.
+"""HTTP handlers for the sandbox's writes: create, update, patch, delete and deletecollection.
 
-What lives here: `ApiContext` and the verb handlers get/list/create/update/patch/delete/
-deletecollection (watch is in watch.py; dispatch.py routes requests): the resourceVersion and
-continue rules of GET/LIST, defaulting, admission and validation of writes (422 with causes),
-identity checks, dryRun, and the delete options. Bodies are read by api/decoding.py and answered
+What lives here: the write verbs (reads are in reads.py, watch in watch.py; dispatch.py routes
+requests): defaulting, admission and validation of writes (422 with causes), identity checks,
+dryRun, the patch retry, and the delete options. Bodies are read by api/decoding.py and answered
 through api/responses.py.
 Must not: implement storage semantics (storage/store.py) or discovery (api/discovery.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -34,10 +31,12 @@ from vk_provider.sandbox.api.defaults import (
     service_account_of,
 )
 from vk_provider.sandbox.api.errors import ApiError
+from vk_provider.sandbox.api.handlers.context import ApiContext, name_of
+from vk_provider.sandbox.api.handlers.reads import list_item
 from vk_provider.sandbox.api.patch import PatchError, apply_patch
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
-from vk_provider.sandbox.api.responses import json_response, table_of, wants_table
+from vk_provider.sandbox.api.responses import json_response
 from vk_provider.sandbox.api.validation.ephemeral import (
     EPHEMERAL_CONTAINERS,
     ephemeral_candidate,
@@ -55,189 +54,13 @@ from vk_provider.sandbox.api.validation.resize import (
     undeclared_features,
     validate_pod_resize,
 )
-from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.storage.objects import clone
 from vk_provider.sandbox.storage.registry_rules import GENERATED_SUFFIX_LENGTH, MAX_GENERATED_PREFIX
-from vk_provider.sandbox.storage.store import Store
 
 Obj = dict[str, Any]
-TOO_LARGE_RV_WAIT = 3.0
 # A patch lost to another writer is applied again to the new object; each loss follows another
 # writer's success, so this bound is only a backstop (the real server has none).
 PATCH_ATTEMPTS = 1000
-
-
-@dataclass
-class ApiContext:
-    store: Store
-    pki: SandboxPKI
-    token_key: bytes
-
-
-# ------------------------------------------------------------------ helpers
-
-
-def _list_item(obj: Obj) -> Obj:
-    """Items of a typed list carry no kind/apiVersion on the wire."""
-    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
-
-
-def _name_of(ri: RequestInfo, info: ResourceInfo) -> tuple[str | None, str]:
-    return (ri.namespace if info.namespaced else None), ri.name
-
-
-# ------------------------------------------------------------------ resourceVersion rules
-
-
-async def _wait_for_rv(store: Store, rv: str | None, *, listing: bool = False) -> None:
-    """GET/LIST with a resourceVersion newer than the store's: wait ~3 s, then 504 (cacher)."""
-    if not rv or rv == "0":
-        return
-    try:
-        wanted = errors.parse_resource_version(rv)
-    except ApiError as e:
-        if not listing:
-            raise
-        # storage.ValidateListOptions (k8s.io/apiserver pkg/storage/util.go) wraps it in a 400
-        raise errors.bad_request(f"invalid resource version: {e.message}") from None
-    deadline = asyncio.get_running_loop().time() + TOO_LARGE_RV_WAIT
-    while int(store.resource_version) < wanted:
-        if asyncio.get_running_loop().time() > deadline:
-            raise errors.timeout(
-                f"Timeout: Too large resource version: {wanted}, current: {store.resource_version}",
-                [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-            )
-        await asyncio.sleep(0.05)
-
-
-def list_options_invalid(field: str, message: str) -> ApiError:
-    return errors.invalid(
-        "ListOptions",
-        "",
-        [{"reason": "FieldValueForbidden", "message": f"Forbidden: {message}", "field": field}],
-        "meta.k8s.io",
-    )
-
-
-# ------------------------------------------------------------------ reads
-
-
-async def get_object(
-    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
-) -> web.Response:
-    await _wait_for_rv(ctx.store, request.query.get("resourceVersion"))
-    namespace, name = _name_of(ri, info)
-    obj = await ctx.store.get(info.key, namespace, name)
-    if wants_table(request):
-        return json_response(table_of(request, info, [obj], obj["metadata"]["resourceVersion"]))
-    return json_response(obj)
-
-
-async def list_objects(
-    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
-) -> web.Response:
-    q = request.query
-    rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
-    if match and not rv:
-        raise list_options_invalid(
-            "resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"
-        )
-    if match not in ("", "Exact", "NotOlderThan"):
-        raise errors.invalid(
-            "ListOptions",
-            "",
-            [
-                {
-                    "reason": "FieldValueNotSupported",
-                    "message": f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
-                    "field": "resourceVersionMatch",
-                }
-            ],
-            "meta.k8s.io",
-        )
-    if q.get("continue") and rv:
-        raise errors.bad_request("specifying resource version is not allowed when using continue")
-    exact = match == "Exact" or (
-        not match and q.get("limit") and rv not in ("", "0") and not q.get("continue")
-    )
-    await _wait_for_rv(ctx.store, rv, listing=True)
-    namespace = ri.namespace if info.namespaced else None
-    # An Exact list (and a continued one) is served at that RV, as etcd serves old revisions
-    at_rv, after = (int(rv) if exact else None), ""
-    if q.get("continue"):
-        at_rv, after = _decode_continue(q["continue"], namespace)
-    selectors = q.get("labelSelector", ""), q.get("fieldSelector", "")
-    try:
-        page = await ctx.store.list_page(
-            info.key,
-            namespace,
-            label_selector=selectors[0],
-            field_selector=selectors[1],
-            at_rv=at_rv,
-            limit=_limit(q.get("limit", "")),
-            after=after,
-        )
-    except ApiError as e:
-        if e.code == 410 and q.get("continue"):
-            raise errors.expired(CONTINUE_EXPIRED) from None
-        raise
-    list_meta: Obj = {"resourceVersion": page.resource_version}
-    if page.last_key:
-        list_meta["continue"] = _encode_continue(page.resource_version, page.last_key, namespace)
-        if not any(selectors):  # only an unfiltered list knows how many are left
-            list_meta["remainingItemCount"] = page.remaining
-    if wants_table(request):
-        return json_response(table_of(request, info, page.items, list_meta))
-    return json_response(
-        {
-            "kind": f"{info.kind}List",
-            "apiVersion": info.api_version,
-            "metadata": list_meta,
-            "items": [_list_item(i) for i in page.items],
-        }
-    )
-
-
-# The etcd3 store's answer to a continue token older than its history (k8s.io/apiserver
-# pkg/storage/etcd3/store.go, via errors.NewResourceExpired).
-CONTINUE_EXPIRED = (
-    "The provided continue parameter is too old to display a consistent list result. You can start a new "
-    "list without the continue parameter, or use the continue token in this response to retrieve the "
-    "remainder of the results. Continuing with the provided token results in an inconsistent list - objects "
-    "that were created, modified, or deleted between the time the first chunk was returned and now may show "
-    "up in the list."
-)
-
-
-def _limit(value: str) -> int:
-    try:
-        return max(0, int(value)) if value else 0
-    except ValueError:
-        raise errors.bad_request(f"invalid limit: {value}") from None
-
-
-def _encode_continue(rv: str, last_key: str, namespace: str | None) -> str:
-    """The real continue token (k8s.io/apiserver pkg/storage/continue.go EncodeContinue): base64url
-    (unpadded) JSON of the list RV and the key to start after, relative to the listed prefix."""
-    relative = last_key.split("/", 1)[1] if namespace is not None and "/" in last_key else last_key
-    token = {"v": "meta.k8s.io/v1", "rv": int(rv), "start": "/" + relative + "\x00"}
-    return base64.urlsafe_b64encode(json.dumps(token, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
-def _decode_continue(token: str, namespace: str | None) -> tuple[int, str]:
-    """(list RV, key to start after) of a continue token; 400 for one that is not valid."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        decoded = json.loads(raw)
-        rv, start = int(decoded["rv"]), str(decoded["start"])
-        if decoded.get("v") != "meta.k8s.io/v1" or rv <= 0 or not start.startswith("/"):
-            raise ValueError
-    except (ValueError, TypeError, KeyError):
-        raise errors.bad_request(
-            "continue key is not valid: incorrect encoded start resourceVersion"
-        ) from None
-    relative = start[1:].rstrip("\x00")
-    return rv, (f"{namespace}/{relative}" if namespace is not None else relative)
 
 
 # ------------------------------------------------------------------ writes
@@ -479,7 +302,7 @@ async def patch_object(
     mode = field_validation(request)
     dry = dry_run(request)
     raw = await request.read()
-    namespace, name = _name_of(ri, info)
+    namespace, name = name_of(ri, info)
     content_type = request.headers.get("Content-Type", "")
     attempts = 0
     while True:
@@ -537,7 +360,7 @@ async def delete_object(
 ) -> web.Response:
     body = await read_delete_options(request)
     grace, preconditions = _delete_options(body, request)
-    namespace, name = _name_of(ri, info)
+    namespace, name = name_of(ri, info)
     if dry_run(request, body):
         # Store.Delete with dryRun (k8s.io/apiserver pkg/registry/generic/registry/store.go): what
         # the deletion would answer, the graceful update (deletionTimestamp) included
@@ -611,6 +434,6 @@ async def delete_collection(
             "kind": f"{info.kind}List",
             "apiVersion": info.api_version,
             "metadata": {"resourceVersion": list_rv},
-            "items": [_list_item(item) for item in items],
+            "items": [list_item(item) for item in items],
         }
     )

@@ -22,7 +22,8 @@ import random
 from aiohttp import web
 
 from vk_provider.sandbox.api import errors
-from vk_provider.sandbox.api.handlers.verbs import ApiContext, list_options_invalid
+from vk_provider.sandbox.api.handlers.context import ApiContext
+from vk_provider.sandbox.api.handlers.reads import list_options_invalid
 from vk_provider.sandbox.api.requestinfo import RequestInfo
 from vk_provider.sandbox.api.resources import ResourceInfo
 from vk_provider.sandbox.api.responses import JSON, table_of, wants_table
