@@ -1,4 +1,4 @@
-"""The emulator against the real kube-apiserver: every scenario of tests/support/fidelity.py, compared.
+"""The emulator against the real kube-apiserver: every scenario of tests/support/fidelity/, compared.
 
 One emulator and one real control plane (`vk-provider sandbox [--control-plane real] --no-provider`
 subprocesses on free ports) serve the whole module; each scenario runs against both at once and
@@ -20,15 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fidelity import (
-    SCENARIO_NAMES,
-    Result,
-    SandboxProcess,
-    Server,
-    render_report,
-    run_pair,
-    scenario,
-)
+from tests.support.fidelity.harness import Result, SandboxProcess, Server, run_pair
+from tests.support.fidelity.report import render_report
+from tests.support.fidelity.scenarios import SCENARIO_NAMES, scenario
 
 pytestmark = [pytest.mark.real_only, pytest.mark.kubectl]
 
