@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the upstream Kubernetes control plane is built: kube-apiserver,
-# kube-controller-manager, kube-scheduler (one multi-call binary, `kube`, with a symlink
-# per component) and etcd, from the Go module in tools/kube at the version in KUBE_VERSION.
+# kube-controller-manager, kube-scheduler, kube-proxy (one multi-call binary, `kube`, with a
+# symlink per component) and etcd, from the Go module in tools/kube at the version in KUBE_VERSION.
 #
 # The build goes to a cache directory keyed by the version and the hash of tools/kube's
 # go.sum and sources ($VK_KUBE_CACHE, default ~/.cache/vk-provider/kube), so a second run
@@ -50,7 +50,7 @@ CGO_ENABLED=0 go build -trimpath -v -ldflags "$ldflags" -o "$tmp/bin/" ./cmd/kub
       printf "ensure-kube: %d/%d packages compiled, %d s\n", n, total, now - start > "/dev/stderr"; fflush("/dev/stderr") } next }
     { print > "/dev/stderr"; failed = 1 }
     END { exit failed }' || fail "go build failed (see the lines above)"
-for c in kube-apiserver kube-controller-manager kube-scheduler; do ln -sf kube "$tmp/bin/$c"; done
+for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do ln -sf kube "$tmp/bin/$c"; done
 "$tmp/bin/kube-apiserver" --version >/dev/null || fail "the built kube-apiserver does not run"
 touch "$tmp/bin/.complete"
 rm -rf "$out"; mv "$tmp" "$out"

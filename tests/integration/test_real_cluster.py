@@ -36,6 +36,7 @@ from vk_provider.config import KubeletTLS
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
 from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.components import SERVICE_IP
+from vk_provider.sandbox.real.host_network import advertise_address
 from vk_provider.sandbox.real.pki import ClusterPKI
 
 pytestmark = [pytest.mark.docker, pytest.mark.real_only]
@@ -280,7 +281,9 @@ async def _recreated(h: ProviderHarness, old_uid: str) -> dict[str, Any] | None:
 
 def node_identity_kubeconfig(plane: RealPlane, node_name: str, directory: Path) -> Path:
     """A kubeconfig with a kubelet's client certificate (system:node:<node>) from the cluster CA."""
-    cert, key = ClusterPKI(plane.cluster.state_dir, SERVICE_IP).node_identity(node_name)
+    # The advertised address too, or the apiserver's serving certificate is issued again without it.
+    pki = ClusterPKI(plane.cluster.state_dir, SERVICE_IP, (advertise_address(),))
+    cert, key = pki.node_identity(node_name)
     credentials = Credentials(plane.ca_file, cert, key)
     return write_kubeconfig(directory / "node.kubeconfig", plane.cluster.url, credentials)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
@@ -14,17 +15,29 @@ from vk_provider.sandbox.kubeconfig import Credentials, kubeconfig_dict
 from vk_provider.sandbox.real import identities
 from vk_provider.sandbox.real.cluster import default_kube_bin, missing_binaries
 from vk_provider.sandbox.real.components import (
+    DNS_SERVICE_IP,
+    SERVICE_CIDR,
     SERVICE_IP,
     Files,
     Ports,
     apiserver_args,
     controller_manager_args,
     etcd_args,
+    kube_proxy_args,
     scheduler_args,
 )
+from vk_provider.sandbox.real.coredns import coredns_objects
 from vk_provider.sandbox.real.pki import ClusterPKI
 
-PORTS = Ports(etcd_client=2379, etcd_peer=2380, apiserver=6443, controller_manager=10257, scheduler=10259)
+PORTS = Ports(
+    etcd_client=2379,
+    etcd_peer=2380,
+    apiserver=6443,
+    controller_manager=10257,
+    scheduler=10259,
+    proxy_health=10256,
+    proxy_metrics=10249,
+)
 
 
 def files(tmp: Path) -> Files:
@@ -39,33 +52,63 @@ def files(tmp: Path) -> Files:
         kubelet_client_key=p / "kubelet-client.key",
         sa_key=p / "sa.key",
         sa_pub=p / "sa.pub",
+        front_proxy_ca=tmp / "front-proxy" / "ca.crt",
+        front_proxy_client_cert=tmp / "front-proxy" / "front-proxy-client.crt",
+        front_proxy_client_key=tmp / "front-proxy" / "front-proxy-client.key",
         controller_manager_kubeconfig=tmp / "cm.kubeconfig",
         scheduler_kubeconfig=tmp / "sched.kubeconfig",
+        kube_proxy_kubeconfig=tmp / "proxy.kubeconfig",
     )
 
 
-def test_apiserver_runs_like_a_kubeadm_one_on_loopback(tmp_path: Path) -> None:
-    args = apiserver_args(Path("/bin"), PORTS, files(tmp_path))
+def test_apiserver_runs_like_a_kubeadm_one_advertising_a_host_address(tmp_path: Path) -> None:
+    args = apiserver_args(Path("/bin"), PORTS, files(tmp_path), "0.0.0.0", "192.0.2.2")
     assert args[0] == "/bin/kube-apiserver"
     for flag in (
         "--authorization-mode=Node,RBAC",
         "--enable-admission-plugins=NodeRestriction",
         "--kubelet-preferred-address-types=InternalIP",
-        "--bind-address=127.0.0.1",
+        "--bind-address=0.0.0.0",
+        "--advertise-address=192.0.2.2",
+        "--endpoint-reconciler-type=lease",
+        f"--requestheader-client-ca-file={tmp_path / 'front-proxy' / 'ca.crt'}",
+        "--requestheader-allowed-names=front-proxy-client",
+        f"--proxy-client-cert-file={tmp_path / 'front-proxy' / 'front-proxy-client.crt'}",
         "--secure-port=6443",
         "--etcd-servers=http://127.0.0.1:2379",
         f"--kubelet-client-certificate={tmp_path / 'pki' / 'kubelet-client.crt'}",
         f"--service-account-signing-key-file={tmp_path / 'pki' / 'sa.key'}",
     ):
         assert flag in args
+    # A host without a non-loopback address: Endpoints refuse loopback, so no reconciler.
+    loopback = apiserver_args(Path("/bin"), PORTS, files(tmp_path), "127.0.0.1", "127.0.0.1")
+    assert "--endpoint-reconciler-type=none" in loopback
 
 
 def test_controller_manager_signs_csrs_and_watches_nodes_with_the_grace_period(tmp_path: Path) -> None:
-    args = controller_manager_args(Path("/bin"), PORTS, files(tmp_path), 20.0)
+    args = controller_manager_args(Path("/bin"), PORTS, files(tmp_path), 20.0, False)
+    assert not [a for a in args if a.startswith("--allocate-node-cidrs")]
     assert f"--cluster-signing-key-file={tmp_path / 'pki' / 'ca.key'}" in args
     assert "--node-monitor-grace-period=20s" in args
     assert "--leader-elect=false" in args and "--controllers=*" in args
     assert "--use-service-account-credentials=true" in args
+    cluster = controller_manager_args(Path("/bin"), PORTS, files(tmp_path), 20.0, True)
+    for flag in ("--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--node-cidr-mask-size=22"):
+        assert flag in cluster
+
+
+def test_kube_proxy_runs_in_iptables_mode_for_the_cluster_range(tmp_path: Path) -> None:
+    args = kube_proxy_args(Path("/bin"), PORTS, files(tmp_path), "host-1")
+    assert args[0] == "/bin/kube-proxy"
+    for flag in (
+        "--proxy-mode=iptables",
+        "--cluster-cidr=10.244.0.0/16",
+        "--hostname-override=host-1",
+        f"--kubeconfig={tmp_path / 'proxy.kubeconfig'}",
+        "--healthz-bind-address=127.0.0.1:10256",
+        "--iptables-localhost-nodeports=false",  # leaves the host's route_localnet alone
+    ):
+        assert flag in args
 
 
 def test_etcd_and_scheduler_listen_on_loopback_only(tmp_path: Path) -> None:
@@ -87,6 +130,9 @@ def test_cluster_pki_issues_the_identities_the_components_and_kubelets_use(tmp_p
     pki = ClusterPKI(tmp_path, SERVICE_IP)
     assert _subject(pki.admin[0]) == ("vk-sandbox-admin", ["system:masters"])
     assert _subject(pki.controller_manager[0]) == ("system:kube-controller-manager", [])
+    assert _subject(pki.kube_proxy[0]) == ("system:kube-proxy", [])
+    assert _subject(pki.front_proxy_client[0]) == ("front-proxy-client", [])
+    assert pki.front_proxy.ca_cert_path.read_bytes() != pki.ca_cert_path.read_bytes()
     assert _subject(pki.node_identity("docker-1")[0]) == ("system:node:docker-1", ["system:nodes"])
     serving = x509.load_pem_x509_certificate(pki.apiserver[0].read_bytes())
     sans = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -137,3 +183,26 @@ def test_the_chart_is_rendered_with_the_kubelet_api_settings_the_providers_get()
         "config.kubeletServer.tls.mode": "csr",
         "rbac.shared": "true",
     }
+
+
+def test_coredns_is_kubeadms_add_on_behind_kube_dns_at_the_tenth_service_address() -> None:
+    objects = {obj["kind"]: (path, obj) for path, obj in coredns_objects("vk-sandbox/coredns:test")}
+    service = objects["Service"][1]
+    assert service["spec"]["clusterIP"] == DNS_SERVICE_IP == str(ip_network(SERVICE_CIDR)[10])
+    assert objects["Service"][0] == "/api/v1/namespaces/kube-system/services/kube-dns"
+    pod = objects["Deployment"][1]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "vk-sandbox/coredns:test"
+    assert pod["containers"][0]["imagePullPolicy"] == "Never"  # built locally, no registry
+    assert {"key": "virtual-kubelet.io/provider", "operator": "Exists", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
+    assert pod["dnsPolicy"] == "Default"
+    corefile = objects["ConfigMap"][1]["data"]["Corefile"]
+    assert "kubernetes cluster.local in-addr.arpa ip6.arpa" in corefile
+    assert "forward . /etc/resolv.conf" in corefile
+    rules = objects["ClusterRole"][1]["rules"]
+    assert {
+        "apiGroups": ["discovery.k8s.io"],
+        "resources": ["endpointslices"],
+        "verbs": ["list", "watch"],
+    } in rules

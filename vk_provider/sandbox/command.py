@@ -121,6 +121,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "reaches a node's kubelet through nodes/proxy on the kubelet's default port 10250 "
         "(default: a free port per node)",
     )
+    parser.add_argument(
+        "--cluster-network",
+        action="store_true",
+        help="with --control-plane real: a cluster, not only a control plane: node CIDRs, kube-proxy "
+        "on this host and CoreDNS behind kube-dns, the providers' clusterDNS pointing at it (root; "
+        "one per host; docs/networking.md)",
+    )
+    parser.add_argument(
+        "--coredns-image",
+        metavar="IMAGE",
+        help="with --cluster-network: the CoreDNS image (default: what scripts/ensure-coredns.sh builds)",
+    )
     parser.add_argument("--no-provider", action="store_true", help="run the control plane alone")
     parser.add_argument(
         "--clean",
@@ -280,6 +292,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
         except ValueError:
             shown = repr(args.apiserver_address)
             raise SandboxUsageError(f"--apiserver-address: not an IP address: {shown}") from None
+    if args.cluster_network and args.control_plane != "real":
+        raise SandboxUsageError("--cluster-network needs --control-plane real")
     if not 0 <= args.kubelet_port <= 65535 - max(args.nodes - 1, 0):
         raise SandboxUsageError(f"--kubelet-port: not a port for {args.nodes} node(s): {args.kubelet_port}")
     try:
@@ -287,6 +301,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     except ValueError:
         raise SandboxUsageError(f"--node-address: not an IP address: {args.node_address!r}") from None
     user_config = load_user_config(args.config)
+    if args.cluster_network:
+        from vk_provider.sandbox.real.coredns import with_cluster_dns
+
+        user_config = with_cluster_dns(user_config)
     state_dir = Path(args.state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     return state_dir, user_config
@@ -359,13 +377,17 @@ class ControlPlane(Protocol):
 def _control_plane(args: argparse.Namespace, state_dir: Path) -> ControlPlane:
     if args.control_plane == "real":
         from vk_provider.sandbox.real.cluster import RealControlPlane
+        from vk_provider.sandbox.real.coredns import default_coredns_image
 
+        coredns_image = args.coredns_image or (default_coredns_image() if args.cluster_network else None)
         return RealControlPlane(
             state_dir=state_dir,
             port=args.port,
             kube_bin=Path(args.kube_bin) if args.kube_bin else None,
             node_monitor_grace_seconds=args.node_grace_seconds,
             extra_address=args.apiserver_address,
+            cluster=args.cluster_network,
+            coredns_image=coredns_image,
         )
     from vk_provider.sandbox.server import SandboxServer
 

@@ -10,6 +10,10 @@ started again with the same command line, data and ports, after the kubelet's re
 back-off (`process.RestartBackoff`). `stop()` ends the supervision, then stops them in
 reverse order. `write_kubeconfig(path)` writes the admin kubeconfig. Logs are in
 `<state_dir>/logs/<component>.log`.
+With `cluster=True` the sandbox is a cluster, not only a control plane (docs/networking.md):
+the host's routes and lock (`host_network`), node CIDRs from the controller manager, kube-proxy
+on this host (supervised like the others; its iptables rules removed with `--cleanup` at stop)
+and CoreDNS behind `kube-dns` (`coredns`), whose pod runs on a provider node.
 `default_kube_bin()` is where `scripts/ensure-kube.sh` leaves the binaries.
 Must not: start providers (command.py does) or import the emulator's server.
 """
@@ -29,16 +33,21 @@ import aiohttp
 from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.logging import get_logger
 from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
-from vk_provider.sandbox.real.admin import AdminAPI
+from vk_provider.sandbox.real.admin import AdminAPI, ApiError
 from vk_provider.sandbox.real.components import (
+    CLUSTER_CIDR,
+    SERVICE_CIDR,
     SERVICE_IP,
     Files,
     Ports,
     apiserver_args,
     controller_manager_args,
     etcd_args,
+    kube_proxy_args,
     scheduler_args,
 )
+from vk_provider.sandbox.real.coredns import deploy_coredns
+from vk_provider.sandbox.real.host_network import HostNetwork, HostNetworkError, advertise_address
 from vk_provider.sandbox.real.pki import ClusterPKI
 from vk_provider.sandbox.real.process import ComponentProcess
 from vk_provider.tasks import cancel_and_wait
@@ -46,6 +55,7 @@ from vk_provider.tasks import cancel_and_wait
 log = get_logger("sandbox.real")
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+CLUSTER_BINARIES = ("kube-proxy",)  # with the cluster network
 READY_SECONDS = 180.0
 
 
@@ -61,8 +71,9 @@ def default_kube_bin() -> Path:
     return Path(cache) / KUBE_VERSION / "bin"
 
 
-def missing_binaries(bin_dir: Path) -> list[str]:
-    return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
+def missing_binaries(bin_dir: Path, cluster: bool = False) -> list[str]:
+    names = BINARIES + (CLUSTER_BINARIES if cluster else ())
+    return [name for name in names if not os.access(bin_dir / name, os.X_OK)]
 
 
 def _free_port() -> int:
@@ -80,13 +91,21 @@ class RealControlPlane:
         kube_bin: Path | None = None,
         node_monitor_grace_seconds: float = 50.0,
         extra_address: str | None = None,
+        cluster: bool = False,
+        coredns_image: str | None = None,
     ) -> None:
+        """`cluster`: also the cluster network (root only, one per host); `coredns_image`: the
+        image of its CoreDNS (scripts/ensure-coredns.sh), needed with `cluster`."""
         self.state_dir = Path(state_dir)
         self.extra_address = extra_address
+        self.advertise_address = advertise_address()
+        self.host_network = HostNetwork(SERVICE_CIDR, CLUSTER_CIDR) if cluster else None
+        self.coredns_image = coredns_image
         self.kube_bin = Path(kube_bin) if kube_bin is not None else default_kube_bin()
         self.node_monitor_grace_seconds = node_monitor_grace_seconds
         self._requested_port = port
-        self.pki = ClusterPKI(self.state_dir, SERVICE_IP, extra_address)
+        extra = tuple(a for a in (extra_address, self.advertise_address) if a is not None)
+        self.pki = ClusterPKI(self.state_dir, SERVICE_IP, extra)
         self.ports: Ports | None = None
         self._etcd_dir: str | None = None
         self._components: list[ComponentProcess] = []
@@ -108,11 +127,16 @@ class RealControlPlane:
         return write_kubeconfig(path, self.url, credentials or self.admin_credentials)
 
     async def start(self) -> None:
-        missing = missing_binaries(self.kube_bin)
+        missing = missing_binaries(self.kube_bin, self.host_network is not None)
         if missing:
             raise ControlPlaneError(
                 f"{', '.join(missing)} not found in {self.kube_bin}: build them with "
                 "scripts/ensure-kube.sh, or pass --kube-bin DIR"
+            )
+        if self.host_network is not None and not self.coredns_image:
+            raise ControlPlaneError(
+                "no CoreDNS image: build it with scripts/ensure-coredns.sh (make coredns), "
+                "or pass --coredns-image"
             )
         self.ports = Ports(
             etcd_client=_free_port(),
@@ -120,6 +144,8 @@ class RealControlPlane:
             apiserver=self._requested_port or _free_port(),
             controller_manager=_free_port(),
             scheduler=_free_port(),
+            proxy_health=_free_port(),
+            proxy_metrics=_free_port(),
         )
         self._etcd_dir = tempfile.mkdtemp(prefix="vk-sandbox-etcd-")
         files = self._files(Path(self._etcd_dir))
@@ -128,18 +154,29 @@ class RealControlPlane:
         ca = self.pki.ca_cert_path
         self.write_kubeconfig(files.controller_manager_kubeconfig, Credentials(ca, cm_cert, cm_key))
         self.write_kubeconfig(files.scheduler_kubeconfig, Credentials(ca, sched_cert, sched_key))
+        proxy_cert, proxy_key = self.pki.kube_proxy
+        self.write_kubeconfig(files.kube_proxy_kubeconfig, Credentials(ca, proxy_cert, proxy_key))
         cert, key = self.pki.admin
         self.admin = AdminAPI(self.url, ca, cert, key)
+        if self.host_network is not None:
+            try:
+                await self.host_network.start()
+            except HostNetworkError as exc:
+                raise ControlPlaneError(str(exc)) from None
         logs = self.state_dir / "logs"
         bin_dir, ports = self.kube_bin, self.ports
         etcd = await self._launch("etcd", etcd_args(bin_dir, ports, files), logs)
         await self._wait_http(etcd, f"http://127.0.0.1:{ports.etcd_client}/health", None)
-        bind = "127.0.0.1" if self.extra_address is None else "0.0.0.0"
-        apiserver_argv = apiserver_args(bin_dir, ports, files, bind)
+        # Every address: the advertised one is where in-cluster clients reach the `kubernetes`
+        # Service's endpoint, loopback where the sandbox's own clients do.
+        loopback_only = self.extra_address is None and self.advertise_address == "127.0.0.1"
+        bind = "127.0.0.1" if loopback_only else "0.0.0.0"
+        apiserver_argv = apiserver_args(bin_dir, ports, files, bind, self.advertise_address)
         apiserver = await self._launch("kube-apiserver", apiserver_argv, logs)
         await self._wait_http(apiserver, f"{self.url}/readyz", self._admin_ssl())
         grace = self.node_monitor_grace_seconds
-        cm_argv = controller_manager_args(bin_dir, ports, files, grace)
+        cluster = self.host_network is not None
+        cm_argv = controller_manager_args(bin_dir, ports, files, grace, cluster)
         controller_manager = await self._launch("kube-controller-manager", cm_argv, logs)
         scheduler = await self._launch("kube-scheduler", scheduler_args(bin_dir, ports, files), logs)
         insecure = ssl.create_default_context()
@@ -154,6 +191,14 @@ class RealControlPlane:
             f"{self.url}/api/v1/namespaces/default/serviceaccounts/default",
             self._admin_ssl(),
         )
+        if cluster:
+            hostname = socket.gethostname()
+            await self._launch("kube-proxy", kube_proxy_args(bin_dir, ports, files, hostname), logs)
+            assert self.admin is not None and self.coredns_image is not None
+            try:
+                await deploy_coredns(self.admin, self.coredns_image)
+            except (ApiError, aiohttp.ClientError) as exc:
+                raise ControlPlaneError(f"cannot deploy CoreDNS: {exc}") from None
         self._supervisors = [
             asyncio.create_task(component.supervise(), name=f"supervise {component.name}")
             for component in self._components
@@ -173,9 +218,25 @@ class RealControlPlane:
             kubelet_client_key=pki.client_key_path,
             sa_key=pki.sa_key_path,
             sa_pub=pki.sa_pub_path,
+            front_proxy_ca=pki.front_proxy.ca_cert_path,
+            front_proxy_client_cert=pki.front_proxy_client[0],
+            front_proxy_client_key=pki.front_proxy_client[1],
             controller_manager_kubeconfig=config_dir / "controller-manager.kubeconfig",
             scheduler_kubeconfig=config_dir / "scheduler.kubeconfig",
+            kube_proxy_kubeconfig=config_dir / "kube-proxy.kubeconfig",
         )
+
+    async def _kube_proxy_cleanup(self) -> None:
+        """Remove kube-proxy's iptables rules (`kube-proxy --cleanup`, cmd/kube-proxy/app/server.go)."""
+        cleanup = ComponentProcess(
+            "kube-proxy-cleanup",
+            [str(self.kube_bin / "kube-proxy"), "--cleanup", "--proxy-mode=iptables"],
+            self.state_dir / "logs" / "kube-proxy.log",
+        )
+        await cleanup.start()
+        assert cleanup.proc is not None
+        if await cleanup.proc.wait() != 0:
+            log.error("kube-proxy --cleanup failed: %s", cleanup.log_tail(5))
 
     def _admin_ssl(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert_path))
@@ -219,7 +280,11 @@ class RealControlPlane:
         self._supervisors.clear()
         for component in reversed(self._components):
             await component.stop()
+        if any(c.name == "kube-proxy" for c in self._components):
+            await self._kube_proxy_cleanup()
         self._components.clear()
+        if self.host_network is not None:
+            await self.host_network.stop()
         if self.admin is not None:
             await self.admin.close()
             self.admin = None

@@ -16,11 +16,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_provider.sandbox.real.components import FRONT_PROXY_CLIENT
 
 ADMIN_USER = "vk-sandbox-admin"
 MASTERS_GROUP = "system:masters"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SCHEDULER_USER = "system:kube-scheduler"
+KUBE_PROXY_USER = "system:kube-proxy"  # bound to the system:node-proxier ClusterRole by default
 NODES_GROUP = "system:nodes"
 # The names the apiserver's serving certificate answers to (kubeadm's list, on loopback).
 APISERVER_DNS_NAMES = (
@@ -35,20 +37,26 @@ APISERVER_DNS_NAMES = (
 class ClusterPKI(SandboxPKI):
     """The sandbox CA plus what the upstream components need. `service_ip` is the first
     address of the service range (the `kubernetes` Service), a name the serving cert carries,
-    as does `extra_address` (another address the apiserver is reached at) when given."""
+    as do `extra_addresses` (others the apiserver is reached at: the advertised one...).
+    The aggregation layer's front proxy has a CA of its own, as kubeadm's `front-proxy-ca`
+    (an extension apiserver trusts the request headers of that CA's clients only), under
+    `<state_dir>/front-proxy/pki`."""
 
-    def __init__(self, state_dir: Path, service_ip: str, extra_address: str | None = None) -> None:
+    def __init__(self, state_dir: Path, service_ip: str, extra_addresses: tuple[str, ...] = ()) -> None:
         super().__init__(state_dir)
         self.apiserver = self.issue_pair(
             "apiserver",
             "kube-apiserver",
             server=True,
             dns_names=APISERVER_DNS_NAMES,
-            ips=("127.0.0.1", service_ip, *([extra_address] if extra_address else [])),
+            ips=("127.0.0.1", service_ip, *dict.fromkeys(extra_addresses)),
         )
         self.admin = self.issue_pair("admin", ADMIN_USER, [MASTERS_GROUP])
         self.controller_manager = self.issue_pair("controller-manager", CONTROLLER_MANAGER_USER)
         self.scheduler = self.issue_pair("scheduler", SCHEDULER_USER)
+        self.kube_proxy = self.issue_pair("kube-proxy", KUBE_PROXY_USER)
+        self.front_proxy = SandboxPKI(state_dir / "front-proxy")
+        self.front_proxy_client = self.front_proxy.issue_pair(FRONT_PROXY_CLIENT, FRONT_PROXY_CLIENT)
         self.sa_key_path = self.dir / "sa.key"
         self.sa_pub_path = self.dir / "sa.pub"
         self._ensure_service_account_keys()

@@ -1,5 +1,5 @@
 // Command kube is one multi-call binary for the upstream Kubernetes control plane:
-// kube-apiserver, kube-controller-manager and kube-scheduler, built from the
+// kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy, built from the
 // k8s.io/kubernetes module at the version in the repository's KUBE_VERSION file.
 //
 // It dispatches on the name it was called by (a symlink named kube-apiserver, …) or on
@@ -24,6 +24,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"  // the build info metric
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 
@@ -31,6 +32,7 @@ var components = map[string]func() *cobra.Command{
 	"apiserver":          func() *cobra.Command { return apiserver.NewAPIServerCommand() },
 	"controller-manager": func() *cobra.Command { return controllermanager.NewControllerManagerCommand() },
 	"scheduler":          func() *cobra.Command { return scheduler.NewSchedulerCommand() },
+	"proxy":              func() *cobra.Command { return proxy.NewProxyCommand() },
 }
 
 func main() {
@@ -41,7 +43,7 @@ func main() {
 	}
 	build, ok := components[name]
 	if !ok {
-		fmt.Fprintln(os.Stderr, "usage: kube apiserver|controller-manager|scheduler [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kube apiserver|controller-manager|scheduler|proxy [flags]")
 		os.Exit(2)
 	}
 	command := build()

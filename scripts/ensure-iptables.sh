@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Make sure the host tools of the real-plane sandbox's cluster network are installed
+# (`vk-provider sandbox --control-plane real --cluster-network`, docs/networking.md): Debian's
+# iptables (kube-proxy's iptables mode runs iptables-save/-restore) and iproute2 (`ip`, for the
+# routes the sandbox adds). The conntrack tool is not needed: kube-proxy 1.37 clears stale
+# conntrack entries over netlink (k8s.io/kubernetes pkg/proxy/conntrack). Does nothing when the
+# commands exist; otherwise installs the packages with apt-get (CI runs as root). Idempotent.
+set -euo pipefail
+
+if command -v iptables-restore >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+  exit 0
+fi
+
+echo "ensure-iptables: installing Debian's iptables and iproute2" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq iptables iproute2 >/dev/null
+command -v iptables-restore >/dev/null && command -v ip >/dev/null

@@ -1,0 +1,219 @@
+"""`vk-provider sandbox --control-plane real --cluster-network`: a cluster, not only a control plane.
+
+What a user sees with kubectl (issue 25 items 4 and 5, docs/networking.md): the `kubernetes`
+Service's endpoint is this host's advertised address, every Node gets a podCIDR, and from a
+pod on a virtual node `kubernetes.default.svc.cluster.local` and a Service of its namespace (by
+its short name) resolve through CoreDNS behind `kube-dns`, and the Service answers on its
+ClusterIP, from the pod and from the host (kube-proxy). Once the sandbox stops, the host's
+routes and kube-proxy's iptables chains are gone. One sandbox for the module (it takes the
+host's cluster-network lock); root only (kube-proxy and routes).
+
+The client pod runs on the node of the CoreDNS pod and of the Service's endpoint: in Docker
+mode each node's pods are on an engine network of their own, which Docker isolates from the
+others (pods of two nodes reaching each other is the pod-networking part of issue 25).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.kubectl import KUBECTL
+from tests.support.planes import REPO, ensure_kube_bin, launch_sandbox, stop_process
+from tests.support.polling import until
+from tests.support.ports import free_port
+from vk_provider.runtime.docker.pod_network import pod_network_name
+from vk_provider.sandbox.bridge_address import bridge_gateway
+from vk_provider.sandbox.real.components import CLUSTER_CIDR, DNS_SERVICE_IP, NODE_CIDR_MASK_SIZE, SERVICE_IP
+from vk_provider.sandbox.real.host_network import EMPTY_INTERFACE, advertise_address
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.kubectl,
+    pytest.mark.real_only,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the cluster network needs root (kube-proxy, routes)"),
+]
+
+NODES = ("cluster-1", "cluster-2")
+TOLERATE = [{"key": "virtual-kubelet.io/provider", "operator": "Exists"}]
+
+
+@dataclass
+class Cluster:
+    kubeconfig: Path
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        run = subprocess.run(
+            [str(KUBECTL), "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+        assert run.returncode == 0 or not check, f"kubectl {' '.join(args)}: {run.stderr}"
+        return run.stdout
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", "-o", "json", *args))
+
+    def apply(self, *objects: dict[str, Any]) -> None:
+        self.kubectl(
+            "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        )
+
+
+def _coredns_image() -> str:
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ensure-coredns.sh")], capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, f"scripts/ensure-coredns.sh failed:\n{built.stderr}"
+    return built.stdout.strip().splitlines()[-1]
+
+
+def _host_network_state() -> str:
+    """What the cluster network changes on this host: routes, kube-proxy's chains, route_localnet."""
+    routes = subprocess.run(["ip", "route"], capture_output=True, text=True, check=True).stdout
+    chains = subprocess.run(
+        ["iptables", "-t", "nat", "-S"], capture_output=True, text=True, check=True
+    ).stdout
+    return "\n".join(
+        [line for line in routes.splitlines() if EMPTY_INTERFACE in line or CLUSTER_CIDR in line]
+        + [line for line in chains.splitlines() if "KUBE-SERVICES" in line]
+        + [Path("/proc/sys/net/ipv4/conf/all/route_localnet").read_text().strip()]
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The sandbox for the module (`control_plane`: the real tier only, by the module's mark)."""
+    before = _host_network_state()
+    directory = tmp_path_factory.mktemp("cluster")
+    state = directory / "state"
+    output = directory / "sandbox.out"
+    gateway = bridge_gateway()
+    assert gateway is not None, "the engine's bridge has no gateway address"
+    args = [
+        *("--control-plane", "real", "--cluster-network", "--kube-bin", ensure_kube_bin()),
+        *("--coredns-image", _coredns_image(), "--state-dir", str(state), "--port", str(free_port())),
+        *("--nodes", str(len(NODES)), "--node-prefix", "cluster-", "--node-address", gateway, "--clean"),
+    ]
+    proc = launch_sandbox(args, output)
+
+    def started() -> bool:
+        text = output.read_text(errors="replace")
+        assert proc.poll() is None, f"the sandbox exited:\n{text[-3000:]}"
+        return "API server at" in text
+
+    try:
+        until("the cluster sandbox", started, deadline=300)
+        yield Cluster(state / "kubeconfig")
+    finally:
+        stop_process(proc)
+        for node in NODES:
+            subprocess.run(
+                ["docker", "network", "rm", pod_network_name(node)], capture_output=True, check=False
+            )
+    # Torn down with the sandbox: the routes and kube-proxy's chains; no sysctl changed.
+    assert _host_network_state() == before, output.read_text(errors="replace")[-3000:]
+
+
+def test_the_kubernetes_service_has_the_advertised_address_and_nodes_get_pod_cidrs(cluster: Cluster) -> None:
+    slices = cluster.get("endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=kubernetes")
+    addresses = [a for s in slices["items"] for e in s.get("endpoints") or [] for a in e["addresses"]]
+    assert addresses == [advertise_address()]
+    assert cluster.get("service", "kubernetes")["spec"]["clusterIP"] == SERVICE_IP
+
+    def cidrs() -> dict[str, str]:
+        nodes = cluster.get("nodes")["items"]
+        found = {n["metadata"]["name"]: n["spec"].get("podCIDR", "") for n in nodes}
+        return found if len(found) == len(NODES) and all(found.values()) else {}
+
+    found = until("podCIDRs on both nodes", cidrs, deadline=120)
+    networks = [ipaddress.IPv4Network(c) for c in found.values()]
+    assert all(n.subnet_of(ipaddress.IPv4Network(CLUSTER_CIDR)) for n in networks)
+    assert {n.prefixlen for n in networks} == {NODE_CIDR_MASK_SIZE}
+    assert len(set(networks)) == len(NODES)
+
+
+def _pod(name: str, node: str, command: list[str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "tolerations": TOLERATE,
+            "containers": [
+                {"name": "c", "image": "vk-test/busybox:1", "imagePullPolicy": "Never", "command": command}
+            ],
+        },
+    }
+
+
+def test_a_pod_resolves_cluster_names_and_reaches_a_cluster_ip(cluster: Cluster) -> None:
+    def coredns_node() -> str:
+        pods = cluster.get("pods", "-n", "kube-system", "-l", "k8s-app=kube-dns")["items"]
+        ready = [
+            p
+            for p in pods
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))
+        ]
+        return str(ready[0]["spec"]["nodeName"]) if ready else ""
+
+    node = until("a ready CoreDNS pod", coredns_node, deadline=240)
+    assert cluster.get("service", "-n", "kube-system", "kube-dns")["spec"]["clusterIP"] == DNS_SERVICE_IP
+    cluster.apply(
+        _pod("web", node, ["httpd", "-f", "-p", "8080", "-h", "/var/www"], {"app": "web"}),
+        _pod("client", node, ["sleep", "3600"]),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    cluster_ip = cluster.get("service", "web")["spec"]["clusterIP"]
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/web", "pod/client", "--timeout=180s")
+    resolv = cluster.kubectl("exec", "client", "--", "cat", "/etc/resolv.conf")
+    assert f"nameserver {DNS_SERVICE_IP}" in resolv
+
+    def lookup(name: str) -> str:
+        # busybox's nslookup also tries the other search domains (and exits 1 on their NXDOMAIN).
+        return cluster.kubectl("exec", "client", "--", "nslookup", name, check=False)
+
+    answer = until(
+        "kubernetes.default.svc.cluster.local resolving in the pod",
+        lambda: (
+            (found := lookup("kubernetes.default.svc.cluster.local")) and f"Address: {SERVICE_IP}" in found
+        ),
+        deadline=120,
+        interval=2,
+    )
+    assert answer
+    short = lookup("web")
+    assert "Name:\tweb.default.svc.cluster.local" in short and f"Address: {cluster_ip}" in short
+
+    def get_through_cluster_ip() -> str:
+        # nc, not busybox's wget: the static busybox's wget crashes in this image.
+        request = "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 " + cluster_ip + " 80"
+        return cluster.kubectl("exec", "client", "--", "sh", "-c", request, check=False)
+
+    until(
+        "the web Service answering on its ClusterIP",
+        lambda: "hello from vk-test/busybox" in get_through_cluster_ip(),
+        deadline=60,
+        interval=2,
+    )
+    with urllib.request.urlopen(f"http://{cluster_ip}/", timeout=10) as from_host:  # kube-proxy on this host
+        assert b"hello from vk-test/busybox" in from_host.read()
