@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance
+.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns
 
 # Both tiers: every API-facing test against the emulator and against the real control plane,
 # and the fast subset of the upstream conformance suite (tests/e2e/test_conformance_subset.py).
@@ -20,7 +20,7 @@ test: test-builds
 test-builds: docker registry install
 	$(MAKE) --no-print-directory -j 2 --output-sync=target go-builds local-builds
 
-go-builds: kube conformance-build
+go-builds: kube conformance-build coredns
 
 local-builds: images image helm lint typecheck
 
@@ -65,6 +65,7 @@ image: docker
 # Debian's docker-registry and htpasswd, for the image-pull tests' local registry.
 registry:
 	bash scripts/ensure-registry.sh
+	bash scripts/ensure-cni-plugins.sh
 
 helm: install
 	bash scripts/ensure-helm.sh $(VENV)/bin/helm
@@ -73,6 +74,13 @@ helm: install
 # (cached; a cold build takes 15-30 minutes on 2 cores).
 kube:
 	bash scripts/ensure-kube.sh >/dev/null
+
+# CoreDNS for `vk-provider sandbox --control-plane real --cluster-network` (docs/networking.md):
+# built from its Go module (tools/coredns, the plugins of kubeadm's Corefile) and imported as the
+# image vk-sandbox/coredns:<version>-<hash>; cached, about a minute warm, a few cold.
+coredns: docker
+	bash scripts/ensure-iptables.sh
+	bash scripts/ensure-coredns.sh >/dev/null
 
 # The upstream conformance suite (e2e.test, `go test -c k8s.io/kubernetes/test/e2e`) and the
 # test images its SIG Node specs use, built offline (cached; about 4 minutes after the control

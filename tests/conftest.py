@@ -138,13 +138,17 @@ def provider_image(docker_client: object) -> str:
 
 
 def _remove_labelled(client: object, label: str) -> None:
-    """Containers, then Docker volumes (a failed test's pods leave their emptyDirs), with `label`."""
+    """Containers, then Docker volumes (a failed test's pods leave their emptyDirs) and networks
+    (a node's pod network), with `label`."""
     for container in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):  # already gone
             container.remove(force=True, v=True)
     for volume in client.volumes.list(filters={"label": label}):  # type: ignore[attr-defined]
         with contextlib.suppress(Exception):  # already gone, or still held
             volume.remove(force=True)
+    for network in client.networks.list(filters={"label": label}):  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # a node's pod network (runtime/docker/pod_network.py)
+            network.remove()
 
 
 @pytest.fixture

@@ -95,6 +95,14 @@ class PodsConfig:
 
 
 @dataclass(frozen=True)
+class NetworkConfig:
+    plugin: str = "docker"  # docker (the engine's networks) | cni (plugins on a sandbox with no network)
+    cni_conf_dir: str = "/etc/cni/net.d"  # the kubelet's --cni-conf-dir
+    cni_bin_dir: tuple[str, ...] = ("/opt/cni/bin",)  # the kubelet's --cni-bin-dir (a search path)
+    cni_timeout: float = 120.0  # one plugin run (ADD, CHECK, DEL) at most this long
+
+
+@dataclass(frozen=True)
 class StaticPodsConfig:
     path: str = ""  # empty: static pods are off
     relist_interval: float = 20.0
@@ -138,6 +146,7 @@ class Config:
     kubernetes: KubernetesConfig = field(default_factory=KubernetesConfig)
     docker: DockerConfig = field(default_factory=DockerConfig)
     pods: PodsConfig = field(default_factory=PodsConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
     static_pods: StaticPodsConfig = field(default_factory=StaticPodsConfig)
     kubelet_server: KubeletServerConfig = field(default_factory=KubeletServerConfig)
     status: StatusConfig = field(default_factory=StatusConfig)

@@ -42,6 +42,7 @@ from vk_provider.config import (
     KubernetesConfig,
     LoggingConfig,
     MetricsConfig,
+    NetworkConfig,
     NodeCapacity,
     NodeConfig,
     PodsConfig,
@@ -471,6 +472,40 @@ def _capability_problem(value: str) -> str | None:
     return None
 
 
+def _absolute(value: str) -> str | None:
+    return None if value.startswith("/") else "must be an absolute path"
+
+
+class _PathList(_StrList):
+    """One absolute path or a list of them (`network.cniBinDir`: a search path)."""
+
+    def __init__(self) -> None:
+        super().__init__(_Str(_absolute))
+
+    def parse(self, value: Any, path: str) -> tuple[str, ...]:
+        paths = super().parse([value] if isinstance(value, str) else value, path)
+        if not paths:
+            raise _Invalid(path, "expected at least one directory")
+        return paths
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"oneOf": [self.item.json_schema(), super().json_schema()]}
+
+
+def _check_network(config: Config) -> None:
+    """CNI mode enters the sandbox's network namespace on this host: the engine must be here."""
+    docker = config.docker
+    remote = docker.engine_location == "remote" or (
+        docker.engine_location == "auto" and bool(docker.host) and not docker.host.startswith("unix://")
+    )
+    if config.network.plugin == "cni" and remote:
+        reason = (
+            "cni needs the Docker engine on this host (its sandboxes' network namespaces are entered "
+            f"from here); docker.host {docker.host or '(engineLocation remote)'} is not"
+        )
+        raise _Invalid("network.plugin", reason)
+
+
 def _check_tls(tls: KubeletTLS, path: str) -> None:
     if tls.mode == "files":
         for key, value in (("certFile", tls.cert_file), ("keyFile", tls.key_file)):
@@ -596,6 +631,19 @@ _SCHEMA = _Section(
             ),
         ),
         (
+            "network",
+            "network",
+            _Section(
+                NetworkConfig,
+                [
+                    ("plugin", "plugin", _Enum(("docker", "cni"))),
+                    ("cniConfDir", "cni_conf_dir", _Str(_absolute)),
+                    ("cniBinDir", "cni_bin_dir", _PathList()),
+                    ("cniTimeout", "cni_timeout", _Duration()),
+                ],
+            ),
+        ),
+        (
             "staticPods",
             "static_pods",
             _Section(
@@ -642,6 +690,7 @@ _SCHEMA = _Section(
         ),
         ("metrics", "metrics", _Section(MetricsConfig, [("enabled", "enabled", _Bool())])),
     ],
+    lambda config, _: _check_network(config),
 )
 
 

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -93,7 +93,9 @@ class MemoryRuntime:
         self.pullable_images.discard(image)
         return PulledImage("sha256:" + image, 1234, 0.5)
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
+    async def ensure_sandbox(
+        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
+    ) -> PodSandboxState:
         meta = pod["metadata"]
         if meta["uid"] in self.refusals:
             raise self.refusals[meta["uid"]]

@@ -453,9 +453,9 @@ async def test_each_pods_runtime_calls_carry_its_arrival_and_syncs_go_oldest_fir
     seen: dict[str, int] = {}
     ensure_sandbox = runtime.ensure_sandbox
 
-    async def recording(pod: Any, dns: Any = None) -> PodSandboxState:
+    async def recording(pod: Any, dns: Any = None, pod_cidrs: Any = ()) -> PodSandboxState:
         seen[pod["metadata"]["uid"]] = call_priority.get()
-        return cast(PodSandboxState, await ensure_sandbox(pod, dns))
+        return cast(PodSandboxState, await ensure_sandbox(pod, dns, pod_cidrs))
 
     runtime.ensure_sandbox = recording
     for name in ("first", "second", "third"):
@@ -474,9 +474,9 @@ async def test_a_freed_sync_slot_goes_to_the_oldest_waiting_pod() -> None:
         synced: list[str] = []
         ensure_sandbox, pod_state = runtime.ensure_sandbox, runtime.pod_state
 
-        async def held(pod: Any, dns: Any = None) -> PodSandboxState:
+        async def held(pod: Any, dns: Any = None, pod_cidrs: Any = ()) -> PodSandboxState:
             await gate.wait()  # `holder` keeps the only sync slot while the others queue
-            return cast(PodSandboxState, await ensure_sandbox(pod, dns))
+            return cast(PodSandboxState, await ensure_sandbox(pod, dns, pod_cidrs))
 
         async def recording(uid: str) -> PodRuntimeState | None:
             synced.append(uid)  # the first thing each sync does

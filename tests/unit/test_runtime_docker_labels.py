@@ -1,4 +1,5 @@
 from datetime import UTC, datetime
+from typing import Any
 
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.types import ContainerRole, ContainerRunState
@@ -66,14 +67,16 @@ def test_running_instance_has_no_exit_and_zero_time_is_none() -> None:
     assert inst.exit_code is None and inst.finished_at is None
 
 
-def test_sandbox_from_inspect_takes_ip_of_configured_network() -> None:
-    inspect = {
+def test_sandbox_from_inspect_takes_ip_of_the_network_it_was_created_on() -> None:
+    networks = {"bridge": {"IPAddress": "172.17.0.5"}, "vk-pods-n": {"IPAddress": "10.244.1.2"}}
+    inspect: dict[str, Any] = {
         "Id": "s1",
         "State": {"Status": "running"},
-        "NetworkSettings": {"Networks": {"bridge": {"IPAddress": "172.17.0.5"}}},
+        "NetworkSettings": {"Networks": networks},
     }
-    assert lb.sandbox_from_inspect(inspect, "bridge").ip == "172.17.0.5"
-    assert lb.sandbox_from_inspect(inspect, "other").ip == ""
+    assert lb.sandbox_from_inspect({**inspect, "HostConfig": {"NetworkMode": "default"}}).ip == "172.17.0.5"
+    assert lb.sandbox_from_inspect({**inspect, "HostConfig": {"NetworkMode": "vk-pods-n"}}).ip == "10.244.1.2"
+    assert lb.sandbox_from_inspect({**inspect, "HostConfig": {"NetworkMode": "other"}}).ip == ""
 
 
 def test_ownership_is_by_node_label() -> None:

@@ -256,3 +256,15 @@ def pod_dns(
     if base is host and config == host:  # Default (or its fallback): the node's file unchanged
         return PodDNS(None, tuple(events))
     return PodDNS(config, tuple(events))
+
+
+def resolv_conf_text(config: ResolvConf) -> str:
+    """The pod's resolv.conf file, as dockershim wrote it over the sandbox's for a network the
+    engine would otherwise answer through its own resolver (docker_sandbox.go rewriteResolvFile,
+    k8s.io/kubernetes@v1.23: nameserver lines, one search line, one options line)."""
+    lines = [f"nameserver {s}" for s in config.servers]
+    if config.searches:
+        lines.append("search " + " ".join(config.searches))
+    if config.options:
+        lines.append("options " + " ".join(config.options))
+    return "".join(f"{line}\n" for line in lines)

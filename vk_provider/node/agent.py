@@ -99,6 +99,7 @@ class NodeAgent:
         self._applied_meta: dict[str, Any] | None = None
         self._info: RuntimeInfo | None = None
         self._runtime_error: str | None = "runtime not checked yet"
+        self._network_error: str | None = None  # Runtime.network_status: Ready False, lease renewed
         self._last_status_write = 0.0
         self._last_ready = ""
         self._kick = asyncio.Event()
@@ -193,6 +194,7 @@ class NodeAgent:
             if was is not None or self._info is None:
                 self._info = await self._runtime.info()
             self._runtime_error = None
+            self._network_error = await self._runtime.network_status()
         except RuntimeFailure as exc:
             self._runtime_error = exc.message
         except TimeoutError:
@@ -243,7 +245,9 @@ class NodeAgent:
                 raise
             current = None
         if current is None:
-            conditions = stamp_conditions([], desired_conditions(self._runtime_error), self._now())
+            conditions = stamp_conditions(
+                [], desired_conditions(self._runtime_error, self._network_error), self._now()
+            )
             body = build_node(self.config, self._info, self.node_ip, conditions, as_kubelet=self._as_kubelet)
             try:
                 current = await self._client.create("/api/v1/nodes", body)
@@ -300,7 +304,7 @@ class NodeAgent:
         if self._node is None:
             return
         api_status = self._node.get("status") or {}
-        conditions = desired_conditions(self._runtime_error)
+        conditions = desired_conditions(self._runtime_error, self._network_error)
         probe = desired_status(self.config, self._info, self.node_ip, conditions)
         due = time.monotonic() - self._last_status_write >= self.config.node.status_report_interval
         if not due and self._last_status_write and not status_differs(api_status, probe):

@@ -1,7 +1,9 @@
 """Node conditions with the kubelet's reasons and messages, their timestamps, and "did anything change".
 
-What lives here: `desired_conditions(runtime_error)` (pkg/kubelet/nodestatus/setters.go
-reasons; NetworkUnavailable as the route controller reports it), `stamp_conditions`
+What lives here: `desired_conditions(runtime_error, network_error)` (pkg/kubelet/nodestatus/setters.go
+reasons; the network's error, CNI mode's NetworkPluginNotReady, makes Ready False with the
+kubelet's KubeletNotReady reason as setters.go ReadyCondition joins networkErrorsFunc's;
+NetworkUnavailable as the route controller reports it), `stamp_conditions`
 (lastHeartbeatTime on every write, lastTransitionTime only when a status flips) and
 `status_differs(api_status, desired)`, which compares only what we own, without the
 heartbeat times. Must not: read the clock or do I/O.
@@ -19,12 +21,14 @@ CONDITION_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready", "Ne
 _TIMES = ("lastHeartbeatTime", "lastTransitionTime")
 
 
-def desired_conditions(runtime_error: str | None) -> list[dict[str, str]]:
-    """The five conditions, without times. `runtime_error` is None when the runtime answers."""
-    if runtime_error is None:
+def desired_conditions(runtime_error: str | None, network_error: str | None = None) -> list[dict[str, str]]:
+    """The five conditions, without times. `runtime_error` is None when the runtime answers,
+    `network_error` when pods can get a network (`Runtime.network_status`)."""
+    error = runtime_error or network_error
+    if error is None:
         ready = {"status": "True", "reason": "KubeletReady", "message": READY_MESSAGE}
     else:
-        ready = {"status": "False", "reason": "KubeletNotReady", "message": runtime_error}
+        ready = {"status": "False", "reason": "KubeletNotReady", "message": error}
     return [
         {
             "type": "MemoryPressure",

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from vk_provider.kube.objects import restart_policy
+from vk_provider.kuberuntime.pod_cidrs import node_pod_cidrs
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix
@@ -233,7 +234,7 @@ class PodSync:
                 node_object=self._deps.node_object(),
                 node_ip=self._deps.host_ip(),
             )
-            sandbox = await self._runtime.ensure_sandbox(pod, dns)
+            sandbox = await self._runtime.ensure_sandbox(pod, dns, node_pod_cidrs(self._deps.node_object()))
         except PodSpecRefused as exc:
             log.warning("pod refused: %s", exc.message, extra=pod_fields(pod))
             if isinstance(exc, PodRejected):

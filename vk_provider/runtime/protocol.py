@@ -88,6 +88,10 @@ class Runtime(Protocol):
     async def ping(self) -> None:
         """Raise RuntimeUnavailable with the engine's error when it does not answer."""
 
+    async def network_status(self) -> str | None:
+        """None when pods can get a network; else why not (the CRI's NetworkReady=false: the
+        Node is NotReady, host-network pods still run)."""
+
     async def info(self) -> RuntimeInfo: ...
 
     def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
@@ -113,9 +117,13 @@ class Runtime(Protocol):
         second caller waits for the first's result. Raises ImagePullError (ErrImagePull)."""
         ...
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
+    async def ensure_sandbox(
+        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
+    ) -> PodSandboxState:
         """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends.
-        `dns` is its resolver configuration (kuberuntime/dns.py); None: the engine's own."""
+        `dns` is its resolver configuration (kuberuntime/dns.py); None: the engine's own.
+        `pod_cidrs` are the Node's (kuberuntime/pod_cidrs.py): the pod's address comes from
+        them where the runtime's network allows it."""
         ...
 
     async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:

@@ -98,6 +98,7 @@ class PodSandboxState:
     running: bool
     ip: str = ""
     created_at: datetime | None = None
+    ips: tuple[str, ...] = ()  # every address (both families in CNI mode); () means (ip,)
 
 
 @dataclass(frozen=True)

@@ -292,7 +292,8 @@ def generate_pod_status(
         pod_ip = host_ip
     if pod_ip:
         status["podIP"] = pod_ip
-        status["podIPs"] = [{"ip": pod_ip}]
+        sandbox_ips = state.sandbox.ips if state is not None and state.sandbox is not None else ()
+        status["podIPs"] = [{"ip": ip} for ip in sandbox_ips or (pod_ip,)]
     elif old.get("podIP"):
         # The sandbox is gone (pod finished): the last known IP stays, as on a kubelet node.
         status["podIP"] = old["podIP"]

@@ -184,9 +184,13 @@ def _linux_resources(host_config: Mapping[str, Any] | None) -> LinuxResources | 
     )
 
 
-def sandbox_from_inspect(inspect: Mapping[str, Any], network: str) -> PodSandboxState:
+def sandbox_from_inspect(inspect: Mapping[str, Any]) -> PodSandboxState:
+    """The sandbox's address is on the network it was created on (`HostConfig.NetworkMode`:
+    the node's pod network or `docker.network`, whichever was in force then)."""
     state = inspect.get("State") or {}
     networks = (inspect.get("NetworkSettings") or {}).get("Networks") or {}
+    mode = str((inspect.get("HostConfig") or {}).get("NetworkMode") or "")
+    network = "bridge" if mode in ("", "default") else mode
     ip = str((networks.get(network) or {}).get("IPAddress", ""))
     running = _run_state(state) == ContainerRunState.RUNNING
     return PodSandboxState(

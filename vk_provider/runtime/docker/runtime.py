@@ -13,7 +13,10 @@ kubelet's way; refused on a volume pods can write when this process may not moun
 mounts are detached before a pod's files go, and everything is removed through
 `paths.remove_under`. A
 container's Localhost seccomp profile is read here from `docker.seccompProfileRoot` and sent
-to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`.
+to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`. A sandbox
+joins the node's pod network (`pod_network`, the Node's podCIDR) or `docker.network`, with the
+pod's own resolv.conf where Docker would answer (`pod_resolv`); in CNI mode it has no network
+and `cni_sandbox` runs the plugins on it (ADD after start, DEL before stop and removal).
 Must not: touch containers without this node's label, remove anything outside the node's
 state directory, or block the event loop.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -41,16 +45,18 @@ from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN, ResolvConf
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts
-from vk_provider.runtime.docker import hosts, images
+from vk_provider.runtime.docker import cni_sandbox, hosts, images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
+from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.create import create_container
 from vk_provider.runtime.docker.engine import Engine, engine_is_local
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.listing import ListingCache
+from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
@@ -132,8 +138,10 @@ class DockerRuntime:
         metrics: ProviderMetrics | None = None,
         *,
         cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        cni: CNISandboxes | None = None,
     ) -> None:
-        """`cluster_domain` (config `pods.clusterDomain`) ends a pod's subdomain FQDN."""
+        """`cluster_domain` (config `pods.clusterDomain`) ends a pod's subdomain FQDN; `cni`:
+        CNI mode (`network.plugin: cni`), the sandboxes' networks set up by its plugins."""
         self.config = config
         self.node_name = node_name
         self.cluster_domain = cluster_domain
@@ -146,6 +154,8 @@ class DockerRuntime:
             lambda pod: self._ensure_sandbox_image(),
         )
         self._puller = ImagePuller(self._engine)
+        self._pod_network = PodNetwork(self._engine, node_name, config.network)
+        self._cni = cni
         self._pump: EventPump | None = None
         # Exited containers never change again: their inspect (and message) is cached by id.
         self._exited: dict[str, ContainerInstance] = {}
@@ -235,6 +245,10 @@ class DockerRuntime:
             await self._engine.call(self._engine.client.api.ping)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
+
+    async def network_status(self) -> str | None:
+        """Docker mode: always ready; CNI mode: whether the conf dir has a usable list."""
+        return await self._cni.not_ready() if self._cni is not None else None
 
     async def info(self) -> RuntimeInfo:
         await self._engine.connect()
@@ -349,7 +363,10 @@ class DockerRuntime:
         inspect = await self._inspect(container_id)
         if inspect is None:
             return None
-        state = lb.sandbox_from_inspect(inspect, self.config.network)
+        state = lb.sandbox_from_inspect(inspect)
+        if self._cni is not None and state.running and cni_sandbox.netns_of(inspect) and not state.ip:
+            ips = await self._cni.ips(inspect)
+            state = dataclasses.replace(state, ip=ips[0] if ips else "", ips=ips)
         if state.running:
             self._running_sandboxes[container_id] = state
         return state
@@ -469,13 +486,17 @@ class DockerRuntime:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
         self._sandbox_image_seen = time.monotonic()
 
-    async def ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None = None) -> PodSandboxState:
+    async def ensure_sandbox(
+        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
+    ) -> PodSandboxState:
         try:
-            return await self._ensure_sandbox(pod, dns)
+            return await self._ensure_sandbox(pod, dns, pod_cidrs)
         finally:
             self._listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
 
-    async def _ensure_sandbox(self, pod: Mapping[str, Any], dns: ResolvConf | None) -> PodSandboxState:
+    async def _ensure_sandbox(
+        self, pod: Mapping[str, Any], dns: ResolvConf | None, pod_cidrs: Sequence[str]
+    ) -> PodSandboxState:
         check_pod_supported(pod)
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
@@ -494,6 +515,18 @@ class DockerRuntime:
         try:
             await self._ensure_sandbox_image()
             await self._ensure_volumes(pod)
+            if (pod.get("spec") or {}).get("hostNetwork"):
+                network = "host"
+            elif self._cni is not None:
+                network = "none"  # the plugins set it up once the sandbox runs
+            else:
+                network = await self._pod_network.ensure(pod_cidrs)
+            try:
+                await self._engine.call(pod_resolv.write_resolv_file, self._pod_dir(uid), dns, network)
+            except (OSError, paths.UnsafePathError) as exc:
+                raise ContainerCreateError(
+                    f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
+                ) from exc
             kwargs = sp.sandbox_create_kwargs(
                 pod,
                 node_name=self.node_name,
@@ -501,6 +534,7 @@ class DockerRuntime:
                 attempt=attempt,
                 dns=dns,
                 cluster_domain=self.cluster_domain,
+                network=network,
             )
             container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
@@ -513,14 +547,30 @@ class DockerRuntime:
             with contextlib.suppress(*EngineErrors):
                 await self._engine.call(container.remove, force=True)
             raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
+        if network == "none" and self._cni is not None:
+            await self._cni_setup(pod, str(container.id))
         state = await self._sandbox_state(str(container.id))
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
         # the dead one it replaces, or one a provider killed before its start left created.
-        await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes if r.get("State") != "running"))
+        await asyncio.gather(
+            *(self._remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
+        )
         log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra=pod_fields(pod))
         return state
+
+    async def _cni_setup(self, pod: Mapping[str, Any], container_id: str) -> None:
+        """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
+        assert self._cni is not None
+        try:
+            inspect = await self._inspect(container_id)
+            await self._cni.setup(pod, inspect or {"Id": container_id})
+        except (RuntimeFailure, *EngineErrors) as exc:
+            with contextlib.suppress(*EngineErrors):
+                await self._remove(container_id)
+            message = exc.message if isinstance(exc, RuntimeFailure) else _engine_message(exc)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
 
     async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """The `type` checks run on this host for a local engine (in the pool: they stat and may
@@ -680,6 +730,7 @@ class DockerRuntime:
             seccomp_json=seccomp_json,
             hosts_file=self._hosts_file(launch),
             emptydir_dirs=None if root is None else self._emptydir_dirs(launch),
+            resolv_file=pod_resolv.resolv_file(self._pod_dir(uid_of(launch.pod)), launch.container),
         )
 
     def _subpath_source(self, uid: str) -> sp.SubPathResolver:
@@ -776,6 +827,11 @@ class DockerRuntime:
         inspect = await self._owned_inspect(container_id)
         if inspect is None or not (inspect.get("State") or {}).get("Running"):
             return
+        if (
+            self._cni is not None
+            and lb.role_of((inspect.get("Config") or {}).get("Labels") or {}) == ContainerRole.SANDBOX
+        ):
+            await self._cni.teardown(container_id, inspect)  # the kubelet's StopPodSandbox: network first
         sig = signal or _signal_of(inspect)
         if grace_seconds > 0 and await self._signal_and_wait(container_id, sig, grace_seconds):
             return
@@ -923,6 +979,12 @@ class DockerRuntime:
             self._listing.container_changed(container_id)
         self._exited.pop(container_id, None)
 
+    async def _remove_sandbox(self, container_id: str) -> None:
+        """CNI mode: DEL its network first (a failure keeps it, to be removed again later)."""
+        if self._cni is not None:
+            await self._cni.teardown(container_id, await self._inspect(container_id))
+        await self._remove(container_id)
+
     async def _wait_removed(self, container_id: str, conflict: APIError) -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + KILL_WAIT_SECONDS
@@ -945,7 +1007,15 @@ class DockerRuntime:
             keep = 1 if role == ContainerRole.SANDBOX.value else 2
             members.sort(key=lambda r: lb.attempt_of(r.get("Labels") or {}), reverse=True)
             doomed += [r for r in members[keep:] if r.get("State") != "running"]
-        await asyncio.gather(*(self._remove(str(r["Id"])) for r in doomed))
+        sandbox = ContainerRole.SANDBOX.value
+        await asyncio.gather(
+            *(
+                (self._remove_sandbox if (r.get("Labels") or {}).get(lb.ROLE) == sandbox else self._remove)(
+                    str(r["Id"])
+                )
+                for r in doomed
+            )
+        )
         for r in doomed:
             await self._engine.call(self._drop_state_dir, uid, r.get("Labels") or {})
 
@@ -974,7 +1044,7 @@ class DockerRuntime:
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         others = [r for r in rows if r not in sandboxes]
         await asyncio.gather(*(self._remove(str(r["Id"])) for r in others))
-        await asyncio.gather(*(self._remove(str(r["Id"])) for r in sandboxes))
+        await asyncio.gather(*(self._remove_sandbox(str(r["Id"])) for r in sandboxes))
         if self._state_dir is not None:  # before the volumes and files whose paths they hold
             await self._engine.call(self._clean_subpaths, uid)
         api = self._engine.client.api

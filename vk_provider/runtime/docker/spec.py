@@ -40,6 +40,7 @@ from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.mount_options import bind_options
+from vk_provider.runtime.docker.pod_resolv import ETC_RESOLV_CONF
 from vk_provider.runtime.docker.security import cap_name, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
@@ -213,9 +214,11 @@ def sandbox_create_kwargs(
     attempt: int,
     dns: ResolvConf | None,
     cluster_domain: str,
+    network: str = "",
 ) -> dict[str, Any]:
     """`dns` is the pod's resolver configuration (`dns_kwargs`); `cluster_domain` ends the
-    FQDN of a setHostnameAsFQDN pod's hostname."""
+    FQDN of a setHostnameAsFQDN pod's hostname; `network` is the one the sandbox joins
+    (`pod_network`: the node's pod network; empty: `docker.network`)."""
     spec = _spec(pod)
     kwargs: dict[str, Any] = {
         "image": config.sandbox_image,
@@ -227,9 +230,9 @@ def sandbox_create_kwargs(
     if spec.get("hostNetwork"):
         kwargs["network_mode"] = "host"
     else:
-        kwargs["network_mode"] = config.network
+        kwargs["network_mode"] = network or config.network
         kwargs["hostname"] = hosts.kernel_hostname(pod, cluster_domain)
-        ports = published_ports(pod)
+        ports = published_ports(pod) if kwargs["network_mode"] != "none" else {}  # none: CNI's portmap
         if ports:
             kwargs["ports"] = ports
     if spec.get("hostPID"):
@@ -490,11 +493,13 @@ def container_create_kwargs(
     seccomp_json: str | None = None,
     hosts_file: str | None = None,
     emptydir_dirs: Mapping[str, str] | None = None,
+    resolv_file: str | None = None,
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox.
 
     `hosts_file` is the pod's managed /etc/hosts (hosts.pod_hosts_file) the shell wrote, mounted
-    unless the container mounts a volume there.
+    unless the container mounts a volume there; `resolv_file` the pod's resolv.conf
+    (`pod_resolv.resolv_file`), mounted over /etc/resolv.conf.
 
     `image_user` is the image's `Config.User`, looked up by the shell when `needs_image_user`;
     `resolve_subpath` is volume_binds'; `seccomp_json` the text of the container's Localhost
@@ -545,6 +550,8 @@ def container_create_kwargs(
         kwargs["labels"][lb.TERMINATION_MESSAGE_FILE] = termination_file
     if hosts_file and not hosts.mounts_own_hosts(c):
         binds.append(f"{hosts_file}:{hosts.ETC_HOSTS}:rw")
+    if resolv_file:
+        binds.append(f"{resolv_file}:{ETC_RESOLV_CONF}:rw")
     if c.get("terminationMessagePolicy"):
         kwargs["labels"][lb.TERMINATION_MESSAGE_POLICY] = str(c["terminationMessagePolicy"])
     if binds:

@@ -1,0 +1,48 @@
+"""The Node's pod CIDRs (kuberuntime/pod_cidrs.py) and the pod's own resolv.conf
+(kuberuntime/dns.py resolv_conf_text, runtime/docker/pod_resolv.py): files written in a temp dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vk_provider.kuberuntime.dns import ResolvConf, resolv_conf_text
+from vk_provider.kuberuntime.pod_cidrs import ipv4_cidr, node_pod_cidrs
+from vk_provider.runtime.docker.pod_resolv import resolv_file, write_resolv_file
+
+CLUSTER = ResolvConf(("10.96.0.10",), ("ns.svc.cluster.local", "svc.cluster.local"), ("ndots:5",))
+
+
+def test_pod_cidrs_come_from_pod_cidrs_or_the_single_field_and_bad_ones_are_left_out() -> None:
+    dual = {"spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["fd00:1::/64", "10.244.1.0/24"]}}
+    assert node_pod_cidrs(dual) == ("fd00:1::/64", "10.244.1.0/24")
+    assert ipv4_cidr(node_pod_cidrs(dual)) == "10.244.1.0/24"
+    assert node_pod_cidrs({"spec": {"podCIDR": "10.244.2.0/24"}}) == ("10.244.2.0/24",)
+    assert node_pod_cidrs({"spec": {"podCIDRs": ["10.244.2.1/24", "nonsense"]}}) == ()
+    assert node_pod_cidrs({}) == () and ipv4_cidr(()) is None
+    assert ipv4_cidr(("fd00:1::/64",)) is None
+
+
+def test_resolv_conf_text_is_dockershims_layout() -> None:
+    assert resolv_conf_text(CLUSTER) == (
+        "nameserver 10.96.0.10\nsearch ns.svc.cluster.local svc.cluster.local\noptions ndots:5\n"
+    )
+    assert resolv_conf_text(ResolvConf()) == ""
+
+
+def test_the_file_is_written_for_a_user_defined_network_only_and_mounted_unless_the_container_has_its_own(
+    tmp_path: Path,
+) -> None:
+    pod_dir = tmp_path / "uid"
+    write_resolv_file(pod_dir, CLUSTER, "vk-pods-n")
+    assert (pod_dir / "resolv.conf").read_text().startswith("nameserver 10.96.0.10\n")
+    assert resolv_file(pod_dir, {"name": "c"}) == str(pod_dir / "resolv.conf")
+    own = {"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/etc/resolv.conf"}]}
+    assert resolv_file(pod_dir, own) is None
+    # A later sandbox on the default bridge (Docker writes the file itself) or with the engine's
+    # own configuration: the old file goes.
+    write_resolv_file(pod_dir, CLUSTER, "bridge")
+    assert resolv_file(pod_dir, {"name": "c"}) is None
+    write_resolv_file(pod_dir, CLUSTER, "vk-pods-n")
+    write_resolv_file(pod_dir, None, "vk-pods-n")
+    assert not (pod_dir / "resolv.conf").exists()
+    write_resolv_file(None, CLUSTER, "vk-pods-n")  # a remote engine: nothing to write

@@ -1,0 +1,53 @@
+"""The pod's own resolv.conf where Docker would answer with its embedded resolver.
+
+On a user-defined network (the node's pod network, or a `docker.network` other than the
+default bridge) Docker writes `nameserver 127.0.0.11` into the sandbox's resolv.conf and
+forwards from there; a pod must see the nameservers the kubelet's rules gave it (the cluster
+DNS), so the file is written here, `<state>/<node>/<uid>/resolv.conf`, and bind-mounted over
+each container's /etc/resolv.conf, as dockershim rewrote the sandbox's file
+(pkg/kubelet/dockershim/docker_sandbox.go rewriteResolvFile, k8s.io/kubernetes@v1.23.17).
+What lives here: `write_resolv_file` (blocking: in the engine's pool) and `resolv_file`.
+Not written: on the default bridge (Docker copies the `dns*` options into the file itself),
+for a configuration that is None (the engine's copy of its host's file: `kuberuntime/dns.py`)
+or empty (dockershim left the file alone too), or for a remote engine (no pod directory).
+Must not: decide the DNS rules (kuberuntime/dns.py does) or write outside the pod directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vk_provider import hostpaths as paths
+from vk_provider.kuberuntime.dns import ResolvConf, resolv_conf_text
+
+ETC_RESOLV_CONF = "/etc/resolv.conf"
+RESOLV_FILE = "resolv.conf"
+ENGINE_RESOLVED_NETWORKS = ("bridge", "default", "host")
+
+
+def write_resolv_file(pod_dir: Path | None, dns: ResolvConf | None, network: str) -> None:
+    """Write the pod's file for a sandbox on `network`, or remove one an earlier sandbox of the
+    pod left when this one does not need it."""
+    if pod_dir is None:
+        return
+    path = pod_dir / RESOLV_FILE
+    text = resolv_conf_text(dns) if dns is not None and network not in ENGINE_RESOLVED_NETWORKS else ""
+    if not text:
+        path.unlink(missing_ok=True)
+        return
+    paths.make_private_dirs(pod_dir)
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def resolv_file(pod_dir: Path | None, container: Mapping[str, Any]) -> str | None:
+    """The pod's file to mount over the container's /etc/resolv.conf (None: Docker's own, or
+    a volume the container mounts there itself)."""
+    if pod_dir is None or any(
+        m.get("mountPath") == ETC_RESOLV_CONF for m in container.get("volumeMounts") or []
+    ):
+        return None
+    path = pod_dir / RESOLV_FILE
+    return str(path) if path.is_file() else None
