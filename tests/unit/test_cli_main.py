@@ -1,6 +1,5 @@
 """The `vk-provider` command line, called in-process (vk_provider.cli.main)."""
 
-import json
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import pytest
 import yaml
 
 from tests.support.fake_provider import fake_provider
+from tests.support.klog import parse_line
 from tests.support.kubeconfigs import write_kubeconfig
 from vk_provider import __version__
 from vk_provider.cli import main
@@ -229,13 +229,10 @@ def test_an_unreachable_docker_engine_is_one_error_line_and_exit_1(tmp_path: Pat
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
-    errors = [line for line in done.stderr.splitlines() if "ERROR" in line or '"level": "error"' in line]
+    parsed = [parse_line(line) for line in done.stderr.splitlines() if line.strip()]
+    errors = [line for line in parsed if line.severity == "E"]
     assert len(errors) == 1, done.stderr
     expected = f"provider failed to start: cannot connect to the Docker engine at {socket}: "
     expected += "[Errno 2] No such file or directory"
-    if fmt == "text":
-        assert errors[0].endswith(f"node=no-engine {expected}"), errors
-    else:
-        entry = json.loads(errors[0])
-        assert (entry["msg"], entry["node"], entry["reason"]) == (expected, "no-engine", "RuntimeUnavailable")
-        assert "error" not in entry  # no traceback field either
+    assert errors[0].msg == expected, errors
+    assert (errors[0].pairs["node"], errors[0].pairs["reason"]) == ("no-engine", "RuntimeUnavailable")

@@ -1,5 +1,6 @@
-"""Log lines as a user reads them (`kubectl logs`, a log shipper): the JSON fields of a line's
-context (`node`, `pod`, `uid`, `container`, `reason`) and the text line's `key=value` prefix."""
+"""Log lines as a user reads them (`kubectl logs`, a log shipper): klog's text format (header,
+quoted message, logfmt pairs) and component-base's JSON format, every `extra=` key written, a
+pod as klog's KObj, one line per entry even with a traceback, and per-component levels."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.klog import parse_line, parse_text
 from vk_provider.logging import get_logger, pod_fields, setup_logging
 
 POD = {"metadata": {"name": "web", "namespace": "shop", "uid": "1b2c"}}
@@ -18,55 +20,91 @@ POD = {"metadata": {"name": "web", "namespace": "shop", "uid": "1b2c"}}
 def restore_root() -> Iterator[None]:
     """setup_logging replaces the root handler and sets the levels; put pytest's back afterwards."""
     root, ours = logging.getLogger(), logging.getLogger("vk_provider")
-    handlers, levels = list(root.handlers), (root.level, ours.level)
+    pods = logging.getLogger("vk_provider.pods")
+    handlers, levels = list(root.handlers), (root.level, ours.level, pods.level)
     yield
     root.handlers[:] = handlers
     root.setLevel(levels[0])
     ours.setLevel(levels[1])
+    pods.setLevel(levels[2])
 
 
 def lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
     return capsys.readouterr().err.splitlines()
 
 
-def test_json_lines_carry_pod_uid_container_and_reason_as_fields(
-    restore_root: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    setup_logging("info", "json")
+def _log_sample() -> None:
     log = get_logger("pods.containers")
     log.info(
-        "container %s: %s",
-        "app",
-        "back-off",
+        "Back-off restarting failed container",
         extra=pod_fields(POD, container="app", reason="CrashLoopBackOff"),
     )
-    log.info("pulled image %s", "busybox", extra=pod_fields(POD))
-    log.info("provider started", extra={"node": "docker-1"})
-    first, second, third = (json.loads(line) for line in lines(capsys))
-    assert {k: v for k, v in first.items() if k != "time"} == {
-        "level": "info",
-        "component": "pods.containers",
-        "msg": "container app: back-off",
+    log.warning(
+        "Pulled image", extra={**pod_fields(POD), "image": 'busybox:"1"', "bytes": 4096, "cached": False}
+    )
+    try:
+        raise RuntimeError("engine went away")
+    except RuntimeError:
+        log.exception("Sync failed", extra={"node": "docker-1"})
+
+
+def test_text_lines_are_klog_headers_with_logfmt_pairs(
+    restore_root: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    setup_logging("info", "text")
+    _log_sample()
+    first, second, third = (parse_text(line) for line in lines(capsys))
+    assert (first.severity, first.msg, first.caller.split(":")[0]) == (
+        "I",
+        "Back-off restarting failed container",
+        "test_logging.py",
+    )
+    assert first.pairs == {
+        "logger": "pods.containers",
         "pod": "shop/web",
         "uid": "1b2c",
         "container": "app",
         "reason": "CrashLoopBackOff",
     }
-    assert (second["pod"], second["uid"]) == ("shop/web", "1b2c")
-    assert "container" not in second and "reason" not in second  # only where they apply
-    assert third["node"] == "docker-1" and "pod" not in third
+    assert second.severity == "W"
+    assert (second.pairs["image"], second.pairs["bytes"], second.pairs["cached"]) == (
+        'busybox:"1"',
+        "4096",
+        "false",
+    )
+    assert third.severity == "E" and third.pairs["err"] == "engine went away"
+    assert "RuntimeError: engine went away" in third.pairs["stacktrace"]  # the traceback, on the one line
 
 
-def test_text_lines_name_the_node_pod_and_container(
+def test_json_lines_are_component_base_entries(
     restore_root: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    setup_logging("info", "text")
-    get_logger("pods.containers").info(
-        "started container app", extra={"node": "docker-1", **pod_fields(POD, container="app")}
-    )
+    setup_logging("info", "json")
+    _log_sample()
+    first, second, third = (json.loads(line) for line in lines(capsys))
+    assert isinstance(first["ts"], float) and first["caller"].startswith("test_logging.py:")
+    assert {k: v for k, v in first.items() if k not in ("ts", "caller")} == {
+        "logger": "pods.containers",
+        "msg": "Back-off restarting failed container",
+        "v": 0,
+        "pod": {"name": "web", "namespace": "shop"},
+        "uid": "1b2c",
+        "container": "app",
+        "reason": "CrashLoopBackOff",
+    }
+    assert (second["v"], second["level"], second["bytes"], second["cached"]) == (0, "warning", 4096, False)
+    assert "v" not in third and third["err"] == "engine went away"
+    assert [parse_line(json.dumps(e)).severity for e in (first, second, third)] == ["I", "W", "E"]
+
+
+def test_per_component_levels(restore_root: None, capsys: pytest.CaptureFixture[str]) -> None:
+    setup_logging("warning", "text", {"pods": "debug"})
+    get_logger("pods.workers").debug("Syncing pod", extra=pod_fields(POD))
+    get_logger("node.agent").info("Updated node status")
     [line] = lines(capsys)
-    assert line.endswith(" [pods.containers] node=docker-1 pod=shop/web container=app started container app")
+    assert parse_text(line).msg == "Syncing pod"
 
 
 def test_pod_fields_of_a_pod_without_uid_has_no_uid() -> None:
-    assert pod_fields({"metadata": {"name": "p", "namespace": "d"}}) == {"pod": "d/p"}
+    assert str(pod_fields({"metadata": {"name": "p", "namespace": "d"}})["pod"]) == "d/p"
+    assert "uid" not in pod_fields({"metadata": {"name": "p", "namespace": "d"}})
