@@ -8,10 +8,10 @@ Start order: the node's client certificate with `kubernetes.credentials: node`
 event recorder, the kubelet API server (its bound port is what the Node advertises), node
 registration, the status manager, the services reflector (`kube.services`), the pod
 workers, mirror pods, the pod sources (`pods.sources`: the static pods, then adoption and
-the API source once the apiserver answers), and last the health endpoint
-(`kubeletServer.healthzListen`). Stop is the reverse and never stops the
-pods' containers. Must not: contain pod, node or status logic of its own, or know which
-container engine runs the pods.
+the API source once the apiserver answers), and last the health endpoints
+(`kubeletServer.healthzListen`: /healthz, and /readyz from `kubeletapi.readiness`). Stop is
+the reverse and never stops the pods' containers. Must not: contain pod, node or status logic
+of its own, or know which container engine runs the pods.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.healthz import HealthzServer
 from vk_provider.kubeletapi.podstate import KnownPods
+from vk_provider.kubeletapi.readiness import Readiness
 from vk_provider.kubeletapi.tls import KubeletTLSError
 from vk_provider.kuberuntime.dns import NodeDNS
 from vk_provider.logging import get_logger
@@ -152,7 +153,13 @@ class Provider:
         self.kubelet.pods = KnownPods(self.sources.pod_config, self.status)
         await self.sources.start()
         if cfg.kubelet_server.healthz_listen:  # last: healthy once everything runs
-            self.healthz = HealthzServer(cfg.kubelet_server.healthz_listen)
+            readiness = Readiness(
+                runtime,
+                self.metrics,
+                node_registered=lambda: bool(node.node_object()),
+                ask_apiserver=lambda: client.get("/version"),
+            )
+            self.healthz = HealthzServer(cfg.kubelet_server.healthz_listen, readiness)
             await self.healthz.start()
         log.info("provider started", extra={"node": self.node_name})
 

@@ -12,12 +12,16 @@ the engine itself.
 
 from __future__ import annotations
 
+import platform
 from collections import Counter as Tally
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -26,7 +30,9 @@ from prometheus_client import (
     generate_latest,
 )
 
+from vk_provider import __version__
 from vk_provider.kube.objects import parse_time
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 
 PREFIX = "vk_provider"
@@ -38,6 +44,30 @@ POD_START_BUCKETS: tuple[float, ...] = (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45
 POD_START_BUCKETS += (300, 360, 480, 600, 900, 1200, 1800, 2700, 3600)
 STATUS_SYNC_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 20, 30, 45, 60)
 RUNTIME_BUCKETS = tuple(0.005 * 2.5**i for i in range(14))
+IMAGE_PULL_BUCKETS = (1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600)
+# metrics.imageSizeBuckets: (lower bound in bytes, label), the label of a size above the bound.
+_GIB = 1024**3
+IMAGE_SIZE_BUCKETS = (
+    (100 * _GIB, "GT100GB"),
+    (60 * _GIB, "60GB-100GB"),
+    (40 * _GIB, "40GB-60GB"),
+    (30 * _GIB, "30GB-40GB"),
+    (20 * _GIB, "20GB-30GB"),
+    (10 * _GIB, "10GB-20GB"),
+    (5 * _GIB, "5GB-10GB"),
+    (_GIB, "1GB-5GB"),
+    (500 * 1024**2, "500MB-1GB"),
+    (100 * 1024**2, "100MB-500MB"),
+    (10 * 1024**2, "10MB-100MB"),
+    (0, "0-10MB"),
+)
+
+
+def image_size_bucket(size: int) -> str:
+    """The kubelet's `image_size_in_bytes` label of a pulled image (metrics.GetImageSizeBucket)."""
+    if size <= 0:
+        return "N/A"
+    return next(label for bound, label in IMAGE_SIZE_BUCKETS if size > bound)
 
 
 def pod_start_seconds(pod: Mapping[str, Any], now: datetime) -> float | None:
@@ -106,10 +136,23 @@ class ProviderMetrics:
             ["method", "code"],
             registry=registry,
         )
-        self.rest_client_request_duration = Histogram(
+        self.rest_client_request_duration = Histogram(  # client-go labels it `verb` (the HTTP method)
             f"{PREFIX}_rest_client_request_duration_seconds",
-            "Request latency in seconds to the apiserver (until the answer's headers), by method.",
-            ["method"],
+            "Request latency in seconds to the apiserver (until the answer's headers), by verb.",
+            ["verb"],
+            registry=registry,
+        )
+        self.image_pull_duration = Histogram(  # kubelet_image_pull_duration_seconds
+            f"{PREFIX}_image_pull_duration_seconds",
+            "Duration in seconds to pull an image.",
+            ["image_size_in_bytes"],
+            buckets=IMAGE_PULL_BUCKETS,
+            registry=registry,
+        )
+        self.image_pulls = Counter(
+            f"{PREFIX}_image_pulls",
+            "Image pulls the node made, by result (success, failure).",
+            ["result"],
             registry=registry,
         )
         self.watch_restarts = Counter(
@@ -135,6 +178,43 @@ class ProviderMetrics:
             registry=registry,
         )
 
+        # The process's own series, as every Go binary's process_* (prometheus-client's collectors
+        # of this process: CPU, memory, open files, start time; Python's info and GC).
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            registry.register(collector)
+        build = Gauge(  # as kubernetes_build_info: one series, always 1
+            f"{PREFIX}_build_info",
+            "A metric with a constant '1' value labeled by the provider's version, the Kubernetes "
+            "version it serves and the Python that runs it.",
+            ["version", "kubernetes_version", "python_version", "platform"],
+            registry=registry,
+        )
+        build.labels(__version__, KUBE_VERSION, platform.python_version(), _platform()).set(1)
+        # /metrics/probes: the kubelet's prober series (pkg/kubelet/prober/prober_manager.go), in a
+        # registry of their own as the kubelet serves them on a path of their own.
+        self.probes_registry = CollectorRegistry()
+        self.probe_total = Counter(
+            "prober_probe_total",
+            "Cumulative number of a liveness, readiness or startup probe for a container by result.",
+            ["probe_type", "result", "container", "pod", "namespace", "pod_uid"],
+            registry=self.probes_registry,
+        )
+        self.probe_duration = Histogram(  # client_golang's default buckets, as prometheus-client's
+            "prober_probe_duration_seconds",
+            "Duration in seconds for a probe response.",
+            ["probe_type", "container", "pod", "namespace"],
+            registry=self.probes_registry,
+        )
+
+    def apiserver_answers(self) -> float:
+        """How many requests an apiserver answered without a server error (readiness.py)."""
+        return sum(
+            sample.value
+            for family in self.rest_client_requests.collect()
+            for sample in family.samples
+            if sample.name.endswith("_total") and not sample.labels["code"].startswith(("<", "5"))
+        )
+
     def observe_pods(self, pods: Iterable[PodRuntimeState]) -> None:
         """Set the running gauges from the runtime's pods of this node."""
         running = 0
@@ -148,3 +228,13 @@ class ProviderMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def render_probes(self) -> bytes:
+        return generate_latest(self.probes_registry)
+
+
+def _platform() -> str:
+    """`linux/amd64`, as the Go build info's `platform`."""
+    machine = platform.machine().lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+    return f"{platform.system().lower()}/{arch}"

@@ -460,11 +460,15 @@ async def test_stats_summary_has_pod_cpu_and_memory(
 ) -> None:
     _, base = kubelet
     pod, _ = await run_pod(runtime, "busy", {"app": "while true; do :; done"})
-    async with http.get(f"{base}/stats/summary") as resp:
-        await resp.json()
-    await asyncio.sleep(1)
-    async with http.get(f"{base}/stats/summary") as resp:
-        summary = await resp.json()
+
+    async def with_rate() -> dict[str, Any] | None:
+        # usageNanoCores needs the previous stats pass (one per STATS_INTERVAL, shared by scrapes)
+        async with http.get(f"{base}/stats/summary") as resp:
+            summary: dict[str, Any] = await resp.json()
+        pods = summary["pods"]
+        return summary if pods and "usageNanoCores" in pods[0]["containers"][0]["cpu"] else None
+
+    summary = await eventually(with_rate, within=DEADLINE, interval=1, what="a second stats pass")
     assert summary["node"]["nodeName"] == node_name
     [p] = summary["pods"]
     assert p["podRef"] == {"name": "busy", "namespace": "default", "uid": pod["metadata"]["uid"]}

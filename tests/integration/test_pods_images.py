@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.manifests import sh
+from tests.support.metrics import sample
 from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.provider_harness import ProviderHarness
 from tests.support.registry import LocalRegistry, SlowProxy, dockercfg, dockerconfigjson
@@ -64,6 +65,8 @@ async def test_without_a_secret_the_pull_fails_then_backs_off(
     back_off = await harness.wait_event("anon", "BackOff")
     assert back_off["message"] == f'Back-off pulling image "{image}"'
     assert local_registry.manifest_requests(image.split("/", 1)[1].rsplit(":", 1)[0], "1") == 0
+    assert harness.provider is not None
+    assert sample(harness.provider.metrics, "vk_provider_image_pulls_total", result="failure") >= 1
 
 
 @pytest.mark.parametrize("form", ["dockerconfigjson", "dockercfg"])
@@ -85,6 +88,10 @@ async def test_a_pull_secret_sends_the_credentials(
     assert pulled["message"].startswith(f'Successfully pulled image "{image}" in ')
     assert " including waiting). Image size: " in pulled["message"]
     assert local_registry.manifest_requests(repo, "1") == 1
+    assert harness.provider is not None
+    metrics = harness.provider.metrics
+    assert sample(metrics, "vk_provider_image_pulls_total", result="success") == 1
+    assert sample(metrics, "vk_provider_image_pull_duration_seconds_count", image_size_in_bytes="0-10MB") == 1
 
 
 async def test_credentials_for_another_registry_are_not_sent(

@@ -178,8 +178,8 @@ def test_the_providers_container_is_probed_on_its_healthz_port(
     container = _container(objects)
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"kubelet": 10250, "healthz": port}
-    for probe in ("livenessProbe", "readinessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "healthz"}, probe
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "healthz"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "healthz"}
     assert _rendered_config(objects, tmp_path).kubelet_server.healthz_listen.endswith(f":{port}")
 
 

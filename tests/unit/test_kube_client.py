@@ -219,6 +219,4 @@ async def test_every_request_sent_is_counted_by_method_and_code() -> None:
     assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="429") == 1
     assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="200") == 1
     assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="GET", code="404") == 1
-    assert (
-        sample(client.metrics, "vk_provider_rest_client_request_duration_seconds_count", method="PATCH") == 2
-    )
+    assert sample(client.metrics, "vk_provider_rest_client_request_duration_seconds_count", verb="PATCH") == 2

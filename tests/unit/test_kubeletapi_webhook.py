@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.kubeletapi.auth import certificate_user
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from vk_provider.kubeletapi.auth import auth_middleware, certificate_user
 from vk_provider.kubeletapi.webhook import User, WebhookAuth, refusal, request_attributes
 
 
@@ -23,12 +26,27 @@ class Reviews:
 
 
 def test_request_attributes_follow_the_kubelet() -> None:
-    assert request_attributes("GET", "/stats/summary") == ("get", "stats")
-    assert request_attributes("GET", "/metrics/resource") == ("get", "metrics")
-    assert request_attributes("GET", "/logs/syslog") == ("get", "log")
-    assert request_attributes("POST", "/exec/ns/p/c") == ("create", "proxy")
-    assert request_attributes("GET", "/containerLogs/ns/p/c") == ("get", "proxy")
-    assert request_attributes("GET", "/statsfoo") == ("get", "proxy")
+    assert request_attributes("GET", "/stats/summary") == ("get", ("stats",))
+    assert request_attributes("GET", "/metrics/resource") == ("get", ("metrics",))
+    assert request_attributes("GET", "/metrics/cadvisor") == ("get", ("metrics",))
+    assert request_attributes("GET", "/logs/syslog") == ("get", ("log",))
+    assert request_attributes("POST", "/exec/ns/p/c") == ("create", ("proxy",))
+    assert request_attributes("GET", "/containerLogs/ns/p/c") == ("get", ("proxy",))
+    assert request_attributes("GET", "/statsfoo") == ("get", ("proxy",))
+
+
+def test_fine_grained_subresources_come_first_then_proxy_as_the_137_kubelet() -> None:
+    """pkg/kubelet/server/auth.go GetRequestAttributes with KubeletFineGrainedAuthz (GA)."""
+    assert request_attributes("GET", "/pods") == ("get", ("pods", "proxy"))
+    assert request_attributes("GET", "/pods/") == ("get", ("pods", "proxy"))
+    assert request_attributes("GET", "/runningpods/") == ("get", ("pods", "proxy"))
+    assert request_attributes("GET", "/healthz") == ("get", ("healthz", "proxy"))
+    assert request_attributes("GET", "/healthz/ping") == ("get", ("healthz", "proxy"))
+    assert request_attributes("GET", "/configz") == ("get", ("configz", "proxy"))
+    assert request_attributes("GET", "/flagz") == ("get", ("configz",))
+    assert request_attributes("GET", "/statusz") == ("get", ("statusz",))
+    assert request_attributes("POST", "/checkpoint/ns/p/c") == ("create", ("checkpoint",))
+    assert request_attributes("GET", "/podsfoo") == ("get", ("proxy",))
 
 
 def test_certificate_user_takes_cn_and_organizations() -> None:
@@ -71,6 +89,53 @@ async def test_token_review_and_access_review_are_cached() -> None:
     asked = len(reviews.asked)
     now[0] = 31.0 + 299.0
     assert (await auth.authorize(user, "create", "proxy"))[0] is True and len(reviews.asked) == asked  # 5 min
-    assert refusal("Forbidden", user, "get", "stats") == (
-        "Forbidden (user=alice, verb=get, resource=nodes, subresource=stats)"
+    assert refusal(user, "get", ("pods", "proxy")) == (
+        "Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[pods proxy])"
     )
+
+
+class SubresourceReviews(Reviews):
+    """Allows the token's user only the subresources in `allowed_subresources`."""
+
+    def __init__(self, allowed_subresources: set[str]) -> None:
+        super().__init__({"t": {"username": "bob"}}, allowed=False)
+        self.allowed_subresources = allowed_subresources
+
+    async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/subjectaccessreviews"):
+            self.asked.append((path, body))
+            subresource = body["spec"]["resourceAttributes"]["subresource"]
+            return {"status": {"allowed": subresource in self.allowed_subresources}}
+        return await super().create(path, body)
+
+
+async def answers(reviews: SubresourceReviews, path: str) -> tuple[int, str]:
+    async def ok(_: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok")
+
+    app = web.Application(middlewares=[auth_middleware("webhook", False, WebhookAuth(reviews, "node-a"))])
+    app.router.add_get("/{tail:.*}", ok)
+    async with TestClient(TestServer(app)) as client:
+        resp = await client.get(path, headers={"Authorization": "Bearer t"})
+        return resp.status, await resp.text()
+
+
+async def test_a_user_allowed_only_nodes_pods_reads_pods_and_nothing_else() -> None:
+    reviews = SubresourceReviews({"pods"})
+    assert await answers(reviews, "/pods") == (200, "ok")
+    assert await answers(reviews, "/runningpods/") == (200, "ok")
+    assert await answers(reviews, "/healthz") == (
+        403,
+        "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[healthz proxy])\n",
+    )
+    assert (await answers(reviews, "/containerLogs/ns/p/c"))[0] == 403
+    assert (await answers(reviews, "/stats/summary"))[0] == 403
+    asked = [b["spec"]["resourceAttributes"]["subresource"] for p, b in reviews.asked if "access" in p]
+    assert asked[:1] == ["pods"]  # /pods: the fine-grained subresource first, allowed: no proxy review
+
+
+async def test_a_user_allowed_nodes_proxy_still_reads_everything_proxy_covers() -> None:
+    reviews = SubresourceReviews({"proxy"})
+    for path in ("/pods", "/runningpods/", "/healthz", "/configz", "/containerLogs/ns/p/c"):
+        assert await answers(reviews, path) == (200, "ok"), path
+    assert (await answers(reviews, "/metrics"))[0] == 403  # nodes/metrics, as the kubelet

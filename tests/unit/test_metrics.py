@@ -10,9 +10,11 @@ import aiohttp
 import pytest
 
 from tests.support.metrics import families, sample, total
+from vk_provider import __version__
 from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.kubeletapi import KubeletServer
-from vk_provider.metrics import ProviderMetrics, pod_start_seconds
+from vk_provider.metrics import ProviderMetrics, image_size_bucket, pod_start_seconds
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -38,6 +40,9 @@ FAMILIES = {
     "vk_provider_pod_deletions": "counter",
     "vk_provider_pod_status_conflicts": "counter",
     "vk_provider_pod_status_errors": "counter",
+    "vk_provider_build_info": "gauge",
+    "vk_provider_image_pull_duration_seconds": "histogram",
+    "vk_provider_image_pulls": "counter",
 }
 
 
@@ -47,7 +52,8 @@ def container(name: str, state: ContainerRunState, attempt: int = 0) -> Containe
 
 def test_every_series_is_rendered_with_its_kubelet_style_name_and_type() -> None:
     found = families(ProviderMetrics().render().decode())
-    assert {name: family.type for name, family in found.items()} == FAMILIES
+    own = {name: family.type for name, family in found.items() if name.startswith("vk_provider_")}
+    assert own == FAMILIES
     # The counters served before prometheus-client keep their names.
     text = ProviderMetrics().render().decode()
     for name in ("pod_status_patches", "pod_deletions", "pod_status_conflicts", "pod_status_errors"):
@@ -155,3 +161,37 @@ async def test_metrics_is_served_when_enabled_and_404_when_not(tmp_path: Path, e
     scraped = families(text)
     assert total(scraped["vk_provider_pod_status_patches"], "_total") == 7
     assert total(scraped["vk_provider_running_pods"]) == 1
+
+
+def test_the_process_and_python_series_and_the_build_info_are_served() -> None:
+    found = families(ProviderMetrics().render().decode())
+    for name in ("process_cpu_seconds", "process_resident_memory_bytes", "process_start_time_seconds"):
+        assert name in found, name
+    assert "python_info" in found and "python_gc_collections" in found
+    [build] = found["vk_provider_build_info"].samples
+    assert build.value == 1
+    assert build.labels["version"] == __version__ and build.labels["kubernetes_version"] == KUBE_VERSION
+    assert build.labels["platform"].startswith("linux/")
+
+
+def test_request_durations_are_labelled_verb_as_client_go() -> None:
+    metrics = ProviderMetrics()
+    metrics.rest_client_request_duration.labels("PATCH").observe(0.1)
+    assert sample(metrics, "vk_provider_rest_client_request_duration_seconds_count", verb="PATCH") == 1
+
+
+def test_apiserver_answers_count_answered_requests_without_server_errors() -> None:
+    metrics = ProviderMetrics()
+    assert metrics.apiserver_answers() == 0
+    for code in ("200", "404", "<error>", "503", "200"):
+        metrics.rest_client_requests.labels("GET", code).inc()
+    assert metrics.apiserver_answers() == 3
+
+
+def test_image_size_buckets_are_the_kubelets() -> None:
+    assert image_size_bucket(0) == "N/A"
+    assert image_size_bucket(1) == "0-10MB"
+    assert image_size_bucket(10 * 1024**2) == "0-10MB"  # above a bound, not at it
+    assert image_size_bucket(10 * 1024**2 + 1) == "10MB-100MB"
+    assert image_size_bucket(3 * 1024**3) == "1GB-5GB"
+    assert image_size_bucket(200 * 1024**3) == "GT100GB"

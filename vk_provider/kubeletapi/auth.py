@@ -6,7 +6,9 @@ user: the listener stops counting the connection as unauthenticated). `none` let
 through. `x509` needs a client certificate verified by the TLS layer against `clientCAFile`
 (401 without one) and allows every authenticated user. `webhook` authenticates a client
 certificate or, with an apiserver client, a bearer token by TokenReview, then asks a
-SubjectAccessReview (403 `Forbidden (user=..., ...)` when denied), as the kubelet does;
+SubjectAccessReview for each of the request's subresources in turn, the fine-grained one (e.g.
+`nodes/pods` for /pods) before `nodes/proxy`, allowed when one is (403 `Forbidden (user=...,
+subresource(s)=[pods proxy])` when none is), as the 1.37 kubelet does;
 without an apiserver client bearer tokens get a 401 saying so and certificate users are
 allowed. A certificate without a common name authenticates no one (the apiserver's
 `x509.CommonNameUserConversion`: an empty CN is not a user), so the request needs another
@@ -23,7 +25,13 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from vk_provider.kubeletapi.webhook import User, WebhookAuth, refusal, request_attributes
+from vk_provider.kubeletapi.webhook import (
+    User,
+    WebhookAuth,
+    authorization_error,
+    refusal,
+    request_attributes,
+)
 from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.auth")
@@ -79,6 +87,25 @@ def authenticated(request: web.Request) -> bool:
     return USER_KEY in request
 
 
+async def _authorize(webhook: WebhookAuth, user: User, request: web.Request) -> web.Response | None:
+    """None when one of the request's subresources is allowed, in the kubelet's order (the
+    fine-grained one, then `proxy`); else the kubelet's 403, or 500 when a review failed."""
+    verb, subresources = request_attributes(request.method, request.path)
+    reasons = []
+    for subresource in subresources:
+        try:
+            allowed, reason = await webhook.authorize(user, verb, subresource)
+        except Exception as exc:
+            log.warning("SubjectAccessReview failed: %s", exc)
+            text = authorization_error(user, verb, subresource)
+            return web.Response(status=500, text=text + "\n")
+        if allowed:
+            return None
+        reasons.append(reason)
+    log.info("denied %s %s to %s: %s", request.method, request.path, user.name, "; ".join(reasons))
+    return web.Response(status=403, text=refusal(user, verb, subresources) + "\n")
+
+
 def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None = None) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -100,16 +127,9 @@ def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None =
         if user is None:
             return _unauthorized()
         if webhook is not None:
-            verb, subresource = request_attributes(request.method, request.path)
-            try:
-                allowed, reason = await webhook.authorize(user, verb, subresource)
-            except Exception as exc:
-                log.warning("SubjectAccessReview failed: %s", exc)
-                text = refusal("Authorization error", user, verb, subresource)
-                return web.Response(status=500, text=text + "\n")
-            if not allowed:
-                log.info("denied %s %s to %s: %s", request.method, request.path, user.name, reason)
-                return web.Response(status=403, text=refusal("Forbidden", user, verb, subresource) + "\n")
+            denied = await _authorize(webhook, user, request)
+            if denied is not None:
+                return denied
         request[USER_KEY] = user
         return await handler(request)
 

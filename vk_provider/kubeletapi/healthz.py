@@ -1,12 +1,15 @@
-"""`HealthzServer`: the kubelet's unauthenticated health endpoint (its `healthzPort`, 10248), plain HTTP.
+"""`HealthzServer`: the provider's unauthenticated health endpoints (the kubelet's `healthzPort`,
+10248), plain HTTP.
 
 What lives here: a small aiohttp server on `kubeletServer.healthzListen` answering `GET
-/healthz` with 200 `ok`, for the liveness and readiness probes of the provider's own pod
-(the chart's). It is started once the provider has started, so a probe before that fails;
-the answer comes from the provider's event loop, so a wedged loop fails the probe too (a TCP
-probe would not see it: the kernel accepts connections for a stuck process). Like the
-kubelet's, it needs no credentials and says nothing but `ok`.
-Must not: serve anything else (the authenticated kubelet API is server.py), or use TLS.
+/healthz` (liveness: 200 `ok` from the provider's event loop, so a wedged loop fails it; a TCP
+probe would not see it: the kernel accepts connections for a stuck process) and `GET /readyz`
+(readiness: the engine answers, the apiserver answered recently, the Node is registered;
+readiness.py decides, 500 with the failed checks' names when one fails, the list with
+`?verbose`), for the probes of the provider's own pod (the chart's). It is started once the
+provider has started, so a probe before that fails. Like the kubelet's, it needs no
+credentials and says nothing but which check failed. Must not: serve anything else (the
+authenticated kubelet API is server.py), decide readiness itself, or use TLS.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from vk_provider.kubeletapi.readiness import Readiness, report
 from vk_provider.kubeletapi.server import parse_listen
 from vk_provider.logging import get_logger
 
@@ -22,9 +26,10 @@ log = get_logger("kubeletapi.healthz")
 
 
 class HealthzServer:
-    def __init__(self, listen: str) -> None:
+    def __init__(self, listen: str, readiness: Readiness | None = None) -> None:
         self.listen = listen
         self.port = 0
+        self._readiness = readiness  # None: /readyz is not served
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -33,6 +38,8 @@ class HealthzServer:
 
         app = web.Application()
         app.router.add_get("/healthz", healthz)
+        if self._readiness is not None:
+            app.router.add_get("/readyz", self._readyz(self._readiness))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         host, port = parse_listen(self.listen)
@@ -40,7 +47,15 @@ class HealthzServer:
         await site.start()
         server: Any = site._server  # the bound port, for a listen of ":0"
         self.port = int(server.sockets[0].getsockname()[1]) if server is not None else port
-        log.info("health endpoint listening on http://%s:%d/healthz", host, self.port)
+        log.info("health endpoints listening on http://%s:%d (/healthz, /readyz)", host, self.port)
+
+    @staticmethod
+    def _readyz(readiness: Readiness) -> Any:
+        async def readyz(request: web.Request) -> web.StreamResponse:
+            status, body = report(await readiness.checks(), "verbose" in request.query)
+            return web.Response(status=status, text=body)
+
+        return readyz
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -39,7 +39,8 @@ def _ms(stamp: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-def _labels(**labels: str) -> str:
+def label_text(**labels: str) -> str:
+    """`{k="v",...}` with the text format's escapes ('' without labels)."""
     if not labels:
         return ""
     escaped = (
@@ -49,12 +50,16 @@ def _labels(**labels: str) -> str:
     return "{" + ",".join(escaped) + "}"
 
 
+def number_text(value: float) -> str:
+    """A sample value as the text format writes it (integers without a fraction)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def resource_metrics(summary: dict[str, Any]) -> str:
     samples: dict[str, list[str]] = {name: [] for name in _HELP}
 
     def add(name: str, labels: str, value: float, stamp: str | None) -> None:
-        number = str(int(value)) if float(value).is_integer() else repr(float(value))
-        samples[name].append(f"{name}{labels} {number}" + (f" {_ms(stamp)}" if stamp else ""))
+        samples[name].append(f"{name}{labels} {number_text(value)}" + (f" {_ms(stamp)}" if stamp else ""))
 
     def cpu_mem(prefix: str, labels: str, stats: dict[str, Any]) -> None:
         cpu, mem = stats.get("cpu") or {}, stats.get("memory") or {}
@@ -71,9 +76,10 @@ def resource_metrics(summary: dict[str, Any]) -> str:
     cpu_mem("node", "", summary.get("node") or {})
     for pod in summary.get("pods") or []:
         ref = pod.get("podRef") or {}
-        cpu_mem("pod", _labels(namespace=ref.get("namespace", ""), pod=ref.get("name", "")), pod)
+        cpu_mem("pod", label_text(namespace=ref.get("namespace", ""), pod=ref.get("name", "")), pod)
         for c in pod.get("containers") or []:
-            labels = _labels(container=c["name"], namespace=ref.get("namespace", ""), pod=ref.get("name", ""))
+            namespace, name = ref.get("namespace", ""), ref.get("name", "")
+            labels = label_text(container=c["name"], namespace=namespace, pod=name)
             cpu_mem("container", labels, c)
             if c.get("startTime"):
                 add(

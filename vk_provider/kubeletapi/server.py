@@ -6,13 +6,15 @@ is redirected with 301 to the route without it, after authentication: virtual-ku
 `WithAuth` wraps the whole mux), the error mapping (404 / 400 / 500 with the error text as the
 body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, podstate.py), `/metrics`
 (the provider's own series, vk_provider/metrics.py, with the running gauges set from the
-runtime when scraped; no route without `metrics`: `metrics.enabled: false`), and
+runtime when scraped) and `/metrics/probes` (the prober series; neither route without
+`metrics`: `metrics.enabled: false`), `/metrics/cadvisor` (cadvisor.py, from the same cached
+stats pass as `/stats/summary` and `/metrics/resource`), and
 the listener's lifecycle on `kubeletServer.listen` (listener.py: the header timeout, the cap
 on unauthenticated connections, malformed requests logged once a minute)
 (`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
 without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
 only through the Runtime protocol. Must not: implement a route's protocol (logs.py,
-exec.py, portforward.py, stats.py, metrics.py), TLS/auth details (tls.py, auth.py), or
+exec.py, portforward.py, stats.py, metrics.py, cadvisor.py), TLS/auth details (tls.py, auth.py), or
 know which engine the runtime drives.
 """
 
@@ -28,6 +30,7 @@ from aiohttp import web
 from vk_provider.config import KubeletServerConfig
 from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import allows_anonymous, auth_middleware, authenticated
+from vk_provider.kubeletapi.cadvisor import cadvisor_metrics
 from vk_provider.kubeletapi.csr import ServingCertificate
 from vk_provider.kubeletapi.exec import stream_handler
 from vk_provider.kubeletapi.listener import ConnectionGuard, GuardedSite, listener_log
@@ -159,6 +162,10 @@ class KubeletServer:
             text = resource_metrics(await self._stats.summary())
             return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
 
+        async def cadvisor(_: web.Request) -> web.StreamResponse:
+            text = cadvisor_metrics(await self._stats.sample())
+            return web.Response(body=text.encode(), headers={"Content-Type": CONTENT_TYPE})
+
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/pods", pods)
         app.router.add_get("/runningpods/", pods)  # debug: the same pods, as virtual-kubelet's GetPods
@@ -169,8 +176,10 @@ class KubeletServer:
             app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
         app.router.add_get("/stats/summary", summary)
         app.router.add_get("/metrics/resource", metrics)
+        app.router.add_get("/metrics/cadvisor", cadvisor)
         if self._metrics is not None:
             app.router.add_get("/metrics", self._own_metrics(self._metrics))
+            app.router.add_get("/metrics/probes", self._probe_metrics(self._metrics))
         return app
 
     def _own_metrics(self, metrics: ProviderMetrics) -> Handler:
@@ -179,6 +188,12 @@ class KubeletServer:
             return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
         return own_metrics
+
+    def _probe_metrics(self, metrics: ProviderMetrics) -> Handler:
+        async def probe_metrics(_: web.Request) -> web.StreamResponse:
+            return web.Response(body=metrics.render_probes(), headers={"Content-Type": CONTENT_TYPE})
+
+        return probe_metrics
 
     def _warn_if_open(self, x509: bool) -> None:
         if self.config.auth == "none":

@@ -1,8 +1,10 @@
 """`GET /stats/summary`: CPU and memory of this node's pods, in the kubelet's Summary shape.
 
-What lives here: `StatsCollector`, which takes one sample of each running app container
-from the runtime (`Runtime.container_stats`), derives `usageNanoCores` from the previous
-sample of the same container, and builds `statsv1alpha1.Summary` (`kubelet/pkg/apis/stats/
+What lives here: `StatsCollector`, whose stats pass (`sample()`, cached for STATS_INTERVAL and
+shared by concurrent callers: /stats/summary, /metrics/resource and /metrics/cadvisor all read
+it) takes one sample of each running app container from the runtime
+(`Runtime.container_stats`) and derives `usageNanoCores` from the previous sample of the same
+container; `summary()` builds `statsv1alpha1.Summary` from it (`kubelet/pkg/apis/stats/
 v1alpha1/types.go`): node (the sum of its pods, since the node is virtual), pods with podRef,
 containers. Pure helpers `cpu_memory` and `summary_document` do the arithmetic.
 Must not: know about HTTP.
@@ -11,12 +13,26 @@ Must not: know about HTTP.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.kube.objects import format_time
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerRole, ContainerRunState, ContainerStats
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    ContainerStats,
+    PodRuntimeState,
+)
+
+# How long a stats pass is served again: /stats/summary, /metrics/resource and /metrics/cadvisor
+# scraped together (metrics-server, Prometheus) cost the engine one pass. The kubelet's cAdvisor
+# samples every 10 s (housekeeping) and serves its latest sample in between.
+STATS_INTERVAL = 5.0
 
 
 def cpu_memory(
@@ -58,14 +74,57 @@ def summary_document(
     return {"node": node, "pods": pods}
 
 
+@dataclass(frozen=True)
+class ContainerSample:
+    """One running app container's sample in a stats pass, with its pod and derived figures."""
+
+    pod: PodRuntimeState
+    container: ContainerInstance
+    cpu: dict[str, int]
+    memory: dict[str, int]
+
+
+@dataclass(frozen=True)
+class StatsPass:
+    """One pass over the node's running app containers, at `at`."""
+
+    at: datetime
+    samples: tuple[ContainerSample, ...]
+
+
 class StatsCollector:
-    def __init__(self, runtime: Runtime, node_name: str) -> None:
+    """The node's stats passes; a pass younger than `interval` seconds is served again, and
+    concurrent callers share one pass, so scrapers cost the engine one pass per interval at
+    most (`passes` counts them)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        node_name: str,
+        *,
+        interval: float = STATS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.runtime = runtime
         self.node_name = node_name
         self.started = datetime.now(UTC)
+        self.passes = 0
+        self._interval = interval
+        self._clock = clock
+        self._lock = asyncio.Lock()
+        self._last: tuple[float, StatsPass] | None = None
         self._previous: dict[str, tuple[float, int]] = {}
 
-    async def summary(self) -> dict[str, Any]:
+    async def sample(self) -> StatsPass:
+        async with self._lock:
+            if self._last is not None and self._clock() - self._last[0] < self._interval:
+                return self._last[1]
+            taken = await self._take()
+            self._last = (self._clock(), taken)
+            return taken
+
+    async def _take(self) -> StatsPass:
+        self.passes += 1
         states = await self.runtime.list_pods()
         running = [
             (state, c)
@@ -73,16 +132,25 @@ class StatsCollector:
             for c in state.containers
             if c.role == ContainerRole.APP and c.state == ContainerRunState.RUNNING
         ]
-        samples = await asyncio.gather(*(self.runtime.container_stats(c.container_id) for _, c in running))
+        raws = await asyncio.gather(*(self.runtime.container_stats(c.container_id) for _, c in running))
         now = datetime.now(UTC)
-        stamp = format_time(now)
-        pods: dict[str, dict[str, Any]] = {}
+        samples: list[ContainerSample] = []
         seen: dict[str, tuple[float, int]] = {}
-        for (state, c), raw in zip(running, samples, strict=True):
+        for (state, c), raw in zip(running, raws, strict=True):
             if raw is None:
                 continue
             cpu, memory = cpu_memory(raw, self._previous.get(c.container_id), now.timestamp())
             seen[c.container_id] = (now.timestamp(), cpu["usageCoreNanoSeconds"])
+            samples.append(ContainerSample(state, c, cpu, memory))
+        self._previous = seen
+        return StatsPass(now, tuple(samples))
+
+    async def summary(self) -> dict[str, Any]:
+        taken = await self.sample()
+        stamp = format_time(taken.at)
+        pods: dict[str, dict[str, Any]] = {}
+        for sample in taken.samples:
+            state, c = sample.pod, sample.container
             pod = pods.setdefault(
                 state.uid,
                 {
@@ -98,9 +166,8 @@ class StatsCollector:
                 {
                     "name": c.name,
                     "startTime": format_time(started) if started is not None else stamp,
-                    "cpu": {"time": stamp, **cpu},
-                    "memory": {"time": stamp, **memory},
+                    "cpu": {"time": stamp, **sample.cpu},
+                    "memory": {"time": stamp, **sample.memory},
                 }
             )
-        self._previous = seen
-        return summary_document(self.node_name, self.started, now, list(pods.values()))
+        return summary_document(self.node_name, self.started, taken.at, list(pods.values()))

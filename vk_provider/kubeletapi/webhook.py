@@ -2,9 +2,12 @@
 
 What lives here: `WebhookAuth`, which checks bearer tokens with a TokenReview and asks a
 SubjectAccessReview whether a user may do what a request does on `nodes/<node>`, with the
-kubelet's caches, and `request_attributes`, the kubelet's mapping of a request to a verb and
-a `nodes` subresource (`pkg/kubelet/server/auth.go`: `/stats*` stats, `/metrics*` metrics,
-`/logs*` log, anything else proxy). Must not: touch TLS or aiohttp (auth.py wires this in).
+kubelet's caches, and `request_attributes`, the 1.37 kubelet's mapping of a request to a verb
+and the `nodes` subresources to try in order (`pkg/kubelet/server/auth.go`
+GetRequestAttributes with KubeletFineGrainedAuthz, GA: `/pods`, `/runningpods` pods,
+`/healthz` healthz, `/configz` configz, each then proxy; `/stats*` stats, `/metrics*` metrics,
+`/logs*` log, `/checkpoint*` checkpoint, `/statusz` statusz, `/flagz` configz; anything else
+proxy). Must not: touch TLS or aiohttp (auth.py wires this in).
 
 Bounds: both caches are `ExpiringLRU`s of `CACHE_SIZE` (8192, the webhook authorizer's
 `NewLRUExpireCache(8192)`) entries; expired entries are dropped when looked up and from the
@@ -75,18 +78,47 @@ class User:
         return (self.name, self.uid, self.groups, tuple(sorted(self.extra.items())))
 
 
-def request_attributes(method: str, path: str) -> tuple[str, str]:
-    """(verb, subresource) of a request on `nodes/<node>`."""
+# auth.go: the fine-grained subresource checked first (then the last list's, else proxy) ...
+_FINE_GRAINED = (
+    ("/allocatedPods", "pods"),
+    ("/pods", "pods"),
+    ("/healthz", "healthz"),
+    ("/configz", "configz"),
+    ("/runningpods", "pods"),
+)
+# ... and the one subresource of a path (proxy when none matches).
+_SUBRESOURCES = (
+    ("/stats", "stats"),
+    ("/metrics", "metrics"),
+    ("/logs", "log"),
+    ("/checkpoint", "checkpoint"),
+    ("/statusz", "statusz"),
+    ("/flagz", "configz"),
+)
+
+
+def _is_subpath(path: str, prefix: str) -> bool:
+    """auth.go isSubpath: the path itself or below it."""
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def request_attributes(method: str, path: str) -> tuple[str, tuple[str, ...]]:
+    """(verb, subresources) of a request on `nodes/<node>`: allowed when one of them is."""
     verb = _VERBS.get(method.upper(), method.lower())
-    for prefix, subresource in (("/stats", "stats"), ("/metrics", "metrics"), ("/logs", "log")):
-        if path == prefix or path.startswith(prefix + "/"):
-            return verb, subresource
-    return verb, "proxy"
+    first = next((s for prefix, s in _FINE_GRAINED if _is_subpath(path, prefix)), None)
+    last = next((s for prefix, s in _SUBRESOURCES if _is_subpath(path, prefix)), "proxy")
+    return verb, ((first, last) if first is not None else (last,))
 
 
-def refusal(kind: str, user: User, verb: str, subresource: str) -> str:
-    """`Forbidden (...)` or `Authorization error (...)`: the kubelet's texts (server.go InstallAuthFilter)."""
-    return f"{kind} (user={user.name}, verb={verb}, resource=nodes, subresource={subresource})"
+def refusal(user: User, verb: str, subresources: tuple[str, ...]) -> str:
+    """The kubelet's 403 text (server.go InstallAuthFilter): `Forbidden (..., subresource(s)=[a b])`."""
+    tried = " ".join(subresources)
+    return f"Forbidden (user={user.name}, verb={verb}, resource=nodes, subresource(s)=[{tried}])"
+
+
+def authorization_error(user: User, verb: str, subresource: str) -> str:
+    """The kubelet's 500 text when a SubjectAccessReview fails (server.go InstallAuthFilter)."""
+    return f"Authorization error (user={user.name}, verb={verb}, resource=nodes, subresource={subresource})"
 
 
 class ExpiringLRU(Generic[K, V]):

@@ -4,7 +4,7 @@ What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the containe
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
 the crash-loop / image backoff, the object getter, the node's addresses, allocatable
 and Node object, the TokenRequest poster, the services (for the service environment
-variables) and the node's DNS settings. PodWorkers builds it once.
+variables), the node's DNS settings and the metrics image pulls are counted in. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.service_env import ServiceSource
@@ -40,3 +41,4 @@ class SyncDeps:
     services: ServiceSource | None = None  # None: no service environment variables
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf
+    metrics: ProviderMetrics | None = None  # image pulls are counted here

@@ -28,6 +28,7 @@ from typing import Any
 from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
 from vk_provider.kube.objects import default_pull_policy, meta
 from vk_provider.logging import get_logger, pod_fields
+from vk_provider.metrics import image_size_bucket
 from vk_provider.pods.backoff import image_backoff_message, image_key
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, field_path, jitter
@@ -149,6 +150,7 @@ class ImageManager:
         try:
             pulled = await self._deps.runtime.pull_image(image, keyring)
         except ImagePullError as exc:
+            self._count_pull("failure")
             at = time.time()
             self._event(work, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', fp)
             delay = self._deps.backoff.next(key, at)
@@ -164,12 +166,20 @@ class ImageManager:
                 )
             # The next sync, within the back-off window, shows ImagePullBackOff.
             return self._failed(work, name, fp, exc.reason, exc.message, min(1.0, delay / 2))
+        self._count_pull("success")
+        if self._deps.metrics is not None:
+            bucket = image_size_bucket(pulled.size_bytes)
+            self._deps.metrics.image_pull_duration.labels(bucket).observe(time.monotonic() - began)
         self._records.record(pulled.image_id, image, pulled.auth)
         if work.image_failures.pop(image, None) is not None:
             self._deps.backoff.reset(key)
         self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
         log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra=pod_fields(pod))
         return True
+
+    def _count_pull(self, result: str) -> None:
+        if self._deps.metrics is not None:
+            self._deps.metrics.image_pulls.labels(result).inc()
 
     async def _pull_secrets(self, pod: Mapping[str, Any]) -> PullSecrets:
         """getPullSecretsForPod: each named secret of `spec.imagePullSecrets`; any failure to

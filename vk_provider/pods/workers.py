@@ -102,7 +102,7 @@ class PodWorkers:
         self._resync = resync_interval
         self._backoff = backoff or Backoff()
         self._work: dict[str, PodWork] = {}
-        self._probes = ProbeManager(runtime, status, recorder, self._probe_changed)
+        self._probes = ProbeManager(runtime, status, recorder, self._probe_changed, self._metrics)
         self._recorder = recorder
         self._syncer: PodSyncer = PodSync(
             SyncDeps(
@@ -118,6 +118,7 @@ class PodWorkers:
                 services=services,
                 node_object=node_object,
                 dns=dns,
+                metrics=self._metrics,
             )
         )
         self._eviction = EmptyDirEviction(runtime, self._running_pods, self.evict)

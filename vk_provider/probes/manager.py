@@ -22,6 +22,7 @@ from vk_provider.kube.objects import is_sidecar
 from vk_provider.kube.objects import spec as pod_spec
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_fields, pod_ref
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, container_probes
 from vk_provider.probes.worker import EventSink, ProbeWorker, StatusSource
@@ -60,8 +61,10 @@ class ProbeManager:
         status: ProbeStatusSink,
         recorder: EventSink,
         on_change: Callable[[str], None],
+        metrics: ProviderMetrics | None = None,
     ) -> None:
         self._runtime = runtime
+        self._metrics = metrics  # the prober series of /metrics/probes
         self._status = status
         self._recorder = recorder
         self._on_change = on_change
@@ -85,6 +88,7 @@ class ProbeManager:
                     status=self._status,
                     recorder=self._recorder,
                     on_result=self._result,
+                    metrics=self._metrics,
                 )
                 self._workers[key] = worker
                 self._tasks[key] = asyncio.create_task(

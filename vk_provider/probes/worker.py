@@ -2,8 +2,9 @@
 
 What lives here: `ProbeWorker`, whose loop reads the container's current status from the
 status cache (as the kubelet's worker reads the status manager), follows container
-instances, probes every periodSeconds (or at once when triggered), and reports changed
-results to its owner. Must not: start or stop containers, or write statuses itself.
+instances, probes every periodSeconds (or at once when triggered), counts each probe's
+result for `/metrics/probes` (probes/metrics.py), and reports changed results to its owner.
+Must not: start or stop containers, or write statuses itself.
 
 Upstream: pkg/kubelet/prober/worker.go (run, doProbe).
 """
@@ -19,8 +20,10 @@ from typing import Any, Protocol
 from vk_provider.kube.objects import container_should_restart, parse_time
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger, pod_fields
+from vk_provider.metrics import ProviderMetrics
 from vk_provider.probes import messages
 from vk_provider.probes.handlers import ProbeError, run_probe
+from vk_provider.probes.metrics import ProbeMetrics
 from vk_provider.probes.results import ProbeState, Result
 from vk_provider.probes.spec import ProbeSpec, ProbeType
 from vk_provider.runtime.protocol import Runtime
@@ -68,6 +71,7 @@ class ProbeWorker:
         status: StatusSource,
         recorder: EventSink,
         on_result: Callable[[ProbeWorker, Result | None], None],
+        metrics: ProviderMetrics | None = None,
     ) -> None:
         self.pod = pod
         self.uid = uid_of(pod)
@@ -79,6 +83,7 @@ class ProbeWorker:
         self._status = status
         self._recorder = recorder
         self._on_result = on_result
+        self._metrics = ProbeMetrics(metrics, pod, self.name, probe_type) if metrics is not None else None
         self._trigger = asyncio.Event()
         self._field_path = (
             f"spec.containers{{{self.name}}}"
@@ -92,13 +97,17 @@ class ProbeWorker:
 
     async def run(self) -> None:
         """Probe until the pod or the container is done for good (or the task is cancelled)."""
-        while await self._do_probe():
-            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
-            # arrives as the trigger fires, and the worker would never stop.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.state.spec.period):
-                    await self._trigger.wait()
-            self._trigger.clear()
+        try:
+            while await self._do_probe():
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+                # arrives as the trigger fires, and the worker would never stop.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.state.spec.period):
+                        await self._trigger.wait()
+                self._trigger.clear()
+        finally:
+            if self._metrics is not None:
+                self._metrics.forget()
 
     def _warn(self, reason: str, message: str) -> None:
         """A Warning Event on the pod for this container (Unhealthy, ProbeWarning)."""
@@ -135,6 +144,7 @@ class ProbeWorker:
         if bool(cstatus.get("started")) == (self.probe_type == ProbeType.STARTUP):
             # A started container needs no startup probe; the others wait for it to start.
             return True
+        began = time.monotonic()
         try:
             outcome = await run_probe(
                 self._runtime, self.container, container_id, self.state.spec, str(status.get("podIP") or "")
@@ -149,6 +159,8 @@ class ProbeWorker:
             )
             self._warn(messages.UNHEALTHY, messages.errored(self.probe_type, str(exc)))
             return True
+        if self._metrics is not None:
+            self._metrics.record(outcome.result, time.monotonic() - began)
         if outcome.result == Result.FAILURE:
             log.debug(
                 "%s probe of %s failed: %s",
