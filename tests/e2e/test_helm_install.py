@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -126,15 +127,19 @@ def _port_forward_answers(sandbox: Sandbox) -> str:
         proc.wait()
 
 
-def _follow(sandbox: Sandbox, *args: str, until_line: str = "", lines: int = 0) -> list[str]:
+def _follow(
+    sandbox: Sandbox, *args: str, until_line: str = "", lines: int = 0, timeout: float = 120
+) -> list[str]:
     """`kubectl logs -f ARGS`: its first `lines` lines, or its lines up to one containing
-    `until_line` (a timeout of the test ends a stream that never shows it)."""
+    `until_line`; a stream that shows neither within `timeout` seconds fails the test."""
     proc = subprocess.Popen(
         [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "logs", "-f", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    deadline = threading.Timer(timeout, proc.kill)
+    deadline.start()
     seen: list[str] = []
     try:
         assert proc.stdout is not None
@@ -142,8 +147,9 @@ def _follow(sandbox: Sandbox, *args: str, until_line: str = "", lines: int = 0) 
             seen.append(line.rstrip("\n"))
             if len(seen) == lines or (until_line and until_line in line):
                 return seen
-        raise AssertionError(f"kubectl logs -f {' '.join(args)} ended: {seen[-5:]}")
+        raise AssertionError(f"kubectl logs -f {' '.join(args)} ended or timed out: {seen[-5:]}")
     finally:
+        deadline.cancel()
         proc.kill()
         proc.wait()
 
@@ -235,10 +241,11 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     assert page == "hello from docker-1\n"
     assert _port_forward_answers(host) == page
 
-    # The provider's own log: one line per decision, naming the pod.
-    decision = "pod=default/web container=web started container web"
+    # The provider's own log (klog's text format): one line per decision, naming the pod.
+    decision = '"started container web '
     followed = _follow(host, "--namespace", NAMESPACE, f"deploy/{DEPLOYMENT}", until_line=decision)
-    assert any("registered node docker-1" in line for line in followed), followed
+    assert 'pod="default/web"' in followed[-1] and 'container="web"' in followed[-1], followed[-1]
+    assert any('"registered node docker-1"' in line for line in followed), followed
 
     # helm test: a pod the scheduler places on docker-1, run to completion there.
     tested = _helm(helm, host, "test", RELEASE, "--logs", "--timeout", "3m")
@@ -253,7 +260,7 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     until("one new provider pod", lambda: (_provider_pods(host).split() or [provider_pod])[0] != provider_pod)
     until("the new provider adopting pod web", lambda: '"adopted running container(s)' in _provider_log(host))
     adopted = [json.loads(line) for line in _provider_log(host).splitlines() if "adopted running" in line]
-    assert [line["pod"] for line in adopted] == ["default/web"], adopted
+    assert [line["pod"] for line in adopted] == [{"name": "web", "namespace": "default"}], adopted
     time.sleep(5)  # a restart would show by now
     assert _web_containers(docker_client) == containers
     assert _jsonpath(host, "pod", "web", path="{.status.containerStatuses[*].restartCount}") == "0 0"
