@@ -122,6 +122,11 @@ class KubeletServerConfig:
     client_ca_file: str = ""
     auth: str = "webhook"  # webhook | x509 | none
     healthz_listen: str = ""  # host:port of the plain-HTTP /healthz; "" for none
+    # /logs/ (kubeletapi/node_logs.py), the kubelet's switches and defaults: the log directory as
+    # files, and the node log query (this provider's own lines, journald units) when enabled.
+    enable_system_log_handler: bool = True
+    enable_system_log_query: bool = False
+    system_log_dir: str = "/var/log"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vk_provider.log_ring import PROCESS_LOG
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 _ROOT = "vk_provider"
 # The attributes every LogRecord has: anything else on a record came in through `extra=`.
@@ -129,15 +131,19 @@ class JSONFormatter(logging.Formatter):
 def setup_logging(
     level: str = "info", fmt: str = "text", components: Mapping[str, str] | None = None
 ) -> None:
-    """Configure the root handler once for the whole process (stderr). `components` sets the
+    """Configure the root handlers once for the whole process (stderr, and the ring of recent
+    lines the node log query reads: log_ring.py). `components` sets the
     level of one component and those under it (`{"pods": "debug", "kube.client": "warning"}`),
     as klog's `-vmodule` sets one file's verbosity."""
+    formatter = JSONFormatter() if fmt == "json" else TextFormatter()
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
+    handler.setFormatter(formatter)
+    PROCESS_LOG.setFormatter(formatter)  # the same lines, kept for the node log query
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    root.addHandler(PROCESS_LOG)
     root.setLevel(logging.WARNING)
     logging.getLogger(_ROOT).setLevel(_LEVELS.get(level, logging.INFO))
     for component, component_level in (components or {}).items():

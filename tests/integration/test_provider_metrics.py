@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,8 @@ from tests.support.metrics import families, total
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.pod_status import phase
 from tests.support.polling import eventually
-from tests.support.provider_harness import ProviderHarness
-from vk_provider.app import Provider
+from tests.support.provider_harness import ProviderHarness, node_proxied_provider
 from vk_provider.config import MetricsConfig
-from vk_provider.node.agent import detect_node_ip
 
 pytestmark = pytest.mark.docker
 
@@ -58,28 +55,13 @@ async def scrape(harness: ProviderHarness) -> dict[str, Metric]:
     return families(out)
 
 
-@contextlib.asynccontextmanager
-async def provider(
+def provider(
     node_name: str, tmp_path: Path, plane: EmulatorPlane | RealPlane, *, enabled: bool = True
-) -> AsyncIterator[ProviderHarness]:
-    """The sandbox and a provider whose kubelet API is on the host's own address: the real
-    apiserver's node proxy refuses a loopback one ("address not allowed")."""
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    try:
-        base = harness.config()
-        ip = detect_node_ip()
-        config = dataclasses.replace(
-            base,
-            node=dataclasses.replace(base.node, internal_ip=ip),
-            kubelet_server=dataclasses.replace(base.kubelet_server, listen=f"{ip}:0"),
-            metrics=MetricsConfig(enabled=enabled),
-        )
-        harness.provider = Provider(config)
-        await harness.provider.start()
-        yield harness
-    finally:
-        await harness.close()
+) -> contextlib.AbstractAsyncContextManager[ProviderHarness]:
+    """A provider the node proxy reaches, its `/metrics` on or off."""
+    return node_proxied_provider(
+        node_name, tmp_path, plane, lambda c: dataclasses.replace(c, metrics=MetricsConfig(enabled=enabled))
+    )
 
 
 async def test_metrics_through_the_node_proxy_show_the_pod_started_running_and_its_runtime_calls(

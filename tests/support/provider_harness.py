@@ -42,6 +42,7 @@ from vk_provider.config import (
     StatusConfig,
 )
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
+from vk_provider.node.agent import detect_node_ip
 from vk_provider.runtime.subpath_mounts import detach_mounts_under
 from vk_provider.sandbox.server import SandboxServer
 
@@ -283,3 +284,30 @@ def harness_allowing(**allowances: bool) -> type[ProviderHarness]:
             return dataclasses.replace(base, docker=dataclasses.replace(base.docker, allow=allow))
 
     return AllowingHarness
+
+
+@contextlib.asynccontextmanager
+async def node_proxied_provider(
+    node_name: str,
+    workdir: Path,
+    plane: EmulatorPlane | RealPlane,
+    edit: Callable[[Config], Config] = lambda config: config,
+) -> AsyncIterator[ProviderHarness]:
+    """The sandbox and an in-process provider whose kubelet API listens on the host's own address,
+    so the apiserver's node proxy reaches it (the real one refuses a loopback address: "address not
+    allowed"); `edit` changes its config further."""
+    harness = ProviderHarness(node_name, workdir, plane=plane)
+    await harness.start_sandbox()
+    try:
+        base = harness.config()
+        ip = detect_node_ip()
+        config = dataclasses.replace(
+            base,
+            node=dataclasses.replace(base.node, internal_ip=ip),
+            kubelet_server=dataclasses.replace(base.kubelet_server, listen=f"{ip}:0"),
+        )
+        harness.provider = Provider(edit(config))
+        await harness.provider.start()
+        yield harness
+    finally:
+        await harness.close()

@@ -37,6 +37,7 @@ from vk_provider.kubeletapi.listener import ConnectionGuard, GuardedSite, listen
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError
 from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
+from vk_provider.kubeletapi.node_logs import NodeLogSettings, node_logs_handler
 from vk_provider.kubeletapi.pods import pod_list
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.kubeletapi.portforward import port_forward_handler
@@ -174,6 +175,15 @@ class KubeletServer:
             app.router.add_route(method, "/exec/{namespace}/{pod}/{container}", exec_)
             app.router.add_route(method, "/attach/{namespace}/{pod}/{container}", attach)
             app.router.add_route(method, "/portForward/{namespace}/{pod}", port_forward)
+        node_logs = node_logs_handler(
+            NodeLogSettings(
+                self.config.enable_system_log_handler,
+                self.config.enable_system_log_query,
+                Path(self.config.system_log_dir),
+            )
+        )
+        app.router.add_get("/logs", node_logs)
+        app.router.add_get("/logs/{path:.*}", node_logs)
         app.router.add_get("/stats/summary", summary)
         app.router.add_get("/metrics/resource", metrics)
         app.router.add_get("/metrics/cadvisor", cadvisor)
