@@ -49,6 +49,7 @@ from vk_provider.runtime.docker import cni_sandbox, hosts, images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
+from vk_provider.runtime.docker.cgroup_stats import CgroupStats
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.create import create_container
 from vk_provider.runtime.docker.engine import Engine, engine_is_local
@@ -174,6 +175,7 @@ class DockerRuntime:
         self._sandbox_image_seen: float | None = None
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
+        self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
         # Why a subPath cannot be bind-mounted here (None: it can), found at start.
         self._subpath_refusal: str | None = "the state directory is not prepared yet"
         self._host_security = sec.HostSecurity()  # from `info`, at start
@@ -285,6 +287,8 @@ class DockerRuntime:
 
     def _forget_running(self, container_id: str) -> None:
         self._running.pop(container_id, None)
+        if self._cgroups is not None:
+            self._cgroups.forget(container_id)
         self._running_sandboxes.pop(container_id, None)
         self._listing.container_changed(container_id)
 
@@ -940,6 +944,12 @@ class DockerRuntime:
         return pod.sandbox.ip if pod.sandbox is not None else ""
 
     async def container_stats(self, container_id: str) -> ContainerStats | None:
+        """From the container's cgroup files when this host has them (cgroup_stats.py), else
+        one `docker stats`."""
+        if self._cgroups is not None:
+            sample = await asyncio.to_thread(self._cgroups.read, container_id)
+            if sample is not None:
+                return container_stats(sample)
         try:
             await self._engine.connect()
             raw: dict[str, Any] = await self._engine.call(
