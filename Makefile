@@ -41,6 +41,7 @@ bench: docker images install
 	$(PY) -m bench.steady
 	$(PY) -m bench.churn
 	$(PY) -m bench.scale
+	$(PY) -m bench.scrape
 
 install: $(STAMP)
 

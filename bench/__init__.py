@@ -8,6 +8,8 @@ What lives here: three runnable modules and the small modules they share.
   and RSS, Docker API calls per second (counted at a proxy in front of the engine socket).
 - `bench.churn`: N pods created, Running, deleted; seconds, pods/status writes and the
   node's final DELETEs per pod.
+- `bench.scrape`: N running pods, K scrapes of `/metrics/cadvisor`: the provider's CPU per
+  scrape (fresh and cached) and the engine calls it costs.
 - Shared: `bench.sandbox` (starting and stopping a `vk-provider sandbox` subprocess),
   `bench.pods` (the pods and their watch), `bench.api_counts` (the request counters of both
   control planes), `bench.docker_engine` (the counting Docker socket proxy, removing labelled
