@@ -450,12 +450,12 @@ async def test_engine_errors_reach_callers_as_runtime_neutral_errors(runtime: Do
         await runtime.open_exec(missing, ["true"], stdin=False, stdout=True, stderr=True, tty=False)
     with pytest.raises(StreamError):
         await runtime.open_attach(missing, stdin=False, stdout=True, stderr=True)
-    assert await runtime.container_stats(missing) is None
+    assert await runtime.container_stats([missing]) == [None]
     pod = make_pod("seam", [container("app", "sleep", "300")])
     sandbox = await runtime.ensure_sandbox(pod)
     inst = await start(runtime, pod, sandbox, 0)
     assert inst.container_uri == f"docker://{inst.container_id}"
-    stats = await runtime.container_stats(inst.container_id)
+    (stats,) = await runtime.container_stats([inst.container_id])
     assert stats is not None and stats.memory_usage_bytes > 0
     state = await runtime.pod_state(pod["metadata"]["uid"])
     assert state is not None and runtime.pod_address(state) == sandbox.ip != ""

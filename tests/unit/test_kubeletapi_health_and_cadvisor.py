@@ -4,6 +4,7 @@ stand-in answers `ping`, `list_pods` and `container_stats`, the clock is the tes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -59,9 +60,9 @@ class Engine:
     async def list_pods(self) -> dict[str, PodRuntimeState]:
         return self.pods
 
-    async def container_stats(self, container_id: str) -> ContainerStats | None:
-        self.stats_calls += 1
-        return ContainerStats(2_500_000_000, 3000, 2000, 1000)
+    async def container_stats(self, container_ids: Sequence[str]) -> list[ContainerStats | None]:
+        self.stats_calls += len(container_ids)
+        return [ContainerStats(2_500_000_000, 3000, 2000, 1000) for _ in container_ids]
 
 
 class Clock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +85,11 @@ class FakeRuntime:
 
         return lines()
 
-    async def container_stats(self, container_id: str) -> ContainerStats | None:
-        return ContainerStats(
+    async def container_stats(self, container_ids: Sequence[str]) -> list[ContainerStats | None]:
+        sample = ContainerStats(
             cpu_usage_core_nanoseconds=7, memory_usage_bytes=100, memory_working_set_bytes=60
         )
+        return [sample for _ in container_ids]
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         return self.address

@@ -132,7 +132,7 @@ class StatsCollector:
             for c in state.containers
             if c.role == ContainerRole.APP and c.state == ContainerRunState.RUNNING
         ]
-        raws = await asyncio.gather(*(self.runtime.container_stats(c.container_id) for _, c in running))
+        raws = await self.runtime.container_stats([c.container_id for _, c in running])
         now = datetime.now(UTC)
         samples: list[ContainerSample] = []
         seen: dict[str, tuple[float, int]] = {}

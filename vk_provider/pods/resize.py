@@ -288,7 +288,7 @@ class PodResizer:
         if want == 0 or (have != 0 and want >= have):
             return
         name = container["name"]
-        stats = await self._deps.runtime.container_stats(instance.container_id)
+        (stats,) = await self._deps.runtime.container_stats([instance.container_id])
         if stats is None:
             raise RuntimeFailure(f'cannot decrease memory limits: missing container "{name}" memory usage')
         if stats.memory_usage_bytes >= want:

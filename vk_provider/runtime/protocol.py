@@ -190,8 +190,9 @@ class Runtime(Protocol):
 
     async def container_role(self, container_id: str) -> ContainerRole | None: ...
 
-    async def container_stats(self, container_id: str) -> ContainerStats | None:
-        """One CPU and memory sample of a running container; None when the engine cannot say."""
+    async def container_stats(self, container_ids: Sequence[str]) -> list[ContainerStats | None]:
+        """One CPU and memory sample of each running container, in order (a stats pass asks
+        for all of the node's at once); None for one the engine cannot say."""
         ...
 
     def spec_hash(self, container: Mapping[str, Any]) -> str:

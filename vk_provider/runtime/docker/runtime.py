@@ -943,13 +943,27 @@ class DockerRuntime:
         """The sandbox's address on the Docker network ("" with host networking)."""
         return pod.sandbox.ip if pod.sandbox is not None else ""
 
-    async def container_stats(self, container_id: str) -> ContainerStats | None:
-        """From the container's cgroup files when this host has them (cgroup_stats.py), else
-        one `docker stats`."""
-        if self._cgroups is not None:
-            sample = await asyncio.to_thread(self._cgroups.read, container_id)
-            if sample is not None:
-                return container_stats(sample)
+    async def container_stats(self, container_ids: Sequence[str]) -> list[ContainerStats | None]:
+        """From the containers' cgroup files, all in one thread hop, when this host has them
+        (cgroup_stats.py: a hop per container cost six times the reads); else, and for any not
+        found there, one `docker stats` each."""
+        cgroups = self._cgroups
+        samples = (
+            await asyncio.to_thread(lambda: [cgroups.read(i) for i in container_ids])
+            if cgroups is not None
+            else [None] * len(container_ids)
+        )
+        engine = await asyncio.gather(
+            *(
+                self._engine_stats(i)
+                for i, sample in zip(container_ids, samples, strict=True)
+                if sample is None
+            )
+        )
+        answers = iter(engine)
+        return [container_stats(sample) if sample is not None else next(answers) for sample in samples]
+
+    async def _engine_stats(self, container_id: str) -> ContainerStats | None:
         try:
             await self._engine.connect()
             raw: dict[str, Any] = await self._engine.call(
