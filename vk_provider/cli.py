@@ -1,10 +1,11 @@
 """The `vk-provider` command line: argument parsing and dispatch to the subcommands.
 
 What lives here: `main(argv) -> int` (the console script) with `run`, `check-config`, `clean`,
-`remove-node`, `sandbox` and `version`. Each subcommand is one (add_parser, handler) pair in
-`_commands()`; a handler takes the parsed arguments and returns the exit code. Exit code 2
-means bad usage or a bad configuration, with one line on stderr; `check-config` and `run`
-also check the files and the engine address the configuration names
+`remove-node`, `sandbox` and `version` (and `--version`). Each subcommand is one (add_parser,
+handler) pair in `_commands()`; a handler takes the parsed arguments and returns the exit code.
+The chosen subcommand's flags default to their `VK_PROVIDER_*` variables (`vk_provider.cli_env`).
+Exit code 2 means bad usage, a bad variable or a bad configuration, with one line on stderr;
+`check-config` and `run` also check the files and the engine address the configuration names
 (`vk_provider.config_files`), the same check for both. Must not: hold provider logic; `run`
 only loads and checks the configuration and hands it to `vk_provider.app.run_provider`.
 """
@@ -14,13 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from vk_provider import __version__
+from vk_provider.cli_env import EnvError, EnvValue, apply_env, env_error
 from vk_provider.config import Config
 from vk_provider.config_load import (
     LOG_FORMATS,
@@ -54,15 +57,24 @@ def _add_run(subparsers: _SubParsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _checked_config(path: str, **overrides: str | None) -> Config:
+def _checked_config(path: str, args: argparse.Namespace, **overrides: str | None) -> Config:
     """The configuration at `path` with the flag overrides, its files and engine address checked
     as `run` uses them (`vk_provider.config_files`); raises ConfigError."""
-    config = apply_overrides(load_config(path), **overrides)
+    config = _overridden(path, args, **overrides)
     # Imported when needed: it loads the Docker and Kubernetes client libraries.
     from vk_provider.config_files import check_config_files
 
     check_config_files(config, path)
     return config
+
+
+def _overridden(path: str, args: argparse.Namespace, **overrides: str | None) -> Config:
+    """The configuration at `path` with the flags (or their variables) applied over it."""
+    config = load_config(path)
+    try:
+        return apply_overrides(config, **overrides)
+    except ConfigError as exc:
+        raise env_error(exc, args) from None
 
 
 def _run_with_config(
@@ -78,9 +90,9 @@ def _run_with_config(
     `vk_provider.<main>(config, **call)` (main is `module.function`) to its exit code."""
     try:
         if check_files:
-            config = _checked_config(args.config, **overrides)
+            config = _checked_config(args.config, args, **overrides)
         else:
-            config = apply_overrides(load_config(args.config), **overrides)
+            config = _overridden(args.config, args, **overrides)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
@@ -164,13 +176,26 @@ def _add_check_config(subparsers: _SubParsers) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "check-config", help="validate a configuration file and print the effective configuration"
     )
-    parser.add_argument("file", metavar="FILE", help="the configuration file (YAML)")
+    parser.add_argument("file", metavar="FILE", nargs="?", help="the configuration file (YAML)")
+    parser.add_argument("--config", metavar="FILE", help="the same, as run takes it")
     return parser
 
 
 def _check_config(args: argparse.Namespace) -> int:
+    if isinstance(args.config, EnvValue) and args.file:  # the word given wins over $VK_PROVIDER_CONFIG
+        args.config = None
+    if args.file and args.config and args.file != args.config:
+        print("vk-provider check-config: FILE and --config name different files", file=sys.stderr)
+        return EXIT_USAGE
+    path = args.file or args.config
+    if not path:
+        print(
+            "vk-provider check-config: a configuration file is required: FILE or --config FILE",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
-        config = _checked_config(args.file)
+        config = _checked_config(path, args)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
@@ -200,19 +225,34 @@ def _commands() -> list[tuple[Callable[[_SubParsers], argparse.ArgumentParser], 
     ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    command: str | None = None, environ: Mapping[str, str] | None = None
+) -> argparse.ArgumentParser:
+    """The whole command line; the flags of subcommand `command` default to their variables in
+    `environ` (raises EnvError for a bad one)."""
     parser = argparse.ArgumentParser(
         prog="vk-provider",
         description="A virtual-kubelet provider that runs the pods of a virtual Node as Docker containers.",
     )
+    parser.add_argument("--version", action="version", version=f"vk-provider {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_parser, handler in _commands():
-        add_parser(subparsers).set_defaults(handler=handler)
+        subparser = add_parser(subparsers)
+        subparser.set_defaults(handler=handler)
+        if environ is not None and subparser.prog.rsplit(" ", 1)[-1] == command:
+            apply_env(subparser, environ)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The top-level parser has no option taking a value: the first word is the subcommand.
+    command = next((word for word in argv if not word.startswith("-")), None)
+    try:
+        parser = build_parser(command, os.environ)
+    except EnvError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on bad usage and 0 after --help

@@ -182,7 +182,12 @@ def _check_kubeconfig_files(value: str) -> None:
     if not isinstance(cluster, dict) or not isinstance(cluster.get("server"), str) or not cluster["server"]:
         raise _Problem(KUBECONFIG, f"{cluster_path}: the current context's cluster has no server")
     user: Any = {}
-    if isinstance(context.get("user"), str) and context["user"] in named["users"]:
+    if isinstance(context.get("user"), str) and context["user"]:
+        # client-go refuses a context naming an absent user (tools/clientcmd/validation.go,
+        # validateContext: "user %q was not found for context %q"); kubernetes_asyncio would
+        # go on without credentials and every call would answer 401.
+        if context["user"] not in named["users"]:
+            raise _Problem(KUBECONFIG, f"{value}: the current context's user is not in users")
         user_path, entry = named["users"][context["user"]]
         user = entry.get("user")
         if not isinstance(user, dict):

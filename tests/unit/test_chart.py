@@ -11,11 +11,11 @@ docs/sandbox.md); without helm they are skipped. The RBAC is test_chart_rbac.py'
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
 import subprocess
-import tomllib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +26,8 @@ import pytest
 import yaml
 
 from tests.support.chart import CHART, REPO, SUPPORTED_MINORS, helm_template, one, render, validate
+from vk_provider.chart_readme import MissingDescription
+from vk_provider.chart_readme import render as render_readme
 from vk_provider.chart_schema import render as render_schema
 from vk_provider.chart_schema import values_schema
 from vk_provider.config import Config
@@ -90,18 +92,20 @@ def test_chart_node_name_is_the_providers_default_and_config_has_no_second_one()
 def test_readme_values_table_lists_every_value_with_its_default() -> None:
     """charts/vk-provider/README.md's table under `## Values`: one row per leaf of values.yaml
     (a mapping's keys joined by dots; a list or an empty mapping is one value), in order, the
-    default as JSON."""
-    readme = (CHART / "README.md").read_text().split("\n## Values\n", 1)[1]
+    default as JSON, the description from values.yaml; equal to a fresh
+    `python -m vk_provider.chart_readme` (run it after changing values.yaml)."""
+    committed = (CHART / "README.md").read_text()
+    assert committed == render_readme(committed, (CHART / "values.yaml").read_text())
+    readme = committed.split("\n## Values\n", 1)[1]
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]*)` \| (.+) \|$", readme, re.MULTILINE)
     assert [(key, json.loads(default)) for key, default, _ in rows] == list(_leaves(_values()))
     assert all(description.strip() for _, _, description in rows)
 
 
-def test_chart_app_version_is_the_package_version() -> None:
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert chart["apiVersion"] == "v2"
-    assert chart["appVersion"] == project["version"]
+def test_readme_generation_refuses_a_value_without_a_description() -> None:
+    text = (CHART / "values.yaml").read_text() + "newValue: 1\n"
+    with pytest.raises(MissingDescription, match="newValue: no `# -- ` description"):
+        render_readme((CHART / "README.md").read_text(), text)
 
 
 # --- rendering with the real helm -----------------------------------------------------------------
@@ -162,8 +166,11 @@ def test_variant_values_render_valid_objects_and_a_config_the_provider_loads(
 
 def test_chart_metadata_and_kube_version_range_are_the_supported_minors() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    assert chart["home"].startswith("https://") and chart["icon"].startswith("https://")
-    assert chart["sources"] and chart["maintainers"][0]["name"]
+    # No public address exists yet: no home or sources rather than a placeholder; the icon is
+    # docs/icon.svg as a data URL.
+    assert not {"home", "sources"} & chart.keys() and chart["maintainers"][0]["name"]
+    icon = base64.b64encode((REPO / "docs" / "icon.svg").read_bytes()).decode()
+    assert chart["icon"] == f"data:image/svg+xml;base64,{icon}"
     low, high = SUPPORTED_MINORS[0], f"{KUBE_MAJOR}.{int(KUBE_MINOR) + 1}"
     assert chart["kubeVersion"] == f">={low}.0-0 <{high}.0-0"
 
@@ -196,6 +203,98 @@ def test_service_and_service_monitor_are_off_by_default_and_scrape_metrics(helm:
     [endpoint] = monitor["spec"]["endpoints"]
     assert (endpoint["port"], endpoint["scheme"], endpoint["path"]) == ("kubelet", "https", "/metrics")
     assert one(render(helm, "service.enabled=true"), "Service")
+
+
+def test_service_monitor_authorizes_with_a_token_secret_allowed_only_this_nodes_metrics(helm: str) -> None:
+    """`authorization` (prometheus-operator's SafeAuthorization: type and a Secret key), not the
+    deprecated bearerTokenFile; by default the chart's own reader account's token."""
+    objects = render(helm, "serviceMonitor.enabled=true")
+    [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert "bearerTokenFile" not in endpoint
+    secret = one(objects, "Secret")
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": secret["metadata"]["name"], "key": "token"},
+    }
+    name = secret["metadata"]["name"]
+    by_name = {o["kind"]: o for o in objects if o["metadata"]["name"] == name}
+    assert sorted(by_name) == ["ClusterRole", "ClusterRoleBinding", "Secret", "ServiceAccount"]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["annotations"]["kubernetes.io/service-account.name"] == name
+    assert by_name["ClusterRole"]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes/metrics"], "resourceNames": ["docker-1"], "verbs": ["get"]}
+    ]
+    binding = by_name["ClusterRoleBinding"]
+    assert binding["roleRef"]["name"] == name
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": name, "namespace": "vk-system"}]
+
+    objects = render(
+        helm,
+        "serviceMonitor.enabled=true",
+        "serviceMonitor.authorization.secretName=prom-token",
+        "serviceMonitor.authorization.key=jwt",
+    )
+    [endpoint] = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["authorization"]["credentials"] == {"name": "prom-token", "key": "jwt"}
+    assert not [o for o in objects if o["kind"] == "Secret"], "an existing Secret: nothing created"
+
+
+def test_provider_pod_is_node_critical_and_the_quota_for_it_is_optional(helm: str) -> None:
+    objects = render(helm)
+    assert (
+        one(objects, "Deployment")["spec"]["template"]["spec"]["priorityClassName"] == "system-node-critical"
+    )
+    assert not [o for o in objects if o["kind"] == "ResourceQuota"]
+    quota = one(render(helm, "priorityQuota.create=true"), "ResourceQuota")
+    assert quota["metadata"]["namespace"] == "vk-system"
+    assert quota["spec"] == {
+        "hard": {"pods": "2"},
+        "scopeSelector": {
+            "matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": ["system-node-critical"]}
+            ]
+        },
+    }
+    none = render(helm, "priorityClassName=", "priorityQuota.create=true")
+    assert "priorityClassName" not in one(none, "Deployment")["spec"]["template"]["spec"]
+    assert not [o for o in none if o["kind"] == "ResourceQuota"], "no class, nothing to allow"
+
+
+@pytest.mark.parametrize(
+    ("sets", "kubelet", "healthz"),
+    [
+        ((), 10350, 10348),
+        (("hostNetworkPorts.kubelet=11250", "hostNetworkPorts.healthz=11248"), 11250, 11248),
+        (
+            ("config.kubeletServer.listen=0.0.0.0:12250", "config.kubeletServer.healthzListen=:12248"),
+            12250,
+            12248,
+        ),
+    ],
+)
+def test_host_network_moves_the_ports_off_the_host_kubelets(
+    helm: str, tmp_path: Path, sets: tuple[str, ...], kubelet: int, healthz: int
+) -> None:
+    """The host's kubelet holds 10250 and 10248: with hostNetwork the container ports, the
+    Service and the configuration the provider reads name the same other ports."""
+    objects = render(helm, "hostNetwork=true", "service.enabled=true", *sets)
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    ports = {p["name"]: p["containerPort"] for p in _container(objects)["ports"]}
+    assert ports == {"kubelet": kubelet, "healthz": healthz}
+    assert one(objects, "Service")["spec"]["ports"][0]["port"] == kubelet
+    server = _rendered_config(objects, tmp_path).kubelet_server
+    assert server.listen.endswith(f":{kubelet}") and server.healthz_listen.endswith(f":{healthz}")
+
+
+def test_without_host_network_the_pod_keeps_its_own_network_and_the_kubelet_ports(helm: str) -> None:
+    objects = render(helm)
+    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
+    assert "hostNetwork" not in pod and "dnsPolicy" not in pod
+    assert {p["name"]: p["containerPort"] for p in _container(objects)["ports"]} == {
+        "kubelet": 10250,
+        "healthz": 10248,
+    }
 
 
 def test_default_render_is_valid_and_configures_the_named_node(helm: str, tmp_path: Path) -> None:

@@ -110,3 +110,14 @@ def test_the_api_server_address_reaches_the_provider_and_the_hook(helm: str) -> 
         assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("172.17.0.1", "6443")
     # By default in-cluster configuration keeps what the kubelet injects.
     assert "KUBERNETES_SERVICE_HOST" not in _env(one(render(helm), "Deployment")["spec"]["template"]["spec"])
+
+
+def test_the_uninstall_hooks_container_has_small_resources_that_can_be_set(helm: str) -> None:
+    container = _container(one(render(helm, hooks=True), "Job")["spec"]["template"]["spec"])
+    assert container["resources"] == {
+        "requests": {"cpu": "50m", "memory": "64Mi"},
+        "limits": {"memory": "256Mi"},
+    }
+    hooks = render(helm, "uninstallHook.resources.limits.memory=1Gi", hooks=True)
+    container = _container(one(hooks, "Job")["spec"]["template"]["spec"])
+    assert container["resources"]["limits"] == {"memory": "1Gi"}

@@ -92,6 +92,55 @@ def kubeconfig_without_its_context(d: Path) -> tuple[dict[str, str], str]:
     return {}, f"kubernetes.kubeconfig: {path}: current-context names no entry of contexts"
 
 
+def kubeconfig_is_a_directory(d: Path) -> tuple[dict[str, str], str]:
+    (d / "kc").mkdir()
+    (d / "config.yaml").write_text(f"kubernetes:\n  kubeconfig: {d / 'kc'}\n")
+    return {}, f"kubernetes.kubeconfig: {d / 'kc'}: not a regular file"
+
+
+def kubeconfig_unreadable(d: Path) -> tuple[dict[str, str], str]:
+    """A regular file whose read fails (the tests run as root, whom a mode 000 does not stop)."""
+    (d / "config.yaml").write_text("kubernetes:\n  kubeconfig: /proc/self/mem\n")
+    return {}, "kubernetes.kubeconfig: /proc/self/mem: cannot read: Input/output error"
+
+
+def kubeconfig_empty(d: Path) -> tuple[dict[str, str], str]:
+    path = _kubeconfig_holding(d, "")
+    return {}, f"kubernetes.kubeconfig: {path}: not a kubeconfig: not a YAML mapping"
+
+
+def kubeconfig_not_text(d: Path) -> tuple[dict[str, str], str]:
+    (d / "kc").write_bytes(b"\xff\xfeSECRET\x00")
+    (d / "config.yaml").write_text(f"kubernetes:\n  kubeconfig: {d / 'kc'}\n")
+    return {}, f"kubernetes.kubeconfig: {d / 'kc'}: not a kubeconfig: not UTF-8 text"
+
+
+def kubeconfig_without_contexts(d: Path) -> tuple[dict[str, str], str]:
+    clusters = [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}]
+    path = _kubeconfig_holding(d, yaml.safe_dump({"apiVersion": "v1", "clusters": clusters}))
+    return {}, f"kubernetes.kubeconfig: {path}: no current-context"
+
+
+def _kubeconfig_context(d: Path, context: dict[str, str]) -> str:
+    kubeconfig = {
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "SECRET"}}],
+        "contexts": [{"name": "ctx", "context": context}],
+        "current-context": "ctx",
+    }
+    return _kubeconfig_holding(d, yaml.safe_dump(kubeconfig))
+
+
+def kubeconfig_context_names_a_missing_cluster(d: Path) -> tuple[dict[str, str], str]:
+    path = _kubeconfig_context(d, {"cluster": "gone", "user": "u"})
+    return {}, f"kubernetes.kubeconfig: {path}: the current context's cluster is not in clusters"
+
+
+def kubeconfig_context_names_a_missing_user(d: Path) -> tuple[dict[str, str], str]:
+    path = _kubeconfig_context(d, {"cluster": "c", "user": "gone"})
+    return {}, f"kubernetes.kubeconfig: {path}: the current context's user is not in users"
+
+
 def kubeconfig_ca_missing(d: Path) -> tuple[dict[str, str], str]:
     cluster = {"server": "https://127.0.0.1:1", "certificate-authority": "ca-absent.crt"}
     kubeconfig = {
@@ -215,6 +264,13 @@ CASES: list[Case] = [
     kubeconfig_not_a_mapping,
     kubeconfig_shaped_like_shadow,
     kubeconfig_without_its_context,
+    kubeconfig_is_a_directory,
+    kubeconfig_unreadable,
+    kubeconfig_empty,
+    kubeconfig_not_text,
+    kubeconfig_without_contexts,
+    kubeconfig_context_names_a_missing_cluster,
+    kubeconfig_context_names_a_missing_user,
     kubeconfig_ca_missing,
     empty_config_outside_a_cluster,
     in_a_pod_without_the_service_port,

@@ -54,7 +54,8 @@ them with the key's path instead of their being dropped. An empty
 kubeletServer.clientCAFile with auth webhook or x509 becomes the cluster CA the pod's
 service account mounts: it signs the apiserver's kubelet client certificate on standard
 clusters, so kubectl logs/exec/port-forward through the apiserver are authenticated. An
-empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /healthz. An
+empty kubeletServer.healthzListen becomes 0.0.0.0:10248, where the probes GET /healthz; with
+hostNetwork the ports 10250 and 10248 of listen and healthzListen become hostNetworkPorts'. An
 empty pods.clusterDNS becomes the clusterIP of the kube-system/kube-dns Service when the
 chart can look it up (helm install/upgrade against a cluster; nothing under helm template).
 */}}
@@ -71,10 +72,9 @@ chart can look it up (helm install/upgrade against a cluster; nothing under helm
 {{- $_ := set $server "clientCAFile" "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt" -}}
 {{- $_ := set $config "kubeletServer" $server -}}
 {{- end -}}
-{{- if not $server.healthzListen -}}
+{{- $_ := set $server "listen" (include "vk-provider.kubeletListen" .) -}}
 {{- $_ := set $server "healthzListen" (include "vk-provider.healthzListen" .) -}}
 {{- $_ := set $config "kubeletServer" $server -}}
-{{- end -}}
 {{- $pods := default (dict) $config.pods -}}
 {{- if not $pods.clusterDNS -}}
 {{- $kubeDNS := lookup "v1" "Service" "kube-system" "kube-dns" -}}
@@ -97,14 +97,34 @@ chart can look it up (helm install/upgrade against a cluster; nothing under helm
 {{- end -}}
 {{- end -}}
 
-{{/* The kubelet API port: the port of config.kubeletServer.listen (host:port). */}}
-{{/* Where the probes' GET /healthz is served: config.kubeletServer.healthzListen, else 0.0.0.0:10248. */}}
-{{- define "vk-provider.healthzListen" -}}
-{{- .Values.config.kubeletServer.healthzListen | default "0.0.0.0:10248" -}}
+{{/*
+`address` (host:port) with its port `taken` replaced by `port` when the pod is in the host's
+network namespace (hostNetwork), where the host's own kubelet holds 10250 and 10248.
+*/}}
+{{- define "vk-provider.hostNetworkAddress" -}}
+{{- $address := index . 0 -}}
+{{- if and (index . 1).Values.hostNetwork (hasSuffix (printf ":%d" (index . 2)) $address) -}}
+{{- printf "%s:%v" (trimSuffix (printf ":%d" (index . 2)) $address) (index . 3) -}}
+{{- else -}}
+{{- $address -}}
+{{- end -}}
 {{- end -}}
 
+{{/* Where the kubelet API listens: config.kubeletServer.listen, moved off 10250 with hostNetwork. */}}
+{{- define "vk-provider.kubeletListen" -}}
+{{- include "vk-provider.hostNetworkAddress" (list .Values.config.kubeletServer.listen . 10250 .Values.hostNetworkPorts.kubelet) -}}
+{{- end -}}
+
+{{/* Where the probes' GET /healthz is served: config.kubeletServer.healthzListen, else
+0.0.0.0:10248; moved off 10248 with hostNetwork. */}}
+{{- define "vk-provider.healthzListen" -}}
+{{- $listen := .Values.config.kubeletServer.healthzListen | default "0.0.0.0:10248" -}}
+{{- include "vk-provider.hostNetworkAddress" (list $listen . 10248 .Values.hostNetworkPorts.healthz) -}}
+{{- end -}}
+
+{{/* The kubelet API port: the port of vk-provider.kubeletListen (host:port). */}}
 {{- define "vk-provider.kubeletPort" -}}
-{{- regexReplaceAll "^.*:" .Values.config.kubeletServer.listen "" -}}
+{{- regexReplaceAll "^.*:" (include "vk-provider.kubeletListen" .) "" -}}
 {{- end -}}
 
 {{/* The Docker socket path when the engine is local (config.docker.host empty or unix://), else "". */}}
