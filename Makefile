@@ -96,6 +96,21 @@ conformance-build: docker kube
 conformance: docker install kube conformance-build
 	$(PY) -m conformance.run $(CONFORMANCE_ARGS)
 
+# The release into dist/ (scripts/release.sh, docs/install.md): the wheel and sdist, the chart
+# package and index, the image as a `docker save` archive and its SBOM, SHA256SUMS. A few minutes.
+.PHONY: release release-test lock
+release: docker helm
+	bash scripts/release.sh
+
+# Installs what `make release` left in dist/ (the chart's .tgz, the image archive, the wheel in a
+# clean venv) on the real control plane: tests/e2e/test_release.py. Not part of `make test`.
+release-test: release kube images
+	VK_PROVIDER_RELEASE_DIR=$(CURDIR)/dist $(PY) -m pytest -q -ra --control-plane=real tests/e2e/test_release.py
+
+# Re-pin requirements/image.lock and requirements/release-tools.lock (with hashes) from the index.
+lock:
+	bash scripts/lock-requirements.sh
+
 lint: install
 	$(VENV)/bin/ruff check vk_provider tests bench conformance
 	$(VENV)/bin/ruff format --check vk_provider tests bench conformance

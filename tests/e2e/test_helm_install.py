@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from tests.support.chart import CHART
+from tests.support.helm_host import NAMESPACE, _bridge_gateway, _helm, _jsonpath, host_sandbox
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.manifests import sh
@@ -38,18 +39,13 @@ from tests.support.sandbox_process import (
     Sandbox,
     node_containers,
     pod_manifest,
-    remove_node_containers,
-    start_sandbox,
-    stop_sandbox,
 )
-from vk_provider.sandbox.bridge_address import bridge_gateway
 
 pytestmark = [pytest.mark.docker, pytest.mark.kubectl, pytest.mark.real_only, pytest.mark.timeout(1500)]
 
 HOST = "host-1"
 NODE = "docker-1"
 RELEASE = "vk"
-NAMESPACE = "vk-system"
 DEPLOYMENT = "vk-vk-provider"
 PROVIDER_SELECTOR = f"app.kubernetes.io/name=vk-provider,app.kubernetes.io/instance={RELEASE}"
 HTTPD = "mkdir -p /www && echo hello from docker-1 > /www/index.html && exec httpd -f -p 8080 -h /www"
@@ -57,48 +53,13 @@ WAIT = ("--wait", "--timeout", "5m")
 COUNTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 1; done"
 
 
-def _bridge_gateway() -> str:
-    gateway = bridge_gateway()
-    assert gateway is not None, "the Docker bridge network has no gateway address"
-    return gateway
-
-
 @pytest.fixture
 def host(
     control_plane: str, tmp_path: Path, test_images: dict[str, str], docker_client: Any
 ) -> Iterator[Sandbox]:
     """The real control plane with host-1's provider; afterwards both nodes' containers go."""
-    remove_node_containers(docker_client, NODE)  # a failed earlier run's
-    sandbox = start_sandbox(
-        tmp_path / "host",
-        test_images["pause"],
-        "real",
-        prefix="host-",
-        allow={"hostPath": True},
-        extra_args=("--provider-identity", "node", "--apiserver-address", _bridge_gateway()),
-    )
-    try:
+    with host_sandbox(tmp_path / "host", test_images["pause"], docker_client, NODE) as sandbox:
         yield sandbox
-    finally:
-        stop_sandbox(sandbox)
-        remove_node_containers(docker_client, NODE)
-        remove_node_containers(docker_client, sandbox.node)
-
-
-def _helm(helm: str, sandbox: Sandbox, *args: str, timeout: float = 400) -> str:
-    result = subprocess.run(
-        [helm, "--kubeconfig", str(sandbox.kubeconfig), "--namespace", NAMESPACE, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert result.returncode == 0, (args, result.stdout, result.stderr, sandbox.log_tail())
-    return result.stdout
-
-
-def _jsonpath(sandbox: Sandbox, *what: str, path: str) -> str:
-    return sandbox.kubectl("get", *what, "-o", f"jsonpath={path}", check=False).stdout
 
 
 def _http_get(port: int) -> str | None:

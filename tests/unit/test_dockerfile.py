@@ -1,10 +1,11 @@
 """The Dockerfile, checked statically (tests/integration/test_image.py builds and runs it).
 
 What is checked: the entrypoint is the project's console script, it copies in only the
-host-built wheels (the build context holds nothing else) and installs them without an index,
-it runs as a non-root user, the default command uses
-the configuration path the Helm chart mounts, the version label is the package's, and the
-image bakes in no secrets.
+host-built wheels and the lock file (the build context holds nothing else) and installs the
+locked wheels without an index, checking their hashes, it runs as a non-root user, the default
+command uses the configuration path the Helm chart mounts, the image carries the OCI labels,
+and the image bakes in no secrets. That the version label is the package's is
+test_version.py's.
 """
 
 from __future__ import annotations
@@ -94,22 +95,38 @@ def test_entrypoint_is_the_console_script_and_cmd_is_the_charts_config_path() ->
     assert "config.yaml: |" in configmap
 
 
-def test_only_the_host_built_wheels_are_copied_in_and_they_are_in_the_build_context() -> None:
-    """The build takes no sources and no package index: the wheels `pip wheel . -w dist/wheels`
-    (scripts/build-image.sh) leaves are the whole build context."""
+def test_only_the_wheels_and_the_lock_are_copied_in_and_the_build_checks_the_lock() -> None:
+    """The build takes no sources and no package index: the wheels scripts/build-image.sh leaves
+    in dist/wheels and requirements/image.lock are the whole build context, and pip installs
+    the dependencies from the lock with --require-hashes, the project's wheel without
+    dependencies, then checks that the lock satisfies them."""
     patterns = _dockerignore()
     sources = []
     for keyword, rest in _instructions():
         words = shlex.split(rest)
         if keyword == "COPY" and not any(w.startswith("--from") for w in words):
             sources += [w for w in words[:-1] if not w.startswith("--")]
-    assert sources == ["dist/wheels"]
+    assert sources == ["requirements/image.lock", "dist/wheels"]
     assert not _ignored("dist/wheels/vk_provider-0.1.0-py3-none-any.whl", patterns)
-    for unwanted in (".venv", ".git", "tests", "state", ".sandbox", "vk_provider", "dist/other"):
+    assert not _ignored("requirements/image.lock", patterns)
+    for unwanted in (
+        ".venv",
+        ".git",
+        "tests",
+        "state",
+        ".sandbox",
+        "vk_provider",
+        "dist/other",
+        "requirements/x",
+    ):
         assert _ignored(unwanted, patterns), f"{unwanted} must stay out of the build context"
     assert "-w dist/wheels" in (REPO / "scripts" / "build-image.sh").read_text()
-    install = next(rest for keyword, rest in _final_stage() if keyword == "RUN" and "pip install" in rest)
-    assert "--no-index" in install and "--find-links /tmp/wheels" in install
+    run = next(rest for keyword, rest in _final_stage() if keyword == "RUN" and "pip install" in rest)
+    locked, project, check = (step.strip() for step in run.split("&&")[1:4])
+    assert "--no-index" in locked and "--find-links /tmp/wheels" in locked
+    assert "--require-hashes --no-deps -r /tmp/image.lock" in locked
+    assert "--no-index" in project and "--no-deps" in project and '"vk-provider==${VERSION}"' in project
+    assert check.endswith("pip check")
 
 
 def test_the_image_runs_as_a_non_root_user() -> None:
@@ -129,15 +146,11 @@ def test_base_image_is_python_slim_of_the_supported_version() -> None:
     assert froms == ["${PYTHON_IMAGE}"]
 
 
-def test_labels_carry_the_package_version() -> None:
-    stage = _final_stage()
-    version = _only(stage, "ARG")
-    assert version == f"VERSION={_project()['version']}"
-    labels = _only(stage, "LABEL")
+def test_labels_carry_the_oci_keys() -> None:
+    labels = _only(_final_stage(), "LABEL")
     for key in ("title", "description", "version", "licenses"):
         assert f"org.opencontainers.image.{key}=" in labels
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    assert chart["appVersion"] == _project()["version"]
+    assert 'org.opencontainers.image.version="${VERSION}"' in labels
 
 
 def test_no_secrets_or_dev_tools_are_baked_in() -> None:
