@@ -1,6 +1,7 @@
 """The bench's pods on a sandbox's node: `pod_names`, `pod_manifest`, `create_pods`,
-`delete_pods`, `is_running`, and `PodWatch` (a watch on the run's pods that records when each
-became Running and when each was gone).
+`delete_pods`, `is_running`, `PodWatch` (a watch on the run's pods that records when each
+became Running and when each was gone), and `settled_pods` (N pods created, Running, then a
+settle period: where the steady-state benches start measuring).
 
 Must not: import from `tests/`; touch a pod without this run's `RUN_LABEL`.
 """
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from bench.report import progress
 from bench.sandbox import BenchSandbox
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError
 
@@ -185,3 +187,15 @@ class PodWatch:
     async def wait_gone(self, names: Iterable[str], deadline: float) -> None:
         wanted = set(names)
         await self.wait(f"{len(wanted)} pods gone", lambda: wanted <= self.gone_at.keys(), deadline)
+
+
+async def settled_pods(sandbox: BenchSandbox, count: int, deadline: float, settle: float) -> list[str]:
+    """`count` pods created and all Running, then `settle` seconds left alone; their names."""
+    names = pod_names(sandbox, count)
+    async with PodWatch(sandbox) as watch:
+        progress(f"creating {count} pods")
+        await create_pods(sandbox, names)
+        await watch.wait_running(names, deadline)
+    progress(f"all Running; settling {settle:g} s")
+    await asyncio.sleep(settle)
+    return names

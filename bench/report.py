@@ -45,6 +45,17 @@ def common_arguments(parser: argparse.ArgumentParser, pods: int) -> None:
     )
 
 
+def settle_argument(parser: argparse.ArgumentParser, default: float) -> None:
+    """`--settle S`: the wait after all pods are Running, before a bench measures."""
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=default,
+        metavar="S",
+        help=f"wait after all pods are Running, before measuring (default: {default:g})",
+    )
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0..100) with linear interpolation between the closest ranks."""
     if not values:

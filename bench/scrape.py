@@ -52,13 +52,7 @@ async def bench(args: argparse.Namespace) -> None:
         args.control_plane, args.kube_bin, count_docker=True, pods_per_node=args.pods
     )
     try:
-        names = pods.pod_names(sandbox, args.pods)
-        async with pods.PodWatch(sandbox) as watch:
-            report.progress(f"creating {args.pods} pods")
-            await pods.create_pods(sandbox, names)
-            await watch.wait_running(names, args.timeout)
-        report.progress(f"all Running; settling {args.settle:g} s")
-        await asyncio.sleep(args.settle)
+        await pods.settled_pods(sandbox, args.pods, args.timeout, args.settle)
         assert sandbox.proxy is not None
         pid = sandbox.provider_pid
         window = args.scrapes * args.interval
@@ -134,13 +128,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--interval", type=float, default=6.0, metavar="S", help="seconds between scrapes (default: 6)"
     )
-    parser.add_argument(
-        "--settle",
-        type=float,
-        default=20.0,
-        metavar="S",
-        help="wait after all pods are Running (default: 20)",
-    )
+    report.settle_argument(parser, 20.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,13 +29,7 @@ async def bench(args: argparse.Namespace) -> None:
         args.control_plane, args.kube_bin, count_docker=True, pods_per_node=args.pods
     )
     try:
-        names = pods.pod_names(sandbox, args.pods)
-        async with pods.PodWatch(sandbox) as watch:
-            report.progress(f"creating {args.pods} pods")
-            await pods.create_pods(sandbox, names)
-            await watch.wait_running(names, args.timeout)
-        report.progress(f"all Running; settling {args.settle:g} s, then measuring {args.seconds:g} s")
-        await asyncio.sleep(args.settle)
+        await pods.settled_pods(sandbox, args.pods, args.timeout, args.settle)
 
         assert sandbox.proxy is not None
         pid = sandbox.provider_pid
@@ -90,13 +84,7 @@ async def bench(args: argparse.Namespace) -> None:
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=60.0, metavar="S", help="the window (default: 60)")
-    parser.add_argument(
-        "--settle",
-        type=float,
-        default=15.0,
-        metavar="S",
-        help="wait after all pods are Running, before the window (default: 15)",
-    )
+    report.settle_argument(parser, 15.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,6 @@ import json
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 import yaml
 
 from tests.support.chart import CHART, REPO, SUPPORTED_MINORS, helm_template, one, render, validate
-from vk_provider.chart_readme import MissingDescription
+from vk_provider.chart_readme import MissingDescription, leaves
 from vk_provider.chart_readme import render as render_readme
 from vk_provider.chart_schema import render as render_schema
 from vk_provider.chart_schema import values_schema
@@ -59,20 +58,12 @@ def _chart_config(values: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _leaves(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    if isinstance(data, dict) and data:
-        for key, value in data.items():
-            yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
-    else:
-        yield prefix, data
-
-
 # --- defaults: no helm needed --------------------------------------------------------------------
 
 
 def test_chart_config_defaults_equal_config_example_key_by_key() -> None:
-    chart = dict(_leaves(_chart_config(_values())))
-    example = dict(_leaves(yaml.safe_load(EXAMPLE.read_text())))
+    chart = dict(leaves(_chart_config(_values())))
+    example = dict(leaves(yaml.safe_load(EXAMPLE.read_text())))
     assert sorted(chart) == sorted(example), "the chart's config must have exactly the example's keys"
     for key, value in example.items():
         assert chart[key] == value, f"{key}: chart {chart[key]!r}, config.example.yaml {value!r}"
@@ -98,7 +89,7 @@ def test_readme_values_table_lists_every_value_with_its_default() -> None:
     assert committed == render_readme(committed, (CHART / "values.yaml").read_text())
     readme = committed.split("\n## Values\n", 1)[1]
     rows = re.findall(r"^\| `([^`]+)` \| `([^`]*)` \| (.+) \|$", readme, re.MULTILINE)
-    assert [(key, json.loads(default)) for key, default, _ in rows] == list(_leaves(_values()))
+    assert [(key, json.loads(default)) for key, default, _ in rows] == list(leaves(_values()))
     assert all(description.strip() for _, _, description in rows)
 
 
