@@ -7,7 +7,6 @@ and with the handler off the answer is the kubelet's 405. On both control planes
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,28 +16,17 @@ from tests.integration.test_provider_metrics import get_raw
 from tests.support.manifests import sh
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.pod_status import phase
+from tests.support.process_log import process_log_attached
 from tests.support.provider_harness import node_proxied_provider
 from vk_provider.config import Config
-from vk_provider.log_ring import PROCESS_LOG
-from vk_provider.logging import TextFormatter
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
 def process_log() -> Iterator[None]:
-    """The ring of recent lines on the root logger, as `setup_logging` installs it in a provider
-    process (pytest owns this process's handlers, so the test adds it alone)."""
-    PROCESS_LOG.setFormatter(TextFormatter())
-    root, ours = logging.getLogger(), logging.getLogger("vk_provider")
-    level = ours.level
-    root.addHandler(PROCESS_LOG)
-    ours.setLevel(logging.INFO)
-    try:
+    with process_log_attached():
         yield
-    finally:
-        root.removeHandler(PROCESS_LOG)
-        ours.setLevel(level)
 
 
 def _logs(handler: bool, query: bool, log_dir: Path) -> Callable[[Config], Config]:

@@ -4,7 +4,6 @@ node log query over the provider's own lines, a journald stand-in and log files.
 from __future__ import annotations
 
 import gzip
-import logging
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -15,9 +14,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from tests.support.process_log import process_log_attached
 from vk_provider.kubeletapi.node_log_query import parse_query, validate
 from vk_provider.kubeletapi.node_logs import NodeLogSettings, node_logs_handler
-from vk_provider.logging import get_logger, setup_logging
+from vk_provider.logging import get_logger
 
 
 async def _client(settings: NodeLogSettings) -> TestClient[web.Request, web.Application]:
@@ -77,11 +77,11 @@ async def test_without_the_query_the_directory_is_served_as_files(log_dir: Path)
 async def test_the_query_reads_the_providers_own_recent_lines(
     query_client: TestClient[web.Request, web.Application],
 ) -> None:
-    setup_logging("info", "text")
     log = get_logger("test.nodelogs")
-    for i in range(5):
-        log.info("a line for the node log query", extra={"i": i})
-    logging.getLogger("vk_provider").info("unrelated")
+    with process_log_attached():
+        for i in range(5):
+            log.info("a line for the node log query", extra={"i": i})
+        log.info("unrelated")
 
     answer = await query_client.get("/logs/", params={"query": "vk-provider", "pattern": "node log query"})
     assert answer.headers["Content-Type"] == "text/plain;charset=UTF-8"

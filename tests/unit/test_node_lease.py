@@ -118,8 +118,17 @@ def server_error() -> ApiStatusError:
 _THIS_TASK: contextvars.ContextVar[bool] = contextvars.ContextVar("this_task", default=False)
 
 
-def _this_task_only(_: logging.LogRecord) -> bool:
-    return _THIS_TASK.get()
+class _ThisTaskLines(logging.Handler):
+    """The messages logged by the task that set `_THIS_TASK`: a task another test left on this
+    xdist worker may log on the same logger meanwhile (it runs in a context copied before)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _THIS_TASK.get():
+            self.messages.append(record.getMessage())
 
 
 async def test_server_errors_are_retried_at_once_within_the_round(caplog: pytest.LogCaptureFixture) -> None:
@@ -129,13 +138,15 @@ async def test_server_errors_are_retried_at_once_within_the_round(caplog: pytest
     store.errors = [server_error(), ApiStatusError(409, "Conflict", "modified"), server_error()]
     store.calls.clear()
     caplog.set_level(logging.INFO, logger="vk_provider.node.lease")
-    # Only this task's lines: a task another test left on this worker may log on the same
-    # logger meanwhile (it runs in a context copied before the variable was set).
+    lines, logger = _ThisTaskLines(), logging.getLogger("vk_provider.node.lease")
     _THIS_TASK.set(True)
-    caplog.handler.addFilter(_this_task_only)
-    await keeper.renew("uid-1", NOW)
+    logger.addHandler(lines)
+    try:
+        await keeper.renew("uid-1", NOW)
+    finally:
+        logger.removeHandler(lines)
     assert store.calls == ["PUT", "PUT", "GET", "PUT", "PUT"]
-    assert [r.getMessage() for r in caplog.records if r.name == "vk_provider.node.lease"] == [
+    assert lines.messages == [
         "lease renewal got 500 InternalError: injected: sending it again at once (attempt 2 of 5)",
         "lease renewal got 409 Conflict: modified: reading it again (attempt 3 of 5)",
         "lease renewal got 500 InternalError: injected: sending it again at once (attempt 4 of 5)",
