@@ -98,7 +98,11 @@ def _run_with_config(
         return EXIT_USAGE
     from vk_provider.logging import setup_logging
 
-    setup_logging(config.logging.level, config.logging.format)
+    setup_logging(
+        config.logging.level,
+        config.logging.format,
+        keep_recent=config.kubelet_server.enable_system_log_query,
+    )
     # Imported when needed (the other subcommands do without the provider's dependencies).
     module, _, function = main.rpartition(".")
     entry: Callable[..., Coroutine[Any, Any, int]] = getattr(

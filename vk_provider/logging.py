@@ -129,21 +129,27 @@ class JSONFormatter(logging.Formatter):
 
 
 def setup_logging(
-    level: str = "info", fmt: str = "text", components: Mapping[str, str] | None = None
+    level: str = "info",
+    fmt: str = "text",
+    components: Mapping[str, str] | None = None,
+    *,
+    keep_recent: bool = False,
 ) -> None:
-    """Configure the root handlers once for the whole process (stderr, and the ring of recent
-    lines the node log query reads: log_ring.py). `components` sets the
+    """Configure the root handlers once for the whole process: stderr, and with `keep_recent`
+    the ring of recent lines the node log query reads (log_ring.py; off, no line is formatted
+    twice). `components` sets the
     level of one component and those under it (`{"pods": "debug", "kube.client": "warning"}`),
     as klog's `-vmodule` sets one file's verbosity."""
     formatter = JSONFormatter() if fmt == "json" else TextFormatter()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(formatter)
-    PROCESS_LOG.setFormatter(formatter)  # the same lines, kept for the node log query
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.addHandler(PROCESS_LOG)
+    if keep_recent:
+        PROCESS_LOG.setFormatter(formatter)  # the same lines, kept for the node log query
+        root.addHandler(PROCESS_LOG)
     root.setLevel(logging.WARNING)
     logging.getLogger(_ROOT).setLevel(_LEVELS.get(level, logging.INFO))
     for component, component_level in (components or {}).items():

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.klog import parse_line, parse_text
+from vk_provider.log_ring import PROCESS_LOG
 from vk_provider.logging import get_logger, pod_fields, setup_logging
 
 POD = {"metadata": {"name": "web", "namespace": "shop", "uid": "1b2c"}}
@@ -108,3 +109,12 @@ def test_per_component_levels(restore_root: None, capsys: pytest.CaptureFixture[
 def test_pod_fields_of_a_pod_without_uid_has_no_uid() -> None:
     assert str(pod_fields({"metadata": {"name": "p", "namespace": "d"}})["pod"]) == "d/p"
     assert "uid" not in pod_fields({"metadata": {"name": "p", "namespace": "d"}})
+
+
+def test_recent_lines_are_kept_only_for_the_node_log_query(restore_root: None) -> None:
+    setup_logging("info", "text")
+    assert PROCESS_LOG not in logging.getLogger().handlers  # no line formatted a second time
+    setup_logging("info", "text", keep_recent=True)
+    get_logger("node.agent").info("kept for the query", extra={"node": "vk-1"})
+    line = PROCESS_LOG.lines()[-1].text
+    assert parse_text(line).msg == "kept for the query" and 'node="vk-1"' in line

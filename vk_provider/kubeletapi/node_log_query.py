@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -77,6 +77,15 @@ def _rfc3339(text: str) -> datetime | None:
         return None
 
 
+# The options that parse, with the kubelet's error detail when one does not.
+_OPTIONS: tuple[tuple[str, Callable[[str], Any], Callable[[str], str]], ...] = (
+    ("sinceTime", _rfc3339, lambda _: "invalid time format"),
+    ("untilTime", _rfc3339, lambda _: "invalid time format"),
+    ("boot", _atoi, lambda text: f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax"),
+    ("tailLines", _atoi, lambda text: f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax"),
+)
+
+
 def parse_query(params: Mapping[str, Sequence[str]]) -> tuple[NodeLogQuery | None, list[str]]:
     """(the query, None when the request names no parameter of one; the kubelet's 400 errors)."""
     errors: list[str] = []
@@ -87,20 +96,13 @@ def parse_query(params: Mapping[str, Sequence[str]]) -> tuple[NodeLogQuery | Non
         errors.append(invalid("query", queries, "may not be empty"))
     found: dict[str, Any] = {}
     raw: dict[str, str] = {}
-    for name in ("sinceTime", "untilTime"):
+    for name, parse, detail in _OPTIONS:
         text = (params.get(name) or [""])[0]
         if text:
             raw[name] = text
-            found[name] = _rfc3339(text)
+            found[name] = parse(text)
             if found[name] is None:
-                errors.append(invalid(name, text, "invalid time format"))
-    for name in ("boot", "tailLines"):
-        text = (params.get(name) or [""])[0]
-        if text:
-            raw[name] = text
-            found[name] = _atoi(text)
-            if found[name] is None:
-                errors.append(invalid(name, text, f"strconv.Atoi: parsing {_go_quote(text)}: invalid syntax"))
+                errors.append(invalid(name, text, detail(text)))
     pattern = (params.get("pattern") or [""])[0]
     if errors:
         return None, errors
@@ -119,13 +121,19 @@ def _service_problem(service: str) -> str:
     return ""
 
 
+def inside(log_dir: Path, relative: str) -> Path | None:
+    """`relative` under `log_dir` resolved (symlinks followed), or None when that leaves it."""
+    root = os.path.realpath(log_dir)
+    target = os.path.realpath(os.path.join(root, relative.lstrip("/")))
+    return Path(target) if os.path.commonpath([root, target]) == root else None
+
+
 def _stat_problem(log_dir: Path, name: str) -> str:
     """os.Root.Stat of `name` under `log_dir`: it may not leave the directory."""
-    target = os.path.realpath(log_dir / name.replace("\\", "/").lstrip("/"))
-    root = os.path.realpath(log_dir)
-    if os.path.commonpath([root, target]) != root:
+    target = inside(log_dir, name.replace("\\", "/"))  # a Windows client's separator, as the kubelet
+    if target is None:
         return f"statat {name}: path escapes from parent"
-    if not os.path.exists(target):
+    if not target.exists():
         return f"statat {name}: no such file or directory"
     return ""
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from vk_provider.kubeletapi.node_log_query import NodeLogQuery, aggregate, parse_query, validate
+from vk_provider.kubeletapi.node_log_query import NodeLogQuery, aggregate, inside, parse_query, validate
 from vk_provider.log_ring import PROCESS_LOG
 
 OWN_SERVICE = "vk-provider"  # the query that names this provider's own log
@@ -71,18 +71,12 @@ def node_logs_handler(settings: NodeLogSettings) -> Handler:
             return _text(406, aggregate(problems))
         if query.services:
             return await _serve_services(request, query, settings.log_dir)
-        return await _serve_file(request, settings.log_dir, query.files[0].replace("\\", "/").lstrip("/"))
+        return await _serve_file(request, settings.log_dir, query.files[0].replace("\\", "/"))
 
     return handler
 
 
 # --- the log directory as files ---------------------------------------------------------------
-
-
-def _inside(log_dir: Path, relative: str) -> Path | None:
-    root = os.path.realpath(log_dir)
-    target = os.path.realpath(os.path.join(root, relative))
-    return Path(target) if os.path.commonpath([root, target]) == root else None
 
 
 def _listing(directory: Path) -> str:
@@ -97,7 +91,7 @@ def _listing(directory: Path) -> str:
 
 
 async def _serve_file(request: web.Request, log_dir: Path, relative: str) -> web.StreamResponse:
-    target = _inside(log_dir, relative)
+    target = inside(log_dir, relative)
     if target is None or not target.exists():
         return _text(404, "404 page not found")
     if target.is_dir():
@@ -197,7 +191,7 @@ def _own_lines(query: NodeLogQuery) -> bytes:
 def _service_file(log_dir: Path, service: str) -> bytes:
     """heuristicsCopyFileLogs: `<svc>`, `<svc>.log`, `<svc>/<svc>.log`, the first that is a file."""
     for name in (service, f"{service}.log", f"{service}/{service}.log"):
-        target = _inside(log_dir, name)
+        target = inside(log_dir, name)
         if target is None or not target.is_file():
             continue
         try:
