@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns
+.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns monitoring-tools prometheus
 
 # Both tiers: every API-facing test against the emulator and against the real control plane,
 # and the fast subset of the upstream conformance suite (tests/e2e/test_conformance_subset.py).
@@ -17,10 +17,10 @@ test: test-builds
 
 # On a cold machine the Go builds (CPU) run beside the image builds, the venv's tools and the
 # linters (disk and network): two lanes. apt's users (the engine, the registry) come first.
-test-builds: docker registry install
+test-builds: docker registry prometheus install
 	$(MAKE) --no-print-directory -j 2 --output-sync=target go-builds local-builds
 
-go-builds: kube conformance-build coredns
+go-builds: kube conformance-build coredns monitoring-tools
 
 local-builds: images image helm lint typecheck
 
@@ -82,6 +82,16 @@ kube:
 coredns: docker
 	bash scripts/ensure-iptables.sh
 	bash scripts/ensure-coredns.sh >/dev/null
+
+# The monitoring add-ons tests/e2e/test_monitoring_real.py runs beside the real control plane
+# (docs/metrics.md): metrics-server and kube-state-metrics built from their Go modules (tools/,
+# scripts/ensure-go-tool.sh; cached, about 3 minutes cold), Prometheus and promtool from Debian.
+monitoring-tools:
+	bash scripts/ensure-go-tool.sh metrics-server >/dev/null
+	bash scripts/ensure-go-tool.sh kube-state-metrics >/dev/null
+
+prometheus:
+	bash scripts/ensure-prometheus.sh
 
 # The upstream conformance suite (e2e.test, `go test -c k8s.io/kubernetes/test/e2e`) and the
 # test images its SIG Node specs use, built offline (cached; about 4 minutes after the control

@@ -5,11 +5,6 @@
 # containernetworking-plugins (which puts them under /usr/lib/cni, not /opt/cni/bin). Idempotent.
 set -euo pipefail
 
-if [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ]; then
-  exit 0
-fi
-
-echo "ensure-cni-plugins: installing Debian's containernetworking-plugins" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq containernetworking-plugins >/dev/null
+# shellcheck source=scripts/lib/apt-ensure.sh
+. "$(dirname "$0")/lib/apt-ensure.sh"
+apt_ensure ensure-cni-plugins "/usr/lib/cni/bridge /usr/lib/cni/host-local" containernetworking-plugins

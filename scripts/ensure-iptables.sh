@@ -7,12 +7,6 @@
 # commands exist; otherwise installs the packages with apt-get (CI runs as root). Idempotent.
 set -euo pipefail
 
-if command -v iptables-restore >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
-  exit 0
-fi
-
-echo "ensure-iptables: installing Debian's iptables and iproute2" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq iptables iproute2 >/dev/null
-command -v iptables-restore >/dev/null && command -v ip >/dev/null
+# shellcheck source=scripts/lib/apt-ensure.sh
+. "$(dirname "$0")/lib/apt-ensure.sh"
+apt_ensure ensure-iptables "iptables-restore ip" iptables iproute2

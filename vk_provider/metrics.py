@@ -2,12 +2,12 @@
 
 What lives here: `ProviderMetrics`, one prometheus-client `CollectorRegistry` per provider (not
 the process-wide default: tests run several providers in one process) holding every
-`vk_provider_*` series, named after the kubelet's `kubelet_*` ones (pkg/kubelet/metrics) and
-client-go's `rest_client_*`; `observe_pods` (the running gauges from the runtime's pods, set
-when scraped), `pod_start_seconds` (pure) and `render` (the text exposition). The parts that
-count (runtime engine, kube client, reflector, pod workers, status manager) hold the object
-and record into it. Must not: serve HTTP (kubeletapi/server.py), or reach the apiserver or
-the engine itself.
+series: the kubelet's `kubelet_*` names (pkg/kubelet/metrics) and client-go's `rest_client_*`
+where they have the series, `vk_provider_*` for the rest; `observe_pods` (the running gauges
+from the runtime's pods, set when scraped), `pod_start_seconds` (pure) and `render` (the text
+exposition). The parts that count (runtime engine, kube client, reflector, pod workers, status
+manager) hold the object and record into it. Must not: serve HTTP (kubeletapi/server.py), or
+reach the apiserver or the engine itself.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from vk_provider.kube.objects import parse_time
 from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 
+# The kubelet's names where a kubelet has the series (kube-prometheus' alerts and dashboards
+# query them by name); `vk_provider_` only for series no kubelet has.
+KUBELET = "kubelet"
 PREFIX = "vk_provider"
 
 # The kubelet's buckets: pod start (metrics.PodStartDuration), status sync
@@ -85,65 +88,65 @@ class ProviderMetrics:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry = CollectorRegistry()
         self.running_pods = Gauge(
-            f"{PREFIX}_running_pods", "Number of pods that have a running pod sandbox.", registry=registry
+            f"{KUBELET}_running_pods", "Number of pods that have a running pod sandbox.", registry=registry
         )
         self.running_containers = Gauge(
-            f"{PREFIX}_running_containers",
+            f"{KUBELET}_running_containers",
             "Number of the node's containers in the runtime, by state.",
             ["container_state"],
             registry=registry,
         )
         self.pod_start_duration = Histogram(
-            f"{PREFIX}_pod_start_duration_seconds",
+            f"{KUBELET}_pod_start_duration_seconds",
             "Duration in seconds from a pod's creation to the node first reporting it Running.",
             buckets=POD_START_BUCKETS,
             registry=registry,
         )
         self.pod_worker_duration = Histogram(
-            f"{PREFIX}_pod_worker_duration_seconds",
+            f"{KUBELET}_pod_worker_duration_seconds",
             "Duration in seconds of one step of a pod worker (sync, terminate or cleanup).",
             ["operation_type"],
             registry=registry,
         )
         self.pod_status_sync_duration = Histogram(
-            f"{PREFIX}_pod_status_sync_duration_seconds",
+            f"{KUBELET}_pod_status_sync_duration_seconds",
             "Duration in seconds from a pod status change to its write to the API.",
             buckets=STATUS_SYNC_BUCKETS,
             registry=registry,
         )
         self.runtime_operations = Counter(
-            f"{PREFIX}_runtime_operations",
+            f"{KUBELET}_runtime_operations",
             "Cumulative number of runtime operations by operation type.",
             ["operation_type"],
             registry=registry,
         )
         self.runtime_operations_duration = Histogram(
-            f"{PREFIX}_runtime_operations_duration_seconds",
+            f"{KUBELET}_runtime_operations_duration_seconds",
             "Duration in seconds of runtime operations, by operation type.",
             ["operation_type"],
             buckets=RUNTIME_BUCKETS,
             registry=registry,
         )
         self.runtime_operations_errors = Counter(
-            f"{PREFIX}_runtime_operations_errors",
+            f"{KUBELET}_runtime_operations_errors",
             "Cumulative number of runtime operation errors by operation type.",
             ["operation_type"],
             registry=registry,
         )
         self.rest_client_requests = Counter(
-            f"{PREFIX}_rest_client_requests",
+            "rest_client_requests",
             "Number of HTTP requests to the apiserver, by method and status code (<error>: no answer).",
             ["method", "code"],
             registry=registry,
         )
         self.rest_client_request_duration = Histogram(  # client-go labels it `verb` (the HTTP method)
-            f"{PREFIX}_rest_client_request_duration_seconds",
+            "rest_client_request_duration_seconds",
             "Request latency in seconds to the apiserver (until the answer's headers), by verb.",
             ["verb"],
             registry=registry,
         )
-        self.image_pull_duration = Histogram(  # kubelet_image_pull_duration_seconds
-            f"{PREFIX}_image_pull_duration_seconds",
+        self.image_pull_duration = Histogram(
+            f"{KUBELET}_image_pull_duration_seconds",
             "Duration in seconds to pull an image.",
             ["image_size_in_bytes"],
             buckets=IMAGE_PULL_BUCKETS,

@@ -91,7 +91,7 @@ async def test_a_pull_secret_sends_the_credentials(
     assert harness.provider is not None
     metrics = harness.provider.metrics
     assert sample(metrics, "vk_provider_image_pulls_total", result="success") == 1
-    assert sample(metrics, "vk_provider_image_pull_duration_seconds_count", image_size_in_bytes="0-10MB") == 1
+    assert sample(metrics, "kubelet_image_pull_duration_seconds_count", image_size_in_bytes="0-10MB") == 1
 
 
 async def test_credentials_for_another_registry_are_not_sent(

@@ -71,18 +71,18 @@ async def test_metrics_through_the_node_proxy_show_the_pod_started_running_and_i
         await harness.create(harness.manifest("counted", [sh("main", "sleep 3600")]))
         await harness.wait_for("counted", lambda p: phase(p) == "Running")
         scraped = await scrape(harness)
-    assert total(scraped["vk_provider_pod_start_duration_seconds"], "_count") >= 1
-    assert 0 < total(scraped["vk_provider_pod_start_duration_seconds"], "_sum") < 300
-    assert total(scraped["vk_provider_running_pods"]) >= 1
-    assert total(scraped["vk_provider_running_containers"], container_state="running") >= 1
+    assert total(scraped["kubelet_pod_start_duration_seconds"], "_count") >= 1
+    assert 0 < total(scraped["kubelet_pod_start_duration_seconds"], "_sum") < 300
+    assert total(scraped["kubelet_running_pods"]) >= 1
+    assert total(scraped["kubelet_running_containers"], container_state="running") >= 1
     # The sandbox and the app container were each created and started through the engine.
-    assert total(scraped["vk_provider_runtime_operations"], "_total", operation_type="start") >= 2
-    assert total(scraped["vk_provider_runtime_operations_duration_seconds"], "_count") >= 2
-    assert "vk_provider_runtime_operations_errors" in scraped
-    assert total(scraped["vk_provider_pod_worker_duration_seconds"], "_count", operation_type="sync") >= 1
-    assert total(scraped["vk_provider_pod_status_sync_duration_seconds"], "_count") >= 1
+    assert total(scraped["kubelet_runtime_operations"], "_total", operation_type="start") >= 2
+    assert total(scraped["kubelet_runtime_operations_duration_seconds"], "_count") >= 2
+    assert "kubelet_runtime_operations_errors" in scraped
+    assert total(scraped["kubelet_pod_worker_duration_seconds"], "_count", operation_type="sync") >= 1
+    assert total(scraped["kubelet_pod_status_sync_duration_seconds"], "_count") >= 1
     assert total(scraped["vk_provider_pod_status_patches"], "_total") >= 1
-    requests = scraped["vk_provider_rest_client_requests"]
+    requests = scraped["rest_client_requests"]
     assert total(requests, "_total", method="PATCH", code="200") >= 1  # the status patch among them
     assert total(requests, "_total", method="GET", code="200") >= 1
     assert "vk_provider_watch_restarts" in scraped
@@ -138,5 +138,5 @@ async def test_probe_and_cadvisor_metrics_through_the_node_proxy_as_kube_prometh
         own_metrics = await scrape(harness)
     assert "process_cpu_seconds" in own_metrics and "process_resident_memory_bytes" in own_metrics
     assert total(own_metrics["vk_provider_build_info"]) == 1
-    durations = own_metrics["vk_provider_rest_client_request_duration_seconds"]
+    durations = own_metrics["rest_client_request_duration_seconds"]
     assert total(durations, "_count", verb="GET") >= 1

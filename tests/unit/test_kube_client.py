@@ -216,7 +216,7 @@ async def test_every_request_sent_is_counted_by_method_and_code() -> None:
     await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}})
     with pytest.raises(ApiStatusError):
         await KubeClient(cast(ApiClient, Answers(Answer(404))), qps=0, metrics=client.metrics).get("/x")
-    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="429") == 1
-    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="PATCH", code="200") == 1
-    assert sample(client.metrics, "vk_provider_rest_client_requests_total", method="GET", code="404") == 1
-    assert sample(client.metrics, "vk_provider_rest_client_request_duration_seconds_count", verb="PATCH") == 2
+    assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="429") == 1
+    assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="200") == 1
+    assert sample(client.metrics, "rest_client_requests_total", method="GET", code="404") == 1
+    assert sample(client.metrics, "rest_client_request_duration_seconds_count", verb="PATCH") == 2

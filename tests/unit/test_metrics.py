@@ -25,23 +25,23 @@ from vk_provider.runtime.types import (
 )
 
 FAMILIES = {
-    "vk_provider_running_pods": "gauge",
-    "vk_provider_running_containers": "gauge",
-    "vk_provider_pod_start_duration_seconds": "histogram",
-    "vk_provider_pod_worker_duration_seconds": "histogram",
-    "vk_provider_pod_status_sync_duration_seconds": "histogram",
-    "vk_provider_runtime_operations": "counter",
-    "vk_provider_runtime_operations_duration_seconds": "histogram",
-    "vk_provider_runtime_operations_errors": "counter",
-    "vk_provider_rest_client_requests": "counter",
-    "vk_provider_rest_client_request_duration_seconds": "histogram",
+    "kubelet_running_pods": "gauge",
+    "kubelet_running_containers": "gauge",
+    "kubelet_pod_start_duration_seconds": "histogram",
+    "kubelet_pod_worker_duration_seconds": "histogram",
+    "kubelet_pod_status_sync_duration_seconds": "histogram",
+    "kubelet_runtime_operations": "counter",
+    "kubelet_runtime_operations_duration_seconds": "histogram",
+    "kubelet_runtime_operations_errors": "counter",
+    "rest_client_requests": "counter",
+    "rest_client_request_duration_seconds": "histogram",
     "vk_provider_watch_restarts": "counter",
     "vk_provider_pod_status_patches": "counter",
     "vk_provider_pod_deletions": "counter",
     "vk_provider_pod_status_conflicts": "counter",
     "vk_provider_pod_status_errors": "counter",
     "vk_provider_build_info": "gauge",
-    "vk_provider_image_pull_duration_seconds": "histogram",
+    "kubelet_image_pull_duration_seconds": "histogram",
     "vk_provider_image_pulls": "counter",
 }
 
@@ -50,9 +50,12 @@ def container(name: str, state: ContainerRunState, attempt: int = 0) -> Containe
     return ContainerInstance(name, ContainerRole.APP, attempt, f"id-{name}-{attempt}", "img", "", state)
 
 
+OWN_PREFIXES = ("vk_provider_", "kubelet_", "rest_client_")
+
+
 def test_every_series_is_rendered_with_its_kubelet_style_name_and_type() -> None:
     found = families(ProviderMetrics().render().decode())
-    own = {name: family.type for name, family in found.items() if name.startswith("vk_provider_")}
+    own = {name: family.type for name, family in found.items() if name.startswith(OWN_PREFIXES)}
     assert own == FAMILIES
     # The counters served before prometheus-client keep their names.
     text = ProviderMetrics().render().decode()
@@ -83,13 +86,13 @@ def test_the_running_gauges_count_running_sandboxes_and_containers_by_state() ->
     ]
     metrics.observe_pods(pods)
     scraped = families(metrics.render().decode())
-    assert total(scraped["vk_provider_running_pods"]) == 1
-    containers = scraped["vk_provider_running_containers"]
+    assert total(scraped["kubelet_running_pods"]) == 1
+    containers = scraped["kubelet_running_containers"]
     by_state = {s.labels["container_state"]: s.value for s in containers.samples}
     assert by_state == {"created": 1, "running": 1, "exited": 1, "unknown": 0}
     metrics.observe_pods([])  # scraped again after the pods are gone: back to zero
-    assert sample(metrics, "vk_provider_running_pods") == 0
-    assert sample(metrics, "vk_provider_running_containers", container_state="running") == 0
+    assert sample(metrics, "kubelet_running_pods") == 0
+    assert sample(metrics, "kubelet_running_containers", container_state="running") == 0
 
 
 def test_pod_start_seconds_from_the_creation_timestamp() -> None:
@@ -117,11 +120,11 @@ async def test_engine_calls_are_counted_timed_and_their_errors_counted_by_operat
     finally:
         await engine.close()
     m = engine.metrics
-    assert sample(m, "vk_provider_runtime_operations_total", operation_type="inspect_container") == 1
-    assert sample(m, "vk_provider_runtime_operations_errors_total", operation_type="inspect_container") == 0
-    assert sample(m, "vk_provider_runtime_operations_total", operation_type="remove_volume") == 1
-    assert sample(m, "vk_provider_runtime_operations_errors_total", operation_type="remove_volume") == 1
-    count = "vk_provider_runtime_operations_duration_seconds_count"
+    assert sample(m, "kubelet_runtime_operations_total", operation_type="inspect_container") == 1
+    assert sample(m, "kubelet_runtime_operations_errors_total", operation_type="inspect_container") == 0
+    assert sample(m, "kubelet_runtime_operations_total", operation_type="remove_volume") == 1
+    assert sample(m, "kubelet_runtime_operations_errors_total", operation_type="remove_volume") == 1
+    count = "kubelet_runtime_operations_duration_seconds_count"
     assert sample(m, count, operation_type="inspect_container") == 1
 
 
@@ -160,7 +163,7 @@ async def test_metrics_is_served_when_enabled_and_404_when_not(tmp_path: Path, e
     assert status == 200 and content_type.startswith("text/plain; version=0.0.4")
     scraped = families(text)
     assert total(scraped["vk_provider_pod_status_patches"], "_total") == 7
-    assert total(scraped["vk_provider_running_pods"]) == 1
+    assert total(scraped["kubelet_running_pods"]) == 1
 
 
 def test_the_process_and_python_series_and_the_build_info_are_served() -> None:
@@ -177,7 +180,7 @@ def test_the_process_and_python_series_and_the_build_info_are_served() -> None:
 def test_request_durations_are_labelled_verb_as_client_go() -> None:
     metrics = ProviderMetrics()
     metrics.rest_client_request_duration.labels("PATCH").observe(0.1)
-    assert sample(metrics, "vk_provider_rest_client_request_duration_seconds_count", verb="PATCH") == 1
+    assert sample(metrics, "rest_client_request_duration_seconds_count", verb="PATCH") == 1
 
 
 def test_apiserver_answers_count_answered_requests_without_server_errors() -> None:

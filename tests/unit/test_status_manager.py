@@ -388,13 +388,13 @@ async def test_the_pod_start_duration_is_observed_once_from_creation_to_the_firs
     api.add(pod)
     sm = manager(api)
     sm.set_pod_status(pod, {"phase": "Pending", "qosClass": "BestEffort"})
-    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 0
+    assert sample(sm.metrics, "kubelet_pod_start_duration_seconds_count") == 0
     sm.set_pod_status(pod, running_status())
     sm.set_pod_status(pod, running_status(ready=False))  # still Running: not a second start
-    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 1
-    assert 7 <= sample(sm.metrics, "vk_provider_pod_start_duration_seconds_sum") < 60
+    assert sample(sm.metrics, "kubelet_pod_start_duration_seconds_count") == 1
+    assert 7 <= sample(sm.metrics, "kubelet_pod_start_duration_seconds_sum") < 60
     await sm.sync_batch(full=False)
-    assert sample(sm.metrics, "vk_provider_pod_status_sync_duration_seconds_count") == 1
+    assert sample(sm.metrics, "kubelet_pod_status_sync_duration_seconds_count") == 1
 
 
 async def test_a_pod_the_api_already_shows_running_is_no_new_start() -> None:
@@ -404,4 +404,4 @@ async def test_a_pod_the_api_already_shows_running_is_no_new_start() -> None:
     pod["status"] = running_status()
     sm = manager(FakeApi())
     sm.set_pod_status(pod, running_status())
-    assert sample(sm.metrics, "vk_provider_pod_start_duration_seconds_count") == 0
+    assert sample(sm.metrics, "kubelet_pod_start_duration_seconds_count") == 0

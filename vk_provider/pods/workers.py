@@ -10,7 +10,7 @@ its podSyncer) for the work of each state. A failed step records FailedSync and 
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
 vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
 backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
-`vk_provider_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
+`kubelet_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver

@@ -5,7 +5,7 @@ What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host
 pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
 the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
 first, calls outside a pod before any), and so the one place runtime operations are counted
-and timed (`vk_provider_runtime_operations_*`, by the called function's name);
+and timed (`kubelet_runtime_operations_*`, by the called function's name);
 `engine_is_local`, whether the engine shares
 this host's filesystem. On a Unix socket neither client reads requests' proxy and netrc
 environment per request. Must not: know about pods or labels.
