@@ -239,7 +239,8 @@ async def run_provider(config: Config) -> int:
 
 
 async def clean_node(config: Config) -> int:
-    """Remove every pod the node's provider left in the engine (containers, volumes, files).
+    """Remove every pod the node's provider left in the engine (containers, volumes, files), then
+    what the node kept there besides (its pod network).
 
     For `vk-provider clean` and the sandbox's `--clean`, after the provider has stopped; the
     apiserver is not touched. 0 when all were removed, 1 when the engine could not be reached or
@@ -262,6 +263,9 @@ async def clean_node(config: Config) -> int:
                 state = pods.get(uid)
                 ref = f"{state.namespace}/{state.name}" if state is not None else f"uid {uid}"
                 log.error("could not remove pod %s: %s", ref, exc, extra={"node": node})
+        if not failed:
+            for removed in await runtime.remove_node_resources():
+                log.info("removed a node resource from the engine", extra={"node": node, "resource": removed})
     except RuntimeFailure as exc:
         log.error("could not clean node %s: %s", node, exc, extra={"node": node})
         return 1

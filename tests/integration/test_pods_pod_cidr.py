@@ -2,17 +2,20 @@
 from the Node's `spec.podCIDR` on the engine's network of the node, see the cluster
 nameservers in their own resolv.conf (not Docker's 127.0.0.11), publish hostPorts, keep
 their addresses across a provider restart; a subnet the engine refuses is a
-FailedCreatePodSandBox Event, retried until it can be made."""
+FailedCreatePodSandBox Event, retried until it can be made; `vk-provider clean` removes the
+network after the pods."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import ipaddress
 from pathlib import Path
 from typing import Any
 
 import pytest
+from docker.errors import NotFound
 from docker.types import IPAMConfig, IPAMPool
 
 from tests.integration.test_pods_dns import CLUSTER_DNS, ClusterDNSHarness, resolv_conf_of
@@ -22,6 +25,7 @@ from tests.support.planes import Plane
 from tests.support.polling import eventually
 from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
+from vk_provider.app import clean_node
 from vk_provider.runtime.docker.pod_network import pod_network_name
 
 pytestmark = pytest.mark.docker
@@ -127,3 +131,22 @@ async def test_a_subnet_the_engine_refuses_is_failed_create_pod_sandbox_retried(
         # The range is free again: the next attempt makes the network and the pod runs in it.
         ip = running_ip(await harness.wait_for("blocked", has_ip, within=120.0))
         assert ipaddress.ip_address(ip) in ipaddress.ip_network(cidr)
+
+
+async def test_clean_removes_the_pod_network_of_the_node_after_its_pods(
+    node_name: str, tmp_path: Path, plane: Plane, docker_client: Any
+) -> None:
+    """`vk-provider clean` (app.clean_node) leaves nothing of the node in the engine: its pods,
+    then the network `vk-pods-<node>` they were on; another node's clean leaves it."""
+    async with ProviderHarness.running(node_name, tmp_path / "h", plane=plane) as harness:
+        await give_pod_cidr(harness, node_name, cidr_for(node_name, 2))
+        await harness.create(harness.manifest("one", [sh("main", "sleep 3600")]))
+        await harness.wait_for("one", has_ip)
+        await harness.stop_provider()
+        config = harness.config()
+        other = dataclasses.replace(config, node=dataclasses.replace(config.node, name=f"{node_name}-other"))
+        assert await clean_node(other) == 0
+        assert docker_client.networks.get(pod_network_name(node_name))
+        assert await clean_node(config) == 0
+        with pytest.raises(NotFound):
+            docker_client.networks.get(pod_network_name(node_name))

@@ -182,6 +182,12 @@ class Runtime(Protocol):
         that list_pods no longer shows."""
         ...
 
+    async def remove_node_resources(self) -> list[str]:
+        """Remove what the node keeps in the engine besides its pods (on Docker: its pod network
+        `vk-pods-<node>`), once no pod uses it; the names of what was removed. For `vk-provider
+        clean`, after every pod is gone."""
+        ...
+
     async def container_logs(
         self, container_id: str, *, follow: bool, timestamps: bool, tail: int | None, since: float | None
     ) -> AsyncIterator[bytes]:

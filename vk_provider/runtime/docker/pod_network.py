@@ -1,12 +1,13 @@
 """The node's pod network on a Docker engine: pods get their addresses from the Node's podCIDR.
 
-What lives here: `pod_network_name` (`vk-pods-<node>`) and `PodNetwork.ensure`, which finds or
+What lives here: `pod_network_name` (`vk-pods-<node>`), `PodNetwork.ensure`, which finds or
 creates the engine's bridge network of this node whose subnet is the Node's IPv4 pod CIDR
 (kuberuntime/pod_cidrs.py), so a restarted provider reuses it and its pods keep their
 addresses. A network of that name with another subnet is replaced only while no container
 is attached to it; otherwise, or when the engine refuses the subnet (a range another network
 holds), the sandbox is not created (`RuntimeFailure`: FailedCreatePodSandBox, retried).
-Without an IPv4 pod CIDR the sandbox joins `docker.network` as before.
+Without an IPv4 pod CIDR the sandbox joins `docker.network` as before. `PodNetwork.remove`
+takes the network away once no container is attached (`vk-provider clean`).
 Must not: remove a network with containers, or one without this node's label; block the
 event loop (the engine's calls go through its pool).
 """
@@ -93,3 +94,23 @@ class PodNetwork:
             check_duplicate=True,
         )
         log.info("created pod network %s with subnet %s", name, subnet)
+
+    async def remove(self) -> bool:
+        """Remove the node's pod network if it exists, carries this node's label and no container
+        is attached to it; True when it was removed (`vk-provider clean`, after the pods)."""
+        async with self._lock:
+            try:
+                return bool(await self._engine.call(self._remove, pod_network_name(self._node_name)))
+            except APIError as exc:
+                raise RuntimeFailure(f"cannot remove the pod network: {engine_message(exc)}") from exc
+
+    def _remove(self, name: str) -> bool:
+        api = self._engine.client.api
+        try:
+            found: dict[str, Any] = api.inspect_network(name)
+        except NotFound:
+            return False
+        if (found.get("Labels") or {}).get(lb.NODE) != self._node_name or found.get("Containers"):
+            return False
+        api.remove_network(found["Id"])
+        return True

@@ -57,7 +57,7 @@ from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.listing import ListingCache
-from vk_provider.runtime.docker.pod_network import PodNetwork
+from vk_provider.runtime.docker.pod_network import PodNetwork, pod_network_name
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
@@ -1081,6 +1081,10 @@ class DockerRuntime:
         self._shipped.forget(uid)
         if self._state_dir is not None:
             await self._engine.call(self._drop_pod_dir, uid)
+
+    async def remove_node_resources(self) -> list[str]:
+        network = pod_network_name(self.node_name)
+        return [f"network {network}"] if await self._pod_network.remove() else []
 
     async def list_pod_storage(self) -> set[str]:
         api = self._engine.client.api
