@@ -10,6 +10,8 @@ What lives here: three runnable modules and the small modules they share.
   node's final DELETEs per pod.
 - `bench.scrape`: N running pods, K scrapes of `/metrics/cadvisor`: the provider's CPU per
   scrape (fresh and cached) and the engine calls it costs.
+- `bench.apiserver`: the emulator against the real kube-apiserver and etcd, no provider: N
+  objects created and listed, a W-patch burst, K watches (docs/fidelity.md).
 - Shared: `bench.sandbox` (starting and stopping a `vk-provider sandbox` subprocess),
   `bench.pods` (the pods and their watch), `bench.api_counts` (the request counters of both
   control planes), `bench.docker_engine` (the counting Docker socket proxy, removing labelled

@@ -181,7 +181,8 @@ async def start_sandbox(
     nodes: int = 1,
     pods_per_node: int = 0,
 ) -> BenchSandbox:
-    """A started sandbox, its `nodes` Ready, each with room for `pods_per_node` pods; with
+    """A started sandbox, its `nodes` Ready (0: no provider at all), each with room for
+    `pods_per_node` pods; with
     `count_docker`, its providers talk to Docker through a `DockerCountingProxy`
     (sandbox.proxy). Stop it with `stop()` in all cases."""
     run_id = uuid.uuid4().hex[:8]
@@ -199,10 +200,12 @@ async def start_sandbox(
         )
     )
     args = [
-        *("--state-dir", str(workdir / "state"), "--port", str(free_port()), "--nodes", str(nodes)),
+        *("--state-dir", str(workdir / "state"), "--port", str(free_port()), "--nodes", str(max(nodes, 1))),
         *("--config", str(config), "--node-prefix", f"vk-bench-{run_id}-", "--clean"),
         *("--control-plane", control_plane),
     ]
+    if nodes == 0:
+        args.append("--no-provider")  # the control plane alone (bench.apiserver)
     if control_plane == "real":
         bin_dir: str = kube_bin if kube_bin else await asyncio.to_thread(ensure_kube_bin)
         args += ["--kube-bin", bin_dir]
