@@ -181,7 +181,7 @@ class Provider:
                 try:
                     await part.stop()
                 except Exception:
-                    log.exception("error stopping %s", type(part).__name__)
+                    log.exception("error stopping a part", extra={"part": type(part).__name__})
         if self.runtime is not None:
             with contextlib.suppress(Exception):
                 await self.runtime.close()
@@ -205,9 +205,9 @@ async def run_provider(config: Config) -> int:
             loop.add_signal_handler(sig, stopping.set)
     provider = Provider(config)
     code = 0
+    starting = asyncio.create_task(provider.start())
+    waiter = asyncio.create_task(stopping.wait())
     try:
-        starting = asyncio.create_task(provider.start())
-        waiter = asyncio.create_task(stopping.wait())
         done, _ = await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if starting in done:
             starting.result()
@@ -217,20 +217,22 @@ async def run_provider(config: Config) -> int:
                 raise error
     except RuntimeUnavailable as exc:  # the engine's address and why, not a traceback
         log.error(
-            "provider failed to start: %s",
-            exc.message,
-            extra={"node": config.node.name, "reason": exc.reason},
+            "provider failed to start",
+            extra={"node": config.node.name, "reason": exc.reason, "err": exc.message},
         )
         code = 1
     except (NodeCredentialsError, KubeletTLSError, KubeConfigException) as exc:
         # The CSR and what to do; or a file `config_files` passed that changed since, or that
         # only its use shows bad (a kubeconfig's exec plugin): one line, not a traceback.
-        log.error("provider failed to start: %s", exc, extra={"node": config.node.name})
+        log.error("provider failed to start", extra={"node": config.node.name, "err": str(exc)})
         code = 1
     except Exception:
         log.exception("provider failed to start", extra={"node": config.node.name})
         code = 1
     finally:
+        # A start-up that failed leaves the signal waiter pending: cancel it, or it is reported
+        # "destroyed but pending" when collected.
+        await cancel_and_wait(waiter)
         await provider.stop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -262,14 +264,16 @@ async def clean_node(config: Config) -> int:
                 failed += 1
                 state = pods.get(uid)
                 ref = f"{state.namespace}/{state.name}" if state is not None else f"uid {uid}"
-                log.error("could not remove pod %s: %s", ref, exc, extra={"node": node})
+                log.error("could not remove a pod", extra={"node": node, "pod": ref, "err": str(exc)})
         if not failed:
             for removed in await runtime.remove_node_resources():
                 log.info("removed a node resource from the engine", extra={"node": node, "resource": removed})
     except RuntimeFailure as exc:
-        log.error("could not clean node %s: %s", node, exc, extra={"node": node})
+        log.error("could not clean the node", extra={"node": node, "err": str(exc)})
         return 1
     finally:
         await runtime.close()
-    log.info("removed %d pod(s) of node %s from the engine", len(uids) - failed, node, extra={"node": node})
+    log.info(
+        "removed the pods of the node from the engine", extra={"node": node, "count": len(uids) - failed}
+    )
     return 1 if failed else 0

@@ -101,6 +101,7 @@ def _run_with_config(
     setup_logging(
         config.logging.level,
         config.logging.format,
+        config.logging.components,
         keep_recent=config.kubelet_server.enable_system_log_query,
     )
     # Imported when needed (the other subcommands do without the provider's dependencies).

@@ -138,6 +138,7 @@ class StatusConfig:
 class LoggingConfig:
     level: str = "info"
     format: str = "text"  # text | json
+    components: dict[str, str] = field(default_factory=dict)  # component -> level (`pods: debug`)
 
 
 @dataclass(frozen=True)

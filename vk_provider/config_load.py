@@ -316,6 +316,28 @@ class _Labels(_Kind):
         return dict(value)
 
 
+class _ComponentLevels(_Kind):
+    """`logging.components`: a log level per component (`pods`, `kube.client`, ...), as klog's
+    `-vmodule` sets one file's verbosity; a component is the logger's name under `vk_provider.`."""
+
+    def parse(self, value: Any, path: str) -> dict[str, str]:
+        if not isinstance(value, Mapping):
+            raise _Invalid(path, f"expected a mapping of components to log levels, got {_show(value)}")
+        levels: dict[str, str] = {}
+        for key, level in value.items():
+            where = f"{path}[{json.dumps(str(key))}]"
+            if not isinstance(key, str) or not _COMPONENT.fullmatch(key):
+                raise _Invalid(where, f"expected a component such as pods or kube.client, got {_show(key)}")
+            levels[key] = _LOG_LEVEL.parse(level, where)
+        return levels
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": _LOG_LEVEL.json_schema()}
+
+    def dump(self, value: Any) -> dict[str, str]:
+        return dict(value)
+
+
 class _Section(_Kind):
     """A nested mapping that becomes a frozen dataclass; unknown keys are refused."""
 
@@ -534,6 +556,7 @@ _TAINT = _Section(
 
 _NODE_NAME = _Str(_dns_subdomain_problem)
 _LOG_LEVEL = _Enum(LOG_LEVELS)
+_COMPONENT = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
 _LOG_FORMAT = _Enum(LOG_FORMATS)
 
 _SCHEMA = _Section(
@@ -689,7 +712,14 @@ _SCHEMA = _Section(
         (
             "logging",
             "logging",
-            _Section(LoggingConfig, [("level", "level", _LOG_LEVEL), ("format", "format", _LOG_FORMAT)]),
+            _Section(
+                LoggingConfig,
+                [
+                    ("level", "level", _LOG_LEVEL),
+                    ("format", "format", _LOG_FORMAT),
+                    ("components", "components", _ComponentLevels()),
+                ],
+            ),
         ),
         ("metrics", "metrics", _Section(MetricsConfig, [("enabled", "enabled", _Bool())])),
     ],

@@ -21,7 +21,7 @@ import time
 from vk_provider.app import clean_node
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
-from vk_provider.logging import get_logger
+from vk_provider.logging import ObjectRef, get_logger
 
 log = get_logger("node_removal")
 
@@ -52,7 +52,7 @@ async def remove_node(config: Config, *, deployment: str | None = None) -> int:
             return 1
         await _delete_node(client, node)
     except RemovalError as exc:
-        log.error("could not remove node %s: %s", node, exc, extra={"node": node})
+        log.error("could not remove the node", extra={"node": node, "err": str(exc)})
         return 1
     finally:
         await client.close()
@@ -65,7 +65,7 @@ async def _stop_deployment(client: KubeClient, namespace: str, name: str) -> Non
         found = await client.get(path)
     except ApiStatusError as exc:
         if exc.status == 404:
-            log.info("deployment %s/%s is gone already", namespace, name)
+            log.info("deployment is gone already", extra={"deployment": ObjectRef(name, namespace)})
             return
         raise RemovalError(f"get deployment {namespace}/{name}: {exc}") from None
     labels = found.get("spec", {}).get("selector", {}).get("matchLabels", {})
@@ -74,7 +74,10 @@ async def _stop_deployment(client: KubeClient, namespace: str, name: str) -> Non
         await client.patch(f"{path}/scale", {"spec": {"replicas": 0}}, "merge")
     except ApiStatusError as exc:
         raise RemovalError(f"scale deployment {namespace}/{name} to 0: {exc}") from None
-    log.info("scaled deployment %s/%s to 0; waiting for its pods to end", namespace, name)
+    log.info(
+        "scaled deployment to 0; waiting for its pods to end",
+        extra={"deployment": ObjectRef(name, namespace)},
+    )
     deadline = time.monotonic() + STOP_SECONDS
     while True:
         try:
@@ -83,7 +86,9 @@ async def _stop_deployment(client: KubeClient, namespace: str, name: str) -> Non
             raise RemovalError(f"list the pods of deployment {namespace}/{name}: {exc}") from None
         left = [item["metadata"]["name"] for item in pods.get("items", []) if _owned_by(item, name)]
         if not left:
-            log.info("the pods of deployment %s/%s have ended", namespace, name)
+            log.info(
+                "the pods of the deployment have ended", extra={"deployment": ObjectRef(name, namespace)}
+            )
             return
         if time.monotonic() > deadline:
             raise RemovalError(
@@ -110,6 +115,6 @@ async def _delete_node(client: KubeClient, node: str) -> None:
     except ApiStatusError as exc:
         if exc.status != 404:
             raise RemovalError(f"delete node {node}: {exc}") from None
-        log.info("node %s is gone already", node, extra={"node": node})
+        log.info("node is gone already", extra={"node": node})
         return
-    log.info("deleted node %s", node, extra={"node": node})
+    log.info("deleted node", extra={"node": node})

@@ -187,8 +187,9 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     assert provider_host == host.node
     ready = "{.status.conditions[?(@.type=='Ready')].status}"
     until(f"node {NODE} Ready", lambda: _jsonpath(host, "node", NODE, path=ready) == "True", 180)
-    node_identity = f"running as system:node:{NODE} under NodeRestriction"
-    assert (node_identity in _provider_log(host)) == (credentials == "node"), _provider_log(host)
+    identity = [line for line in _provider_log(host).splitlines() if '"running under NodeRestriction' in line]
+    assert bool(identity) == (credentials == "node"), _provider_log(host)
+    assert all(f'user="system:node:{NODE}"' in line for line in identity), identity
     assert _kubelet_client_csrs(host) == ([("Approved", "Issued")] if credentials == "node" else [])
 
     # A user's pod selected onto docker-1, and kubectl against it with the chart's defaults.
@@ -203,10 +204,10 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     assert _port_forward_answers(host) == page
 
     # The provider's own log (klog's text format): one line per decision, naming the pod.
-    decision = '"started container web '
+    decision = 'container="web" role="app"'
     followed = _follow(host, "--namespace", NAMESPACE, f"deploy/{DEPLOYMENT}", until_line=decision)
-    assert 'pod="default/web"' in followed[-1] and 'container="web"' in followed[-1], followed[-1]
-    assert any('"registered node docker-1"' in line for line in followed), followed
+    assert '"started container"' in followed[-1] and 'pod="default/web"' in followed[-1], followed[-1]
+    assert any('"registered node"' in line and 'node="docker-1"' in line for line in followed), followed
 
     # helm test: a pod the scheduler places on docker-1, run to completion there.
     tested = _helm(helm, host, "test", RELEASE, "--logs", "--timeout", "3m")
@@ -219,7 +220,7 @@ def test_helm_install_runs_the_provider_in_the_cluster_and_uninstall_removes_its
     upgrade = ("upgrade", RELEASE, str(CHART), "--reuse-values", "--set", "config.logging.format=json")
     _helm(helm, host, *upgrade, *WAIT)
     until("one new provider pod", lambda: (_provider_pods(host).split() or [provider_pod])[0] != provider_pod)
-    until("the new provider adopting pod web", lambda: '"adopted running container(s)' in _provider_log(host))
+    until("the new provider adopting pod web", lambda: '"adopted running containers"' in _provider_log(host))
     adopted = [json.loads(line) for line in _provider_log(host).splitlines() if "adopted running" in line]
     assert [line["pod"] for line in adopted] == [{"name": "web", "namespace": "default"}], adopted
     time.sleep(5)  # a restart would show by now

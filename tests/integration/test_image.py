@@ -90,5 +90,7 @@ def test_image_reaches_the_engine_through_the_sockets_group_only(
     gid = str(os.stat(SOCKET).st_gid)
     allowed = docker(*run, "--group-add", gid, *clean)
     assert allowed.returncode == 0, allowed.stderr
-    assert f"removed 1 pod(s) of node {node_name}" in allowed.stderr, allowed.stderr
+    assert f'"removed the pods of the node from the engine" logger="app" node="{node_name}" count=1' in (
+        allowed.stderr
+    ), allowed.stderr
     assert not docker_client.containers.list(all=True, filters={"label": f"{LABEL}node={node_name}"})

@@ -217,7 +217,8 @@ async def _provider_start_error(
     assert await run_provider(config) == 1
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert all(r.exc_info is None for r in errors), "a traceback"
-    return [r.getMessage() for r in errors]
+    assert {r.getMessage() for r in errors} <= {"provider failed to start"}
+    return [r.err for r in errors]
 
 
 async def test_bootstrap_credentials_short_of_the_charts_stop_the_provider_with_one_line(
@@ -259,9 +260,7 @@ async def test_bootstrap_credentials_short_of_the_charts_stop_the_provider_with_
             )
 
         [line] = await _provider_start_error(node_name, tmp_path, bare_kubeconfig, caplog)
-        assert line.startswith(
-            "provider failed to start: cannot request the node certificate (CSR node-client-"
-        )
+        assert line.startswith("cannot request the node certificate (CSR node-client-")
         assert (
             "with the bootstrap credentials: 403 Forbidden: certificatesigningrequests.certificates.k8s.io"
             f' is forbidden: User "system:serviceaccount:{identities.CHART_NAMESPACE}:{bare}" cannot create'
@@ -273,7 +272,7 @@ async def test_bootstrap_credentials_short_of_the_charts_stop_the_provider_with_
         name = csr["metadata"]["name"]
         assert not (csr.get("status") or {}).get("conditions"), csr["status"]  # pending: never approved
         assert line == (
-            f"provider failed to start: CSR {name} not approved within 8s: approve it (kubectl certificate "
+            f"CSR {name} not approved within 8s: approve it (kubectl certificate "
             f"approve {name}), or let the csrapproving controller do it: the requester needs create on "
             "certificatesigningrequests/nodeclient"
         )

@@ -340,7 +340,7 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
             assert event["involvedObject"]["kind"] == "Node"
             assert event["involvedObject"]["name"] == node_name
             assert reason in event["message"], event["message"]
-            logged = [r.getMessage() for r in caplog.records if where in r.getMessage()]
+            logged = [r.reason for r in caplog.records if getattr(r, "path", None) == where]
             assert any(reason in line for line in logged), (where, logged)
 
         # The good pod was never touched: same container, same mirror, still running.

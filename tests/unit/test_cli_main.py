@@ -232,7 +232,6 @@ def test_an_unreachable_docker_engine_is_one_error_line_and_exit_1(tmp_path: Pat
     parsed = [parse_line(line) for line in done.stderr.splitlines() if line.strip()]
     errors = [line for line in parsed if line.severity == "E"]
     assert len(errors) == 1, done.stderr
-    expected = f"provider failed to start: cannot connect to the Docker engine at {socket}: "
-    expected += "[Errno 2] No such file or directory"
-    assert errors[0].msg == expected, errors
+    expected = f"cannot connect to the Docker engine at {socket}: [Errno 2] No such file or directory"
+    assert (errors[0].msg, errors[0].pairs["err"]) == ("provider failed to start", expected), errors
     assert (errors[0].pairs["node"], errors[0].pairs["reason"]) == ("no-engine", "RuntimeUnavailable")

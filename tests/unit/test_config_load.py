@@ -159,6 +159,15 @@ def test_values_are_read_into_the_dataclasses() -> None:
         ({"root:$6$SECRET:19700:0:99999:7::": None}, "unknown key, not shown as it is not a key name"),
         ({"docker": {"x" * 25: 1}}, "docker: unknown key, not shown as it is not a key name"),
         ({"node": ["a"]}, "node: expected a mapping, got a list"),
+        ({"logging": {"components": ["pods"]}}, "logging.components: expected a mapping of components"),
+        (
+            {"logging": {"components": {"pods": "loud"}}},
+            "logging.components[\"pods\"]: expected one of debug, info, warning, error, got 'loud'",
+        ),
+        (
+            {"logging": {"components": {"Pods/x": "debug"}}},
+            'logging.components["Pods/x"]: expected a component such as pods or kube.client',
+        ),
     ],
 )
 def test_bad_values_name_the_key_path(data: dict[str, Any], expected: str) -> None:
@@ -167,6 +176,11 @@ def test_bad_values_name_the_key_path(data: dict[str, Any], expected: str) -> No
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(f"config.yaml: {expected}"), message
+
+
+def test_per_component_log_levels_are_read() -> None:
+    config = config_from_mapping({"logging": {"components": {"pods": "debug", "kube.client": "warning"}}})
+    assert config.logging.components == {"pods": "debug", "kube.client": "warning"}
 
 
 def test_non_mapping_top_level() -> None:

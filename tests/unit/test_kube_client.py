@@ -183,11 +183,14 @@ async def test_an_answer_with_retry_after_is_sent_again_after_its_wait(
     client = KubeClient(cast(ApiClient, transport), qps=0)
     assert await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}}) == {"kind": "Pod"}
     assert transport.sent == 3 and first.released and second.released
-    lines = [r.getMessage() for r in caplog.records]
     path = "/api/v1/namespaces/d/pods/p/status"
-    assert lines == [
-        f"PATCH {path} answered 429 (Retry-After): sending it again in 0s, retry 1 of 10",
-        f"PATCH {path} answered 503 (Retry-After): sending it again in 0s, retry 2 of 10",
+    assert {r.getMessage() for r in caplog.records} == {
+        "apiserver answered with Retry-After; sending the request again"
+    }
+    keys = ("verb", "path", "code", "retryAfterSeconds", "retry", "maxRetries")
+    assert [tuple(getattr(r, k) for k in keys) for r in caplog.records] == [
+        ("PATCH", path, 429, 0, 1, 10),
+        ("PATCH", path, 503, 0, 2, 10),
     ]
 
 

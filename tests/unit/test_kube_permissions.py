@@ -69,8 +69,8 @@ def test_each_missing_permission_is_reported_once_then_again_after_a_while(
         ("docker-1", "Warning", "Forbidden"),
     ]
     assert recorder.events[0][3] == 'vk-provider may not patch pods/status: pods "p" is forbidden'
-    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert len(errors) == 2 and "patch pods/status" in errors[0]
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 2 and (errors[0].verb, errors[0].resource) == ("patch", "pods/status")
     now[0] = REPEAT_SECONDS + 1
     report("PATCH", path, None, "forbidden")
     assert len(recorder.events) == 3

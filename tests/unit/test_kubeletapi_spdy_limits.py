@@ -229,7 +229,7 @@ async def test_a_malformed_frame_ends_the_session_cleanly(
     [stream] = streams
     assert await stream.reader.read() == b""  # the open stream sees EOF
     assert goaway_status(pipe) == 1 and pipe.closed and session.gone
-    ended = [r.getMessage() for r in caplog.records if "SPDY session ended" in r.getMessage()]
+    ended = [r.reason for r in caplog.records if r.getMessage() == "SPDY session ended"]
     assert len(ended) == 1 and re.search(message, ended[0]), ended  # for the reason named
 
 

@@ -124,11 +124,11 @@ class _ThisTaskLines(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__()
-        self.messages: list[str] = []
+        self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         if _THIS_TASK.get():
-            self.messages.append(record.getMessage())
+            self.records.append(record)
 
 
 async def test_server_errors_are_retried_at_once_within_the_round(caplog: pytest.LogCaptureFixture) -> None:
@@ -146,10 +146,11 @@ async def test_server_errors_are_retried_at_once_within_the_round(caplog: pytest
     finally:
         logger.removeHandler(lines)
     assert store.calls == ["PUT", "PUT", "GET", "PUT", "PUT"]
-    assert lines.messages == [
-        "lease renewal got 500 InternalError: injected: sending it again at once (attempt 2 of 5)",
-        "lease renewal got 409 Conflict: modified: reading it again (attempt 3 of 5)",
-        "lease renewal got 500 InternalError: injected: sending it again at once (attempt 4 of 5)",
+    assert {r.getMessage() for r in lines.records} == {"lease renewal failed; trying again"}
+    assert [(r.err, r.next, r.attempt, r.maxAttempts) for r in lines.records] == [
+        ("500 InternalError: injected", "sending it again at once", 2, 5),
+        ("409 Conflict: modified", "reading it again", 3, 5),
+        ("500 InternalError: injected", "sending it again at once", 4, 5),
     ]
 
 

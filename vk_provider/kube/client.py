@@ -264,13 +264,15 @@ class KubeClient:
             response.release()
             retries += 1
             log.info(
-                "%s %s answered %d (Retry-After): sending it again in %ds, retry %d of %d",
-                method,
-                path,
-                response.status,
-                wait,
-                retries,
-                MAX_RETRIES,
+                "apiserver answered with Retry-After; sending the request again",
+                extra={
+                    "verb": method,
+                    "path": path,
+                    "code": response.status,
+                    "retryAfterSeconds": wait,
+                    "retry": retries,
+                    "maxRetries": MAX_RETRIES,
+                },
             )
             await asyncio.sleep(wait)
 
@@ -399,10 +401,10 @@ async def load_configuration(cfg: KubernetesConfig) -> Configuration:
     path = kubeconfig_path(cfg)
     if path is not None:
         await load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
-        log.info("apiserver %s (kubeconfig %s)", configuration.host, path)
+        log.info("apiserver from kubeconfig", extra={"host": configuration.host, "kubeconfig": str(path)})
     else:
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        log.info("apiserver %s (in-cluster service account)", configuration.host)
+        log.info("apiserver from the in-cluster service account", extra={"host": configuration.host})
     return configuration
 
 

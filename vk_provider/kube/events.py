@@ -134,18 +134,28 @@ class EventRecorder:
         try:
             ref = involved_reference(obj, self.node_name, field_path)
             pending = _Pending(ref, type_, reason, message, self._clock())
-            log.debug("event %s %s %s/%s: %s", type_, reason, ref.get("kind"), ref.get("name"), message)
+            log.debug(
+                "event",
+                extra={
+                    "type": type_,
+                    "reason": reason,
+                    "kind": ref.get("kind"),
+                    "object": ref.get("name"),
+                    "detail": message,
+                },
+            )
             if self._client is None:
                 log.info(
-                    "event (apiserver unavailable) %s %s %s: %s", type_, reason, ref.get("name"), message
+                    "event not sent: apiserver unavailable",
+                    extra={"type": type_, "reason": reason, "object": ref.get("name"), "detail": message},
                 )
                 return
             self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             self.dropped += 1
-            log.warning("event queue full; dropped %s %s", reason, message)
+            log.warning("event queue full; event dropped", extra={"reason": reason, "detail": message})
         except Exception:
-            log.exception("could not record event %s", reason)
+            log.exception("could not record an event", extra={"reason": reason})
 
     async def start(self) -> None:
         if self._client is not None:
@@ -171,7 +181,7 @@ class EventRecorder:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("event %s could not be sent", pending.reason)
+                log.exception("event could not be sent", extra={"reason": pending.reason})
             finally:
                 self._queue.task_done()
 
@@ -188,7 +198,10 @@ class EventRecorder:
             except (ApiConnectionError, ApiStatusError) as exc:
                 retriable = isinstance(exc, ApiConnectionError) or exc.status >= 500 or exc.status == 429
                 if not retriable or attempt == SEND_ATTEMPTS:
-                    log.warning("event %s %s not sent: %s", pending.reason, pending.ref.get("name"), exc)
+                    log.warning(
+                        "event not sent",
+                        extra={"reason": pending.reason, "object": pending.ref.get("name"), "err": str(exc)},
+                    )
                     return
                 first = attempt == 1
                 await asyncio.sleep(random.uniform(0, self._retry_seconds) if first else self._retry_seconds)

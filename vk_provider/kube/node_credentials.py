@@ -186,7 +186,10 @@ class NodeCredentials:
             metrics=self.metrics,
             configuration=client_certificate_configuration(self._base, self.path),
         )
-        log.info("API calls as system:node:%s (certificate %s)", self.node_name, self.path)
+        log.info(
+            "API calls with the node certificate",
+            extra={"user": f"system:node:{self.node_name}", "path": str(self.path)},
+        )
         return self.client
 
     async def obtain(self) -> NodeCertificate:
@@ -201,14 +204,22 @@ class NodeCredentials:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            log.warning("cannot read the node certificate %s: %s; requesting a new one", self.path, exc)
+            log.warning(
+                "cannot read the node certificate; requesting a new one",
+                extra={"path": str(self.path), "err": str(exc)},
+            )
             return None
         try:
             cert = parse_node_certificate(pem, self.node_name, self._clock())
         except ValueError as exc:
-            log.info("not reusing the node certificate %s: %s; requesting a new one", self.path, exc)
+            log.info(
+                "not reusing the node certificate; requesting a new one",
+                extra={"path": str(self.path), "reason": str(exc)},
+            )
             return None
-        log.info("reusing the node certificate %s, valid until %s", self.path, cert.not_after)
+        log.info(
+            "reusing the node certificate", extra={"path": str(self.path), "notAfter": str(cert.not_after)}
+        )
         return cert
 
     def renew_at(self) -> datetime.datetime:
@@ -230,11 +241,12 @@ class NodeCredentials:
                     except (NodeCredentialsError, OSError) as exc:
                         assert self.current is not None
                         log.warning(
-                            "node certificate renewal failed: %s; trying again in %.0fs (the current one "
-                            "is valid until %s)",
-                            exc,
-                            RETRY_SECONDS,
-                            self.current.not_after,
+                            "node certificate renewal failed; trying again later",
+                            extra={
+                                "err": str(exc),
+                                "retryInSeconds": RETRY_SECONDS,
+                                "currentNotAfter": str(self.current.not_after),
+                            },
                         )
                         await asyncio.sleep(RETRY_SECONDS)
         finally:
@@ -246,7 +258,7 @@ class NodeCredentials:
         assert self.client is not None and self._base is not None
         new = ApiClient(client_certificate_configuration(self._base, self.path))
         self._retired.append(self.client.swap_api_client(new))
-        log.info("node certificate renewed, valid until %s", self.current.not_after)
+        log.info("node certificate renewed", extra={"notAfter": str(self.current.not_after)})
         await asyncio.sleep(OLD_CLIENT_GRACE)
         await self._close_retired()
 
@@ -263,7 +275,10 @@ class NodeCredentials:
         try:
             csr_pem = node_csr_pem(key_pem, self.node_name)
             await submit_csr(self.bootstrap, csr_pem, signer=SIGNER, usages=USAGES, name=name)
-            log.info("sent CSR %s for system:node:%s (signer %s)", name, self.node_name, SIGNER)
+            log.info(
+                "sent a CSR for the node certificate",
+                extra={"csr": name, "user": f"system:node:{self.node_name}", "signer": SIGNER},
+            )
             cert_pem = await wait_issued(
                 self.bootstrap, name, deadline=self.issue_deadline, approver=APPROVER
             )
@@ -281,7 +296,7 @@ class NodeCredentials:
         except ValueError as exc:
             raise NodeCredentialsError(f"CSR {name} was issued a certificate that is no use: {exc}") from None
         await asyncio.to_thread(self._store, cert.pem)
-        log.info("node certificate from CSR %s, valid until %s", name, cert.not_after)
+        log.info("node certificate issued", extra={"csr": name, "notAfter": str(cert.not_after)})
         return cert
 
     def _pending_key(self) -> bytes:

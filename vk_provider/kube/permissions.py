@@ -70,16 +70,14 @@ class PermissionReporter:
         now = self._clock()
         last = self._reported.get(key)
         if last is not None and now - last < REPEAT_SECONDS:
-            log.debug("still forbidden: %s %s", *key)
+            log.debug("still forbidden", extra={"verb": key[0], "resource": key[1]})
             return
         self._reported[key] = now
         verb, resource = key
         log.error(
-            "permission missing: the apiserver refused to let this provider %s %s (%s); grant it to "
-            "the provider's credentials (charts/vk-provider/templates/rbac.yaml lists what it needs)",
-            verb,
-            resource,
-            message,
+            "permission missing: grant it to the provider's credentials"
+            " (charts/vk-provider/templates/rbac.yaml lists what it needs)",
+            extra={"verb": verb, "resource": resource, "err": message},
         )
         self._recorder.event(
             self._node,

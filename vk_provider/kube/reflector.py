@@ -152,10 +152,12 @@ class Reflector:
                 delay = backoff_delay(relists)
                 self._client.metrics.watch_restarts.labels(self.name, "expired").inc()
                 log.info(
-                    "%s: resourceVersion %s expired, relisting in %.1fs",
-                    self.name,
-                    self.resource_version,
-                    delay,
+                    "resourceVersion expired; relisting",
+                    extra={
+                        "reflector": self.name,
+                        "resourceVersion": self.resource_version,
+                        "delaySeconds": round(delay, 1),
+                    },
                 )
                 need_list = True
                 await asyncio.sleep(delay)
@@ -166,11 +168,13 @@ class Reflector:
                 delay = backoff_delay(failures)
                 self._client.metrics.watch_restarts.labels(self.name, "error").inc()
                 log.warning(
-                    "%s: %s failed (%s); retrying in %.1fs",
-                    self.name,
-                    "list" if need_list else "watch",
-                    exc if isinstance(exc, ApiStatusError) else repr(exc),
-                    delay,
+                    "list or watch failed; retrying",
+                    extra={
+                        "reflector": self.name,
+                        "verb": "list" if need_list else "watch",
+                        "err": exc if isinstance(exc, ApiStatusError) else repr(exc),
+                        "delaySeconds": round(delay, 1),
+                    },
                 )
                 await asyncio.sleep(delay)
 
@@ -192,7 +196,7 @@ class Reflector:
             try:
                 await self._on_synced()
             except Exception:
-                log.exception("%s: synced handler failed", self.name)
+                log.exception("reflector synced handler failed", extra={"reflector": self.name})
 
     async def _watch(self) -> bool:
         """One watch request; True when at least one event arrived. Raises _Relist on 410."""
@@ -228,7 +232,9 @@ class Reflector:
                 self.resource_version = rv
             return
         if type_ not in ("ADDED", "MODIFIED", "DELETED"):
-            log.warning("%s: ignoring watch event of type %r", self.name, type_)
+            log.warning(
+                "ignoring a watch event of an unknown type", extra={"reflector": self.name, "type": type_}
+            )
             return
         key = object_key(obj)
         if type_ == "DELETED":
@@ -243,4 +249,7 @@ class Reflector:
         try:
             await self._handler(type_, obj)
         except Exception:
-            log.exception("%s: handler failed on %s %s", self.name, type_, object_key(obj))
+            log.exception(
+                "reflector handler failed",
+                extra={"reflector": self.name, "type": type_, "object": object_key(obj)},
+            )

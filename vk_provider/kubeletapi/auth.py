@@ -63,7 +63,9 @@ def _request_certificate_user(request: web.Request) -> User | None:
     peercert = transport.get_extra_info("peercert") if transport is not None else None
     user = certificate_user(peercert)
     if peercert and user is None:
-        log.info("a client certificate without a common name authenticates no one (%s)", request.path)
+        log.info(
+            "a client certificate without a common name authenticates no one", extra={"path": request.path}
+        )
     return user
 
 
@@ -96,13 +98,16 @@ async def _authorize(webhook: WebhookAuth, user: User, request: web.Request) -> 
         try:
             allowed, reason = await webhook.authorize(user, verb, subresource)
         except Exception as exc:
-            log.warning("SubjectAccessReview failed: %s", exc)
+            log.warning("SubjectAccessReview failed", extra={"err": str(exc)})
             text = authorization_error(user, verb, subresource)
             return web.Response(status=500, text=text + "\n")
         if allowed:
             return None
         reasons.append(reason)
-    log.info("denied %s %s to %s: %s", request.method, request.path, user.name, "; ".join(reasons))
+    log.info(
+        "kubelet API request denied",
+        extra={"verb": request.method, "path": request.path, "user": user.name, "reason": "; ".join(reasons)},
+    )
     return web.Response(status=403, text=refusal(user, verb, subresources) + "\n")
 
 
@@ -115,14 +120,17 @@ def auth_middleware(mode: str, x509_enabled: bool, webhook: WebhookAuth | None =
         token = _bearer(request) if mode == "webhook" else None
         if user is None and token is not None:
             if webhook is None:
-                log.info("refused a bearer token for %s: no apiserver client for TokenReview", request.path)
+                log.info(
+                    "refused a bearer token: no apiserver client for TokenReview",
+                    extra={"path": request.path},
+                )
                 return _unauthorized(
                     "Unauthorized: bearer tokens (TokenReview) are not supported by this kubelet"
                 )
             try:
                 user = await webhook.authenticate_token(token)
             except Exception as exc:  # the apiserver's error: not authenticated, as the kubelet
-                log.warning("TokenReview failed: %s", exc)
+                log.warning("TokenReview failed", extra={"err": str(exc)})
                 return _unauthorized()
         if user is None:
             return _unauthorized()

@@ -66,7 +66,10 @@ class ServingCertificate:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the API may be down, the CSR denied: try again later
-                log.warning("serving certificate request failed: %s; retrying in %.0fs", exc, RETRY_SECONDS)
+                log.warning(
+                    "serving certificate request failed; retrying",
+                    extra={"err": str(exc), "retryInSeconds": RETRY_SECONDS},
+                )
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             renew = rotation_deadline(not_before, not_after, jittered_fraction())
@@ -85,7 +88,7 @@ class ServingCertificate:
         cert = x509.load_pem_x509_certificates(cert_pem)[0]
         await asyncio.to_thread(self._install, name, cert_pem, key_pem)
         self.issued.set()
-        log.info("serving certificate from CSR %s, valid until %s", name, cert.not_valid_after_utc)
+        log.info("serving certificate issued", extra={"csr": name, "notAfter": str(cert.not_valid_after_utc)})
         return cert.not_valid_after_utc, cert.not_valid_before_utc
 
     def _install(self, name: str, cert_pem: bytes, key_pem: bytes) -> None:
@@ -108,4 +111,7 @@ class ServingCertificate:
         try:
             await self.client.replace(f"{CSR_PATH}/{name}/approval", csr)
         except Exception as exc:  # no approval rights: a person or a controller approves it
-            log.info("CSR %s awaits approval (kubectl certificate approve %s): %s", name, name, exc)
+            log.info(
+                "serving certificate CSR awaits approval (kubectl certificate approve)",
+                extra={"csr": name, "detail": str(exc)},
+            )

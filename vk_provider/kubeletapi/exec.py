@@ -110,7 +110,10 @@ async def _run(
     try:
         session = await _open(runtime, instance, opts, kind)
     except (StreamError, OSError) as exc:
-        log.info("%s in container %s failed: %s", kind, instance.container_id[:12], exc)
+        log.info(
+            "stream in container failed",
+            extra={"stream": kind, "containerID": instance.container_id[:12], "err": str(exc)},
+        )
         await finish(ch.error_status(str(exc)))
         return
 
@@ -254,7 +257,7 @@ async def _spdy(
         try:
             found = await asyncio.wait_for(_collect(spdy, _expected_streams(opts)), STREAM_CREATION_TIMEOUT)
         except TimeoutError:
-            log.info("%s: the client did not open its streams in time", kind)
+            log.info("the client did not open its streams in time", extra={"stream": kind})
             return response
         if found is None:
             return response

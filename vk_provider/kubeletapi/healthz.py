@@ -47,7 +47,9 @@ class HealthzServer:
         await site.start()
         server: Any = site._server  # the bound port, for a listen of ":0"
         self.port = int(server.sockets[0].getsockname()[1]) if server is not None else port
-        log.info("health endpoints listening on http://%s:%d (/healthz, /readyz)", host, self.port)
+        log.info(
+            "health endpoints listening (/healthz, /readyz)", extra={"address": f"http://{host}:{self.port}"}
+        )
 
     @staticmethod
     def _readyz(readiness: Readiness) -> Any:

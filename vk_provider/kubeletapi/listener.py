@@ -64,10 +64,6 @@ class RateLimit:
         return held
 
 
-def _since(held: int) -> str:
-    return f" ({held} more since the last such line)" if held else ""
-
-
 class _MalformedRequests(logging.Filter):
     def __init__(self, interval: float) -> None:
         super().__init__()
@@ -83,8 +79,10 @@ class _MalformedRequests(logging.Filter):
         remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
         reason = " ".join(str(exc.message).split())[:200]  # one line, whatever the client sent
         record.levelno, record.levelname = logging.WARNING, "WARNING"
-        record.msg = "refused a malformed HTTP request from %s with %d: %s%s"
-        record.args = (remote, exc.code, reason, _since(held))
+        record.msg, record.args = "refused a malformed HTTP request", ()
+        # The line's keys, as `extra=` would set them (logging.py writes every one).
+        record.remote, record.code, record.reason = remote, exc.code, reason
+        record.suppressed = held or None  # lines held back since the last one
         record.exc_info, record.exc_text = None, None
         return True
 
@@ -185,10 +183,12 @@ class ConnectionGuard:
             held = self._refusals.passes()
             if held is not None:
                 self._log.warning(
-                    "closed a connection: %d connections have not authenticated yet (at most %d)%s",
-                    len(self.unauthenticated),
-                    self.max_unauthenticated,
-                    _since(held),
+                    "closed a connection: too many connections have not authenticated yet",
+                    extra={
+                        "unauthenticated": len(self.unauthenticated),
+                        "max": self.max_unauthenticated,
+                        "suppressed": held or None,
+                    },
                 )
             conn.close()
             return

@@ -93,9 +93,9 @@ class Readiness:
         for check in checks:
             was = self._last_failures.get(check.name)
             if check.failure is not None and was is None:
-                log.warning("readyz: %s check failed: %s", check.name, check.failure)
+                log.warning("readyz check failed", extra={"check": check.name, "err": check.failure})
             elif check.failure is None and was is not None:
-                log.info("readyz: %s check passes again", check.name)
+                log.info("readyz check passes again", extra={"check": check.name})
         self._last_failures = {c.name: c.failure for c in checks if c.failure is not None}
 
 

@@ -244,7 +244,10 @@ class KubeletServer:
         site = GuardedSite(self._runner, host, port, ssl_context=ssl_context, guard=guard)
         await site.start()
         self.port = site.port  # the bound port, for listen ":0"
-        log.info("kubelet API listening on https://%s:%d (auth %s)", host, self.port, self.config.auth)
+        log.info(
+            "kubelet API listening",
+            extra={"address": f"https://{host}:{self.port}", "auth": self.config.auth},
+        )
 
     async def stop(self) -> None:
         task, self._csr_task = self._csr_task, None

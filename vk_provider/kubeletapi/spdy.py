@@ -330,7 +330,7 @@ class SpdySession:
         except (EOFError, ConnectionError):
             return
         except SpdyError as exc:
-            log.info("SPDY session ended: %s", exc)
+            log.info("SPDY session ended", extra={"reason": str(exc)})
             await self.close(GOAWAY_PROTOCOL_ERROR)
         finally:
             self.gone = True

@@ -233,11 +233,12 @@ class WebhookAuth:
         now = self._clock()
         if now - self._reported_at >= REFUSALS_REPORTED_EVERY:
             log.warning(
-                "%d bearer tokens refused without a TokenReview: over the limit of failing reviews "
-                "(burst %d, %g/s)",
-                self._refused,
-                self.failed_reviews.burst,
-                self.failed_reviews.rate,
+                "bearer tokens refused without a TokenReview: over the limit of failing reviews",
+                extra={
+                    "count": self._refused,
+                    "burst": self.failed_reviews.burst,
+                    "perSecond": self.failed_reviews.rate,
+                },
             )
             self._refused, self._reported_at = 0, now
         return False

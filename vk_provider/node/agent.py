@@ -118,13 +118,15 @@ class NodeAgent:
         return allocatable
 
     async def start(self) -> None:
-        log.info("starting node agent for %s (InternalIP %s)", self.name, self.node_ip)
+        log.info("starting node agent", extra={"node": self.name, "internalIP": self.node_ip})
         self._recorder.event(self.node_ref(), "Normal", "Starting", f"Starting vk-provider {__version__}.")
         self._task.start(self._run)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._registered.wait(), START_WAIT)
         if not self._registered.is_set():
-            log.warning("node %s is not registered yet; still trying in the background", self.name)
+            log.warning(
+                "node is not registered yet; still trying in the background", extra={"node": self.name}
+            )
 
     async def stop(self) -> None:
         """Stop renewing the lease and writing status; cordon if configured. Pods are left alone."""
@@ -137,9 +139,9 @@ class NodeAgent:
                     "spec": {"unschedulable": True},
                 }
                 self._node = await self._client.patch(f"/api/v1/nodes/{self.name}", patch, "merge")
-                log.info("cordoned node %s on shutdown", self.name)
+                log.info("cordoned node on shutdown", extra={"node": self.name})
             except ApiStatusError as exc:
-                log.warning("could not cordon node %s: %s", self.name, exc)
+                log.warning("could not cordon the node", extra={"node": self.name, "err": str(exc)})
         log.info("node agent stopped; lease no longer renewed")
 
     # --- loop -------------------------------------------------------------------------
@@ -158,13 +160,15 @@ class NodeAgent:
                 raise
             except ApiStatusError as exc:
                 log.warning(
-                    "node %s: apiserver call failed: %s; next try in %.1fs",
-                    self.name,
-                    exc,
-                    max(0.0, next_tick - loop.time()),
+                    "apiserver call failed; trying again",
+                    extra={
+                        "node": self.name,
+                        "err": str(exc),
+                        "retryInSeconds": round(max(0.0, next_tick - loop.time()), 1),
+                    },
                 )
             except Exception:
-                log.exception("node %s: heartbeat failed", self.name)
+                log.exception("node heartbeat failed", extra={"node": self.name})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), max(0.0, next_tick - loop.time()))
             self._kick.clear()
@@ -201,9 +205,12 @@ class NodeAgent:
             self._runtime_error = f"container runtime did not answer ping within {PING_TIMEOUT:.0f}s"
         if self._runtime_error != was and (was is None or self._runtime_error is None):
             if self._runtime_error is None:
-                log.info("container runtime answers; node %s is ready", self.name)
+                log.info("container runtime answers; node is ready", extra={"node": self.name})
             else:
-                log.warning("container runtime down, lease not renewed: %s", self._runtime_error)
+                log.warning(
+                    "container runtime down, lease not renewed",
+                    extra={"node": self.name, "err": self._runtime_error},
+                )
 
     # --- registration -----------------------------------------------------------------
 
@@ -216,7 +223,7 @@ class NodeAgent:
                 {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
             )
         except ApiStatusError as exc:
-            log.debug("no SelfSubjectReview (%s); assuming a non-node identity", exc)
+            log.debug("no SelfSubjectReview; assuming a non-node identity", extra={"err": str(exc)})
             return False
         user = (review.get("status") or {}).get("userInfo") or {}
         as_kubelet = str(user.get("username", "")).startswith("system:node:") and "system:nodes" in (
@@ -228,9 +235,8 @@ class NodeAgent:
                 - set(node_labels(self.config.node, None, as_kubelet=True))
             )
             log.info(
-                "running as %s under NodeRestriction: node labels a kubelet may not set are left out (%s)",
-                user.get("username"),
-                ", ".join(left_out) or "none",
+                "running under NodeRestriction: node labels a kubelet may not set are left out",
+                extra={"user": user.get("username"), "leftOut": left_out},
             )
         return as_kubelet
 
@@ -257,7 +263,7 @@ class NodeAgent:
                 current = await self._client.get(f"/api/v1/nodes/{self.name}")
             else:
                 if self._registered_once:
-                    log.warning("node %s was deleted while running; re-created it", self.name)
+                    log.warning("node was deleted while running; re-created it", extra={"node": self.name})
                     self._recorder.event(
                         current,
                         "Warning",
@@ -266,12 +272,12 @@ class NodeAgent:
                         "registered it again",
                     )
                 else:
-                    log.info("registered node %s", self.name)
+                    log.info("registered node", extra={"node": self.name})
                     self._recorder.event(current, "Normal", "RegisteredNode", f"Registered Node {self.name}")
                 self._applied_meta = None
                 self._last_status_write = 0.0  # the created status may not be kept: write it now
         else:
-            log.info("node %s exists; taking it over", self.name)
+            log.info("node exists; taking it over", extra={"node": self.name})
             self._applied_meta = None
         self._set_node(current, force=True)
         self._node_uid = uid_of(current)
@@ -289,7 +295,7 @@ class NodeAgent:
                 break
             try:
                 self._set_node(await self._client.patch(f"/api/v1/nodes/{self.name}", patch, "merge"))
-                log.info("updated labels/taints of node %s", self.name)
+                log.info("updated labels and taints of the node", extra={"node": self.name})
                 break
             except ApiStatusError as exc:
                 if exc.status == 404:
@@ -334,7 +340,7 @@ class NodeAgent:
         if new_ready != self._last_ready:
             self._last_ready = new_ready
             reason = "NodeReady" if new_ready == "True" else "NodeNotReady"
-            log.info("node %s status is now: %s", self.name, reason)
+            log.info("node status changed", extra={"node": self.name, "reason": reason})
             self._recorder.event(node, "Normal", reason, f"Node {self.name} status is now: {reason}")
 
     # --- helpers ----------------------------------------------------------------------
@@ -342,14 +348,14 @@ class NodeAgent:
     async def _on_node_event(self, type_: str, node: dict[str, Any]) -> None:
         if type_ == "DELETED":
             if uid_of(node) == self._node_uid:
-                log.warning("node %s was deleted", self.name)
+                log.warning("node was deleted", extra={"node": self.name})
                 self._missing = True
                 self._node = None
                 self._kick.set()
             return
         uid = uid_of(node)
         if self._node_uid and uid and uid != self._node_uid:
-            log.warning("node %s was re-created by someone else; taking it over", self.name)
+            log.warning("node was re-created by someone else; taking it over", extra={"node": self.name})
             self._node_uid = uid
             self._applied_meta = None
             self._set_node(node, force=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import format_time_micro
-from vk_provider.logging import get_logger
+from vk_provider.logging import ObjectRef, get_logger
 
 log = get_logger("node.lease")
 
@@ -61,7 +61,7 @@ class LeaseKeeper:
                 if self.last is None:
                     body = build_lease(None, self.node_name, node_uid, self.duration, now)
                     self.last = await self._client.create(lease_path(self.node_name, collection=True), body)
-                    log.info("created lease %s/%s", LEASE_NAMESPACE, self.node_name)
+                    log.info("created lease", extra={"lease": ObjectRef(self.node_name, LEASE_NAMESPACE)})
                 else:
                     body = build_lease(self.last, self.node_name, node_uid, self.duration, now)
                     self.last = await self._client.replace(lease_path(self.node_name), body)
@@ -75,11 +75,13 @@ class LeaseKeeper:
                     self.last = None
                 if attempt < MAX_UPDATE_RETRIES:
                     log.info(
-                        "lease renewal got %s: %s (attempt %d of %d)",
-                        exc,
-                        "reading it again" if reread else "sending it again at once",
-                        attempt + 1,
-                        MAX_UPDATE_RETRIES,
+                        "lease renewal failed; trying again",
+                        extra={
+                            "err": str(exc),
+                            "next": "reading it again" if reread else "sending it again at once",
+                            "attempt": attempt + 1,
+                            "maxAttempts": MAX_UPDATE_RETRIES,
+                        },
                     )
         assert error is not None
         raise error

@@ -173,10 +173,8 @@ class ContainerPipeline:
                 continue
             name = container["name"]
             log.info(
-                "ephemeral container %s: %s",
-                name,
-                error,
-                extra=pod_fields(work.pod, container=name, reason="CreateContainerConfigError"),
+                "ephemeral container not started",
+                extra=pod_fields(work.pod, container=name, reason="CreateContainerConfigError", detail=error),
             )
             work.waiting[name] = ContainerWaiting("CreateContainerConfigError", error)
             fp = field_path(ContainerRole.EPHEMERAL, name)
@@ -195,7 +193,10 @@ class ContainerPipeline:
         pod = work.pod
         restart = restart_policy(pod) != "Never" or instance.role == ContainerRole.INIT
         message = probe_messages.kill(instance.name, failure.probe_type, restart)
-        log.info("%s", message, extra=pod_fields(pod, container=instance.name, reason="Unhealthy"))
+        log.info(
+            "container unhealthy",
+            extra=pod_fields(pod, container=instance.name, reason="Unhealthy", detail=message),
+        )
         grace = failure.termination_grace
         await self.kill(
             work, instance, effective_grace_period(None, pod) if grace is None else grace, pod_ip, message
@@ -218,7 +219,7 @@ class ContainerPipeline:
         and start the new definition, one restart more."""
         pod, name = work.pod, container["name"]
         message = message or f"Container {name} definition changed, will be restarted"
-        log.info("restarting container %s: %s", name, message, extra=pod_fields(pod, container=name))
+        log.info("restarting container", extra=pod_fields(pod, container=name, detail=message))
         self._deps.recorder.event(
             pod, "Normal", "Killing", message, field_path=field_path(instance.role, name)
         )
@@ -253,20 +254,15 @@ class ContainerPipeline:
                 field_path=fp,
             )
             log.info(
-                "container %s: %s",
-                name,
-                message,
-                extra=pod_fields(pod, container=name, reason="CrashLoopBackOff"),
+                "container in back-off",
+                extra=pod_fields(pod, container=name, reason="CrashLoopBackOff", detail=message),
             )
             wake_in(work, left)
             return
         self._deps.backoff.next(key, finished)
         log.info(
-            "restarting container %s (exit code %s, attempt %d)",
-            name,
-            instance.exit_code,
-            instance.attempt + 1,
-            extra=pod_fields(pod, container=name),
+            "restarting container",
+            extra=pod_fields(pod, container=name, exitCode=instance.exit_code, attempt=instance.attempt + 1),
         )
         if await self._start(work, container, role, instance.attempt + 1, sandbox):
             await self._deps.runtime.prune_pod(work.uid)
@@ -319,23 +315,14 @@ class ContainerPipeline:
             instance = await self._deps.runtime.start_container(launch)
         except RuntimeFailure as exc:
             log.info(
-                "container %s: %s: %s",
-                name,
-                exc.reason,
-                exc.message,
-                extra=pod_fields(pod, container=name, reason=exc.reason),
+                "container not started",
+                extra=pod_fields(pod, container=name, reason=exc.reason, detail=exc.message),
             )
             work.waiting[name] = ContainerWaiting(exc.reason, exc.message)
             self._deps.recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
             wake_in(work, jitter(ERROR_RETRY_SECONDS))
             return False
-        log.info(
-            "started container %s (%s, attempt %d)",
-            name,
-            role.value,
-            attempt,
-            extra=pod_fields(pod, container=name),
-        )
+        log.info("started container", extra=pod_fields(pod, container=name, role=role.value, attempt=attempt))
         self._deps.recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
         self._deps.recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
         post_start = (container.get("lifecycle") or {}).get("postStart")
@@ -361,10 +348,8 @@ class ContainerPipeline:
             return True
         except (HookError, RuntimeFailure, TimeoutError) as exc:
             log.info(
-                "postStart hook of %s failed: %s",
-                name,
-                exc,
-                extra=pod_fields(pod, container=name, reason="FailedPostStartHook"),
+                "postStart hook failed",
+                extra=pod_fields(pod, container=name, reason="FailedPostStartHook", err=str(exc)),
             )
         fp = field_path(instance.role, name)
         # The message stays generic so that secrets in the hook's output never reach an Event.
@@ -401,10 +386,8 @@ class ContainerPipeline:
                 )
             except (HookError, RuntimeFailure, TimeoutError) as exc:
                 log.info(
-                    "preStop hook of %s failed: %s",
-                    instance.name,
-                    exc,
-                    extra=pod_fields(pod, container=instance.name, reason="FailedPreStopHook"),
+                    "preStop hook failed",
+                    extra=pod_fields(pod, container=instance.name, reason="FailedPreStopHook", err=str(exc)),
                 )
                 self._deps.recorder.event(
                     pod, "Warning", "FailedPreStopHook", "PreStopHook failed", field_path=fp

@@ -99,7 +99,7 @@ class EmptyDirEviction:
             try:
                 await self.check()
             except RuntimeFailure as exc:
-                log.warning("cannot measure the emptyDir volumes: %s", exc.message)
+                log.warning("cannot measure the emptyDir volumes", extra={"err": exc.message})
             except Exception:
                 log.exception("the emptyDir sizeLimit check failed")  # the next period tries again
 
@@ -114,5 +114,5 @@ class EmptyDirEviction:
             used = {name: size for (owner, name), size in usage.items() if owner == uid}
             message = empty_dir_limit_message(pod, used)
             if message is not None:
-                log.info("evicting the pod: %s", message, extra=pod_fields(pod))
+                log.info("evicting the pod", extra=pod_fields(pod, reason="Evicted", detail=message))
                 self._evict(uid, message)

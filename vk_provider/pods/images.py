@@ -174,7 +174,7 @@ class ImageManager:
         if work.image_failures.pop(image, None) is not None:
             self._deps.backoff.reset(key)
         self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
-        log.info("pulled image %s (%s bytes)", image, pulled.size_bytes, extra=pod_fields(pod))
+        log.info("pulled image", extra=pod_fields(pod, image=image, bytes=pulled.size_bytes))
         return True
 
     def _count_pull(self, result: str) -> None:
@@ -194,7 +194,7 @@ class ImageManager:
             try:
                 secret = await self._deps.getter("secret", namespace, secret_name)
             except Exception as exc:  # the kubelet treats every error as a missing secret
-                log.info("pull secret %s: %s", secret_name, exc, extra=pod_fields(pod))
+                log.info("pull secret not used", extra=pod_fields(pod, secret=secret_name, reason=str(exc)))
                 secret = None
             if secret is None:
                 missing.append(secret_name)
@@ -207,13 +207,7 @@ class ImageManager:
 
     def _failed(self, work: PodWork, name: str, fp: str, reason: str, message: str, retry: float) -> bool:
         """The container waits with `reason`; kuberuntime's `Error: <reason>` Event; a timer."""
-        log.info(
-            "image of %s: %s: %s",
-            name,
-            reason,
-            message,
-            extra=pod_fields(work.pod, container=name, reason=reason),
-        )
+        log.info("image not ready", extra=pod_fields(work.pod, container=name, reason=reason, detail=message))
         work.waiting[name] = ContainerWaiting(reason, message)
         self._event(work, "Warning", "Failed", f"Error: {reason}", fp)
         wake_in(work, retry)

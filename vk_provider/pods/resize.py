@@ -219,7 +219,7 @@ class PodResizer:
                 self._deps.recorder.event(
                     pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
                 )
-                log.info("resize started (generation %d)", generation, extra=pod_fields(pod))
+                log.info("resize started", extra=pod_fields(pod, generation=generation))
         self._requests[work.uid] = pod_requests(pod, state.allocated)
         return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
@@ -231,7 +231,7 @@ class PodResizer:
         state.pending = _condition(POD_RESIZE_PENDING, old, DEFERRED, message, generation)
         text = f"Pod resize {DEFERRED}: {summary(pod, container_resources(pod), generation, message)}"
         self._deps.recorder.event(pod, "Warning", RESIZE_DEFERRED, text)
-        log.info("resize deferred: %s", message, extra=pod_fields(pod))
+        log.info("resize deferred", extra=pod_fields(pod, detail=message))
 
     def allocated_container(self, work: PodWork, container: Mapping[str, Any]) -> Mapping[str, Any]:
         """The container with its allocated resources (a deferred resize does not start with
@@ -272,9 +272,12 @@ class PodResizer:
                 work.resize.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
                 text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation, message)}"
                 self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
-            log.info("resize of %s failed: %s", container["name"], exc.message, extra=pod_fields(pod))
+            log.info(
+                "resize of container failed",
+                extra=pod_fields(pod, container=container["name"], err=exc.message),
+            )
             return False
-        log.info("resized container %s in place", container["name"], extra=pod_fields(pod))
+        log.info("resized container in place", extra=pod_fields(pod, container=container["name"]))
         work.runtime_changed = True
         return True
 
@@ -306,4 +309,4 @@ class PodResizer:
         state.in_progress = None
         text = f"Pod resize completed: {summary(pod, state.allocated or {}, generation)}"
         self._deps.recorder.event(pod, "Normal", RESIZE_COMPLETED, text)
-        log.info("resize completed (generation %d)", generation, extra=pod_fields(pod))
+        log.info("resize completed", extra=pod_fields(pod, generation=generation))

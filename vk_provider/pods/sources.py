@@ -83,7 +83,7 @@ class PodSources:
                 try:
                     await source.stop()
                 except Exception:
-                    log.exception("error stopping %s", type(source).__name__)
+                    log.exception("error stopping a pod source", extra={"source": type(source).__name__})
 
     async def _on_static_pods(self, pods: dict[str, dict[str, Any]]) -> None:
         self.pod_config.set_pods(STATIC_SOURCE, pods.values())
@@ -103,7 +103,8 @@ class PodSources:
                 return await list_node_pods(self._client, self._node_name)
             except Exception as exc:
                 log.warning(
-                    "cannot list the node's pods yet (%s); retrying", exc, extra={"node": self._node_name}
+                    "cannot list the node's pods yet; retrying",
+                    extra={"node": self._node_name, "err": str(exc)},
                 )
                 await asyncio.sleep(ADOPT_RETRY_SECONDS)
 

@@ -158,7 +158,7 @@ class PodSync:
                 c.name for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING
             ]
             if running:
-                log.info("adopted running container(s) %s", ", ".join(running), extra=pod_fields(pod))
+                log.info("adopted running containers", extra=pod_fields(pod, containers=running))
             if state is None and self._rejected(work):
                 return True
         if not await self._mount_volumes(work, state):
@@ -180,7 +180,7 @@ class PodSync:
         if rejection is None:
             return False
         reason, message = rejection
-        log.warning("pod rejected: %s: %s", reason, message, extra=pod_fields(work.pod))
+        log.warning("pod rejected", extra=pod_fields(work.pod, reason=reason, detail=message))
         self._recorder.event(work.pod, "Warning", reason, message)
         work.terminal_reason = (reason, POD_REJECTED + message)
         return True
@@ -200,7 +200,10 @@ class PodSync:
             return True
         for name, error in failed.items():
             message = failed_mount_message(name, error)
-            log.info("%s", message, extra=pod_fields(work.pod))
+            log.info(
+                "volume not mounted",
+                extra=pod_fields(work.pod, reason="FailedMount", volume=name, detail=message),
+            )
             self._recorder.event(work.pod, "Warning", "FailedMount", message)
         wake_in(work, work.mount_retry)
         work.mount_retry = min(work.mount_retry * 2, ERROR_RETRY_SECONDS)
@@ -218,7 +221,7 @@ class PodSync:
             # restart in the new one per restartPolicy (the kubelet's podSandboxChanged).
             stale = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
             if stale:
-                log.info("pod sandbox is gone; stopping %d container(s)", len(stale), extra=pod_fields(pod))
+                log.info("pod sandbox is gone; stopping containers", extra=pod_fields(pod, count=len(stale)))
             grace = effective_grace_period(None, pod)
             await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
             if restart_policy(pod) == "Never" and state.containers:
@@ -236,7 +239,7 @@ class PodSync:
             )
             sandbox = await self._runtime.ensure_sandbox(pod, dns, node_pod_cidrs(self._deps.node_object()))
         except PodSpecRefused as exc:
-            log.warning("pod refused: %s", exc.message, extra=pod_fields(pod))
+            log.warning("pod refused", extra=pod_fields(pod, err=exc.message))
             if isinstance(exc, PodRejected):
                 # kubelet.go rejectPod's Event: the reason and the message without the prefix.
                 self._recorder.event(pod, "Warning", exc.reason, exc.event_message)
@@ -245,7 +248,7 @@ class PodSync:
             work.terminal_reason = (exc.reason, exc.message)
             return None
         except RuntimeFailure as exc:
-            log.warning("could not create the pod sandbox: %s", exc.message, extra=pod_fields(pod))
+            log.warning("could not create the pod sandbox", extra=pod_fields(pod, err=exc.message))
             message = exc.message
             if not message.startswith("Failed to create pod sandbox"):
                 message = f"Failed to create pod sandbox: {message}"
@@ -270,10 +273,8 @@ class PodSync:
         ]
         if running:
             log.info(
-                "stopping %d container(s) with a %ds grace period",
-                len(running),
-                work.grace,
-                extra=pod_fields(pod),
+                "stopping containers",
+                extra=pod_fields(pod, count=len(running), gracePeriodSeconds=work.grace),
             )
         pod_ip = state.sandbox.ip if state is not None and state.sandbox is not None else ""
         await asyncio.gather(*(self._containers.kill(work, c, work.grace, pod_ip) for c in running))

@@ -151,7 +151,8 @@ class PodWorkers:
     async def _remove_orphan(self, state: PodRuntimeState) -> None:
         ref = f"{state.namespace}/{state.name}"
         log.info(
-            "removing what pod uid %s left in the engine: it no longer exists", state.uid, extra={"pod": ref}
+            "removing what a pod that no longer exists left in the engine",
+            extra={"pod": ref, "uid": state.uid},
         )
         try:
             running = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
@@ -160,7 +161,7 @@ class PodWorkers:
             )
             await self._runtime.remove_pod(state.uid)
         except Exception:
-            log.exception("could not remove the containers of pod uid %s", state.uid, extra={"pod": ref})
+            log.exception("could not remove the containers of a pod", extra={"pod": ref, "uid": state.uid})
 
     async def start(self) -> None:
         self._events_task = asyncio.create_task(self._pump_events(), name="pod workers: runtime events")

@@ -102,7 +102,8 @@ class ProbeManager:
             raise
         except Exception:
             log.exception(
-                "%s probe worker of %s failed", worker.probe_type, key[1], extra=pod_fields(worker.pod)
+                "probe worker failed",
+                extra=pod_fields(worker.pod, probeType=str(worker.probe_type.value), container=key[1]),
             )
         if self._workers.get(key) is worker:  # done for good: forget it (prober_manager removeWorker)
             del self._workers[key]
@@ -112,11 +113,10 @@ class ProbeManager:
         """A worker's published result changed (None: it has no result for any instance)."""
         if result is not None:
             log.info(
-                "%s probe of container %s: %s",
-                worker.probe_type.value,
-                worker.name,
-                result.value,
-                extra=pod_fields(worker.pod),
+                "probe result changed",
+                extra=pod_fields(
+                    worker.pod, probeType=worker.probe_type.value, container=worker.name, result=result.value
+                ),
             )
         if result is not None and worker.probe_type == ProbeType.READINESS:
             self._status.set_container_readiness(worker.uid, worker.name, result == Result.SUCCESS)

@@ -151,11 +151,10 @@ class ProbeWorker:
             )
         except ProbeError as exc:
             log.debug(
-                "%s probe of %s errored: %s",
-                self.probe_type,
-                self.name,
-                exc,
-                extra=pod_fields(self.pod),
+                "probe errored",
+                extra=pod_fields(
+                    self.pod, probeType=self.probe_type.value, container=self.name, err=str(exc)
+                ),
             )
             self._warn(messages.UNHEALTHY, messages.errored(self.probe_type, str(exc)))
             return True
@@ -163,11 +162,13 @@ class ProbeWorker:
             self._metrics.record(outcome.result, time.monotonic() - began)
         if outcome.result == Result.FAILURE:
             log.debug(
-                "%s probe of %s failed: %s",
-                self.probe_type,
-                self.name,
-                outcome.output.strip(),
-                extra=pod_fields(self.pod),
+                "probe failed",
+                extra=pod_fields(
+                    self.pod,
+                    probeType=self.probe_type.value,
+                    container=self.name,
+                    output=outcome.output.strip(),
+                ),
             )
             self._warn(messages.UNHEALTHY, messages.failed(self.probe_type, outcome.output))
         elif outcome.warning:

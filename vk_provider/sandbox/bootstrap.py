@@ -108,7 +108,7 @@ class NamespaceContent:
                 async for event in self._store.watch(resource, resource_version=rv):
                     await self._on_event(resource, event.type, event.object)
             except ApiError as e:
-                log.warning("watch on %s failed: %s", resource, e.message)
+                log.warning("watch failed", extra={"resource": resource, "err": e.message})
             await asyncio.sleep(0.5)  # closed (fault injection): catch up, then watch again
             rv = self._store.resource_version
             await self._ensure_all()

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from vk_provider.logging import get_logger, setup_logging
+from vk_provider.logging import ObjectRef, get_logger, setup_logging
 from vk_provider.sandbox.kubeconfig import Credentials
 from vk_provider.sandbox.pki.authority import SandboxPKI
 
@@ -238,21 +238,19 @@ class _Providers:
         )
         self.procs[node] = proc
         self.configs[node] = config_path
-        log.info("started provider for node %s (pid %d)", node, proc.pid, extra={"node": node})
+        log.info("started provider", extra={"node": node, "pid": proc.pid})
 
     async def stop(self) -> None:
         for node, proc in self.procs.items():
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.terminate()
-                log.info("stopping provider for node %s", node, extra={"node": node})
+                log.info("stopping provider", extra={"node": node})
         for node, proc in self.procs.items():
             try:
                 await asyncio.wait_for(proc.wait(), PROVIDER_STOP_SECONDS)
             except TimeoutError:
-                log.warning(
-                    "provider for node %s did not stop in time; killing it", node, extra={"node": node}
-                )
+                log.warning("provider did not stop in time; killing it", extra={"node": node})
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 await proc.wait()
@@ -266,7 +264,7 @@ class _Providers:
                 sys.executable, "-m", "vk_provider", "clean", "--config", str(config_path)
             )
             if await proc.wait() != 0:
-                log.error("could not remove the pods of node %s from the engine", node, extra={"node": node})
+                log.error("could not remove the pods of the node from the engine", extra={"node": node})
                 ok = False
         return ok
 
@@ -275,7 +273,7 @@ class _Providers:
 
         async def one(node: str, proc: asyncio.subprocess.Process) -> None:
             code = await proc.wait()
-            log.warning("provider for node %s exited with code %s", node, code, extra={"node": node})
+            log.warning("provider exited", extra={"node": node, "exitCode": code})
 
         await asyncio.gather(*(one(n, p) for n, p in self.procs.items()))
 
@@ -430,10 +428,14 @@ async def _real_provider_kubeconfigs(
     objects = await asyncio.to_thread(identities.render_chart_rbac, tools, identities.chart_values(user))
     credentials: Credentials = await identities.chart_identity(plane.admin, objects, plane.pki.ca_cert_path)
     log.info(
-        "providers run as service account %s/%s with the RBAC rules of %s",
-        identities.CHART_NAMESPACE,
-        next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"),
-        tools.chart,
+        "providers run as a service account with the chart's RBAC rules",
+        extra={
+            "serviceAccount": ObjectRef(
+                next(o["metadata"]["name"] for o in objects if o["kind"] == "ServiceAccount"),
+                identities.CHART_NAMESPACE,
+            ),
+            "chart": str(tools.chart),
+        },
     )
     path = plane.write_kubeconfig(config_dir / "chart-identity.kubeconfig", credentials)
     return dict.fromkeys(nodes, path)

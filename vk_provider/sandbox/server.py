@@ -195,7 +195,7 @@ class SandboxServer:
             ]
         for controller in self._controllers:
             await controller.start()
-        log.info("sandbox API server listening on %s", self.url)
+        log.info("sandbox API server listening", extra={"url": self.url})
 
     async def stop(self) -> None:
         for controller in reversed(self._controllers):
@@ -235,7 +235,7 @@ class SandboxServer:
         except web.HTTPRequestEntityTooLarge:
             raise  # the request guard answers it with a Status
         except Exception as e:
-            log.exception("%s %s failed", request.method, request.path_qs)
+            log.exception("request failed", extra={"verb": request.method, "path": request.path_qs})
             return error_response(errors.internal_error(str(e)))
 
     def _discovery(self, request: web.Request, ri: RequestInfo) -> web.Response:

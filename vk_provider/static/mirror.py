@@ -214,12 +214,12 @@ class MirrorPods:
 
     def _waiting(self, step: str, why: str) -> None:
         if self._wait_reasons.get(step) != why:
-            log.info("mirror pods wait: %s; retrying with backoff", why, extra={"node": self.node_name})
+            log.info("mirror pods wait; retrying with backoff", extra={"node": self.node_name, "reason": why})
             self._wait_reasons[step] = why
 
     def _resumed(self, step: str) -> None:
         if why := self._wait_reasons.pop(step, ""):
-            log.info("mirror pods resume (they waited: %s)", why, extra={"node": self.node_name})
+            log.info("mirror pods resume", extra={"node": self.node_name, "waitedFor": why})
 
     async def _apply(
         self, client: KubeClient, decision: MirrorDecision, node: Mapping[str, Any] | None
@@ -230,9 +230,8 @@ class MirrorPods:
             if waiting_uid not in self._waiting_logged:
                 self._waiting_logged.add(waiting_uid)
                 log.info(
-                    "mirror pod %s is being deleted; waiting until it is gone",
-                    waiting_uid,
-                    extra={"pod": name},
+                    "mirror pod is being deleted; waiting until it is gone",
+                    extra={"pod": name, "uid": waiting_uid},
                 )
             return True
         all_gone = True
@@ -257,26 +256,26 @@ class MirrorPods:
             answer = await client.delete(_pod_path(name), options)
         except ApiStatusError as exc:
             if exc.status == 404:
-                log.info("mirror pod %s (%s) was already gone", mirror_uid, why, extra={"pod": name})
+                log.info("mirror pod was already gone", extra={"pod": name, "uid": mirror_uid, "reason": why})
                 self._forget(mirror_uid)
                 return True
             if exc.status == 409:
                 # The name now belongs to another pod: it shows up in the next list or watch event.
-                log.info("mirror pod %s was replaced meanwhile; not deleted", mirror_uid, extra={"pod": name})
+                log.info(
+                    "mirror pod was replaced meanwhile; not deleted", extra={"pod": name, "uid": mirror_uid}
+                )
                 self._forget(mirror_uid)
                 return False
             self._failed(FAILED_DELETE, name, f"deleting mirror pod {name} (uid {mirror_uid}, {why})", exc)
             return False
         if uid(answer) == mirror_uid and (answer.get("metadata") or {}).get("finalizers"):
             log.info(
-                "deleted mirror pod %s (%s); its finalizers keep it for now",
-                mirror_uid,
-                why,
-                extra={"pod": name},
+                "deleted mirror pod; its finalizers keep it for now",
+                extra={"pod": name, "uid": mirror_uid, "reason": why},
             )
             self._remember(answer)
             return False
-        log.info("deleted mirror pod %s: %s", mirror_uid, why, extra={"pod": name})
+        log.info("deleted mirror pod", extra={"pod": name, "uid": mirror_uid, "reason": why})
         self._forget(mirror_uid)
         return True
 
@@ -295,7 +294,7 @@ class MirrorPods:
             self._failed(FAILED_CREATE, name, f"creating mirror pod {name}", exc)
             return False
         self._remember(created)
-        log.info("created mirror pod %s (hash %s)", uid(created), want, extra={"pod": name})
+        log.info("created mirror pod", extra={"pod": name, "uid": uid(created), "hash": want})
         return True
 
     async def _adopt_existing(self, client: KubeClient, name: str, want: str) -> bool:
@@ -304,22 +303,29 @@ class MirrorPods:
         try:
             existing = await client.get(_pod_path(name))
         except ApiStatusError as exc:
-            log.info("mirror pod name is taken, then unreadable (%s); retrying", exc, extra={"pod": name})
+            log.info(
+                "mirror pod name is taken, then unreadable; retrying", extra={"pod": name, "err": str(exc)}
+            )
             return False
         if not is_mirror(existing):
             message = f"creating mirror pod {name} failed: a pod that is not a mirror pod has the name"
-            log.warning(message, extra={"pod": name})
+            log.warning(
+                "creating the mirror pod failed: a pod that is not a mirror pod has the name",
+                extra={"pod": name},
+            )
             self._event(FAILED_CREATE, message)
             return False
         self._remember(existing)
         if mirror_hash(existing) == want and not is_deleting(existing):
-            log.info("mirror pod %s already exists (hash %s)", uid(existing), want, extra={"pod": name})
+            log.info("mirror pod already exists", extra={"pod": name, "uid": uid(existing), "hash": want})
             return True
-        log.info("an older mirror pod %s holds the name; replacing it", uid(existing), extra={"pod": name})
+        log.info(
+            "an older mirror pod holds the name; replacing it", extra={"pod": name, "uid": uid(existing)}
+        )
         return False
 
     def _failed(self, reason: str, name: str, what: str, exc: ApiStatusError) -> None:
-        log.warning("%s failed: %s", what, exc, extra={"pod": name})
+        log.warning("mirror pod request failed", extra={"pod": name, "request": what, "err": str(exc)})
         if exc.status != 0:  # an unreachable apiserver takes no Events either
             self._event(reason, f"{what} failed: {exc.message or exc.reason}")
 

@@ -210,7 +210,9 @@ class StaticPodSource:
             if result.missing != self._missing:
                 self._missing = result.missing
                 if result.missing:
-                    log.warning("static pod path %s does not exist; no static pods", self.path)
+                    log.warning(
+                        "static pod path does not exist; no static pods", extra={"path": str(self.path)}
+                    )
             if not self._delivered or result.pods.keys() != self._pods.keys():
                 self._pods = result.pods
                 self._delivered = True
@@ -218,7 +220,9 @@ class StaticPodSource:
             if result.bad != self._bad:
                 for bad in result.bad:
                     if bad not in self._bad:
-                        log.warning("static pod manifest %s: %s", bad.path, bad.reason)
+                        log.warning(
+                            "bad static pod manifest", extra={"path": str(bad.path), "reason": bad.reason}
+                        )
                 self._bad = result.bad
                 await self._deliver(self._on_errors, list(result.bad))
 
@@ -250,7 +254,10 @@ class StaticPodSource:
                 delay = WATCH_RETRY_MIN
                 continue
             except (OSError, RuntimeError) as exc:
-                log.debug("watching %s failed (%s); retrying in %.0fs", target, exc, delay)
+                log.debug(
+                    "watching the static pod path failed; retrying",
+                    extra={"path": str(target), "err": str(exc), "delaySeconds": round(delay)},
+                )
             await asyncio.sleep(delay)
             delay = min(delay * 2, WATCH_RETRY_MAX)
 

@@ -162,7 +162,7 @@ class StatusManager:
         entry, why = update_status(cached, pod, status, force=force, finished=finished, now=now)
         if entry is None:
             if why != "unchanged":
-                log.warning("Status update on pod aborted: %s", why, extra=pod_fields(pod))
+                log.warning("status update on pod aborted", extra=pod_fields(pod, reason=why))
             return
         self._statuses[uid] = entry
         self._changed_at.setdefault(uid, time.monotonic())
@@ -255,7 +255,7 @@ class StatusManager:
             pod = await self._client.get(_pod_path(entry.namespace, entry.name))
         except ApiStatusError as exc:
             if exc.status != 404:
-                log.info("Failed to get pod for status: %s", exc, extra=pod_fields(entry.pod))
+                log.info("failed to get pod for status", extra=pod_fields(entry.pod, err=str(exc)))
             return None
         self._observed[uid_of(pod)] = pod
         return pod
@@ -287,15 +287,13 @@ class StatusManager:
             except ApiStatusError as exc:
                 self._count_failure(exc)
                 log.info(
-                    "Failed to update status: %s; trying again at the next pass, within %gs",
-                    exc,
-                    self._sync_period,
-                    extra=pod_fields(entry.pod),
+                    "failed to update status; trying again at the next pass",
+                    extra=pod_fields(entry.pod, err=str(exc), withinSeconds=self._sync_period),
                 )
                 return
             self.metrics.pod_status_patches.inc()
             self._observed[api_uid] = api_pod
-            log.debug("Patched status (version %d)", entry.version, extra=pod_fields(entry.pod))
+            log.debug("patched status", extra=pod_fields(entry.pod, version=entry.version))
         self._api_versions[api_uid] = entry.version
         changed_at = self._changed_at.pop(uid, None)
         if changed_at is not None:
@@ -311,10 +309,8 @@ class StatusManager:
             if exc.status != 404:
                 self._count_failure(exc)
                 log.info(
-                    "Failed to delete pod: %s; trying again at the next full pass, within %gs",
-                    exc,
-                    self._sync_period,
-                    extra=pod_fields(entry.pod),
+                    "failed to delete pod; trying again at the next full pass",
+                    extra=pod_fields(entry.pod, err=str(exc), withinSeconds=self._sync_period),
                 )
                 return
         self.metrics.pod_deletions.inc()

@@ -94,9 +94,14 @@ class CNISandboxes:
         if ips:
             try:
                 await self.network.check(sandbox_id, netns_of(inspect))
-                log.info("adopted sandbox %s: CHECK passed (%s)", sandbox_id[:12], ", ".join(ips))
+                log.info(
+                    "adopted sandbox: CNI CHECK passed", extra={"sandboxID": sandbox_id[:12], "ips": ips}
+                )
             except CNIPluginError as exc:
-                log.warning("adopted sandbox %s: CHECK failed: %s", sandbox_id[:12], exc.message)
+                log.warning(
+                    "adopted sandbox: CNI CHECK failed",
+                    extra={"sandboxID": sandbox_id[:12], "err": exc.message},
+                )
         self._ips[sandbox_id] = ips
         return ips
 

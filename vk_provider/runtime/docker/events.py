@@ -117,7 +117,10 @@ class EventPump:
                 if not fut.done():
                     fut.set_result(None)
         if self._queue.qsize() >= QUEUE_LIMIT and item is not _CLOSED:
-            log.warning("runtime event queue full, dropping %s of %s", getattr(item, "action", ""), item)
+            log.warning(
+                "runtime event queue full; event dropped",
+                extra={"action": getattr(item, "action", ""), "event": str(item)},
+            )
             return
         self._queue.put_nowait(item)
 
@@ -164,11 +167,16 @@ class EventPump:
                         self._deliver(event)
                 if self._stop.is_set():
                     return
-                log.warning("Docker event stream ended; reconnecting in %.1fs", delay)
+                log.warning(
+                    "Docker event stream ended; reconnecting", extra={"delaySeconds": round(delay, 1)}
+                )
             except Exception as exc:
                 if self._stop.is_set():
                     return
-                log.warning("Docker event stream failed (%s); reconnecting in %.1fs", exc, delay)
+                log.warning(
+                    "Docker event stream failed; reconnecting",
+                    extra={"err": str(exc), "delaySeconds": round(delay, 1)},
+                )
             self.epoch = None
             broken = True
             self._stop.wait(delay)

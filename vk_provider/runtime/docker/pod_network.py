@@ -84,7 +84,7 @@ class PodNetwork:
                     f'pod network "{name}" has subnet {", ".join(subnets)} but the Node\'s podCIDR is '
                     f"{subnet}; {attached} container(s) still use it"
                 )
-            log.info("replacing pod network %s (%s) for podCIDR %s", name, ", ".join(subnets), subnet)
+            log.info("replacing pod network", extra={"network": name, "subnets": subnets, "podCIDR": subnet})
             api.remove_network(found["Id"])
         api.create_network(
             name,
@@ -93,7 +93,7 @@ class PodNetwork:
             labels={lb.NODE: self._node_name, POD_CIDR_LABEL: subnet},
             check_duplicate=True,
         )
-        log.info("created pod network %s with subnet %s", name, subnet)
+        log.info("created pod network", extra={"network": name, "subnet": subnet})
 
     async def remove(self) -> bool:
         """Remove the node's pod network if it exists, carries this node's label and no container

@@ -201,18 +201,25 @@ class DockerRuntime:
             real = os.path.realpath(self._state_dir)
             point, fstype = paths.mount_of(real, paths.read_mountinfo())
         except OSError as exc:
-            log.warning("cannot prepare the state directory %s: %s", self._state_dir, exc)
+            log.warning(
+                "cannot prepare the state directory", extra={"path": str(self._state_dir), "err": str(exc)}
+            )
             return
         self._probe_subpath_mounts()
         if fstype == "tmpfs":
-            log.info("pod volume files (secrets, tokens) under %s are in memory (tmpfs at %s)", real, point)
+            log.info(
+                "pod volume files (secrets, tokens) are in memory",
+                extra={"path": str(real), "tmpfs": str(point)},
+            )
         else:
             log.info(
-                "pod volume files (secrets, tokens) under %s are on disk (%s at %s), readable by root "
-                "only; mount a tmpfs there to keep them in memory (docs/security.md)",
-                real,
-                fstype or "unknown filesystem",
-                point or "?",
+                "pod volume files (secrets, tokens) are on disk, readable by root only;"
+                " mount a tmpfs there to keep them in memory (docs/security.md)",
+                extra={
+                    "path": str(real),
+                    "fstype": fstype or "unknown filesystem",
+                    "mountPoint": str(point or "?"),
+                },
             )
 
     def _probe_subpath_mounts(self) -> None:
@@ -222,11 +229,11 @@ class DockerRuntime:
         except (OSError, paths.UnsafePathError) as exc:
             self._subpath_refusal = f"the bind-mount probe under {self._state_dir} failed: {exc}"
         if self._subpath_refusal is None:
-            log.info("subPath mounts are checked and bind-mounted under %s", self._state_dir)
+            log.info("subPath mounts are checked and bind-mounted", extra={"path": str(self._state_dir)})
         else:
             log.warning(
-                "subPath on emptyDir and hostPath volumes is refused: %s (docs/security.md)",
-                self._subpath_refusal,
+                "subPath on emptyDir and hostPath volumes is refused (docs/security.md)",
+                extra={"reason": self._subpath_refusal},
             )
 
     def _open_events(self, since: float | None) -> Any:
@@ -429,7 +436,7 @@ class DockerRuntime:
         return str(inspect["Id"])
 
     async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
-        log.info("pulling image %s", image)
+        log.info("pulling image", extra={"image": image})
         return await self._puller.pull(image, keyring)
 
     # --- sandbox ---
@@ -561,7 +568,7 @@ class DockerRuntime:
         await asyncio.gather(
             *(self._remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
         )
-        log.info("started sandbox %s ip=%s", container.id[:12], state.ip, extra=pod_fields(pod))
+        log.info("started sandbox", extra=pod_fields(pod, sandboxID=container.id[:12], ip=state.ip))
         return state
 
     async def _cni_setup(self, pod: Mapping[str, Any], container_id: str) -> None:
@@ -654,7 +661,7 @@ class DockerRuntime:
             # it 0666 (pkg/kubelet/kuberuntime/kuberuntime_container.go, makeMounts).
             path.chmod(0o666)
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no termination message file for %s: %s", name, exc, extra=pod_fields(pod))
+            log.warning("no termination message file", extra=pod_fields(pod, container=name, err=str(exc)))
             return None
         return str(path)
 
@@ -676,7 +683,7 @@ class DockerRuntime:
             path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], self.cluster_domain, node_hosts))
             path.chmod(0o644)
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no managed /etc/hosts: %s", exc, extra=pod_fields(pod))
+            log.warning("no managed /etc/hosts", extra=pod_fields(pod, err=str(exc)))
             return None
         return str(path)
 
@@ -808,7 +815,10 @@ class DockerRuntime:
             # and a subPath's walk and bind mount are all on the host's filesystem.
             kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
         except paths.SubPathError as exc:
-            log.warning("container %s: %s: %s", name, exc.message, exc.detail, extra=pod_fields(launch.pod))
+            log.warning(
+                "container not created",
+                extra=pod_fields(launch.pod, container=name, err=exc.message, detail=exc.detail),
+            )
             raise
         try:
             container = await self._engine.call(create_container, self._engine.client, **kwargs)
@@ -1052,9 +1062,12 @@ class DockerRuntime:
             assert pod_dir is not None
             paths.remove_under(pod_dir, Path(path).parent)
         except paths.UnsafePathError as exc:
-            log.error("%s", exc)
+            log.error("unsafe path not removed", extra={"uid": uid, "err": str(exc)})
         except OSError as exc:
-            log.warning("cannot remove %s: %s", Path(path).parent, exc)
+            log.warning(
+                "cannot remove a directory",
+                extra={"uid": uid, "path": str(Path(path).parent), "err": str(exc)},
+            )
 
     async def remove_pod(self, uid: str) -> None:
         try:
@@ -1115,7 +1128,7 @@ class DockerRuntime:
             assert pod_dir is not None
             subpath_mounts.clean_subpaths(pod_dir)
         except (OSError, paths.UnsafePathError) as exc:
-            log.error("cannot detach the subPath mounts of pod %s: %s", uid, exc)
+            log.error("cannot detach the subPath mounts of a pod", extra={"uid": uid, "err": str(exc)})
 
     def _drop_pod_dir(self, uid: str) -> None:
         assert self._state_dir is not None
@@ -1124,8 +1137,11 @@ class DockerRuntime:
             assert pod_dir is not None
             paths.remove_under(self._state_dir, pod_dir)
         except paths.UnsafePathError as exc:
-            log.error("%s", exc)
+            log.error("unsafe path not removed", extra={"uid": uid, "err": str(exc)})
         except OSError as exc:
-            log.warning("cannot remove %s: %s", self._state_dir / uid, exc)
+            log.warning(
+                "cannot remove a directory",
+                extra={"uid": uid, "path": str(self._state_dir / uid), "err": str(exc)},
+            )
         with contextlib.suppress(OSError):  # the node's directory goes once it is empty
             self._state_dir.rmdir()

@@ -155,7 +155,7 @@ async def _proxy_plain(
             )
         except (TimeoutError, aiohttp.ClientConnectorError, aiohttp.InvalidURL, OSError) as exc:
             message = f'{request.method.capitalize()} "{url}": {_dial_error(exc, _hostport(host, port))}'
-            log.warning("kubelet unreachable: %s", message)
+            log.warning("kubelet unreachable", extra={"err": message})
             return _status_response(500, message)
         async with upstream:
             checked = await _check_log_response(upstream, target)
@@ -170,7 +170,7 @@ async def _proxy_plain(
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
             except (ConnectionResetError, aiohttp.ClientError) as exc:
-                log.debug("log stream ended early: %s", exc)
+                log.debug("log stream ended early", extra={"err": str(exc)})
                 return response
             await response.write_eof()
             return response
@@ -300,7 +300,7 @@ async def _proxy_upgrade(
     except (TimeoutError, OSError) as exc:
         # UpgradeAwareHandler's dial failure (upgradeaware.go: "error dialing backend").
         message = f"error dialing backend: {_dial_error(exc, hostport)}"
-        log.warning("kubelet unreachable: %s", message)
+        log.warning("kubelet unreachable", extra={"err": message})
         return _status_response(500, message)
     try:
         writer.write(_request_head(request, hostport, target))
@@ -318,7 +318,7 @@ async def _proxy_upgrade(
         return await _pipe(request, reader, writer, reason, headers)
     except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
         message = f"error proxying to backend: {exc}"
-        log.warning("kubelet upgrade failed: %s", message)
+        log.warning("kubelet upgrade failed", extra={"err": message})
         return _status_response(500, message)
     finally:
         writer.close()
@@ -395,7 +395,7 @@ async def _pipe(
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             if not task.cancelled() and task.exception() is not None:
-                log.debug("upgraded stream ended: %s", task.exception())
+                log.debug("upgraded stream ended", extra={"err": str(task.exception())})
     finally:
         for task in tasks:
             task.cancel()

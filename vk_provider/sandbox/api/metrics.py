@@ -289,11 +289,13 @@ class SummaryScraper:
             url = URL.build(scheme="https", host=host, port=port, path="/stats/summary")
             async with session.get(url) as response:
                 if response.status != 200:
-                    log.warning("skipping node %s: %s answered %d", name, url, response.status)
+                    log.warning("skipping node", extra={"node": name, "url": url, "code": response.status})
                     return None
                 summary = json.loads(await response.read())
         except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
-            log.warning("skipping node %s: %s: %s", name, url, exc or type(exc).__name__)
+            log.warning(
+                "skipping node", extra={"node": name, "url": url, "err": str(exc) or type(exc).__name__}
+            )
             return None
         return summary if isinstance(summary, dict) else None
 

@@ -96,7 +96,7 @@ class CSRSigner:
                     if event.type in ("ADDED", "MODIFIED") and wants_signing(event.object):
                         await self._sign(event.object)
             except Exception:
-                log.exception("watch on %s failed", RESOURCE)
+                log.exception("watch failed", extra={"resource": RESOURCE})
                 await asyncio.sleep(1)
 
     async def _sign(self, csr: Obj) -> None:
@@ -105,9 +105,9 @@ class CSRSigner:
         try:
             await self._store.update(RESOURCE, {**csr, "status": status}, subresource="status")
         except ApiError as exc:  # changed meanwhile: the watch brings the newer object
-            log.debug("CSR %s: %s", name, exc.message)
+            log.debug("CSR not handled", extra={"csr": name, "err": exc.message})
             return
         if status.get("certificate"):
-            log.info("signed CSR %s for %s", name, csr["spec"].get("signerName"))
+            log.info("signed CSR", extra={"csr": name, "signer": csr["spec"].get("signerName")})
         else:
-            log.info("refused CSR %s: %s", name, status["conditions"][-1]["message"])
+            log.info("refused CSR", extra={"csr": name, "reason": status["conditions"][-1]["message"]})

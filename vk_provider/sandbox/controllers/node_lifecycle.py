@@ -24,7 +24,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.logging import get_logger
+from vk_provider.logging import ObjectRef, get_logger
 from vk_provider.sandbox.api.errors import ApiError
 from vk_provider.sandbox.controllers.scheduler_filters import MALFORMED, tolerates
 from vk_provider.sandbox.storage.store import Store
@@ -165,7 +165,7 @@ class NodeLifecycle:
                 ready = _condition(node, "Ready") or {}
                 heartbeat = (renewed.get(name, ""), str(ready.get("lastHeartbeatTime") or ""))
             except MALFORMED as exc:  # one malformed node does not stop the pass over the others
-                log.warning("node %s skipped: malformed object (%r)", name, exc, extra={"node": name})
+                log.warning("node skipped: malformed object", extra={"node": name, "err": repr(exc)})
                 continue
             seen = self._seen.get(name)
             if seen is None or seen[0] != heartbeat:
@@ -181,7 +181,7 @@ class NodeLifecycle:
                 node = await self._sync_taints(node, no_execute)
                 await self._evict(node)
             except MALFORMED as exc:
-                log.warning("node %s skipped: malformed object (%r)", name, exc, extra={"node": name})
+                log.warning("node skipped: malformed object", extra={"node": name, "err": repr(exc)})
         for gone in set(self._seen) - names:
             del self._seen[gone]
 
@@ -197,9 +197,9 @@ class NodeLifecycle:
                 subresource="status",
             )
         except ApiError as exc:
-            log.debug("node %s: %s", name, exc.message, extra={"node": name})
+            log.debug("node status not updated", extra={"node": name, "err": exc.message})
             return node
-        log.info("node %s stopped posting status: Ready=Unknown", name, extra={"node": name})
+        log.info("node stopped posting status: Ready=Unknown", extra={"node": name})
         return updated
 
     async def _sync_taints(self, node: Obj, no_execute: bool) -> Obj:
@@ -213,10 +213,10 @@ class NodeLifecycle:
         try:
             updated = await self._store.update("nodes", {**node, "spec": spec})
         except ApiError as exc:  # changed meanwhile: the next pass sees the new object
-            log.debug("node %s taints: %s", name, exc.message, extra={"node": name})
+            log.debug("node taints not updated", extra={"node": name, "err": exc.message})
             return node
         shown = [f"{t['key']}:{t['effect']}" for t in taints]
-        log.info("node %s taints now %s", name, shown, extra={"node": name})
+        log.info("node taints changed", extra={"node": name, "taints": shown})
         return updated
 
     async def _evict(self, node: Obj) -> None:
@@ -248,12 +248,12 @@ class NodeLifecycle:
             await self._store.update("pods", {**pod, "status": status}, subresource="status")
             await self._store.delete("pods", meta["namespace"], meta["name"])
         except ApiError as exc:
-            log.debug("evicting %s/%s: %s", meta["namespace"], meta["name"], exc.message)
+            log.debug(
+                "eviction failed",
+                extra={"pod": ObjectRef(meta["name"], meta["namespace"]), "err": exc.message},
+            )
             return
         log.info(
-            "evicted pod %s/%s from node %s (NoExecute taint)",
-            meta["namespace"],
-            meta["name"],
-            node_name,
-            extra={"node": node_name},
+            "evicted pod (NoExecute taint)",
+            extra={"pod": ObjectRef(meta["name"], meta["namespace"]), "node": node_name},
         )

@@ -104,7 +104,7 @@ class Scheduler:
                     if _may_change_placement(event.type, resource, event.object):
                         self._kick.set()
             except Exception:
-                log.exception("watch on %s failed", resource)
+                log.exception("watch failed", extra={"resource": resource})
                 await asyncio.sleep(1)
             self._kick.set()  # the watch ended (closed by fault injection): look again
 
@@ -140,10 +140,10 @@ class Scheduler:
                 elif await self._bind(pod, info.name):
                     info.add(pod)
             except ApiError as exc:  # the pod changed or went away meanwhile: next pass
-                log.debug("scheduling %s: %s", pod_ref(pod), exc.message, extra={"pod": pod_ref(pod)})
+                log.debug("not scheduled this pass", extra={"pod": pod_ref(pod), "err": exc.message})
             except MALFORMED as exc:  # one malformed pod does not stop the others
                 ref = pod_ref(pod)
-                log.warning("not scheduling %s: malformed object (%r)", ref, exc, extra={"pod": ref})
+                log.warning("not scheduling: malformed object", extra={"pod": ref, "err": repr(exc)})
 
     async def _bind(self, pod: Obj, node_name: str) -> bool:
         meta = pod["metadata"]
@@ -162,7 +162,7 @@ class Scheduler:
         except ApiError:
             return False
         message = f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node_name}"
-        log.info("%s", message, extra={"pod": pod_ref(pod)})
+        log.info("successfully assigned the pod", extra={"pod": pod_ref(pod), "node": node_name})
         await self._event(bound, "Normal", "Scheduled", message, "Binding")
         return True
 
@@ -179,7 +179,7 @@ class Scheduler:
         if status is None:
             return  # already says exactly this
         pod = await self._store.update("pods", {**pod, "status": status}, subresource="status")
-        log.info("unschedulable: %s", message, extra={"pod": pod_ref(pod)})
+        log.info("unschedulable", extra={"pod": pod_ref(pod), "detail": message})
         await self._event(pod, "Warning", "FailedScheduling", message, "Scheduling")
 
     async def _event(self, pod: Obj, type_: str, reason: str, message: str, action: str) -> None:
@@ -211,4 +211,4 @@ class Scheduler:
         try:
             await self._store.create("events", event)
         except ApiError as exc:
-            log.debug("event not recorded: %s", exc.message, extra={"pod": pod_ref(pod)})
+            log.debug("event not recorded", extra={"pod": pod_ref(pod), "err": exc.message})

@@ -203,7 +203,10 @@ class RealControlPlane:
             asyncio.create_task(component.supervise(), name=f"supervise {component.name}")
             for component in self._components
         ]
-        log.info("real control plane %s ready at %s (binaries %s)", KUBE_VERSION, self.url, bin_dir)
+        log.info(
+            "real control plane ready",
+            extra={"version": KUBE_VERSION, "url": self.url, "binaries": str(bin_dir)},
+        )
 
     def _files(self, etcd_data: Path) -> Files:
         pki = self.pki
@@ -236,7 +239,7 @@ class RealControlPlane:
         await cleanup.start()
         assert cleanup.proc is not None
         if await cleanup.proc.wait() != 0:
-            log.error("kube-proxy --cleanup failed: %s", cleanup.log_tail(5))
+            log.error("kube-proxy --cleanup failed", extra={"output": cleanup.log_tail(5)})
 
     def _admin_ssl(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.pki.ca_cert_path))
@@ -276,7 +279,7 @@ class RealControlPlane:
 
     async def stop(self) -> None:
         for error in await cancel_and_wait(*self._supervisors):
-            log.error("supervising a component failed: %r", error)
+            log.error("supervising a component failed", extra={"err": repr(error)})
         self._supervisors.clear()
         for component in reversed(self._components):
             await component.stop()

@@ -75,10 +75,12 @@ class HostNetwork:
                 await self.stop()
                 raise HostNetworkError(f"ip {' '.join(args)}: {out}")
         log.info(
-            "cluster network: service range %s routed to %s, cluster range %s blackholed",
-            self.service_cidr,
-            EMPTY_INTERFACE,
-            self.cluster_cidr,
+            "cluster network: service range routed to an empty interface, cluster range blackholed",
+            extra={
+                "serviceCIDR": self.service_cidr,
+                "interface": EMPTY_INTERFACE,
+                "clusterCIDR": self.cluster_cidr,
+            },
         )
 
     async def stop(self) -> None:

@@ -67,7 +67,10 @@ class ComponentProcess:
                 stderr=asyncio.subprocess.STDOUT,
                 env={**os.environ, "GOMAXPROCS": os.environ.get("GOMAXPROCS", "2")},
             )
-        log.info("started %s (pid %d, log %s)", self.name, self.proc.pid, self.log_path)
+        log.info(
+            "started component",
+            extra={"component": self.name, "pid": self.proc.pid, "log": str(self.log_path)},
+        )
 
     @property
     def running(self) -> bool:
@@ -89,7 +92,10 @@ class ComponentProcess:
             assert self.proc is not None, "supervise a started component"
             code = await self.proc.wait()
             delay = backoff.delay(loop.time())
-            log.warning("%s exited with code %s; restarting it in %.0f s", self.name, code, delay)
+            log.warning(
+                "component exited; restarting it",
+                extra={"component": self.name, "exitCode": code, "delaySeconds": round(delay)},
+            )
             await asyncio.sleep(delay)
             await self.start()
             self.restarts += 1
@@ -102,7 +108,10 @@ class ComponentProcess:
         try:
             await asyncio.wait_for(self.proc.wait(), STOP_SECONDS)
         except TimeoutError:
-            log.warning("%s did not stop in %.0f s; killing it", self.name, STOP_SECONDS)
+            log.warning(
+                "component did not stop in time; killing it",
+                extra={"component": self.name, "waitedSeconds": STOP_SECONDS},
+            )
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
             await self.proc.wait()

@@ -481,8 +481,10 @@ class Store:
                 meta = obj["metadata"]
                 self._bucket(key)[self._key(info, meta.get("namespace"), meta["name"])] = obj
         log.info(
-            "loaded %d objects at resourceVersion %d from %s",
-            sum(len(b) for b in self._objects.values()),
-            self._rv,
-            state.path,
+            "loaded objects",
+            extra={
+                "count": sum(len(b) for b in self._objects.values()),
+                "resourceVersion": self._rv,
+                "path": str(state.path),
+            },
         )

@@ -211,10 +211,8 @@ class WatchCache:
                 w.pending_bytes > self._watch_queue_bytes and len(w.pending) > 1
             ):
                 log.warning(
-                    "terminating a watch on %s that fell %d events (%d bytes) behind",
-                    resource,
-                    len(w.pending),
-                    w.pending_bytes,
+                    "terminating a watch that fell behind",
+                    extra={"resource": resource, "events": len(w.pending), "bytes": w.pending_bytes},
                 )
                 self._terminate(w)
             else:
