@@ -65,20 +65,21 @@ def server_pids(sandbox: BenchSandbox) -> list[int]:
     return found
 
 
-def _cpu(pids: Iterable[int]) -> float:
+def _summed(read: Callable[[int], float], pids: Iterable[int]) -> float:
+    """`read` (procfs.cpu_seconds, procfs.rss_mb) summed over the live processes of `pids`."""
     total = 0.0
     for pid in pids:
         with contextlib.suppress(OSError):
-            total += procfs.cpu_seconds(pid)
+            total += read(pid)
     return total
+
+
+def _cpu(pids: Iterable[int]) -> float:
+    return _summed(procfs.cpu_seconds, pids)
 
 
 def _rss(pids: Iterable[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            total += procfs.rss_mb(pid)
-    return total
+    return _summed(procfs.rss_mb, pids)
 
 
 async def _bounded(concurrency: int, calls: Iterable[Callable[[], Awaitable[Any]]]) -> None:

@@ -27,14 +27,9 @@ if [[ "${1-}" == "--print" ]]; then echo "$image"; exit 0; fi
 if [[ ! -x "$out/coredns" ]]; then
   # shellcheck source=scripts/lib/kube-go.sh
   . "$root/scripts/lib/kube-go.sh"
-  kube_go_ready "$src" "CoreDNS"
   echo "ensure-coredns: building CoreDNS $version into $out" >&2
   start=$SECONDS
-  mkdir -p "$out.partial"
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.partial/coredns" .) ||
-    fail "go build failed (see the lines above)"
-  "$out.partial/coredns" -version >/dev/null || fail "the built coredns does not run"
-  rm -rf "$out"; mv "$out.partial" "$out"
+  kube_go_build "$src" "$out" coredns . "-s -w" -version
   echo "ensure-coredns: built in $((SECONDS - start)) s: $("$out/coredns" -version | head -n 1)" >&2
 fi
 

@@ -40,14 +40,9 @@ if [[ "${2-}" == "--print" ]]; then echo "$out/$name"; exit 0; fi
 if [[ ! -x "$out/$name" ]]; then
   # shellcheck source=scripts/lib/kube-go.sh
   . "$root/scripts/lib/kube-go.sh"
-  kube_go_ready "$src" "$name"
   echo "ensure-go-tool: building $name $version into $out" >&2
   start=$SECONDS
-  rm -rf "$out.partial"; mkdir -p "$out.partial"
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $stamp=$version" -o "$out.partial/$name" "$program") ||
-    fail "go build of $program failed (see the lines above)"
-  "$out.partial/$name" --help >/dev/null 2>&1 || fail "the built $name does not run"
-  rm -rf "$out"; mv "$out.partial" "$out"
+  kube_go_build "$src" "$out" "$name" "$program" "-s -w -X $stamp=$version" --help
   echo "ensure-go-tool: built $name $version in $((SECONDS - start)) s" >&2
 fi
 echo "$out/$name"

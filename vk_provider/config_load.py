@@ -21,13 +21,10 @@ than the one it is asked to load.
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 import ipaddress
-import json
-import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +47,23 @@ from vk_provider.config import (
     StatusConfig,
     Taint,
 )
-from vk_provider.quantity import (
-    MAX_QUANTITY,
-    DurationOutOfRange,
-    QuantityOutOfRange,
-    format_duration,
-    parse_duration,
-    parse_quantity,
+from vk_provider.config_kinds import (
+    SHOWN_KEY,
+    Bool,
+    Duration,
+    Enum,
+    Invalid,
+    ListOf,
+    PositiveInt,
+    PositiveNumber,
+    Quantity,
+    Section,
+    Str,
+    StrList,
+    StrMap,
+    join_path,
+    show,
+    type_of,
 )
 from vk_provider.sysctls import sysctl_pattern_problem
 
@@ -83,330 +90,34 @@ class ConfigError(Exception):
         super().__init__(f"{source}: {key_path}: {reason}" if key_path else f"{source}: {reason}")
 
 
-class _Invalid(Exception):
-    """Raised while walking the data; turned into a ConfigError with the source name."""
+class _Labels(StrMap):
+    what = "a mapping of label keys to values"
 
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(reason)
-        self.path = path
-        self.reason = reason
-
-
-def _show(value: Any) -> str:
-    """How a bad value appears in a message: as the user would have written it in YAML."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
-
-def _type_of(value: Any) -> str:
-    """What a value is, without its content: for data that may not be a configuration at all."""
-    if isinstance(value, str):
-        return "text"
-    if value is None or isinstance(value, bool | list | Mapping):
-        return _show(value)
-    return "a number" if isinstance(value, int | float) else f"a YAML {type(value).__name__}"
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-# An unknown key is named in a message only when it could be a mistyped key (the longest known
-# one has 20 characters): a file that is no configuration (a symlink to /etc/shadow, a private
-# key) must not have its content printed as "unknown keys".
-_SHOWN_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,23}")
-
-
-def _unknown_key(path: str, key: Any, known: Iterable[str]) -> _Invalid:
-    """The error for a key no table knows: its path when the key is shown, else the section's."""
-    known_keys = f"known keys here: {', '.join(known)}"
-    if isinstance(key, str) and _SHOWN_KEY.fullmatch(key):
-        return _Invalid(_join(path, key), f"unknown key ({known_keys})")
-    return _Invalid(path, f"unknown key, not shown as it is not a key name ({known_keys})")
-
-
-def _join(path: str, key: str) -> str:
-    """`path.key`, or `path["key"]` (JSON-escaped) for a key a message could not show plainly."""
-    if not _PLAIN_KEY.fullmatch(key):
-        return f"{path}[{json.dumps(key)}]"
-    return f"{path}.{key}" if path else key
-
-
-# --- value kinds: parse a YAML value into the dataclass value, and dump it back -----------------
-
-
-class _Kind(abc.ABC):
-    @abc.abstractmethod
-    def parse(self, value: Any, path: str) -> Any: ...
-
-    @abc.abstractmethod
-    def json_schema(self) -> dict[str, Any]:
-        """The JSON Schema (draft 7) of the values `parse` may accept: their shape and types;
-        `parse` keeps the finer checks (quantities, durations, label syntax)."""
-
-    def dump(self, value: Any) -> Any:
-        return value
-
-
-class _Bool(_Kind):
-    def parse(self, value: Any, path: str) -> bool:
-        if not isinstance(value, bool):
-            raise _Invalid(path, f"expected true or false, got {_show(value)}")
-        return value
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "boolean"}
-
-
-class _PositiveInt(_Kind):
-    def parse(self, value: Any, path: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _Invalid(path, f"expected a positive integer, got {_show(value)}")
-        return value
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "integer", "minimum": 1}
-
-
-class _PositiveNumber(_Kind):
-    def parse(self, value: Any, path: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-            raise _Invalid(path, f"expected a positive number, got {_show(value)}")
-        return float(value)
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "number", "exclusiveMinimum": 0}
-
-
-class _Str(_Kind):
-    def __init__(self, check: Callable[[str], str | None] | None = None, pattern: str | None = None) -> None:
-        self.check = check
-        self.pattern = pattern  # for the JSON Schema only: a coarse form of `check`
-
-    def parse(self, value: Any, path: str) -> str:
+    def entry(self, key: Any, value: Any, where: str) -> str:
+        if not isinstance(key, str):
+            raise Invalid(where, f"expected a string label key, got {show(key)}")
+        if problem := _label_key_problem(key):
+            raise Invalid(where, f"invalid label key: {problem}")
         if not isinstance(value, str):
-            raise _Invalid(path, f"expected a string, got {_show(value)}")
-        problem = self.check(value) if self.check else None
-        if problem:
-            raise _Invalid(path, problem)
+            raise Invalid(where, f"expected a string label value, got {show(value)}")
+        if problem := _label_value_problem(value):
+            raise Invalid(where, f"invalid label value: {problem}")
         return value
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "pattern": self.pattern} if self.pattern else {"type": "string"}
 
-
-class _Enum(_Kind):
-    def __init__(self, choices: tuple[str, ...]) -> None:
-        self.choices = choices
-
-    def parse(self, value: Any, path: str) -> str:
-        if not isinstance(value, str) or value not in self.choices:
-            raise _Invalid(path, f"expected one of {', '.join(self.choices)}, got {_show(value)}")
-        return value
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"enum": list(self.choices)}
-
-
-class _Duration(_Kind):
-    def parse(self, value: Any, path: str) -> float:
-        if not isinstance(value, str):
-            raise _Invalid(path, f"expected a duration like '10s', '5m' or '1h30m', got {_show(value)}")
-        try:
-            seconds = parse_duration(value)
-        except DurationOutOfRange:
-            raise _Invalid(
-                path, f"expected a duration of at most 2562047h47m16.854775807s, got {value!r}"
-            ) from None
-        except ValueError:
-            raise _Invalid(path, f"expected a duration like '10s', '5m' or '1h30m', got {value!r}") from None
-        if seconds <= 0:
-            raise _Invalid(path, f"expected a positive duration, got {value!r}")
-        return seconds
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "string", "description": "a duration like '10s', '5m' or '1h30m'"}
-
-    def dump(self, value: Any) -> str:
-        return format_duration(value)
-
-
-def _plain_text(value: Any) -> str:
-    """A scalar as the text a quantity is parsed from ("" for anything else)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return ""
-    try:
-        return str(value)
-    except ValueError:  # an int of more digits than str() converts
-        return ""
-
-
-class _Quantity(_Kind):
-    """A non-negative Kubernetes quantity, kept as written; `auto` where Docker can tell."""
-
-    def __init__(self, allow_auto: bool) -> None:
-        self.allow_auto = allow_auto
-
-    def parse(self, value: Any, path: str) -> str:
-        if self.allow_auto and value == "auto":
-            return "auto"
-        text = _plain_text(value)
-        try:
-            valid = parse_quantity(text) >= 0
-        except QuantityOutOfRange:
-            raise _Invalid(
-                path, f"expected a Kubernetes quantity of at most {MAX_QUANTITY}, got {_show(value)}"
-            ) from None
-        except ValueError:
-            valid = False
-        if not valid:
-            auto = " or 'auto'" if self.allow_auto else ""
-            raise _Invalid(
-                path, f"expected a Kubernetes quantity like '500m', '16Gi' or '4'{auto}, got {_show(value)}"
-            )
-        return text
-
-    def json_schema(self) -> dict[str, Any]:
-        auto = " or 'auto'" if self.allow_auto else ""
-        return {"type": ["string", "number"], "description": f"a Kubernetes quantity{auto}"}
-
-
-class _StrList(_Kind):
-    def __init__(self, item: _Str) -> None:
-        self.item = item
-
-    def parse(self, value: Any, path: str) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise _Invalid(path, f"expected a list of strings, got {_show(value)}")
-        return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.item.json_schema()}
-
-    def dump(self, value: Any) -> list[str]:
-        return list(value)
-
-
-class _Labels(_Kind):
-    def parse(self, value: Any, path: str) -> dict[str, str]:
-        if not isinstance(value, Mapping):
-            raise _Invalid(path, f"expected a mapping of label keys to values, got {_show(value)}")
-        labels: dict[str, str] = {}
-        for key, val in value.items():
-            where = f"{path}[{json.dumps(str(key))}]"
-            if not isinstance(key, str):
-                raise _Invalid(where, f"expected a string label key, got {_show(key)}")
-            if problem := _label_key_problem(key):
-                raise _Invalid(where, f"invalid label key: {problem}")
-            if not isinstance(val, str):
-                raise _Invalid(where, f"expected a string label value, got {_show(val)}")
-            if problem := _label_value_problem(val):
-                raise _Invalid(where, f"invalid label value: {problem}")
-            labels[key] = val
-        return labels
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "object", "additionalProperties": {"type": "string"}}
-
-    def dump(self, value: Any) -> dict[str, str]:
-        return dict(value)
-
-
-class _ComponentLevels(_Kind):
+class _ComponentLevels(StrMap):
     """`logging.components`: a log level per component (`pods`, `kube.client`, ...), as klog's
     `-vmodule` sets one file's verbosity; a component is the logger's name under `vk_provider.`."""
 
-    def parse(self, value: Any, path: str) -> dict[str, str]:
-        if not isinstance(value, Mapping):
-            raise _Invalid(path, f"expected a mapping of components to log levels, got {_show(value)}")
-        levels: dict[str, str] = {}
-        for key, level in value.items():
-            where = f"{path}[{json.dumps(str(key))}]"
-            if not isinstance(key, str) or not _COMPONENT.fullmatch(key):
-                raise _Invalid(where, f"expected a component such as pods or kube.client, got {_show(key)}")
-            levels[key] = _LOG_LEVEL.parse(level, where)
-        return levels
+    what = "a mapping of components to log levels"
 
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "object", "additionalProperties": _LOG_LEVEL.json_schema()}
+    def entry(self, key: Any, value: Any, where: str) -> str:
+        if not isinstance(key, str) or not _COMPONENT.fullmatch(key):
+            raise Invalid(where, f"expected a component such as pods or kube.client, got {show(key)}")
+        return _LOG_LEVEL.parse(value, where)
 
-    def dump(self, value: Any) -> dict[str, str]:
-        return dict(value)
-
-
-class _Section(_Kind):
-    """A nested mapping that becomes a frozen dataclass; unknown keys are refused."""
-
-    def __init__(
-        self,
-        cls: type[Any],
-        fields: Iterable[tuple[str, str, _Kind]],
-        check: Callable[[Any, str], None] | None = None,
-    ) -> None:
-        self.cls = cls
-        self.fields = {key: (attr, kind) for key, attr, kind in fields}
-        self.check = check
-        self._required = {
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        }
-
-    def parse(self, value: Any, path: str) -> Any:
-        if value is None:
-            value = {}
-        if not isinstance(value, Mapping):
-            raise _Invalid(path, f"expected a mapping, got {_show(value)}")
-        kwargs: dict[str, Any] = {}
-        for key, item in value.items():
-            if key not in self.fields:
-                raise _unknown_key(path, key, self.fields)
-            attr, kind = self.fields[key]
-            kwargs[attr] = kind.parse(item, _join(path, key))
-        for key, (attr, _) in self.fields.items():
-            if attr not in kwargs and attr in self._required:
-                raise _Invalid(_join(path, key), "is required")
-        result = self.cls(**kwargs)
-        if self.check:
-            self.check(result, path)
-        return result
-
-    def json_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {key: kind.json_schema() for key, (_, kind) in self.fields.items()},
-        }
-        required = [key for key, (attr, _) in self.fields.items() if attr in self._required]
-        if required:
-            schema["required"] = required
-        return schema
-
-    def dump(self, value: Any) -> dict[str, Any]:
-        return {key: kind.dump(getattr(value, attr)) for key, (attr, kind) in self.fields.items()}
-
-
-class _List(_Kind):
-    def __init__(self, item: _Section) -> None:
-        self.item = item
-
-    def parse(self, value: Any, path: str) -> tuple[Any, ...]:
-        if not isinstance(value, list):
-            raise _Invalid(path, f"expected a list, got {_show(value)}")
-        return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.item.json_schema()}
-
-    def dump(self, value: Any) -> list[Any]:
-        return [self.item.dump(v) for v in value]
-
-
-# --- checks on single strings -------------------------------------------------------------------
+    def value_schema(self) -> dict[str, Any]:
+        return _LOG_LEVEL.json_schema()
 
 
 def _dns_subdomain_problem(value: str) -> str | None:
@@ -498,16 +209,16 @@ def _absolute(value: str) -> str | None:
     return None if value.startswith("/") else "must be an absolute path"
 
 
-class _PathList(_StrList):
+class _PathList(StrList):
     """One absolute path or a list of them (`network.cniBinDir`: a search path)."""
 
     def __init__(self) -> None:
-        super().__init__(_Str(_absolute))
+        super().__init__(Str(_absolute))
 
     def parse(self, value: Any, path: str) -> tuple[str, ...]:
         paths = super().parse([value] if isinstance(value, str) else value, path)
         if not paths:
-            raise _Invalid(path, "expected at least one directory")
+            raise Invalid(path, "expected at least one directory")
         return paths
 
     def json_schema(self) -> dict[str, Any]:
@@ -525,114 +236,114 @@ def _check_network(config: Config) -> None:
             "cni needs the Docker engine on this host (its sandboxes' network namespaces are entered "
             f"from here); docker.host {docker.host or '(engineLocation remote)'} is not"
         )
-        raise _Invalid("network.plugin", reason)
+        raise Invalid("network.plugin", reason)
 
 
 def _check_tls(tls: KubeletTLS, path: str) -> None:
     if tls.mode == "files":
         for key, value in (("certFile", tls.cert_file), ("keyFile", tls.key_file)):
             if not value:
-                raise _Invalid(_join(path, key), "is required when mode is 'files'")
+                raise Invalid(join_path(path, key), "is required when mode is 'files'")
 
 
 def _check_server(server: KubeletServerConfig, path: str) -> None:
     if server.auth == "x509" and not server.client_ca_file:
-        raise _Invalid(_join(path, "clientCAFile"), "is required when auth is 'x509'")
+        raise Invalid(join_path(path, "clientCAFile"), "is required when auth is 'x509'")
     port = server.healthz_listen.rpartition(":")[2]
     if server.healthz_listen and port != "0" and port == server.listen.rpartition(":")[2]:
-        raise _Invalid(_join(path, "healthzListen"), f"port {port} is the kubelet API's (listen)")
+        raise Invalid(join_path(path, "healthzListen"), f"port {port} is the kubelet API's (listen)")
 
 
 # --- the table ----------------------------------------------------------------------------------
 
-_TAINT = _Section(
+_TAINT = Section(
     Taint,
     [
-        ("key", "key", _Str(_label_key_problem)),
-        ("value", "value", _Str(_label_value_problem)),
-        ("effect", "effect", _Enum(TAINT_EFFECTS)),
+        ("key", "key", Str(_label_key_problem)),
+        ("value", "value", Str(_label_value_problem)),
+        ("effect", "effect", Enum(TAINT_EFFECTS)),
     ],
 )
 
-_NODE_NAME = _Str(_dns_subdomain_problem)
-_LOG_LEVEL = _Enum(LOG_LEVELS)
+_NODE_NAME = Str(_dns_subdomain_problem)
+_LOG_LEVEL = Enum(LOG_LEVELS)
 _COMPONENT = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*")
-_LOG_FORMAT = _Enum(LOG_FORMATS)
+_LOG_FORMAT = Enum(LOG_FORMATS)
 
-_SCHEMA = _Section(
+_SCHEMA = Section(
     Config,
     [
         (
             "node",
             "node",
-            _Section(
+            Section(
                 NodeConfig,
                 [
                     ("name", "name", _NODE_NAME),
                     ("labels", "labels", _Labels()),
-                    ("taints", "taints", _List(_TAINT)),
+                    ("taints", "taints", ListOf(_TAINT)),
                     (
                         "capacity",
                         "capacity",
-                        _Section(
+                        Section(
                             NodeCapacity,
                             [
-                                ("cpu", "cpu", _Quantity(allow_auto=True)),
-                                ("memory", "memory", _Quantity(allow_auto=True)),
-                                ("pods", "pods", _Quantity(allow_auto=False)),
-                                ("ephemeral-storage", "ephemeral_storage", _Quantity(allow_auto=True)),
+                                ("cpu", "cpu", Quantity(allow_auto=True)),
+                                ("memory", "memory", Quantity(allow_auto=True)),
+                                ("pods", "pods", Quantity(allow_auto=False)),
+                                ("ephemeral-storage", "ephemeral_storage", Quantity(allow_auto=True)),
                             ],
                         ),
                     ),
-                    ("providerID", "provider_id", _Str()),
-                    ("internalIP", "internal_ip", _Str(_ip_problem)),
-                    ("leaseDurationSeconds", "lease_duration_seconds", _PositiveInt()),
-                    ("statusReportInterval", "status_report_interval", _Duration()),
-                    ("cordonOnShutdown", "cordon_on_shutdown", _Bool()),
+                    ("providerID", "provider_id", Str()),
+                    ("internalIP", "internal_ip", Str(_ip_problem)),
+                    ("leaseDurationSeconds", "lease_duration_seconds", PositiveInt()),
+                    ("statusReportInterval", "status_report_interval", Duration()),
+                    ("cordonOnShutdown", "cordon_on_shutdown", Bool()),
                 ],
             ),
         ),
         (
             "kubernetes",
             "kubernetes",
-            _Section(
+            Section(
                 KubernetesConfig,
                 [
-                    ("kubeconfig", "kubeconfig", _Str()),
-                    ("qps", "qps", _PositiveNumber()),
-                    ("burst", "burst", _PositiveInt()),
-                    ("credentials", "credentials", _Enum(CREDENTIALS_MODES)),
-                    ("certificateDir", "certificate_dir", _Str(_absolute_or_empty)),
+                    ("kubeconfig", "kubeconfig", Str()),
+                    ("qps", "qps", PositiveNumber()),
+                    ("burst", "burst", PositiveInt()),
+                    ("credentials", "credentials", Enum(CREDENTIALS_MODES)),
+                    ("certificateDir", "certificate_dir", Str(_absolute_or_empty)),
                 ],
             ),
         ),
         (
             "docker",
             "docker",
-            _Section(
+            Section(
                 DockerConfig,
                 [
-                    ("host", "host", _Str(_docker_host_problem)),
-                    ("engineLocation", "engine_location", _Enum(("auto", "local", "remote"))),
-                    ("maxConcurrency", "max_concurrency", _PositiveInt()),
-                    ("network", "network", _Str(_nonempty)),
-                    ("sandboxImage", "sandbox_image", _Str(_nonempty)),
-                    ("stateDir", "state_dir", _Str(_nonempty)),
-                    ("seccompProfileRoot", "seccomp_profile_root", _Str(_absolute_or_empty)),
+                    ("host", "host", Str(_docker_host_problem)),
+                    ("engineLocation", "engine_location", Enum(("auto", "local", "remote"))),
+                    ("maxConcurrency", "max_concurrency", PositiveInt()),
+                    ("network", "network", Str(_nonempty)),
+                    ("sandboxImage", "sandbox_image", Str(_nonempty)),
+                    ("stateDir", "state_dir", Str(_nonempty)),
+                    ("seccompProfileRoot", "seccomp_profile_root", Str(_absolute_or_empty)),
                     (
                         "allow",
                         "allow",
-                        _Section(
+                        Section(
                             DockerAllow,
                             [
-                                ("privileged", "privileged", _Bool()),
-                                ("hostPath", "host_path", _Bool()),
-                                ("hostNetwork", "host_network", _Bool()),
-                                ("hostPID", "host_pid", _Bool()),
-                                ("hostIPC", "host_ipc", _Bool()),
-                                ("capabilities", "capabilities", _StrList(_Str(_capability_problem))),
-                                ("unsafeSysctls", "unsafe_sysctls", _StrList(_Str(sysctl_pattern_problem))),
-                                ("unconfined", "unconfined", _Bool()),
+                                ("privileged", "privileged", Bool()),
+                                ("hostPath", "host_path", Bool()),
+                                ("hostNetwork", "host_network", Bool()),
+                                ("hostPID", "host_pid", Bool()),
+                                ("hostIPC", "host_ipc", Bool()),
+                                ("capabilities", "capabilities", StrList(Str(_capability_problem))),
+                                ("unsafeSysctls", "unsafe_sysctls", StrList(Str(sysctl_pattern_problem))),
+                                ("unconfined", "unconfined", Bool()),
                             ],
                         ),
                     ),
@@ -642,77 +353,77 @@ _SCHEMA = _Section(
         (
             "pods",
             "pods",
-            _Section(
+            Section(
                 PodsConfig,
                 [
-                    ("maxConcurrentSyncs", "max_concurrent_syncs", _PositiveInt()),
-                    ("resyncInterval", "resync_interval", _Duration()),
-                    ("clusterDNS", "cluster_dns", _StrList(_Str(_cluster_dns_problem))),
-                    ("clusterDomain", "cluster_domain", _Str(_cluster_domain_problem)),
-                    ("resolvConf", "resolv_conf", _Str(_absolute_or_empty)),
+                    ("maxConcurrentSyncs", "max_concurrent_syncs", PositiveInt()),
+                    ("resyncInterval", "resync_interval", Duration()),
+                    ("clusterDNS", "cluster_dns", StrList(Str(_cluster_dns_problem))),
+                    ("clusterDomain", "cluster_domain", Str(_cluster_domain_problem)),
+                    ("resolvConf", "resolv_conf", Str(_absolute_or_empty)),
                 ],
             ),
         ),
         (
             "network",
             "network",
-            _Section(
+            Section(
                 NetworkConfig,
                 [
-                    ("plugin", "plugin", _Enum(("docker", "cni"))),
-                    ("cniConfDir", "cni_conf_dir", _Str(_absolute)),
+                    ("plugin", "plugin", Enum(("docker", "cni"))),
+                    ("cniConfDir", "cni_conf_dir", Str(_absolute)),
                     ("cniBinDir", "cni_bin_dir", _PathList()),
-                    ("cniTimeout", "cni_timeout", _Duration()),
+                    ("cniTimeout", "cni_timeout", Duration()),
                 ],
             ),
         ),
         (
             "staticPods",
             "static_pods",
-            _Section(
+            Section(
                 StaticPodsConfig,
-                [("path", "path", _Str()), ("relistInterval", "relist_interval", _Duration())],
+                [("path", "path", Str()), ("relistInterval", "relist_interval", Duration())],
             ),
         ),
         (
             "kubeletServer",
             "kubelet_server",
-            _Section(
+            Section(
                 KubeletServerConfig,
                 [
-                    ("listen", "listen", _Str(_listen_problem, pattern=":[0-9]{1,5}$")),
+                    ("listen", "listen", Str(_listen_problem, pattern=":[0-9]{1,5}$")),
                     (
                         "tls",
                         "tls",
-                        _Section(
+                        Section(
                             KubeletTLS,
                             [
-                                ("mode", "mode", _Enum(TLS_MODES)),
-                                ("certFile", "cert_file", _Str()),
-                                ("keyFile", "key_file", _Str()),
+                                ("mode", "mode", Enum(TLS_MODES)),
+                                ("certFile", "cert_file", Str()),
+                                ("keyFile", "key_file", Str()),
                             ],
                             _check_tls,
                         ),
                     ),
-                    ("clientCAFile", "client_ca_file", _Str()),
-                    ("auth", "auth", _Enum(AUTH_MODES)),
+                    ("clientCAFile", "client_ca_file", Str()),
+                    ("auth", "auth", Enum(AUTH_MODES)),
                     (
                         "healthzListen",
                         "healthz_listen",
-                        _Str(_optional_listen_problem, pattern="^$|:[0-9]{1,5}$"),
+                        Str(_optional_listen_problem, pattern="^$|:[0-9]{1,5}$"),
                     ),
-                    ("enableSystemLogHandler", "enable_system_log_handler", _Bool()),
-                    ("enableSystemLogQuery", "enable_system_log_query", _Bool()),
-                    ("systemLogDir", "system_log_dir", _Str(_absolute)),
+                    ("enableSystemLogHandler", "enable_system_log_handler", Bool()),
+                    ("enableSystemLogQuery", "enable_system_log_query", Bool()),
+                    ("systemLogDir", "system_log_dir", Str(_absolute)),
                 ],
                 _check_server,
             ),
         ),
-        ("status", "status", _Section(StatusConfig, [("syncPeriod", "sync_period", _Duration())])),
+        ("status", "status", Section(StatusConfig, [("syncPeriod", "sync_period", Duration())])),
         (
             "logging",
             "logging",
-            _Section(
+            Section(
                 LoggingConfig,
                 [
                     ("level", "level", _LOG_LEVEL),
@@ -721,7 +432,7 @@ _SCHEMA = _Section(
                 ],
             ),
         ),
-        ("metrics", "metrics", _Section(MetricsConfig, [("enabled", "enabled", _Bool())])),
+        ("metrics", "metrics", Section(MetricsConfig, [("enabled", "enabled", Bool())])),
     ],
     lambda config, _: _check_network(config),
 )
@@ -742,7 +453,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
             problem = "a mapping key must be a plain value, not a list or a mapping"
             raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
         if key in seen:
-            shown = f" {key!r}" if isinstance(key, str) and _SHOWN_KEY.fullmatch(key) else ""
+            shown = f" {key!r}" if isinstance(key, str) and SHOWN_KEY.fullmatch(key) else ""
             raise yaml.constructor.ConstructorError(None, None, f"duplicate key{shown}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node)
@@ -786,11 +497,11 @@ def config_from_mapping(data: Any, source: str = "<config>") -> Config:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        reason = f"expected a mapping of sections at the top level, got {_type_of(data)}"
+        reason = f"expected a mapping of sections at the top level, got {type_of(data)}"
         raise ConfigError(source, "", reason)
     try:
         config: Config = _SCHEMA.parse(data, "")
-    except _Invalid as exc:
+    except Invalid as exc:
         raise ConfigError(source, exc.path, exc.reason) from None
     return config
 
@@ -831,7 +542,7 @@ def apply_overrides(
         if log_format is not None:
             fmt = _LOG_FORMAT.parse(log_format, "--log-format")
             config = dataclasses.replace(config, logging=dataclasses.replace(config.logging, format=fmt))
-    except _Invalid as exc:
+    except Invalid as exc:
         raise ConfigError("command line", exc.path, exc.reason) from None
     return config
 

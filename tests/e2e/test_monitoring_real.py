@@ -30,40 +30,29 @@ from tests.support.cluster_addons import (
     metrics_server,
     service_account_kubeconfig,
 )
+from tests.support.manifests import burner
 from tests.support.polling import until
-from tests.support.sandbox_process import Sandbox, pod_manifest, running_sandbox
+from tests.support.sandbox_process import Sandbox, module_sandbox, pod_manifest
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker, pytest.mark.real_only]
 
 POD = "busy"
-BURN = "while true; do i=0; while [ $i -lt 500 ]; do i=$((i+1)); done; sleep 0.2; done"
 DEADLINE = 150.0  # two metrics-server or Prometheus scrapes after the pod starts, on a loaded machine
 
 
-@pytest.fixture(scope="module")
-def sandbox(
-    tmp_path_factory: pytest.TempPathFactory,
-    docker_client: Any,
-    test_images: dict[str, str],
-    control_plane: str,
-) -> Iterator[Sandbox]:
-    with running_sandbox(
-        tmp_path_factory.mktemp("monitoring"), test_images["pause"], docker_client, control_plane
-    ) as sb:
-        container = {
-            "name": "burn",
-            "image": test_images["busybox"],
-            "command": ["sh", "-c", BURN],
-            "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
-            "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 2},
-        }
-        sb.apply(pod_manifest(POD, sb.node, [container]))
-        ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
-        until(
-            f"pod {POD} Ready",
-            lambda: sb.kubectl("get", "pod", POD, "-o", ready, check=False).stdout == "True",
-        )
-        yield sb
+sandbox = module_sandbox("monitoring")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def busy(sandbox: Sandbox, test_images: dict[str, str]) -> None:
+    """Pod `busy`: one container burning a little CPU (limited to 100m), with a readiness probe."""
+    container = burner(readinessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2})
+    sandbox.apply(pod_manifest(POD, sandbox.node, [container]))
+    ready = "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+    until(
+        f"pod {POD} Ready",
+        lambda: sandbox.kubectl("get", "pod", POD, "-o", ready, check=False).stdout == "True",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,6 @@ import select
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,10 @@ from tests.support.sandbox_process import (
     KUBECTL,
     POD_NAME_LABEL,
     Sandbox,
+    module_sandbox,
     node_containers,
     pod_manifest,
     remove_node_containers,
-    running_sandbox,
     start_sandbox,
     stop_sandbox,
 )
@@ -45,17 +44,7 @@ from tests.support.sandbox_process import (
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
 
-@pytest.fixture(scope="module")
-def sandbox(
-    tmp_path_factory: pytest.TempPathFactory,
-    docker_client: Any,
-    test_images: dict[str, str],
-    control_plane: str,
-) -> Iterator[Sandbox]:
-    with running_sandbox(
-        tmp_path_factory.mktemp("provider-kubectl"), test_images["pause"], docker_client, control_plane
-    ) as sb:
-        yield sb
+sandbox = module_sandbox("provider-kubectl")
 
 
 WEB = "web"

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.manifests import burner
 from tests.support.polling import until
 from tests.support.sandbox_process import Sandbox, pod_manifest, running_sandbox
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
 
 POD = "busy"
-BURN = "while true; do i=0; while [ $i -lt 500 ]; do i=$((i+1)); done; sleep 0.2; done"
 RATE_DEADLINE = 90.0  # two scrapes, 5 s apart, plus a loaded machine
 
 
@@ -36,12 +36,7 @@ def sandbox(
 
 @pytest.fixture(scope="module")
 def busy(sandbox: Sandbox, test_images: dict[str, str]) -> str:
-    container = {
-        "name": "burn",
-        "image": test_images["busybox"],
-        "command": ["sh", "-c", BURN],
-        "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
-    }
+    container = burner()
     manifest = pod_manifest(POD, sandbox.node, [container])
     manifest["metadata"]["labels"] = {"app": "busy"}
     sandbox.apply(manifest)

@@ -235,8 +235,28 @@ def metrics_server(sandbox: Sandbox, directory: Path) -> Iterator[HostProcess]:
         "--kubelet-insecure-tls",
         "--metric-resolution=15s",
     ]
+    # Its RBAC first: at start-up it reads the apiserver's requestheader CA from the
+    # extension-apiserver-authentication ConfigMap and panics if it may not.
+    apply(sandbox, _metrics_server_objects(address, port))
+    account = f"system:serviceaccount:{NAMESPACE}:metrics-server"
+    until(
+        f"{account} may read the requestheader CA",
+        lambda: (
+            sandbox.kubectl(
+                "auth",
+                "can-i",
+                "get",
+                "configmaps/extension-apiserver-authentication",
+                "-n",
+                NAMESPACE,
+                "--as",
+                account,
+                check=False,
+            ).stdout.strip()
+            == "yes"
+        ),
+    )
     with host_process(args, directory / "metrics-server.out", port) as server:
-        apply(sandbox, _metrics_server_objects(address, port))
         available = "jsonpath={.status.conditions[?(@.type=='Available')].status}"
         until(
             lambda: f"APIService v1beta1.metrics.k8s.io Available (metrics-server: {server.log_tail(10)})",

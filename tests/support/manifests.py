@@ -46,6 +46,15 @@ def sh(name: str, script: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "image": BUSYBOX_IMAGE, "command": ["sh", "-c", script], **extra}
 
 
+BURN = "while true; do i=0; while [ $i -lt 500 ]; do i=$((i+1)); done; sleep 0.2; done"
+
+
+def burner(name: str = "burn", **extra: Any) -> dict[str, Any]:
+    """A busybox container that burns a little CPU, limited to 100m and 64Mi (metrics tests)."""
+    limits = {"limits": {"cpu": "100m", "memory": "64Mi"}}
+    return sh(name, BURN, resources=limits, **extra)
+
+
 def static_pod_dir(directory: Path, name: str, containers: list[dict[str, Any]], **spec: Any) -> Path:
     """A static pod directory `directory/manifests` holding `<name>.yaml`, a Pod in `default`."""
     static_dir = directory / "manifests"

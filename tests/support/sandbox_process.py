@@ -3,7 +3,8 @@
 What lives here: `KUBECTL` (re-exported from tests/support/kubectl.py), `start_sandbox` /
 `stop_sandbox` (a unique node prefix, a free port, `--clean`; its output goes to a file, never an
 unread pipe), the `Sandbox` handle with a `kubectl` runner, the node's containers by label, and
-`pod_manifest` for pods scheduled onto the node (built with tests/support/manifests.py).
+`pod_manifest` for pods scheduled onto the node (built with tests/support/manifests.py), and
+`module_sandbox`, the module-scoped fixture of one sandbox.
 Must not: assert anything about the product itself; the tests do that.
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.support import manifests
@@ -197,3 +199,22 @@ def running_sandbox(
         if sandbox.proc.poll() is None:
             stop_sandbox(sandbox)
         remove_node_containers(docker_client, sandbox.node)
+
+
+def module_sandbox(directory: str) -> Any:
+    """A module-scoped `sandbox` fixture: one `running_sandbox` on the test's control plane, in a
+    temporary directory named `directory` (`sandbox = module_sandbox("provider-kubectl")`)."""
+
+    @pytest.fixture(scope="module")
+    def sandbox(
+        tmp_path_factory: pytest.TempPathFactory,
+        docker_client: Any,
+        test_images: dict[str, str],
+        control_plane: str,
+    ) -> Iterator[Sandbox]:
+        with running_sandbox(
+            tmp_path_factory.mktemp(directory), test_images["pause"], docker_client, control_plane
+        ) as sb:
+            yield sb
+
+    return sandbox
