@@ -124,13 +124,13 @@ async def bad_manifests_reported(harness: ProviderHarness, static_dir: Path, rou
         nonlocal problems
         events = [e for e in await harness.events(harness.node_name) if e.get("reason") == BAD_MANIFEST_EVENT]
         said = {e["message"].partition(": ")[0]: e for e in events}
-        log = harness.provider_log()
+        lines = [line for line in harness.provider_log().splitlines() if '"bad static pod manifest"' in line]
         problems = []
         for path, says in paths.items():
             event = said.get(path)
             if event is None or event["type"] != "Warning" or says not in event["message"]:
                 problems.append(f"{path}: Event {event and event['message']!r}, expected {says!r}")
-            elif f"static pod manifest {path}: " not in log:
+            elif not any(f'path="{path}"' in line for line in lines):
                 problems.append(f"{path}: not logged")
         return not problems
 

@@ -20,6 +20,7 @@ import pytest
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker.labels import TERMINATION_MESSAGE_FILE
+from vk_provider.runtime.docker.pod_dirs import PodDirs
 from vk_provider.runtime.docker.runtime import DockerRuntime
 from vk_provider.static.manifest import ManifestError, parse_manifest
 from vk_provider.static.source import scan
@@ -171,7 +172,7 @@ def test_the_runtime_never_removes_or_builds_a_path_from_an_unsafe_uid(
     (node / "pod").mkdir(parents=True)
     runtime = runtime_for(state)
     with caplog.at_level(logging.ERROR):
-        runtime._drop_pod_dir(uid)
+        PodDirs(node).drop_pod_dir(uid)
     assert any("cannot be a directory name" in r.err for r in caplog.records), caplog.records
     assert (tree["outside"] / "keep").exists() and (node / "pod").is_dir()
     with pytest.raises(paths.UnsafePathError):
@@ -184,9 +185,10 @@ def test_the_runtime_refuses_a_termination_file_label_outside_the_pod(
     tree: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
     state = tree["root"]
-    runtime = runtime_for(state)
     (state / "node-1" / "u1").mkdir(parents=True)
     with caplog.at_level(logging.ERROR):
-        runtime._drop_state_dir("u1", {TERMINATION_MESSAGE_FILE: str(tree["outside"] / "keep")})
+        PodDirs(state / "node-1").drop_container_dir(
+            "u1", {TERMINATION_MESSAGE_FILE: str(tree["outside"] / "keep")}
+        )
     assert any("refusing to remove" in r.err for r in caplog.records), caplog.records
     assert (tree["outside"] / "keep").exists()

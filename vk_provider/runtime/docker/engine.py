@@ -21,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from requests.exceptions import RequestException
+
 import docker
 from docker.errors import DockerException
 from vk_provider.config import DockerConfig
@@ -32,6 +34,8 @@ T = TypeVar("T")
 
 LOCAL_SOCKET = "unix:///var/run/docker.sock"
 # Follow-mode streams (events, logs) pin a pool connection each, beyond the one-shot calls.
+# What a call through the engine may raise: docker-py's errors and requests' transport ones.
+EngineErrors = (DockerException, RequestException)
 STREAM_CONNECTIONS = 8
 
 

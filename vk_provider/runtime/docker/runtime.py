@@ -2,11 +2,12 @@
 
 What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
 Docker calls, each through the engine's bounded pool (streams get their own threads),
-reads this node's containers back from their labels, and serves the kubelet API's needs
+reads this node's containers back from their labels (`pod_states`: the event pump, the caches
+and the reads), and serves the kubelet API's needs
 (logs, stats, exec/attach sessions through `interactive.DockerStreams`), and ships the files of
 API-backed volumes to an engine that is not local (`shipped_volumes`). docker-py's
 errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
-`docker.stateDir/<node>` (0700): only UIDs and names that are one plain path component
+`docker.stateDir/<node>` (0700, `pod_dirs`): only UIDs and names that are one plain path component
 become directories there, a subPath is opened without following a swapped symlink and
 bind-mounted under the pod's directory before the engine binds it (`subpath_mounts`: the
 kubelet's way; refused on a volume pods can write when this process may not mount), those
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import time
@@ -33,9 +33,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from requests.exceptions import RequestException
-
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
@@ -45,19 +43,19 @@ from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN, ResolvConf
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts
-from vk_provider.runtime.docker import cni_sandbox, hosts, images, pod_resolv
+from vk_provider.runtime.docker import images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.cgroup_stats import CgroupStats
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.create import create_container
-from vk_provider.runtime.docker.engine import Engine, engine_is_local
-from vk_provider.runtime.docker.events import EventPump
+from vk_provider.runtime.docker.engine import Engine, EngineErrors, engine_is_local
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
-from vk_provider.runtime.docker.listing import ListingCache
+from vk_provider.runtime.docker.pod_dirs import PodDirs
 from vk_provider.runtime.docker.pod_network import PodNetwork, pod_network_name
+from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
@@ -72,7 +70,6 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerNotFound,
     ContainerRole,
-    ContainerRunState,
     ContainerStartError,
     ContainerStats,
     EventsResumed,
@@ -91,17 +88,11 @@ from vk_provider.runtime.types import (
 
 log = get_logger("runtime.docker")
 
-# Upstream: pkg/kubelet/container/runtime.go MaxContainerTerminationMessage{Length,LogLength,LogLines}.
-MAX_TERMINATION_MESSAGE = 4096
-MAX_TERMINATION_LOG_BYTES = 2048
-MAX_TERMINATION_LOG_LINES = 80
 KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
 REMOVAL_POLL_SECONDS = 0.2  # waiting out a removal the engine already has under way
 SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
 SANDBOX_IMAGE_RECHECK_SECONDS = 60.0  # the sandbox image, once seen, is not looked up again for a while
-
-EngineErrors = (DockerException, RequestException)
 
 
 def _storage_bytes(root_dir: str) -> int:
@@ -111,19 +102,6 @@ def _storage_bytes(root_dir: str) -> int:
     except OSError:
         return 0
     return st.f_blocks * st.f_frsize
-
-
-def _read_message(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(MAX_TERMINATION_MESSAGE).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _listed_state(row: Mapping[str, Any]) -> str:
-    """A container's State in the engine's list ("running", "exited", ...)."""
-    return str(row.get("State") or "")
 
 
 def _signal_of(inspect: Mapping[str, Any]) -> str:
@@ -157,25 +135,15 @@ class DockerRuntime:
         self._puller = ImagePuller(self._engine)
         self._pod_network = PodNetwork(self._engine, node_name, config.network)
         self._cni = cni
-        self._pump: EventPump | None = None
-        # Exited containers never change again: their inspect (and message) is cached by id.
-        self._exited: dict[str, ContainerInstance] = {}
-        # A running container (or sandbox) does not change while it runs, except through
-        # `update_resources`: its instance stands while the engine's list shows it running and no
-        # event (die, oom, destroy) or stop of ours has told otherwise; one list per relist
-        # instead of one inspect per container (the kubelet's PLEG relists with one call too).
-        self._running: dict[str, ContainerInstance] = {}
-        self._running_sandboxes: dict[str, PodSandboxState] = {}
-        # The latest node-wide list, a pod's state while nothing changed it (while `events()`
-        # is being read without a gap: the changes are known).
-        self._event_readers = 0
-        self._listing = ListingCache(self._events_epoch)
         # When the sandbox image was last seen in the engine: a burst of pods checks it once,
         # not once per pod; a create that fails checks it again.
         self._sandbox_image_seen: float | None = None
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
-        self._state_dir: Path | None = Path(config.state_dir) / node_name if local else None
+        # The pods' files on this host (termination logs, /etc/hosts, API volumes, sub-paths).
+        self._dirs = PodDirs(Path(config.state_dir) / node_name) if local else None
         self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
+        # What the engine holds of this node's pods: the event pump, the caches, the reads.
+        self._states = PodStates(self._engine, node_name, cni, self._cgroups)
         # Why a subPath cannot be bind-mounted here (None: it can), found at start.
         self._subpath_refusal: str | None = "the state directory is not prepared yet"
         self._host_security = sec.HostSecurity()  # from `info`, at start
@@ -186,66 +154,12 @@ class DockerRuntime:
         await self._engine.connect()
         await self.ping()
         await self.info()
-        if self._state_dir is not None:
-            await self._engine.call(self._prepare_state_dir)
-        if self._pump is None:
-            self._pump = EventPump(self._open_events, self.node_name)
-            self._pump.start()
-
-    def _prepare_state_dir(self) -> None:
-        """The node's directory is 0700 (nobody else on the host reaches the pods' files), and
-        the log says whether those files (secrets, tokens) are in memory or on disk."""
-        assert self._state_dir is not None
-        try:
-            paths.make_private_dir(self._state_dir)
-            real = os.path.realpath(self._state_dir)
-            point, fstype = paths.mount_of(real, paths.read_mountinfo())
-        except OSError as exc:
-            log.warning(
-                "cannot prepare the state directory", extra={"path": str(self._state_dir), "err": str(exc)}
-            )
-            return
-        self._probe_subpath_mounts()
-        if fstype == "tmpfs":
-            log.info(
-                "pod volume files (secrets, tokens) are in memory",
-                extra={"path": str(real), "tmpfs": str(point)},
-            )
-        else:
-            log.info(
-                "pod volume files (secrets, tokens) are on disk, readable by root only;"
-                " mount a tmpfs there to keep them in memory (docs/security.md)",
-                extra={
-                    "path": str(real),
-                    "fstype": fstype or "unknown filesystem",
-                    "mountPoint": str(point or "?"),
-                },
-            )
-
-    def _probe_subpath_mounts(self) -> None:
-        assert self._state_dir is not None
-        try:
-            self._subpath_refusal = subpath_mounts.probe_bind_mounts(self._state_dir)
-        except (OSError, paths.UnsafePathError) as exc:
-            self._subpath_refusal = f"the bind-mount probe under {self._state_dir} failed: {exc}"
-        if self._subpath_refusal is None:
-            log.info("subPath mounts are checked and bind-mounted", extra={"path": str(self._state_dir)})
-        else:
-            log.warning(
-                "subPath on emptyDir and hostPath volumes is refused (docs/security.md)",
-                extra={"reason": self._subpath_refusal},
-            )
-
-    def _open_events(self, since: float | None) -> Any:
-        return self._engine.stream_client.api.events(
-            decode=True,
-            since=since,
-            filters={"label": f"{lb.NODE}={self.node_name}", "type": "container"},
-        )
+        if self._dirs is not None:
+            self._subpath_refusal = await self._engine.call(self._dirs.prepare)
+        self._states.start()
 
     async def close(self) -> None:
-        if self._pump is not None:
-            self._pump.close()
+        self._states.close()
         await self._engine.close()
 
     async def ping(self) -> None:
@@ -269,159 +183,17 @@ class DockerRuntime:
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage)
 
-    async def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
-        if self._pump is None:
-            raise RuntimeUnavailable("the runtime is not started")
-        self._event_readers += 1
-        try:
-            async for event in self._pump.events():
-                # Forgotten before the consumer hears of the change: the engine's list (a snapshot it
-                # updates a moment later) may still show the container running.
-                if isinstance(event, EventsResumed):
-                    self._running.clear()
-                    self._running_sandboxes.clear()
-                else:
-                    self._forget_running(event.container_id)
-                    self._listing.changed(event.pod_uid)
-                yield event
-        finally:
-            self._event_readers -= 1
-
-    def _events_epoch(self) -> int | None:
-        """The event stream's connection while somebody reads `events()` (so every change is
-        marked in the listing cache), else None."""
-        return self._pump.epoch if self._pump is not None and self._event_readers > 0 else None
-
-    def _forget_running(self, container_id: str) -> None:
-        self._running.pop(container_id, None)
-        if self._cgroups is not None:
-            self._cgroups.forget(container_id)
-        self._running_sandboxes.pop(container_id, None)
-        self._listing.container_changed(container_id)
-
-    # --- observing ---
-
-    async def _inspect(self, container_id: str) -> dict[str, Any] | None:
-        try:
-            result: dict[str, Any] = await self._engine.call(
-                self._engine.client.api.inspect_container, container_id
-            )
-        except NotFound:
-            return None
-        return result
-
-    async def _owned_inspect(self, container_id: str) -> dict[str, Any] | None:
-        """The container's inspect if it exists and belongs to this node."""
-        inspect = await self._inspect(container_id)
-        if inspect is None or not lb.is_owned(
-            (inspect.get("Config") or {}).get("Labels") or {}, self.node_name
-        ):
-            return None
-        return inspect
-
-    async def _list(self, filters: Mapping[str, Any]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = await self._engine.call(
-            self._engine.client.api.containers, all=True, filters=dict(filters)
-        )
-        return [r for r in rows if lb.is_owned(r.get("Labels") or {}, self.node_name)]
-
-    async def _instance(self, container_id: str, listed: str = "") -> ContainerInstance | None:
-        """The container as a ContainerInstance; `listed`: its State in the engine's list, when
-        known ("running" lets a running container's cached instance stand)."""
-        cached = self._exited.get(container_id)
-        if cached is None and listed == "running":
-            cached = self._running.get(container_id)
-        if cached is not None:
-            return cached
-        self._running.pop(container_id, None)  # not listed running: whatever was kept is stale
-        inspect = await self._inspect(container_id)
-        if inspect is None:
-            return None
-        labels = (inspect.get("Config") or {}).get("Labels") or {}
-        message = ""
-        path = labels.get(lb.TERMINATION_MESSAGE_FILE)
-        state = str((inspect.get("State") or {}).get("Status", ""))
-        exited = state in ("exited", "dead") or bool((inspect.get("State") or {}).get("Error"))
-        if path and exited:
-            message = await self._engine.call(_read_message, path)
-        exit_code = int((inspect.get("State") or {}).get("ExitCode") or 0)
-        fallback = labels.get(lb.TERMINATION_MESSAGE_POLICY) == "FallbackToLogsOnError"
-        if exited and fallback and not message and exit_code != 0:
-            message = await self._log_tail_message(container_id)
-        inst = lb.instance_from_inspect(inspect, message)
-        if inst.state == ContainerRunState.EXITED:
-            self._exited[container_id] = inst
-        elif inst.state == ContainerRunState.RUNNING:
-            self._running[container_id] = inst
-        return inst
-
-    async def _log_tail_message(self, container_id: str) -> str:
-        """FallbackToLogsOnError: the last lines of the log, as the kubelet takes them."""
-        try:
-            tail: bytes = await self._engine.call(
-                self._engine.client.api.logs, container_id, tail=MAX_TERMINATION_LOG_LINES
-            )
-        except EngineErrors:
-            return ""
-        return tail[-MAX_TERMINATION_LOG_BYTES:].decode("utf-8", "replace")
-
-    async def _sandbox_state(self, container_id: str, listed: str = "") -> PodSandboxState | None:
-        """The sandbox's state; `listed` as for `_instance`."""
-        cached = self._running_sandboxes.get(container_id) if listed == "running" else None
-        if cached is not None:
-            return cached
-        self._running_sandboxes.pop(container_id, None)  # as in `_instance`
-        inspect = await self._inspect(container_id)
-        if inspect is None:
-            return None
-        state = lb.sandbox_from_inspect(inspect)
-        if self._cni is not None and state.running and cni_sandbox.netns_of(inspect) and not state.ip:
-            ips = await self._cni.ips(inspect)
-            state = dataclasses.replace(state, ip=ips[0] if ips else "", ips=ips)
-        if state.running:
-            self._running_sandboxes[container_id] = state
-        return state
-
-    async def _pod_from_rows(self, uid: str, rows: list[dict[str, Any]]) -> PodRuntimeState:
-        labels0 = rows[0].get("Labels") or {}
-        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
-        others = [r for r in rows if lb.role_of(r.get("Labels") or {}) not in (ContainerRole.SANDBOX, None)]
-        sandbox = None
-        if sandboxes:
-            latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
-            sandbox = await self._sandbox_state(str(latest["Id"]), _listed_state(latest))
-        found = await asyncio.gather(*(self._instance(str(r["Id"]), _listed_state(r)) for r in others))
-        return PodRuntimeState(
-            uid=uid,
-            namespace=labels0.get(lb.POD_NAMESPACE, ""),
-            name=labels0.get(lb.POD_NAME, ""),
-            sandbox=sandbox,
-            containers=tuple(sorted((c for c in found if c is not None), key=lambda c: (c.name, c.attempt))),
-        )
+    def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
+        return self._states.events()
 
     async def list_pods(self) -> dict[str, PodRuntimeState]:
-        started = self._listing.now()
-        rows = await self._list(lb.node_filter(self.node_name))
-        by_pod = self._listing.listed(started, rows)
-        live = {str(r["Id"]) for r in rows}
-        for cache in (self._exited, self._running, self._running_sandboxes):
-            for gone in set(cache) - live:
-                del cache[gone]
-        states = await asyncio.gather(*(self._pod_from_rows(uid, rs) for uid, rs in by_pod.items()))
-        return {s.uid: s for s in states}
+        return await self._states.list_pods()
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
-        rows = self._listing.rows(uid)
-        if rows is None:
-            rows = await self._list(lb.pod_filter(self.node_name, uid))
-            self._listing.seen(uid, rows)
-        return await self._pod_from_rows(uid, rows) if rows else None
+        return await self._states.pod_state(uid)
 
     async def container_role(self, container_id: str) -> ContainerRole | None:
-        inspect = await self._owned_inspect(container_id)
-        return None if inspect is None else lb.role_of((inspect.get("Config") or {}).get("Labels") or {})
-
-    # --- images ---
+        return await self._states.container_role(container_id)
 
     async def image_id(self, image: str) -> str | None:
         ref = images.parse_image(image)
@@ -503,7 +275,7 @@ class DockerRuntime:
         try:
             return await self._ensure_sandbox(pod, dns, pod_cidrs)
         finally:
-            self._listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
+            self._states.listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
 
     async def _ensure_sandbox(
         self, pod: Mapping[str, Any], dns: ResolvConf | None, pod_cidrs: Sequence[str]
@@ -512,14 +284,14 @@ class DockerRuntime:
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
         uid = uid_of(pod)
-        rows = self._listing.rows(uid)  # the pod's state was just read: no second list for it
+        rows = self._states.listing.rows(uid)  # the pod's state was just read: no second list for it
         if rows is None:
-            rows = await self._list(lb.pod_filter(self.node_name, uid))
+            rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
         if sandboxes:
             latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
-            state = await self._sandbox_state(str(latest["Id"]))
+            state = await self._states.sandbox_state(str(latest["Id"]))
             if state is not None and state.running:
                 return state
             attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
@@ -560,7 +332,7 @@ class DockerRuntime:
             raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
         if network == "none" and self._cni is not None:
             await self._cni_setup(pod, str(container.id))
-        state = await self._sandbox_state(str(container.id))
+        state = await self._states.sandbox_state(str(container.id))
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
@@ -575,7 +347,7 @@ class DockerRuntime:
         """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
         assert self._cni is not None
         try:
-            inspect = await self._inspect(container_id)
+            inspect = await self._states.inspect(container_id)
             await self._cni.setup(pod, inspect or {"Id": container_id})
         except (RuntimeFailure, *EngineErrors) as exc:
             with contextlib.suppress(*EngineErrors):
@@ -592,7 +364,7 @@ class DockerRuntime:
             return {}  # ensure_sandbox refuses the pod: nothing is made on the host for it
         failed: dict[str, str] = {}
         for name, path, path_type in host_path_volumes(pod):
-            if self._state_dir is None:
+            if self._dirs is None:
                 if path_type:
                     failed[name] = (
                         f"hostPath type check failed: {path} is on the engine's host, which is not "
@@ -632,60 +404,12 @@ class DockerRuntime:
             raise RuntimeFailure(f"cannot ship the volume's files to the engine: {message}") from exc
 
     def _pod_dir(self, uid: str) -> Path | None:
-        """`<state>/<node>/<uid>`; raises paths.UnsafePathError unless the UID is one plain name."""
-        if self._state_dir is None:
-            return None
-        if not paths.is_safe_name(uid):
-            raise paths.UnsafePathError(f"pod UID {uid!r} cannot be a directory name")
-        return self._state_dir / uid
+        """`<state>/<node>/<uid>` on a local engine; raises paths.UnsafePathError unless the UID
+        is one plain name."""
+        return None if self._dirs is None else self._dirs.pod_dir(uid)
 
     def _volumes_root(self, uid: str) -> Path | None:
-        """Where the pod's API-backed volumes live: `<state>/<node>/<uid>/volumes/<name>`."""
-        pod_dir = self._pod_dir(uid)
-        return None if pod_dir is None else pod_dir / "volumes"
-
-    def _termination_file(self, pod: Mapping[str, Any], name: str, attempt: int) -> str | None:
-        """Create the empty termination-message file bind-mounted into this container instance."""
-        if self._state_dir is None:
-            return None
-        uid = uid_of(pod)
-        try:
-            pod_dir = self._pod_dir(uid)
-            if pod_dir is None or not paths.is_safe_name(name):
-                raise paths.UnsafePathError(f"container name {name!r} cannot be a directory name")
-            path = pod_dir / f"{name}_{attempt}" / "termination-log"
-            paths.make_private_dirs(pod_dir)
-            path.parent.mkdir(exist_ok=True)
-            path.touch()
-            # Writable by any user of the container, whatever the umask: the kubelet chmods
-            # it 0666 (pkg/kubelet/kuberuntime/kuberuntime_container.go, makeMounts).
-            path.chmod(0o666)
-        except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no termination message file", extra=pod_fields(pod, container=name, err=str(exc)))
-            return None
-        return str(path)
-
-    def _hosts_file(self, launch: ContainerLaunch) -> str | None:
-        """Write the pod's kubelet-managed /etc/hosts, `<state>/<node>/<uid>/etc-hosts` (kubelet:
-        makeHostsMount): for a host-network pod, this host's /etc/hosts with the pod's
-        hostAliases (nodeHostsFileContent); none for a sandbox without an IP or a remote
-        engine, where Docker's own file (with the sandbox's extra_hosts) stays."""
-        pod, ip = launch.pod, launch.sandbox.ip
-        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
-        if self._state_dir is None or not (ip or host_network):
-            return None
-        try:
-            pod_dir = self._pod_dir(uid_of(pod))
-            assert pod_dir is not None
-            paths.make_private_dirs(pod_dir)
-            path = pod_dir / "etc-hosts"
-            node_hosts = Path(hosts.ETC_HOSTS).read_text(errors="replace") if host_network else ""
-            path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], self.cluster_domain, node_hosts))
-            path.chmod(0o644)
-        except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no managed /etc/hosts", extra=pod_fields(pod, err=str(exc)))
-            return None
-        return str(path)
+        return None if self._dirs is None else self._dirs.volumes_root(uid)
 
     async def _image_user(self, launch: ContainerLaunch) -> str | None:
         """The image's `Config.User` when the securityContext needs it (`sp.needs_image_user`):
@@ -734,12 +458,16 @@ class DockerRuntime:
         return sp.container_create_kwargs(
             launch,
             node_name=self.node_name,
-            termination_file=self._termination_file(launch.pod, name, launch.attempt),
+            termination_file=None
+            if self._dirs is None
+            else self._dirs.termination_file(launch.pod, name, launch.attempt),
             volumes_root=None if root is None else str(root),
             image_user=image_user,
             resolve_subpath=None if root is None else self._subpath_source(uid_of(launch.pod)),
             seccomp_json=seccomp_json,
-            hosts_file=self._hosts_file(launch),
+            hosts_file=None
+            if self._dirs is None
+            else self._dirs.hosts_file(launch.pod, launch.sandbox.ip, self.cluster_domain),
             emptydir_dirs=None if root is None else self._emptydir_dirs(launch),
             resolv_file=pod_resolv.resolv_file(self._pod_dir(uid_of(launch.pod)), launch.container),
         )
@@ -796,7 +524,7 @@ class DockerRuntime:
         try:
             return await self._start_container(launch)
         finally:
-            self._listing.changed(uid_of(launch.pod))  # as in ensure_sandbox
+            self._states.listing.changed(uid_of(launch.pod))  # as in ensure_sandbox
 
     async def _start_container(self, launch: ContainerLaunch) -> ContainerInstance:
         name = str(launch.container.get("name", ""))
@@ -830,7 +558,7 @@ class DockerRuntime:
             raise ContainerStartError(
                 f'failed to start container "{container.id}": {_engine_message(exc)}'
             ) from exc
-        inst = await self._instance(str(container.id))
+        inst = await self._states.instance(str(container.id))
         if inst is None:
             raise ContainerStartError(f'container "{container.id}" vanished after starting')
         return inst
@@ -838,7 +566,7 @@ class DockerRuntime:
     async def stop_container(
         self, container_id: str, grace_seconds: float, signal: str | None = None
     ) -> None:
-        inspect = await self._owned_inspect(container_id)
+        inspect = await self._states.owned_inspect(container_id)
         if inspect is None or not (inspect.get("State") or {}).get("Running"):
             return
         if (
@@ -853,7 +581,8 @@ class DockerRuntime:
 
     async def _signal_and_wait(self, container_id: str, sig: str, seconds: float) -> bool:
         """Send `sig`; True once the container has exited within `seconds`."""
-        exited = self._pump.wait_exit(container_id) if self._pump is not None else None
+        pump = self._states.pump
+        exited = pump.wait_exit(container_id) if pump is not None else None
         try:
             try:
                 await self._engine.call(self._engine.client.api.kill, container_id, signal=sig)
@@ -870,20 +599,20 @@ class DockerRuntime:
                 else:
                     await asyncio.sleep(min(remaining, EXIT_POLL_SECONDS))
                 # The event stream may have been reconnecting: look directly too.
-                inspect = await self._inspect(container_id)
+                inspect = await self._states.inspect(container_id)
                 if inspect is None or not (inspect.get("State") or {}).get("Running"):
                     return True
             return False
         finally:
-            self._forget_running(container_id)
-            if exited is not None and self._pump is not None:
-                self._pump.forget(container_id, exited)
+            self._states.forget_running(container_id)
+            if exited is not None and pump is not None:
+                pump.forget(container_id, exited)
 
     async def exec_in_container(
         self, container_id: str, command: list[str], timeout_seconds: float
     ) -> tuple[int, bytes]:
         api = self._engine.client.api
-        if await self._owned_inspect(container_id) is None:
+        if await self._states.owned_inspect(container_id) is None:
             raise ContainerNotFound(f'container "{container_id}" not found on this node')
         try:
             created = await self._engine.call(
@@ -918,7 +647,7 @@ class DockerRuntime:
         self, container_id: str, *, follow: bool, timestamps: bool, tail: int | None, since: float | None
     ) -> AsyncIterator[bytes]:
         """Checks the container here; the returned iterator streams its log in its own thread."""
-        if await self._owned_inspect(container_id) is None:
+        if await self._states.owned_inspect(container_id) is None:
             raise ContainerNotFound(f'container "{container_id}" not found on this node')
         api = self._engine.stream_client.api
         kwargs: dict[str, Any] = {"stream": True, "follow": follow, "timestamps": timestamps}
@@ -939,7 +668,7 @@ class DockerRuntime:
 
     async def update_resources(self, container_id: str, container: Mapping[str, Any], field: str) -> None:
         """`docker update` of the running container's cpu and memory limits (in-place resize)."""
-        if await self._owned_inspect(container_id) is None:
+        if await self._states.owned_inspect(container_id) is None:
             raise ContainerNotFound(f'container "{container_id}" not found on this node')
         kwargs = sp.update_kwargs(container, field)
         try:
@@ -947,7 +676,7 @@ class DockerRuntime:
         except EngineErrors as exc:
             raise RuntimeFailure(_engine_message(exc)) from exc
         finally:
-            self._forget_running(container_id)  # its limits changed: inspect it again
+            self._states.forget_running(container_id)  # its limits changed: inspect it again
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """The sandbox's address on the Docker network ("" with host networking)."""
@@ -1010,13 +739,12 @@ class DockerRuntime:
             # removal whose caller went away (a provider stopped mid-deletion); wait for it.
             await self._wait_removed(container_id, exc)
         finally:
-            self._listing.container_changed(container_id)
-        self._exited.pop(container_id, None)
+            self._states.removed(container_id)
 
     async def _remove_sandbox(self, container_id: str) -> None:
         """CNI mode: DEL its network first (a failure keeps it, to be removed again later)."""
         if self._cni is not None:
-            await self._cni.teardown(container_id, await self._inspect(container_id))
+            await self._cni.teardown(container_id, await self._states.inspect(container_id))
         await self._remove(container_id)
 
     async def _wait_removed(self, container_id: str, conflict: APIError) -> None:
@@ -1031,7 +759,7 @@ class DockerRuntime:
         raise RuntimeFailure(f"container {container_id[:12]} is still being removed: {conflict}")
 
     async def prune_pod(self, uid: str) -> None:
-        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for r in rows:
             labels = r.get("Labels") or {}
@@ -1050,24 +778,9 @@ class DockerRuntime:
                 for r in doomed
             )
         )
-        for r in doomed:
-            await self._engine.call(self._drop_state_dir, uid, r.get("Labels") or {})
-
-    def _drop_state_dir(self, uid: str, labels: Mapping[str, str]) -> None:
-        path = labels.get(lb.TERMINATION_MESSAGE_FILE)
-        if self._state_dir is None or not path:
-            return
-        try:
-            pod_dir = self._pod_dir(uid)
-            assert pod_dir is not None
-            paths.remove_under(pod_dir, Path(path).parent)
-        except paths.UnsafePathError as exc:
-            log.error("unsafe path not removed", extra={"uid": uid, "err": str(exc)})
-        except OSError as exc:
-            log.warning(
-                "cannot remove a directory",
-                extra={"uid": uid, "path": str(Path(path).parent), "err": str(exc)},
-            )
+        if self._dirs is not None:
+            for r in doomed:
+                await self._engine.call(self._dirs.drop_container_dir, uid, r.get("Labels") or {})
 
     async def remove_pod(self, uid: str) -> None:
         try:
@@ -1077,13 +790,13 @@ class DockerRuntime:
             raise RuntimeFailure(f"removing pod {uid}: {exc}") from exc
 
     async def _remove_pod(self, uid: str) -> None:
-        rows = await self._list(lb.pod_filter(self.node_name, uid))
+        rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         others = [r for r in rows if r not in sandboxes]
         await asyncio.gather(*(self._remove(str(r["Id"])) for r in others))
         await asyncio.gather(*(self._remove_sandbox(str(r["Id"])) for r in sandboxes))
-        if self._state_dir is not None:  # before the volumes and files whose paths they hold
-            await self._engine.call(self._clean_subpaths, uid)
+        if self._dirs is not None:  # before the volumes and files whose paths they hold
+            await self._engine.call(self._dirs.clean_subpaths, uid)
         api = self._engine.client.api
         volumes = await self._engine.call(
             api.volumes, filters={"label": [f"{lb.NODE}={self.node_name}", f"{lb.POD_UID}={uid}"]}
@@ -1092,8 +805,8 @@ class DockerRuntime:
             with contextlib.suppress(NotFound):
                 await self._engine.call(api.remove_volume, vol["Name"], force=True)
         self._shipped.forget(uid)
-        if self._state_dir is not None:
-            await self._engine.call(self._drop_pod_dir, uid)
+        if self._dirs is not None:
+            await self._engine.call(self._dirs.drop_pod_dir, uid)
 
     async def remove_node_resources(self) -> list[str]:
         network = pod_network_name(self.node_name)
@@ -1107,41 +820,6 @@ class DockerRuntime:
             for vol in (answer or {}).get("Volumes") or []
             if lb.is_owned(vol.get("Labels") or {}, self.node_name)
         }
-        if self._state_dir is not None:
-            uids |= await self._engine.call(self._pod_dirs)
+        if self._dirs is not None:
+            uids |= await self._engine.call(self._dirs.pod_uids)
         return uids
-
-    def _pod_dirs(self) -> set[str]:
-        """The pod directories under the node's state directory (`<state>/<node>/<uid>`)."""
-        assert self._state_dir is not None
-        try:
-            entries = list(os.scandir(self._state_dir))
-        except FileNotFoundError:
-            return set()
-        return {e.name for e in entries if e.is_dir(follow_symlinks=False) and paths.is_safe_name(e.name)}
-
-    def _clean_subpaths(self, uid: str) -> None:
-        """Detach the pod's sub-path mounts (the kubelet's CleanSubPaths); a pod left by a
-        killed provider is cleaned the same way when it is found orphaned."""
-        try:
-            pod_dir = self._pod_dir(uid)
-            assert pod_dir is not None
-            subpath_mounts.clean_subpaths(pod_dir)
-        except (OSError, paths.UnsafePathError) as exc:
-            log.error("cannot detach the subPath mounts of a pod", extra={"uid": uid, "err": str(exc)})
-
-    def _drop_pod_dir(self, uid: str) -> None:
-        assert self._state_dir is not None
-        try:
-            pod_dir = self._pod_dir(uid)
-            assert pod_dir is not None
-            paths.remove_under(self._state_dir, pod_dir)
-        except paths.UnsafePathError as exc:
-            log.error("unsafe path not removed", extra={"uid": uid, "err": str(exc)})
-        except OSError as exc:
-            log.warning(
-                "cannot remove a directory",
-                extra={"uid": uid, "path": str(self._state_dir / uid), "err": str(exc)},
-            )
-        with contextlib.suppress(OSError):  # the node's directory goes once it is empty
-            self._state_dir.rmdir()
