@@ -221,22 +221,6 @@ class Quantity(Kind):
         return {"type": ["string", "number"], "description": f"a Kubernetes quantity{auto}"}
 
 
-class StrList(Kind):
-    def __init__(self, item: Str) -> None:
-        self.item = item
-
-    def parse(self, value: Any, path: str) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise Invalid(path, f"expected a list of strings, got {show(value)}")
-        return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
-
-    def json_schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.item.json_schema()}
-
-    def dump(self, value: Any) -> list[str]:
-        return list(value)
-
-
 class StrMap(Kind):
     """A mapping of string keys to string values, each pair checked by `entry` at its key's path."""
 
@@ -316,12 +300,16 @@ class Section(Kind):
 
 
 class ListOf(Kind):
-    def __init__(self, item: Section) -> None:
+    """A list of `item`s; `what` names the expected value in an error."""
+
+    what = "a list"
+
+    def __init__(self, item: Kind) -> None:
         self.item = item
 
     def parse(self, value: Any, path: str) -> tuple[Any, ...]:
         if not isinstance(value, list):
-            raise Invalid(path, f"expected a list, got {show(value)}")
+            raise Invalid(path, f"expected {self.what}, got {show(value)}")
         return tuple(self.item.parse(v, f"{path}[{i}]") for i, v in enumerate(value))
 
     def json_schema(self) -> dict[str, Any]:
@@ -329,6 +317,13 @@ class ListOf(Kind):
 
     def dump(self, value: Any) -> list[Any]:
         return [self.item.dump(v) for v in value]
+
+
+class StrList(ListOf):
+    what = "a list of strings"
+
+    def __init__(self, item: Str) -> None:
+        super().__init__(item)
 
 
 # --- checks on single strings -------------------------------------------------------------------

@@ -95,22 +95,23 @@ class PodNetwork:
         )
         log.info("created pod network", extra={"network": name, "subnet": subnet})
 
-    async def remove(self) -> bool:
+    async def remove(self) -> str | None:
         """Remove the node's pod network if it exists, carries this node's label and no container
-        is attached to it; True when it was removed (`vk-provider clean`, after the pods)."""
+        is attached to it; its name when it was removed (`vk-provider clean`, after the pods)."""
         async with self._lock:
             try:
-                return bool(await self._engine.call(self._remove, pod_network_name(self._node_name)))
+                removed: str | None = await self._engine.call(self._remove, pod_network_name(self._node_name))
             except APIError as exc:
                 raise RuntimeFailure(f"cannot remove the pod network: {engine_message(exc)}") from exc
+        return removed
 
-    def _remove(self, name: str) -> bool:
+    def _remove(self, name: str) -> str | None:
         api = self._engine.client.api
         try:
             found: dict[str, Any] = api.inspect_network(name)
         except NotFound:
-            return False
+            return None
         if (found.get("Labels") or {}).get(lb.NODE) != self._node_name or found.get("Containers"):
-            return False
+            return None
         api.remove_network(found["Id"])
-        return True
+        return name

@@ -6,7 +6,7 @@ of running sandboxes (they stand while the engine's list shows them running and 
 stop of ours told otherwise: one list per relist, not one inspect per container, as the
 kubelet's PLEG relists with one call), the latest node-wide list (`listing`, reused as a pod's
 state while the event stream is read without a gap), and the reads: `inspect`,
-`owned_inspect`, `list_rows`, `instance`, `sandbox_state`, `pod_from_rows`, `list_pods`,
+`owned_inspect`, `list_rows`, `pod_rows`, `instance`, `sandbox_state`, `pod_from_rows`, `list_pods`,
 `pod_state`, `container_role`. A container's termination message is read here, from its file
 or (FallbackToLogsOnError) its log's tail.
 Must not: create, stop or remove anything; report a container without this node's label.
@@ -239,11 +239,17 @@ class PodStates:
         states = await asyncio.gather(*(self.pod_from_rows(uid, rs) for uid, rs in by_pod.items()))
         return {s.uid: s for s in states}
 
-    async def pod_state(self, uid: str) -> PodRuntimeState | None:
+    async def pod_rows(self, uid: str) -> list[dict[str, Any]]:
+        """The pod's containers as the engine lists them: the latest node-wide list's rows while
+        they are fresh, else one list of the pod's own."""
         rows = self.listing.rows(uid)
         if rows is None:
             rows = await self.list_rows(lb.pod_filter(self.node_name, uid))
             self.listing.seen(uid, rows)
+        return rows
+
+    async def pod_state(self, uid: str) -> PodRuntimeState | None:
+        rows = await self.pod_rows(uid)
         return await self.pod_from_rows(uid, rows) if rows else None
 
     async def container_role(self, container_id: str) -> ContainerRole | None:

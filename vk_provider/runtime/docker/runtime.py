@@ -54,7 +54,7 @@ from vk_provider.runtime.docker.engine import Engine, EngineErrors, engine_is_lo
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.pod_dirs import PodDirs
-from vk_provider.runtime.docker.pod_network import PodNetwork, pod_network_name
+from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
@@ -284,9 +284,7 @@ class DockerRuntime:
         sp.check_pod_allowed(pod, self.config.allow)
         sec.check_security(pod, self.config, self._host_security)
         uid = uid_of(pod)
-        rows = self._states.listing.rows(uid)  # the pod's state was just read: no second list for it
-        if rows is None:
-            rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
+        rows = await self._states.pod_rows(uid)  # the pod's state was just read: no second list for it
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
         if sandboxes:
@@ -809,8 +807,8 @@ class DockerRuntime:
             await self._engine.call(self._dirs.drop_pod_dir, uid)
 
     async def remove_node_resources(self) -> list[str]:
-        network = pod_network_name(self.node_name)
-        return [f"network {network}"] if await self._pod_network.remove() else []
+        removed = await self._pod_network.remove()
+        return [] if removed is None else [f"network {removed}"]
 
     async def list_pod_storage(self) -> set[str]:
         api = self._engine.client.api
