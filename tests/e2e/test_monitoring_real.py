@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.support.cluster_addons import (
 )
 from tests.support.manifests import burner
 from tests.support.polling import until
+from tests.support.raw_clients import insecure_context
 from tests.support.sandbox_process import Sandbox, module_sandbox, pod_manifest
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker, pytest.mark.real_only]
@@ -159,9 +159,7 @@ def test_promtool_finds_nothing_to_lint_on_each_endpoint(
     request = urllib.request.Request(
         f"https://127.0.0.1:{port.stdout}{path}", headers={"Authorization": f"Bearer {token}"}
     )
-    insecure = ssl.create_default_context()
-    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
-    with urllib.request.urlopen(request, timeout=30, context=insecure) as response:
+    with urllib.request.urlopen(request, timeout=30, context=insecure_context()) as response:
         exposition = response.read().decode()
     assert exposition.strip(), path
     linted = prom.promtool_check(exposition)

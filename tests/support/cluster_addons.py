@@ -2,10 +2,10 @@
 
 What lives here: `go_tool(name)` (a binary of tools/NAME, scripts/ensure-go-tool.sh),
 `service_account_kubeconfig` (a ServiceAccount with its RBAC and a token kubeconfig, as a pod of
-that account would get), `start_metrics_server` (metrics-server v0.8.0 registered as the
+that account would get), `metrics_server` (metrics-server v0.8.0 registered as the
 `v1beta1.metrics.k8s.io` APIService: the objects of its `manifests/base`, with the Service's
-Endpoints at this host's address because the process runs here, not in a pod) and
-`start_kube_state_metrics`. Prometheus itself is in tests/support/prometheus.py.
+Endpoints at this host's address because the process runs here, not in a pod),
+`kube_state_metrics`, and `http_get`. Prometheus itself is in tests/support/prometheus.py.
 
 The objects follow upstream's manifests (sigs.k8s.io/metrics-server@v0.8.0 manifests/base/*.yaml,
 kube-state-metrics' examples/standard/cluster-role.yaml), narrowed to what the tests need.
@@ -29,6 +29,7 @@ from tests.support.polling import until
 from tests.support.ports import free_port
 from tests.support.sandbox_process import Sandbox
 from vk_provider.node.agent import detect_node_ip
+from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "kube-system"
@@ -93,20 +94,11 @@ def service_account_kubeconfig(
         ],
     )
     token = sandbox.kubectl("create", "token", account, "-n", NAMESPACE, "--duration", "2h").stdout.strip()
-    admin = yaml.safe_load(sandbox.kubeconfig.read_text())
-    cluster = admin["clusters"][0]["cluster"]
+    cluster = yaml.safe_load(sandbox.kubeconfig.read_text())["clusters"][0]["cluster"]
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "token").write_text(token)
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "c", "cluster": cluster}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": account}}],
-        "current-context": "c",
-    }
-    path = directory / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
+    credentials = Credentials(ca_file=Path(cluster["certificate-authority"]), token=token)
+    path = write_kubeconfig(directory / "kubeconfig", cluster["server"], credentials)
     return path
 
 
@@ -298,15 +290,18 @@ def kube_state_metrics(sandbox: Sandbox, directory: Path) -> Iterator[HostProces
     with host_process(args, directory / "kube-state-metrics.out", port) as ksm:
         until(
             lambda: f"kube-state-metrics serving kube_pod_info ({ksm.log_tail(10)})",
-            lambda: ksm.alive() and "kube_pod_info{" in _get(f"http://127.0.0.1:{port}/metrics"),
+            lambda: (
+                ksm.alive() and b"kube_pod_info{" in (http_get(f"http://127.0.0.1:{port}/metrics") or b"")
+            ),
         )
         yield ksm
 
 
-def _get(url: str) -> str:
+def http_get(url: str) -> bytes | None:
+    """The body of a plain GET of `url`, or None when nothing answered it with a 2xx."""
     with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=10) as response:
-        return str(response.read().decode())
-    return ""
+        return bytes(response.read())
+    return None
 
 
 def metrics_api(sandbox: Sandbox, path: str) -> dict[str, Any]:

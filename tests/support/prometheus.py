@@ -23,14 +23,13 @@ import contextlib
 import json
 import subprocess
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.support.cluster_addons import HostProcess, host_process
+from tests.support.cluster_addons import HostProcess, host_process, http_get
 from tests.support.polling import until
 from tests.support.ports import free_port
 
@@ -147,12 +146,7 @@ def prometheus(config: dict[str, Any], directory: Path) -> Iterator[HostProcess]
 
 
 def _get(server: HostProcess, path: str) -> bytes | None:
-    with (
-        contextlib.suppress(OSError),
-        urllib.request.urlopen(f"http://127.0.0.1:{server.port}{path}", timeout=10) as r,
-    ):
-        return bytes(r.read())
-    return None
+    return http_get(f"http://127.0.0.1:{server.port}{path}")
 
 
 def _api(server: HostProcess, path: str) -> Any:

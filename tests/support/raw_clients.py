@@ -1,6 +1,6 @@
 """Clients that misbehave on purpose, over TLS to 127.0.0.1: for the listener and WebSocket abuse tests.
 
-What lives here: `connect` (a TLS connection that verifies nothing), `half_open` (many
+What lives here: `insecure_context`, `connect` (a TLS connection that verifies nothing), `half_open` (many
 connections that send `first` and then nothing), `closed_within` (when each was closed by the
 server), `raw_request` (one request's bytes, the server's answer), `websocket` (a raw
 WebSocket upgrade offering permessage-deflate, with the response head) and `ws_frame` (a
@@ -19,7 +19,8 @@ import zlib
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-def _insecure() -> ssl.SSLContext:
+def insecure_context() -> ssl.SSLContext:
+    """A TLS client context that verifies nothing (the provider's self-signed certificate)."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -27,7 +28,7 @@ def _insecure() -> ssl.SSLContext:
 
 
 async def connect(port: int) -> Connection:
-    return await asyncio.open_connection("127.0.0.1", port, ssl=_insecure())
+    return await asyncio.open_connection("127.0.0.1", port, ssl=insecure_context())
 
 
 async def half_open(port: int, count: int, first: bytes) -> list[Connection]:
