@@ -8,6 +8,8 @@ against vk-provider.
 3. Starts `vk-provider sandbox --control-plane real --provider-identity node` with one node
    and no taint, so that the suite's pods land on it, the node a kubelet under the Node
    authorizer, allowing what a kubelet allows, its address the Docker bridge's gateway.
+   With `--cluster`: a cluster (`--cluster-network`: kube-proxy, CoreDNS, node CIDRs, pod
+   routing between the nodes) of `CLUSTER_NODES` such nodes, and the whole suite by default.
 4. Runs the specs in `--shards` `e2e.test` processes at once (the `[Serial]` ones after, alone),
    each with its share as `--ginkgo.focus-file file:line` filters.
 5. Writes `<out>/junit.xml` (every spec, one test suite), `<out>/specs.json` and, unless
@@ -43,6 +45,10 @@ from conformance.triage import load_triage, skip_regexp
 from vk_provider.sandbox.bridge_address import bridge_gateway
 
 DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"
+CLUSTER_FOCUS = r"\[Conformance\]|\[NodeConformance\]"
+# Two nodes: the network specs reach pods on another node; the e2e framework picks at most
+# two nodes for its networking checks (test/e2e/framework/network/utils.go maxNetProxyPodsCount).
+CLUSTER_NODES = 2
 START_DEADLINE = 300.0
 STOP_DEADLINE = 120.0
 DOC = REPO / "docs" / "conformance.md"
@@ -107,6 +113,16 @@ def kubelet_port(address: str) -> int:
     return KUBELET_PORT
 
 
+def coredns_image() -> str:
+    """The CoreDNS image `scripts/ensure-coredns.sh` builds (cached): its last line."""
+    built = subprocess.run(
+        ["bash", str(REPO / "scripts" / "ensure-coredns.sh")], stdout=subprocess.PIPE, text=True, check=False
+    )
+    if built.returncode != 0:
+        raise SystemExit("conformance: scripts/ensure-coredns.sh failed (see above)")
+    return built.stdout.strip().splitlines()[-1]
+
+
 def suite_args(e2e: Path, focus: str, skip: str) -> list[str]:
     args = [str(e2e), "--ginkgo.focus", focus, "--ginkgo.no-color"]
     return [*args, "--ginkgo.skip", skip] if skip else args
@@ -127,20 +143,25 @@ class Sandbox:
     `vk-conformance-<run>-1` so that runs sharing one Docker engine keep apart (a provider
     owns the containers labelled with its node's name)."""
 
-    def __init__(self, out: Path, kube_bin: str) -> None:
+    def __init__(self, out: Path, kube_bin: str, cluster: bool = False) -> None:
+        self.cluster = cluster
         self.state = out / "state"
         self.log = out / "sandbox.log"
         config = out / "provider.yaml"
         config.write_text(yaml.safe_dump(NODE_CONFIG))
         prefix = f"vk-conformance-{uuid.uuid4().hex[:6]}-"
         address = node_address()
-        self.node = f"{prefix}1"
+        count = CLUSTER_NODES if cluster else 1
+        self.nodes = [f"{prefix}{index}" for index in range(1, count + 1)]
         args = [
             *("--state-dir", str(self.state), "--port", str(free_port()), "--config", str(config)),
             *("--node-prefix", prefix, "--control-plane", "real", "--kube-bin", kube_bin),
             *("--provider-identity", "node", "--clean", "--node-address", address),
             *("--kubelet-port", str(kubelet_port(address))),
+            *("--nodes", str(count)),
         ]
+        if cluster:
+            args += ["--cluster-network", "--coredns-image", coredns_image()]
         with self.log.open("wb") as sink:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "vk_provider", "sandbox", *args],
@@ -164,22 +185,34 @@ class Sandbox:
         )
 
     def wait_ready(self) -> None:
+        """Every node Ready and, in a cluster, CoreDNS Ready (the DNS specs start at once)."""
         end = time.monotonic() + START_DEADLINE
+        waiting = "the kubeconfig"
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise SystemExit(
                     f"conformance: the sandbox exited with {self.proc.returncode}; see {self.log}"
                 )
             if self.kubeconfig.exists():
-                ready = self.kubectl(
-                    "get", "node", self.node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
-                )
-                if ready.stdout.strip() == "True":
+                waiting = self._not_ready()
+                if not waiting:
                     return
             time.sleep(1)
-        raise SystemExit(
-            f"conformance: node {self.node} not Ready within {START_DEADLINE:.0f} s; see {self.log}"
+        raise SystemExit(f"conformance: {waiting} not Ready within {START_DEADLINE:.0f} s; see {self.log}")
+
+    def _not_ready(self) -> str:
+        ready = (
+            "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}"
         )
+        nodes = dict(p.split("=", 1) for p in self.kubectl("get", "nodes", "-o", ready).stdout.split())
+        for node in self.nodes:
+            if nodes.get(node) != "True":
+                return f"node {node}"
+        if self.cluster:
+            dns = self.kubectl("get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-dns", "-o", ready)
+            if not any(p.endswith("=True") for p in dns.stdout.split()):
+                return "CoreDNS"
+        return ""
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -284,7 +317,15 @@ def render_saved(out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--focus", default=DEFAULT_FOCUS, help="the specs to run (default: %(default)s)")
+    parser.add_argument(
+        "--focus",
+        help=f"the specs to run (default: {DEFAULT_FOCUS}; with --cluster, {CLUSTER_FOCUS})",
+    )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help=f"a cluster of {CLUSTER_NODES} nodes with kube-proxy and CoreDNS (--cluster-network; root)",
+    )
     parser.add_argument(
         "--skip", default="", help="more specs to leave out, besides triage.yaml's skip entries"
     )
@@ -318,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.render_only:
         render_saved(opts.out.resolve())
         return 0
-    focus = subset_focus() if opts.subset else opts.focus
+    focus = (
+        subset_focus() if opts.subset else opts.focus or (CLUSTER_FOCUS if opts.cluster else DEFAULT_FOCUS)
+    )
 
     started = time.time()
     out: Path = opts.out.resolve()
@@ -348,10 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     serial = [s for s in specs if s.serial]
     log(f"{len(specs)} specs selected ({len(serial)} serial); {opts.shards} shards; results in {out}")
 
-    sandbox = Sandbox(out, kube_bin)
+    sandbox = Sandbox(out, kube_bin, opts.cluster)
     try:
         sandbox.wait_ready()
-        log(f"node {sandbox.node} Ready; running the suite")
+        log(f"node(s) {', '.join(sandbox.nodes)} Ready; running the suite")
         reports = run_shards(e2e, focus, skip, shard(parallel, opts.shards), sandbox.kubeconfig, out, "shard")
         if serial:
             reports += run_shards(e2e, focus, skip, shard(serial, 1), sandbox.kubeconfig, out, "serial")

@@ -8,9 +8,9 @@ ClusterIP, from the pod and from the host (kube-proxy). Once the sandbox stops, 
 routes and kube-proxy's iptables chains are gone. One sandbox for the module (it takes the
 host's cluster-network lock); root only (kube-proxy and routes).
 
-The client pod runs on the node of the CoreDNS pod and of the Service's endpoint: in Docker
-mode each node's pods are on an engine network of their own, which Docker isolates from the
-others (pods of two nodes reaching each other is the pod-networking part of issue 25).
+Across the two nodes (each node's pods on an engine network of its own, its podCIDR), a pod
+reaches a pod of the other node by its address, and that pod sees the client's own address (no
+NAT between pods), through a Service by ClusterIP and by short name too (`pod_forwarding`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from vk_provider.runtime.docker.pod_network import pod_network_name
 from vk_provider.sandbox.bridge_address import bridge_gateway
 from vk_provider.sandbox.real.components import CLUSTER_CIDR, DNS_SERVICE_IP, NODE_CIDR_MASK_SIZE, SERVICE_IP
 from vk_provider.sandbox.real.host_network import EMPTY_INTERFACE, advertise_address
+from vk_provider.sandbox.real.pod_forwarding import COMMENT
 
 pytestmark = [
     pytest.mark.docker,
@@ -82,14 +84,17 @@ def _coredns_image() -> str:
 
 
 def _host_network_state() -> str:
-    """What the cluster network changes on this host: routes, kube-proxy's chains, route_localnet."""
+    """What the cluster network changes on this host: routes, kube-proxy's chains, the pod
+    forwarding rules, route_localnet."""
     routes = subprocess.run(["ip", "route"], capture_output=True, text=True, check=True).stdout
     chains = subprocess.run(
         ["iptables", "-t", "nat", "-S"], capture_output=True, text=True, check=True
     ).stdout
+    forwarding = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True).stdout
     return "\n".join(
         [line for line in routes.splitlines() if EMPTY_INTERFACE in line or CLUSTER_CIDR in line]
-        + [line for line in chains.splitlines() if "KUBE-SERVICES" in line]
+        + [line for line in chains.splitlines() if "KUBE-SERVICES" in line or COMMENT in line]
+        + [line for line in forwarding.splitlines() if COMMENT in line]
         + [Path("/proc/sys/net/ipv4/conf/all/route_localnet").read_text().strip()]
     )
 
@@ -217,3 +222,55 @@ def test_a_pod_resolves_cluster_names_and_reaches_a_cluster_ip(cluster: Cluster)
     )
     with urllib.request.urlopen(f"http://{cluster_ip}/", timeout=10) as from_host:  # kube-proxy on this host
         assert b"hello from vk-test/busybox" in from_host.read()
+
+
+# A CGI page of busybox httpd that answers with the address the request came from.
+_ECHO_SOURCE = (
+    "mkdir -p /tmp/www/cgi-bin && printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\n"
+    "echo from=$REMOTE_ADDR\\n' > /tmp/www/cgi-bin/ip && chmod +x /tmp/www/cgi-bin/ip && "
+    "exec httpd -f -p 8080 -h /tmp/www"
+)
+
+
+def test_pods_on_two_nodes_reach_each_other_by_pod_ip_service_and_name(cluster: Cluster) -> None:
+    """Kubernetes' network model across the sandbox's two nodes: a pod reaches a pod of the other
+    node by its address and sees the client's own address (no NAT between pods), and through a
+    Service by name and ClusterIP, whichever node CoreDNS runs on."""
+    server_node, client_node = NODES
+    cluster.apply(
+        _pod("echo", server_node, ["sh", "-c", _ECHO_SOURCE], {"app": "echo"}),
+        _pod("remote-client", client_node, ["sleep", "3600"]),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "echo"},
+            "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/echo", "pod/remote-client", "--timeout=180s")
+    echo_ip = cluster.get("pod", "echo")["status"]["podIP"]
+    client_ip = cluster.get("pod", "remote-client")["status"]["podIP"]
+    networks = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in cluster.get("nodes")["items"]}
+    assert ipaddress.ip_address(echo_ip) in ipaddress.ip_network(networks[server_node])
+    assert ipaddress.ip_address(client_ip) in ipaddress.ip_network(networks[client_node])
+
+    def source_seen(target: str, port: int = 80) -> str:
+        """The client address the echo pod saw (busybox httpd writes IPv4 as [::ffff:a.b.c.d])."""
+        request = f"printf 'GET /cgi-bin/ip HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {target} {port}"
+        answer = cluster.kubectl("exec", "remote-client", "--", "sh", "-c", request, check=False)
+        found = re.search(r"^from=\[?(?:::ffff:)?([0-9.]+)\]?$", answer, re.MULTILINE)
+        return found.group(1) if found else ""
+
+    until("the other node's pod by its address", lambda: source_seen(echo_ip, 8080) == client_ip, deadline=60)
+    cluster_ip = cluster.get("service", "echo")["spec"]["clusterIP"]
+    until(
+        "the Service on the other node by ClusterIP",
+        lambda: source_seen(cluster_ip) == client_ip,
+        deadline=60,
+    )
+    until(
+        "the Service on the other node by its short name",
+        lambda: source_seen("echo") == client_ip,
+        deadline=120,
+        interval=2,
+    )

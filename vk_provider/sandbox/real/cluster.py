@@ -11,7 +11,8 @@ back-off (`process.RestartBackoff`). `stop()` ends the supervision, then stops t
 reverse order. `write_kubeconfig(path)` writes the admin kubeconfig. Logs are in
 `<state_dir>/logs/<component>.log`.
 With `cluster=True` the sandbox is a cluster, not only a control plane (docs/networking.md):
-the host's routes and lock (`host_network`), node CIDRs from the controller manager, kube-proxy
+the host's routes and lock (`host_network`), pod-to-pod forwarding between the nodes'
+networks (`pod_forwarding`), node CIDRs from the controller manager, kube-proxy
 on this host (supervised like the others; its iptables rules removed with `--cleanup` at stop)
 and CoreDNS behind `kube-dns` (`coredns`), whose pod runs on a provider node.
 `default_kube_bin()` is where `scripts/ensure-kube.sh` leaves the binaries.
@@ -49,6 +50,7 @@ from vk_provider.sandbox.real.components import (
 from vk_provider.sandbox.real.coredns import deploy_coredns
 from vk_provider.sandbox.real.host_network import HostNetwork, HostNetworkError, advertise_address
 from vk_provider.sandbox.real.pki import ClusterPKI
+from vk_provider.sandbox.real.pod_forwarding import PodForwarding, PodForwardingError
 from vk_provider.sandbox.real.process import ComponentProcess
 from vk_provider.tasks import cancel_and_wait
 
@@ -100,6 +102,7 @@ class RealControlPlane:
         self.extra_address = extra_address
         self.advertise_address = advertise_address()
         self.host_network = HostNetwork(SERVICE_CIDR, CLUSTER_CIDR) if cluster else None
+        self.pod_forwarding = PodForwarding(CLUSTER_CIDR) if cluster else None
         self.coredns_image = coredns_image
         self.kube_bin = Path(kube_bin) if kube_bin is not None else default_kube_bin()
         self.node_monitor_grace_seconds = node_monitor_grace_seconds
@@ -161,7 +164,9 @@ class RealControlPlane:
         if self.host_network is not None:
             try:
                 await self.host_network.start()
-            except HostNetworkError as exc:
+                assert self.pod_forwarding is not None
+                await self.pod_forwarding.start()
+            except (HostNetworkError, PodForwardingError) as exc:
                 raise ControlPlaneError(str(exc)) from None
         logs = self.state_dir / "logs"
         bin_dir, ports = self.kube_bin, self.ports
@@ -286,6 +291,8 @@ class RealControlPlane:
         if any(c.name == "kube-proxy" for c in self._components):
             await self._kube_proxy_cleanup()
         self._components.clear()
+        if self.pod_forwarding is not None:
+            await self.pod_forwarding.stop()
         if self.host_network is not None:
             await self.host_network.stop()
         if self.admin is not None:
