@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast test-builds go-builds local-builds resilience demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns monitoring-tools prometheus
+.PHONY: test test-fast test-builds go-builds local-builds resilience test-cluster demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns monitoring-tools prometheus
 
 # Both tiers: every API-facing test against the emulator and against the real control plane,
 # and the fast subset of the upstream conformance suite (tests/e2e/test_conformance_subset.py).
@@ -31,6 +31,13 @@ test-fast: docker images image registry install helm lint typecheck
 # The resilience suite alone (tests/resilience, marker `resilience`), on both control planes.
 resilience: docker images install helm kube
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=both -m resilience tests/resilience
+
+# The cluster tests alone (root; issue 25, docs/networking.md): the real plane as a cluster of two
+# nodes with kube-proxy and CoreDNS, every test of tests/e2e/test_cluster_networking.py.
+# `make test` runs them too; the whole upstream suite against such a cluster is
+# `python -m conformance.run --cluster` (docs/conformance.md).
+test-cluster: docker images install kube coredns
+	$(PY) -m pytest -q -ra --durations=15 --control-plane=real tests/e2e/test_cluster_networking.py
 
 demo: docker images install
 	bash scripts/demo.sh

@@ -105,6 +105,9 @@ def kubelet_port(address: str) -> int:
     """KUBELET_PORT when it is free on `address`, else 0 (a free port: the specs that reach the
     kubelet through nodes/proxy on 10250 then fail, and the log says why)."""
     with socket.socket() as probe:
+        # As the provider's listener binds: a port whose last connections of a sandbox just
+        # stopped are in TIME_WAIT is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((address, KUBELET_PORT))
         except OSError as err:
@@ -300,19 +303,39 @@ def save_run(out: Path, ran: list[Spec], not_run: list[Spec], facts: RunFacts) -
     (out / "run.json").write_text(json.dumps(record, indent=1))
 
 
-def render_saved(out: Path) -> None:
-    """Render docs/conformance.md's results from `<out>/run.json` with the current triage."""
-    try:
-        record = json.loads((out / "run.json").read_text())
-    except (OSError, ValueError) as err:
-        raise SystemExit(f"conformance: no saved run in {out}: {err}") from None
+def render_saved(outs: list[Path]) -> None:
+    """Render docs/conformance.md's results from the `run.json` of each of `outs` with the
+    current triage: one run, or a suite run in parts (by SIG, say) taken as one run whose wall
+    time is the parts' sum. A spec in several parts counts once, with its result in the last
+    part that ran it (a part run again after a fix)."""
+    ran_by_key: dict[tuple[str, int, str], Spec] = {}
+    not_run_by_key: dict[tuple[str, int, str], Spec] = {}
+    parts: list[RunFacts] = []
+    for out in outs:
+        try:
+            record = json.loads((out / "run.json").read_text())
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"conformance: no saved run in {out}: {err}") from None
+        saved = record["facts"]
+        parts.append(RunFacts(**{**saved, "finished": datetime.datetime.fromisoformat(saved["finished"])}))
+        for spec in (Spec(**s) for s in record["ran"]):
+            ran_by_key[_key(spec)] = spec
+            not_run_by_key.pop(_key(spec), None)
+        for spec in (Spec(**s) for s in record["not_run"]):
+            if _key(spec) not in ran_by_key:
+                not_run_by_key[_key(spec)] = spec
+    ran, not_run = list(ran_by_key.values()), list(not_run_by_key.values())
     facts = RunFacts(
-        **{**record["facts"], "finished": datetime.datetime.fromisoformat(record["facts"]["finished"])}
+        seconds=sum(p.seconds for p in parts),
+        focus="' + '".join(dict.fromkeys(p.focus for p in parts)),
+        skip=parts[0].skip,
+        shards=max(p.shards for p in parts),
+        version=parts[0].version,
+        revision=", ".join(dict.fromkeys(p.revision for p in parts)),
+        finished=max(p.finished for p in parts),
     )
-    ran = [Spec(**s) for s in record["ran"]]
-    not_run = [Spec(**s) for s in record["not_run"]]
     render_into(DOC, render(ran, not_run, load_triage(), facts))
-    log(f"rendered {DOC.relative_to(REPO)} from {out / 'run.json'}")
+    log(f"rendered {DOC.relative_to(REPO)} from {', '.join(str(out / 'run.json') for out in outs)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,9 +378,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run nothing: render docs/conformance.md again from <out>/run.json with the current triage",
     )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --render-only: the saved runs of these --out directories as one (a suite run in parts)",
+    )
     opts = parser.parse_args(argv)
     if opts.render_only:
-        render_saved(opts.out.resolve())
+        render_saved([d.resolve() for d in opts.merge] or [opts.out.resolve()])
         return 0
     focus = (
         subset_focus() if opts.subset else opts.focus or (CLUSTER_FOCUS if opts.cluster else DEFAULT_FOCUS)

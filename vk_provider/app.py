@@ -42,7 +42,7 @@ from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import make_object_getter
 from vk_provider.pods.sources import PodSources
-from vk_provider.pods.volume_writer import make_token_requester
+from vk_provider.pods.volume_writer import make_token_requester, make_trust_bundle_lister
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.runtime.build import build_runtime
 from vk_provider.runtime.protocol import Runtime
@@ -133,6 +133,7 @@ class Provider:
             max_concurrent_syncs=cfg.pods.max_concurrent_syncs,
             resync_interval=cfg.pods.resync_interval,
             request_token=make_token_requester(client),
+            trust_bundles=make_trust_bundle_lister(client),
             services=services,
             node_object=node.node_object,
             dns=NodeDNS(cfg.pods.cluster_dns, cfg.pods.cluster_domain, cfg.pods.resolv_conf),

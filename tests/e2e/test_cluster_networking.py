@@ -11,6 +11,8 @@ host's cluster-network lock); root only (kube-proxy and routes).
 Across the two nodes (each node's pods on an engine network of its own, its podCIDR), a pod
 reaches a pod of the other node by its address, and that pod sees the client's own address (no
 NAT between pods), through a Service by ClusterIP and by short name too (`pod_forwarding`).
+From this host: a NodePort, a hostPort and `kubectl port-forward svc/...`; a headless Service's
+name and a StatefulSet pod's stable name resolve from a pod of the other node.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ pytestmark = [
 
 NODES = ("cluster-1", "cluster-2")
 TOLERATE = [{"key": "virtual-kubelet.io/provider", "operator": "Exists"}]
+HOST_PORT = 28099  # below the NodePort range (30000-32767), which kube-proxy owns
 
 
 @dataclass
@@ -273,4 +276,125 @@ def test_pods_on_two_nodes_reach_each_other_by_pod_ip_service_and_name(cluster: 
         lambda: source_seen("echo") == client_ip,
         deadline=120,
         interval=2,
+    )
+
+
+def _http_get(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return str(answer.read().decode())
+    except OSError:
+        return ""
+
+
+def test_node_port_host_port_and_port_forward_to_a_service(cluster: Cluster) -> None:
+    """From this host, as a user outside the pods: a NodePort on the node's address (kube-proxy),
+    a hostPort (the engine's port publishing) and `kubectl port-forward svc/...` (the kubelet
+    API's port-forward to the Service's pod)."""
+    node = NODES[1]
+    web = _pod("published", node, ["httpd", "-f", "-p", "8080", "-h", "/var/www"], {"app": "published"})
+    web["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": HOST_PORT}]
+    cluster.apply(
+        web,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "published"},
+            "spec": {
+                "type": "NodePort",
+                "selector": {"app": "published"},
+                "ports": [{"port": 80, "targetPort": 8080}],
+            },
+        },
+    )
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/published", "--timeout=180s")
+    node_port = cluster.get("service", "published")["spec"]["ports"][0]["nodePort"]
+    hello = "hello from vk-test/busybox"
+    until(
+        "the NodePort on the host's address",
+        lambda: hello in _http_get(f"http://{advertise_address()}:{node_port}/"),
+        deadline=60,
+        interval=1,
+    )
+    until(
+        "the hostPort", lambda: hello in _http_get(f"http://127.0.0.1:{HOST_PORT}/"), deadline=60, interval=1
+    )
+
+    forward = subprocess.Popen(
+        [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "port-forward", "svc/published", ":80"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert forward.stdout is not None
+        line = forward.stdout.readline()
+        found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
+        assert found, line
+        port = int(found.group(1))
+        until("kubectl port-forward svc/published", lambda: hello in _http_get(f"http://127.0.0.1:{port}/"))
+    finally:
+        forward.kill()
+        forward.wait()
+
+
+def test_a_headless_service_and_a_stateful_set_pod_resolve_by_their_stable_names(cluster: Cluster) -> None:
+    """A headless Service's name gives its pods' addresses; a StatefulSet's pod has its stable
+    name `<pod>.<service>.<namespace>.svc.cluster.local` (the pod's hostname and subdomain, which
+    the node writes into its /etc/hosts as the kubelet does, and CoreDNS serves to others)."""
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "db"},
+            "spec": {"clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "serviceName": "db",
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {
+                    "metadata": {"labels": {"app": "db"}},
+                    "spec": {
+                        "nodeSelector": {"kubernetes.io/hostname": NODES[0]},
+                        "tolerations": TOLERATE,
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "vk-test/busybox:1",
+                                "imagePullPolicy": "Never",
+                                "command": ["sleep", "3600"],
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        _pod("dns-client", NODES[1], ["sleep", "3600"]),
+    )
+    until("the StatefulSet's pod", lambda: cluster.get("pods", "-l", "app=db")["items"], deadline=60)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/db-0", "pod/dns-client", "--timeout=180s")
+    db_ip = cluster.get("pod", "db-0")["status"]["podIP"]
+    assert (
+        cluster.kubectl("exec", "db-0", "--", "hostname", "-f").strip() == "db-0.db.default.svc.cluster.local"
+    )
+
+    def resolves(name: str) -> bool:
+        answer = cluster.kubectl("exec", "dns-client", "--", "nslookup", name, check=False)
+        return f"Address: {db_ip}" in answer
+
+    until(
+        "the headless Service's name",
+        lambda: resolves("db.default.svc.cluster.local"),
+        deadline=120,
+        interval=2,
+    )
+    until(
+        "the StatefulSet pod's stable name",
+        lambda: resolves("db-0.db.default.svc.cluster.local"),
+        deadline=60,
     )

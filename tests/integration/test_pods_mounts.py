@@ -1,5 +1,5 @@
-"""A volumeMount's mountPropagation and recursiveReadOnly, and the projections the node cannot
-write, on real Docker through the sandbox API (hostPath allowed in the node's configuration).
+"""A volumeMount's mountPropagation and recursiveReadOnly, and clusterTrustBundle projections,
+on real Docker through the sandbox API (hostPath allowed in the node's configuration).
 
 What a container sees is read from its log; what the user sees from the pod's status and
 Events. Upstream: pkg/kubelet/kubelet_pods.go (makeMounts, translateMountPropagation,
@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_pods_volume_types import HostPathHarness, failed_mount_message
+from tests.integration.test_pods_volume_types import HostPathHarness, create_with_volume, failed_mount_message
 from tests.integration.test_pods_volumes import wait_logs
 from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.provider_harness import ProviderHarness
+from vk_provider.sandbox.pki.authority import SandboxPKI
 
 pytestmark = pytest.mark.docker
 
@@ -105,13 +106,57 @@ async def test_propagation_on_an_emptydir_is_refused_with_its_field_path(harness
     )
 
 
-async def test_a_cluster_trust_bundle_projection_fails_the_mount_naming_the_source(
+TRUST_BUNDLES = "/apis/certificates.k8s.io/v1/clustertrustbundles"
+
+
+def _pem_blocks(text: str) -> set[str]:
+    return {b.strip() for b in text.split("-----END CERTIFICATE-----") if "BEGIN CERTIFICATE" in b}
+
+
+@pytest.mark.real_only  # the emulator serves no certificates.k8s.io/v1 ClusterTrustBundles
+async def test_cluster_trust_bundle_projections_hold_the_selected_anchors_once(
+    harness: ProviderHarness, docker_client: Any
+) -> None:
+    """By name and by signer with a label selector (projected.go, clustertrustbundle_manager.go):
+    each file holds the selected bundles' certificates, each once; an optional source that
+    selects nothing is an empty file."""
+    first, second = (SandboxPKI(None).ca_pem.decode() for _ in range(2))
+    await harness.api.create(
+        TRUST_BUNDLES,
+        {"metadata": {"name": "vk-plain-ca"}, "spec": {"trustBundle": first}},
+    )
+    await harness.api.create(
+        TRUST_BUNDLES,
+        {
+            "metadata": {"name": "example.com:vk-test:a", "labels": {"team": "a"}},
+            "spec": {"signerName": "example.com/vk-test", "trustBundle": second + first},
+        },
+    )
+    by_signer = {"signerName": "example.com/vk-test", "labelSelector": {"matchLabels": {"team": "a"}}}
+    sources = [
+        {"clusterTrustBundle": {"name": "vk-plain-ca", "path": "by-name.pem"}},
+        {"clusterTrustBundle": {**by_signer, "path": "by-signer.pem"}},
+        {"clusterTrustBundle": {"name": "vk-none", "path": "none.pem", "optional": True}},
+    ]
+    volume = {"name": "trust", "projected": {"sources": sources}}
+    script = "cat /v/by-name.pem; echo @@; cat /v/by-signer.pem; echo @@; wc -c < /v/none.pem; sleep 3600"
+    await create_with_volume(harness, "ctb", script, volume)
+    log = await wait_logs(harness, "ctb", "main", docker_client, "@@\n0")
+    by_name, signer, _ = log.split("@@\n")
+    assert _pem_blocks(by_name) == _pem_blocks(first)
+    assert _pem_blocks(signer) == _pem_blocks(first + second) and signer.count("BEGIN") == 2
+
+
+@pytest.mark.real_only
+async def test_a_cluster_trust_bundle_that_is_missing_keeps_the_pod_creating_with_the_kubelets_error(
     harness: ProviderHarness,
 ) -> None:
-    bundle = {"clusterTrustBundle": {"name": "example.com:ca:1", "path": "ca.pem"}}
-    volume = {"name": "trust", "projected": {"sources": [bundle]}}
-    message = await failed_mount_message(harness, "ctb", volume)
+    volume = {
+        "name": "trust",
+        "projected": {"sources": [{"clusterTrustBundle": {"name": "vk-absent", "path": "a"}}]},
+    }
+    message = await failed_mount_message(harness, "ctb-missing", volume)
     assert message == (
-        'MountVolume.SetUp failed for volume "trust" : projected.sources[0].clusterTrustBundle: '
-        "clusterTrustBundle projections are not supported on this node"
+        'MountVolume.SetUp failed for volume "trust" : while getting ClusterTrustBundle: '
+        'clustertrustbundles.certificates.k8s.io "vk-absent" not found'
     )

@@ -70,6 +70,18 @@ NEEDED: list[Call] = [
         ("pods/volume_writer.py", "/serviceaccounts/{service_account}/token"),
     ),
     *_calls(
+        "certificates.k8s.io",
+        "clustertrustbundles",
+        "get",
+        ("pods/volume_writer.py", 'client.get(f"{TRUST_BUNDLES}/{query.name}")'),
+    ),
+    *_calls(
+        "certificates.k8s.io",
+        "clustertrustbundles",
+        "list",
+        ("pods/volume_writer.py", "client.get(TRUST_BUNDLES, params)"),
+    ),
+    *_calls(
         "authentication.k8s.io",
         "tokenreviews",
         "create",

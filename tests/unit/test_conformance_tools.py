@@ -202,7 +202,51 @@ def test_a_saved_run_renders_again_with_the_current_triage(
         "a [Conformance]",
         "b [Conformance]",
     ]
-    run_module.render_saved(tmp_path)
+    run_module.render_saved([tmp_path])
     assert "**Applicable `[Conformance]` specs passed: 1 of 2 (50.0 %)**" in page.read_text()
     with pytest.raises(SystemExit, match="no saved run"):
-        run_module.render_saved(tmp_path / "missing")
+        run_module.render_saved([tmp_path / "missing"])
+
+
+def test_a_suite_run_in_parts_renders_as_one_with_a_row_per_sig(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = tmp_path / "conformance.md"
+    page.write_text("# Conformance\n")
+    monkeypatch.setattr(run_module, "DOC", page)
+    monkeypatch.setattr(run_module, "REPO", tmp_path)
+    network, apps = tmp_path / "network", tmp_path / "apps"
+    network.mkdir()
+    apps.mkdir()
+    run_module.save_run(
+        network,
+        [
+            Spec("[sig-network] a [Conformance]", "n.go", 1, "passed", 1.0, "", 1),
+            Spec("[sig-network] b [Conformance]", "n.go", 2, "failed", 1.0, "x", 1),
+        ],
+        [],
+        run_facts(seconds=120, skip="", shards=4),
+    )
+    run_module.save_run(
+        apps,
+        [Spec("[sig-apps] c [Conformance]", "a.go", 1, "passed", 1.0, "", 1)],
+        [Spec("[sig-apps] d [Conformance]", "a.go", 2, "skipped")],
+        run_facts(seconds=180, skip="", shards=5),
+    )
+    rerun = tmp_path / "rerun"
+    rerun.mkdir()
+    run_module.save_run(
+        rerun,
+        [Spec("[sig-network] b [Conformance]", "n.go", 2, "passed", 1.0, "", 1)],
+        [],
+        run_facts(seconds=0, skip="", shards=1),
+    )
+    run_module.render_saved([network, apps])
+    text = page.read_text()
+    assert "| `[Conformance]` | 4 | 3 | 2 | 1 | 0 | 1 |" in text
+    run_module.render_saved([network, apps, rerun])  # a part run again after a fix: its result counts
+    assert "| sig-network | 2 | 2 | 2 | 0 | 100.0 % |" in page.read_text()
+    run_module.render_saved([network, apps])
+    assert "| sig-network | 2 | 2 | 1 | 1 | 50.0 % |" in text
+    assert "| sig-apps | 2 | 1 | 1 | 0 | 100.0 % |" in text
+    assert "**5 min**" in text and "5 `e2e.test` processes at once" in text

@@ -31,6 +31,12 @@ from vk_provider.kube.permissions import REPEAT_SECONDS, PermissionReporter, req
             ("create", "serviceaccounts/token"),
         ),
         ("PATCH", "/api/v1/nodes/n/status", None, ("patch", "nodes/status")),
+        (
+            "GET",
+            "/apis/certificates.k8s.io/v1/clustertrustbundles",
+            {"fieldSelector": "spec.signerName=example.com/s"},
+            ("list", "clustertrustbundles.certificates.k8s.io"),
+        ),
         ("POST", "/api/v1/nodes", None, ("create", "nodes")),
         (
             "POST",

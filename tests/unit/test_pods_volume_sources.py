@@ -40,6 +40,7 @@ def test_unsupported_types_are_named_and_mounted_ones_are_not() -> None:
 
 
 def test_projections_the_node_cannot_write_fail_the_mount_naming_the_source() -> None:
+    """podCertificate only: a clusterTrustBundle source is written (pods.volumes)."""
     bundle = {"clusterTrustBundle": {"signerName": "example.com/s", "path": "ca.pem"}}
     cert = {
         "podCertificate": {"signerName": "example.com/s", "keyType": "ED25519", "credentialBundlePath": "c"}
@@ -55,6 +56,5 @@ def test_projections_the_node_cannot_write_fail_the_mount_naming_the_source() ->
     }
     tail = "projections are not supported on this node"
     assert unsupported_volumes(pod) == {
-        "ctb": f"projected.sources[1].clusterTrustBundle: clusterTrustBundle {tail}",
         "pc": f"projected.sources[0].podCertificate: podCertificate {tail}",
     }

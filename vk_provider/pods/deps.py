@@ -19,7 +19,7 @@ from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.service_env import ServiceSource
-from vk_provider.pods.volume_writer import TokenRequester
+from vk_provider.pods.volume_writer import TokenRequester, TrustBundleLister
 from vk_provider.pods.work import EventSink, StatusSink
 from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.protocol import Runtime
@@ -38,6 +38,7 @@ class SyncDeps:
     host_ip: Callable[[], str]
     node_allocatable: Callable[[], Mapping[str, str]]
     request_token: TokenRequester | None = None
+    trust_bundles: TrustBundleLister | None = None  # clusterTrustBundle projections
     services: ServiceSource | None = None  # None: no service environment variables
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf

@@ -74,6 +74,7 @@ class PodSync:
             deps.request_token,
             deps.node_allocatable,
             ship=lambda pod, name, files, group: self._runtime.ship_volume(pod, name, files, group),
+            trust_bundles=deps.trust_bundles,
         )
         self._containers = ContainerPipeline(deps)
 

@@ -3,9 +3,9 @@
 What lives here: `volume_type(volume)` (the VolumeSource field a volume sets) and
 `unsupported_volumes(pod)`: volume name -> the error of each volume whose type the node
 cannot mount (persistentVolumeClaim, csi, ephemeral, nfs, iscsi, ...) and of each projected
-volume with a clusterTrustBundle or podCertificate source (GA and on in v1.37, so they reach
-the node; this provider neither reads ClusterTrustBundles nor issues PodCertificateRequests,
-and a projection is never written without one of its sources), which the pod worker
+volume with a podCertificate source (on in v1.37, so it reaches the node; this provider does
+not issue PodCertificateRequests, and a projection is never written without one of its
+sources), which the pod worker
 reports as the FailedMount Event (`volumes.failed_mount_message`) while the pod stays
 Pending in ContainerCreating, as a kubelet whose volume plugin cannot set a volume up
 leaves it. Mounted here: emptyDir, hostPath, configMap, secret, downwardAPI, projected;
@@ -24,7 +24,7 @@ from typing import Any
 from vk_provider.runtime.types import API_VOLUME_TYPES
 
 MOUNTED_TYPES = frozenset((*API_VOLUME_TYPES, "emptyDir", "hostPath", "image"))
-UNSUPPORTED_PROJECTIONS = ("clusterTrustBundle", "podCertificate")
+UNSUPPORTED_PROJECTIONS = ("podCertificate",)
 
 
 def volume_type(volume: Mapping[str, Any]) -> str:

@@ -8,7 +8,9 @@ volume's are created 0700, so no other user of the host reaches the files, whate
 mode; old payloads go through the guarded `paths.remove_under`), and
 `PodVolumes`, which for one pod fetches the referenced ConfigMaps and Secrets through the
 injected getter and service account tokens through the injected TokenRequest function
-(cached until 80% of their lifetime), computes each volume's files (`pods.volumes`) and
+(cached until 80% of their lifetime) and the ClusterTrustBundles of clusterTrustBundle
+projections through the injected lister (read again at every sync, so a changed bundle
+reaches the file as a kubelet's informer-backed cache does), computes each volume's files (`pods.volumes`) and
 writes them into the directory the runtime names; ownership (fsGroup, a token's fsUser) is
 applied only when this process may chown (root with CAP_CHOWN), else the files keep the
 pod's modes. When the runtime names no directory (an engine that does not share our
@@ -42,18 +44,21 @@ from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.volumes import (
     Fetched,
     TokenSource,
+    TrustBundleQuery,
     VolumeSetupError,
     api_volumes,
     fs_group,
     referenced_objects,
     token_request_body,
     token_sources,
+    trust_bundle_queries,
     volume_files,
 )
 from vk_provider.runtime.types import RuntimeFailure, VolumeFile
 
 log = get_logger("pods.volumes")
 
+TRUST_BUNDLES = "/apis/certificates.k8s.io/v1/clustertrustbundles"
 DATA_DIR = "..data"
 DATA_TMP = "..data_tmp"
 DIR_MODE = 0o755  # inside the volume: a non-root container must traverse it
@@ -66,8 +71,30 @@ TOKEN_MAX_AGE = 24 * 3600.0  # ... or after 24 hours
 TokenRequester = Callable[[str, str, dict[str, Any]], Awaitable[Mapping[str, Any]]]
 # pod UID, volume name -> the host directory of that volume; None when the engine is not local.
 VolumeDir = Callable[[str, str], Path | None]
+# The ClusterTrustBundles a clusterTrustBundle projection selects ([] for a name not found).
+TrustBundleLister = Callable[[TrustBundleQuery], Awaitable[Sequence[Mapping[str, Any]]]]
 # pod, volume name, files, fsGroup -> written (False: unchanged); Runtime.ship_volume.
 VolumeShipper = Callable[[Mapping[str, Any], str, Sequence[VolumeFile], int | None], Awaitable[bool]]
+
+
+def make_trust_bundle_lister(client: KubeClient) -> TrustBundleLister:
+    """ClusterTrustBundles from certificates.k8s.io/v1: one by name, or a signer's bundles
+    the label selector matches (the apiserver filters by `spec.signerName` and labels)."""
+
+    async def find(query: TrustBundleQuery) -> Sequence[Mapping[str, Any]]:
+        if query.name:
+            try:
+                return [await client.get(f"{TRUST_BUNDLES}/{query.name}")]
+            except ApiStatusError as exc:
+                if exc.status == 404:
+                    return []
+                raise
+        if query.selector is None:
+            return []  # a nil selector matches nothing
+        params = {"fieldSelector": f"spec.signerName={query.signer}", "labelSelector": query.selector}
+        return list((await client.get(TRUST_BUNDLES, params)).get("items") or [])
+
+    return find
 
 
 def make_token_requester(client: KubeClient) -> TokenRequester:
@@ -212,8 +239,10 @@ class PodVolumes:
         node_allocatable: Callable[[], Mapping[str, str]],
         clock: Callable[[], float] = time.time,
         ship: VolumeShipper | None = None,
+        trust_bundles: TrustBundleLister | None = None,
     ) -> None:
         self._volume_dir = volume_dir
+        self._trust_bundles = trust_bundles
         self._ship = ship
         self._getter = getter
         self._request_token = request_token
@@ -295,7 +324,23 @@ class PodVolumes:
                 tokens[source] = await self._token(pod, source)
             except ApiStatusError as exc:
                 errors[source] = f"failed to fetch token: {exc.message}"
-        return Fetched(objects=dict(zip(refs, found, strict=True)), tokens=tokens, token_errors=errors)
+        bundles: dict[TrustBundleQuery, Sequence[Mapping[str, Any]]] = {}
+        bundle_errors: dict[TrustBundleQuery, str] = {}
+        for query in {q for v in volumes for q in trust_bundle_queries(v)}:
+            if self._trust_bundles is None:
+                bundle_errors[query] = "no ClusterTrustBundle client: the node has no apiserver"
+                continue
+            try:
+                bundles[query] = await self._trust_bundles(query)
+            except ApiStatusError as exc:
+                bundle_errors[query] = f"while getting ClusterTrustBundles: {exc.message}"
+        return Fetched(
+            objects=dict(zip(refs, found, strict=True)),
+            tokens=tokens,
+            token_errors=errors,
+            trust_bundles=bundles,
+            trust_bundle_errors=bundle_errors,
+        )
 
     async def _token(self, pod: Mapping[str, Any], source: TokenSource) -> str:
         key = (uid_of(pod), source)

@@ -1,7 +1,8 @@
 """The files of a pod's API-backed volumes, as the kubelet's volume plugins compute them (pure).
 
 What lives here: `api_volumes(pod)` (the configMap, secret, downwardAPI and projected volumes),
-`referenced_objects(volume)` and `token_sources(pod, volume)` (what must be fetched first),
+`referenced_objects(volume)`, `token_sources(pod, volume)` and `trust_bundle_queries(volume)`
+(what must be fetched first: ConfigMaps and Secrets, TokenRequests, ClusterTrustBundles),
 and `volume_files(pod, volume, fetched, node_allocatable, ownership=…)`, the payload of one
 volume: its files with their content, mode and, when the writer can change ownership, the
 owner the kubelet gives them (`fs_group`: the pod's fsGroup owns every file, group-readable;
@@ -13,15 +14,19 @@ Must not: fetch anything, touch the filesystem, or log values (they may be secre
 
 Upstream: pkg/volume/configmap/configmap.go and pkg/volume/secret/secret.go (MakePayload),
 pkg/volume/downwardapi/downwardapi.go (CollectData), pkg/volume/projected/projected.go
-(collectData), pkg/kubelet/token/token_manager.go, pkg/volume/volume_linux.go
+(collectData), pkg/kubelet/token/token_manager.go,
+pkg/kubelet/clustertrustbundle/clustertrustbundle_manager.go (the trust anchors of a
+clusterTrustBundle source, deduplicated), pkg/volume/volume_linux.go
 (SetVolumeOwnership), pkg/volume/util/util.go (FsUserFrom).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vk_provider.kube.objects import uid as uid_of
@@ -30,7 +35,7 @@ from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, Vo
 
 DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
 DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
-OWNED_TOKEN_MODE = 0o600  # projected.go: a token with an fsUser or fsGroup
+OWNED_TOKEN_MODE = 0o600  # projected.go: a token or trust bundle with an fsUser or fsGroup
 FS_GROUP_FILE_BITS = 0o440  # volume_linux.go roMask: what fsGroup adds to a read-only volume's files
 
 # A fetched ConfigMap or Secret, by (kind, name) with kind "configmap" or "secret"; None: not found.
@@ -51,12 +56,27 @@ class TokenSource:
 
 
 @dataclass(frozen=True)
+class TrustBundleQuery:
+    """One clusterTrustBundle projection: the ClusterTrustBundles it selects, by `name`, or by
+    `signer` and `selector` (a label selector string; None: the source has none, which
+    matches nothing, as the kubelet's LabelSelectorAsSelector(nil))."""
+
+    name: str
+    signer: str = ""
+    selector: str | None = None
+
+
+@dataclass(frozen=True)
 class Fetched:
-    """What the I/O layer fetched for a pod: objects, tokens, and the errors of failed token requests."""
+    """What the I/O layer fetched for a pod: objects, tokens, and the errors of failed token
+    requests; the ClusterTrustBundles each query found ([] for a name that does not exist),
+    and the errors of failed lookups."""
 
     objects: Objects
     tokens: Mapping[TokenSource, str]
     token_errors: Mapping[TokenSource, str]
+    trust_bundles: Mapping[TrustBundleQuery, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    trust_bundle_errors: Mapping[TrustBundleQuery, str] = field(default_factory=dict)
 
 
 def api_volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -100,6 +120,84 @@ def token_sources(pod: Mapping[str, Any], volume: Mapping[str, Any]) -> list[Tok
         for s in _sources(volume)
         if "serviceAccountToken" in s
     ]
+
+
+def _selector_string(selector: Mapping[str, Any]) -> str:
+    """A metav1.LabelSelector as the apiserver's `labelSelector` parameter (LabelSelectorAsSelector)."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for requirement in selector.get("matchExpressions") or []:
+        key, op = str(requirement.get("key", "")), str(requirement.get("operator", ""))
+        values = ",".join(sorted(str(v) for v in requirement.get("values") or []))
+        parts.append(
+            {"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": key}.get(
+                op, f"!{key}"
+            )
+        )
+    return ",".join(parts)
+
+
+def _trust_bundle_query(projection: Mapping[str, Any]) -> TrustBundleQuery | None:
+    """None: the source names neither a bundle nor a signer."""
+    if projection.get("name"):
+        return TrustBundleQuery(name=str(projection["name"]))
+    if projection.get("signerName"):
+        selector = projection.get("labelSelector")
+        return TrustBundleQuery(
+            name="",
+            signer=str(projection["signerName"]),
+            selector=None if selector is None else _selector_string(selector),
+        )
+    return None
+
+
+def trust_bundle_queries(volume: Mapping[str, Any]) -> list[TrustBundleQuery]:
+    queries = (
+        _trust_bundle_query(s["clusterTrustBundle"] or {})
+        for s in _sources(volume)
+        if "clusterTrustBundle" in s
+    )
+    return [q for q in queries if q is not None]
+
+
+_PEM_BLOCK = re.compile(rb"-----BEGIN ([^-\n]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
+
+
+def trust_anchors(bundles: Sequence[Mapping[str, Any]]) -> bytes:
+    """The PEM blocks of the bundles' `spec.trustBundle`, each certificate once, re-encoded as
+    CERTIFICATE blocks (normalizeTrustAnchors; the kubelet shuffles the order once per start,
+    this node sorts it)."""
+    anchors: set[bytes] = set()
+    for bundle in bundles:
+        text = str((bundle.get("spec") or {}).get("trustBundle") or "").encode()
+        for found in _PEM_BLOCK.finditer(text):
+            try:
+                anchors.add(base64.b64decode(b"".join(found.group(2).split()), validate=True))
+            except binascii.Error:
+                continue  # the API validates bundles; a block that does not decode is skipped
+    out = b""
+    for der in sorted(anchors):
+        encoded = base64.b64encode(der)
+        lines = b"\n".join(encoded[i : i + 64] for i in range(0, len(encoded), 64))
+        out += b"-----BEGIN CERTIFICATE-----\n" + lines + b"\n-----END CERTIFICATE-----\n"
+    return out
+
+
+def _trust_bundle_payload(projection: Mapping[str, Any], fetched: Fetched) -> bytes:
+    """What projected.go writes for one clusterTrustBundle source, or its error."""
+    query = _trust_bundle_query(projection)
+    if query is None:
+        raise VolumeSetupError("ClusterTrustBundle projection requires either name or signerName to be set")
+    if query in fetched.trust_bundle_errors:
+        raise VolumeSetupError(fetched.trust_bundle_errors[query])
+    bundles = fetched.trust_bundles.get(query) or []
+    if not bundles and not projection.get("optional"):
+        if query.name:
+            raise VolumeSetupError(
+                "while getting ClusterTrustBundle: clustertrustbundles.certificates.k8s.io "
+                f'"{query.name}" not found'
+            )
+        raise VolumeSetupError("combination of signerName and labelSelector matched zero ClusterTrustBundles")
+    return trust_anchors(bundles)
 
 
 def token_request_body(pod: Mapping[str, Any], source: TokenSource) -> dict[str, Any]:
@@ -256,6 +354,12 @@ def volume_files(
                 files.append(
                     VolumeFile(str(projection.get("path", "")), token.encode(), token_mode, uid=user)
                 )
+            elif "clusterTrustBundle" in source:
+                projection = source["clusterTrustBundle"] or {}
+                anchors = _trust_bundle_payload(projection, fetched)
+                owned = user is not None or group is not None
+                bundle_mode = OWNED_TOKEN_MODE if owned else mode
+                files.append(VolumeFile(str(projection.get("path", "")), anchors, bundle_mode, uid=user))
         except VolumeSetupError as exc:
             if "projected" not in volume:
                 raise

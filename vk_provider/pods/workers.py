@@ -39,7 +39,7 @@ from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, jitter
 from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.sync import PodSync
-from vk_provider.pods.volume_writer import TokenRequester
+from vk_provider.pods.volume_writer import TokenRequester, TrustBundleLister
 from vk_provider.pods.work import EventSink, PodWork, StatusSink, WorkerState, wake_in
 from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.call_order import PriorityGate, call_priority
@@ -87,6 +87,7 @@ class PodWorkers:
         resync_interval: float = 60.0,
         backoff: Backoff | None = None,
         request_token: TokenRequester | None = None,
+        trust_bundles: TrustBundleLister | None = None,
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
         dns: NodeDNS = NO_CLUSTER_DNS,
@@ -115,6 +116,7 @@ class PodWorkers:
                 host_ip=host_ip,
                 node_allocatable=node_allocatable,
                 request_token=request_token,
+                trust_bundles=trust_bundles,
                 services=services,
                 node_object=node_object,
                 dns=dns,
