@@ -41,6 +41,7 @@ from vk_provider.metrics import ProviderMetrics
 from vk_provider.node.agent import NodeAgent, detect_node_ip
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import make_object_getter
+from vk_provider.pods.pod_certificates import make_pod_certificate_api
 from vk_provider.pods.sources import PodSources
 from vk_provider.pods.volume_writer import make_token_requester, make_trust_bundle_lister
 from vk_provider.pods.workers import PodWorkers
@@ -134,6 +135,7 @@ class Provider:
             resync_interval=cfg.pods.resync_interval,
             request_token=make_token_requester(client),
             trust_bundles=make_trust_bundle_lister(client),
+            pod_certificate_api=make_pod_certificate_api(client),
             services=services,
             node_object=node.node_object,
             dns=NodeDNS(cfg.pods.cluster_dns, cfg.pods.cluster_domain, cfg.pods.resolv_conf),

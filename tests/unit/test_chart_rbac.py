@@ -82,6 +82,24 @@ NEEDED: list[Call] = [
         ("pods/volume_writer.py", "client.get(TRUST_BUNDLES, params)"),
     ),
     *_calls(
+        "certificates.k8s.io",
+        "podcertificaterequests",
+        "create",
+        ("pods/pod_certificates.py", "client.create(REQUESTS.format(namespace=namespace), body)"),
+    ),
+    *_calls(
+        "certificates.k8s.io",
+        "podcertificaterequests",
+        "get",
+        ("pods/pod_certificates.py", 'client.get(REQUESTS.format(namespace=namespace) + f"/{name}")'),
+    ),
+    *_calls(
+        "",
+        "serviceaccounts",
+        "get",
+        ("pods/pod_certificates.py", 'client.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}")'),
+    ),
+    *_calls(
         "authentication.k8s.io",
         "tokenreviews",
         "create",

@@ -39,22 +39,15 @@ def test_unsupported_types_are_named_and_mounted_ones_are_not() -> None:
     }
 
 
-def test_projections_the_node_cannot_write_fail_the_mount_naming_the_source() -> None:
-    """podCertificate only: a clusterTrustBundle source is written (pods.volumes)."""
+def test_every_projection_source_is_written_by_the_node() -> None:
+    """clusterTrustBundle and podCertificate sources included (pods.volumes)."""
     bundle = {"clusterTrustBundle": {"signerName": "example.com/s", "path": "ca.pem"}}
     cert = {
         "podCertificate": {"signerName": "example.com/s", "keyType": "ED25519", "credentialBundlePath": "c"}
     }
     pod = {
         "spec": {
-            "volumes": [
-                {"name": "ctb", "projected": {"sources": [{"configMap": {"name": "c"}}, bundle]}},
-                {"name": "pc", "projected": {"sources": [cert]}},
-                {"name": "ok", "projected": {"sources": [{"configMap": {"name": "c"}}]}},
-            ]
+            "volumes": [{"name": "p", "projected": {"sources": [{"configMap": {"name": "c"}}, bundle, cert]}}]
         }
     }
-    tail = "projections are not supported on this node"
-    assert unsupported_volumes(pod) == {
-        "pc": f"projected.sources[0].podCertificate: podCertificate {tail}",
-    }
+    assert unsupported_volumes(pod) == {}

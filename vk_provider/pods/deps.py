@@ -18,6 +18,7 @@ from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.env import ObjectGetter
+from vk_provider.pods.pod_certificates import PodCertificateApi
 from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.volume_writer import TokenRequester, TrustBundleLister
 from vk_provider.pods.work import EventSink, StatusSink
@@ -39,6 +40,7 @@ class SyncDeps:
     node_allocatable: Callable[[], Mapping[str, str]]
     request_token: TokenRequester | None = None
     trust_bundles: TrustBundleLister | None = None  # clusterTrustBundle projections
+    pod_certificate_api: PodCertificateApi | None = None  # podCertificate projections
     services: ServiceSource | None = None  # None: no service environment variables
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf

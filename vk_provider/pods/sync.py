@@ -32,6 +32,7 @@ from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.grace import effective_grace_period
+from vk_provider.pods.pod_certificates import PodCertificates
 from vk_provider.pods.policy import (
     DEADLINE_EXCEEDED,
     ERROR_RETRY_SECONDS,
@@ -75,6 +76,11 @@ class PodSync:
             deps.node_allocatable,
             ship=lambda pod, name, files, group: self._runtime.ship_volume(pod, name, files, group),
             trust_bundles=deps.trust_bundles,
+            pod_certificates=(
+                None
+                if deps.pod_certificate_api is None
+                else PodCertificates(deps.pod_certificate_api, deps.node_object)
+            ),
         )
         self._containers = ContainerPipeline(deps)
 

@@ -2,10 +2,7 @@
 
 What lives here: `volume_type(volume)` (the VolumeSource field a volume sets) and
 `unsupported_volumes(pod)`: volume name -> the error of each volume whose type the node
-cannot mount (persistentVolumeClaim, csi, ephemeral, nfs, iscsi, ...) and of each projected
-volume with a podCertificate source (on in v1.37, so it reaches the node; this provider does
-not issue PodCertificateRequests, and a projection is never written without one of its
-sources), which the pod worker
+cannot mount (persistentVolumeClaim, csi, ephemeral, nfs, iscsi, ...), which the pod worker
 reports as the FailedMount Event (`volumes.failed_mount_message`) while the pod stays
 Pending in ContainerCreating, as a kubelet whose volume plugin cannot set a volume up
 leaves it. Mounted here: emptyDir, hostPath, configMap, secret, downwardAPI, projected;
@@ -24,7 +21,6 @@ from typing import Any
 from vk_provider.runtime.types import API_VOLUME_TYPES
 
 MOUNTED_TYPES = frozenset((*API_VOLUME_TYPES, "emptyDir", "hostPath", "image"))
-UNSUPPORTED_PROJECTIONS = ("podCertificate",)
 
 
 def volume_type(volume: Mapping[str, Any]) -> str:
@@ -32,18 +28,8 @@ def volume_type(volume: Mapping[str, Any]) -> str:
     return next((str(k) for k in volume if k != "name"), "")
 
 
-def _unsupported_projection(volume: Mapping[str, Any]) -> str:
-    """The error of the first projection source of `volume` the node cannot write ("": none)."""
-    for j, source in enumerate((volume.get("projected") or {}).get("sources") or []):
-        kind = next((k for k in UNSUPPORTED_PROJECTIONS if source.get(k) is not None), "")
-        if kind:
-            return f"projected.sources[{j}].{kind}: {kind} projections are not supported on this node"
-    return ""
-
-
 def unsupported_volumes(pod: Mapping[str, Any]) -> dict[str, str]:
-    """Volume name -> why it cannot be mounted here: a type not mounted, or a projection source
-    not written."""
+    """Volume name -> why it cannot be mounted here: a type not mounted."""
     out: dict[str, str] = {}
     for vol in (pod.get("spec") or {}).get("volumes") or []:
         kind = volume_type(vol)
@@ -51,7 +37,4 @@ def unsupported_volumes(pod: Mapping[str, Any]) -> dict[str, str]:
             out[str(vol.get("name", ""))] = (
                 f"{kind} volumes are not supported on this node: it has no volume plugin for them"
             )
-        error = _unsupported_projection(vol)
-        if error:
-            out[str(vol.get("name", ""))] = error
     return out

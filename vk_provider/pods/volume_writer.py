@@ -10,7 +10,8 @@ mode; old payloads go through the guarded `paths.remove_under`), and
 injected getter and service account tokens through the injected TokenRequest function
 (cached until 80% of their lifetime) and the ClusterTrustBundles of clusterTrustBundle
 projections through the injected lister (read again at every sync, so a changed bundle
-reaches the file as a kubelet's informer-backed cache does), computes each volume's files (`pods.volumes`) and
+reaches the file as a kubelet's informer-backed cache does) and the key and chain of each
+podCertificate source from the injected `PodCertificates`, computes each volume's files (`pods.volumes`) and
 writes them into the directory the runtime names; ownership (fsGroup, a token's fsUser) is
 applied only when this process may chown (root with CAP_CHOWN), else the files keep the
 pod's modes. When the runtime names no directory (an engine that does not share our
@@ -41,6 +42,7 @@ from vk_provider.kube.objects import meta, parse_time
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.logging import get_logger
 from vk_provider.pods.env import ObjectGetter
+from vk_provider.pods.pod_certificates import CredentialsPending, PodCertificates
 from vk_provider.pods.volumes import (
     Fetched,
     TokenSource,
@@ -48,6 +50,7 @@ from vk_provider.pods.volumes import (
     VolumeSetupError,
     api_volumes,
     fs_group,
+    pod_certificate_sources,
     referenced_objects,
     token_request_body,
     token_sources,
@@ -240,9 +243,11 @@ class PodVolumes:
         clock: Callable[[], float] = time.time,
         ship: VolumeShipper | None = None,
         trust_bundles: TrustBundleLister | None = None,
+        pod_certificates: PodCertificates | None = None,
     ) -> None:
         self._volume_dir = volume_dir
         self._trust_bundles = trust_bundles
+        self._pod_certificates = pod_certificates
         self._ship = ship
         self._getter = getter
         self._request_token = request_token
@@ -252,9 +257,11 @@ class PodVolumes:
         self._ownership: bool | None = None  # may files get another owner? (asked once)
 
     def forget(self, uid: str) -> None:
-        """The pod is gone: drop its cached tokens."""
+        """The pod is gone: drop its cached tokens and certificates."""
         for key in [k for k in self._tokens if k[0] == uid]:
             del self._tokens[key]
+        if self._pod_certificates is not None:
+            self._pod_certificates.forget(uid)
 
     async def setup(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """Write every API-backed volume of the pod; the failed ones as volume name -> error text."""
@@ -334,12 +341,30 @@ class PodVolumes:
                 bundles[query] = await self._trust_bundles(query)
             except ApiStatusError as exc:
                 bundle_errors[query] = f"while getting ClusterTrustBundles: {exc.message}"
+        certificates: dict[tuple[str, int], tuple[bytes, bytes]] = {}
+        certificate_errors: dict[tuple[str, int], str] = {}
+        for volume in volumes:
+            name = str(volume.get("name", ""))
+            for index, projection in pod_certificate_sources(volume):
+                if self._pod_certificates is None:
+                    certificate_errors[(name, index)] = "no pod certificate client: the node has no apiserver"
+                    continue
+                try:
+                    certificates[(name, index)] = await self._pod_certificates.credentials(
+                        pod, name, index, projection
+                    )
+                except CredentialsPending as exc:
+                    certificate_errors[(name, index)] = str(exc)
+                except ApiStatusError as exc:
+                    certificate_errors[(name, index)] = f"while creating PodCertificateRequest: {exc.message}"
         return Fetched(
             objects=dict(zip(refs, found, strict=True)),
             tokens=tokens,
             token_errors=errors,
             trust_bundles=bundles,
             trust_bundle_errors=bundle_errors,
+            pod_certificates=certificates,
+            pod_certificate_errors=certificate_errors,
         )
 
     async def _token(self, pod: Mapping[str, Any], source: TokenSource) -> str:

@@ -1,8 +1,9 @@
 """The files of a pod's API-backed volumes, as the kubelet's volume plugins compute them (pure).
 
 What lives here: `api_volumes(pod)` (the configMap, secret, downwardAPI and projected volumes),
-`referenced_objects(volume)`, `token_sources(pod, volume)` and `trust_bundle_queries(volume)`
-(what must be fetched first: ConfigMaps and Secrets, TokenRequests, ClusterTrustBundles),
+`referenced_objects(volume)`, `token_sources(pod, volume)`, `trust_bundle_queries(volume)` and
+`pod_certificate_sources(volume)` (what must be fetched first: ConfigMaps and Secrets,
+TokenRequests, ClusterTrustBundles, pod certificates),
 and `volume_files(pod, volume, fetched, node_allocatable, ownership=…)`, the payload of one
 volume: its files with their content, mode and, when the writer can change ownership, the
 owner the kubelet gives them (`fs_group`: the pod's fsGroup owns every file, group-readable;
@@ -35,7 +36,7 @@ from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, Vo
 
 DEFAULT_MODE = 0o644  # the API's default for every one of these volumes
 DEFAULT_TOKEN_SECONDS = 3600  # the API's default for serviceAccountToken projections
-OWNED_TOKEN_MODE = 0o600  # projected.go: a token or trust bundle with an fsUser or fsGroup
+OWNED_TOKEN_MODE = 0o600  # projected.go: a token, trust bundle or pod certificate with an fsUser or fsGroup
 FS_GROUP_FILE_BITS = 0o440  # volume_linux.go roMask: what fsGroup adds to a read-only volume's files
 
 # A fetched ConfigMap or Secret, by (kind, name) with kind "configmap" or "secret"; None: not found.
@@ -77,6 +78,9 @@ class Fetched:
     token_errors: Mapping[TokenSource, str]
     trust_bundles: Mapping[TrustBundleQuery, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     trust_bundle_errors: Mapping[TrustBundleQuery, str] = field(default_factory=dict)
+    # podCertificate sources by (volume name, source index): (key PEM, chain PEM), or the error.
+    pod_certificates: Mapping[tuple[str, int], tuple[bytes, bytes]] = field(default_factory=dict)
+    pod_certificate_errors: Mapping[tuple[str, int], str] = field(default_factory=dict)
 
 
 def api_volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -150,6 +154,24 @@ def _trust_bundle_query(projection: Mapping[str, Any]) -> TrustBundleQuery | Non
     return None
 
 
+def pod_certificate_sources(volume: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The podCertificate sources of a projected volume, with their index among its sources."""
+    return [(i, s["podCertificate"] or {}) for i, s in enumerate(_sources(volume)) if "podCertificate" in s]
+
+
+def _pod_certificate_payload(
+    volume: str, index: int, source: Mapping[str, Any], fetched: Fetched, mode: int, user: int | None
+) -> list[VolumeFile]:
+    """The files of one podCertificate source (projected.go): the key and chain in one
+    credential bundle, and/or apart."""
+    credentials = fetched.pod_certificates.get((volume, index))
+    if credentials is None:
+        raise VolumeSetupError(fetched.pod_certificate_errors.get((volume, index), "no credentials yet"))
+    key, chain = credentials
+    contents = {"credentialBundlePath": key + chain, "keyPath": key, "certificateChainPath": chain}
+    return [VolumeFile(str(source[f]), data, mode, uid=user) for f, data in contents.items() if source.get(f)]
+
+
 def trust_bundle_queries(volume: Mapping[str, Any]) -> list[TrustBundleQuery]:
     queries = (
         _trust_bundle_query(s["clusterTrustBundle"] or {})
@@ -162,24 +184,41 @@ def trust_bundle_queries(volume: Mapping[str, Any]) -> list[TrustBundleQuery]:
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([^-\n]+)-----\r?\n(.*?)-----END \1-----", re.DOTALL)
 
 
-def trust_anchors(bundles: Sequence[Mapping[str, Any]]) -> bytes:
-    """The PEM blocks of the bundles' `spec.trustBundle`, each certificate once, re-encoded as
-    CERTIFICATE blocks (normalizeTrustAnchors; the kubelet shuffles the order once per start,
-    this node sorts it)."""
-    anchors: set[bytes] = set()
-    for bundle in bundles:
-        text = str((bundle.get("spec") or {}).get("trustBundle") or "").encode()
-        for found in _PEM_BLOCK.finditer(text):
-            try:
-                anchors.add(base64.b64decode(b"".join(found.group(2).split()), validate=True))
-            except binascii.Error:
-                continue  # the API validates bundles; a block that does not decode is skipped
+def certificate_ders(text: str) -> list[bytes]:
+    """The DER of each PEM block of `text`, in order, whatever its type (Go's pem.Decode loop)."""
+    ders: list[bytes] = []
+    for found in _PEM_BLOCK.finditer(text.encode()):
+        try:
+            ders.append(base64.b64decode(b"".join(found.group(2).split()), validate=True))
+        except binascii.Error:
+            continue  # the API validates bundles and chains; a block that does not decode is skipped
+    return ders
+
+
+def pem_certificates(ders: Sequence[bytes]) -> bytes:
+    """The DERs as CERTIFICATE blocks, 64 base64 characters a line (pem.EncodeToMemory)."""
     out = b""
-    for der in sorted(anchors):
+    for der in ders:
         encoded = base64.b64encode(der)
         lines = b"\n".join(encoded[i : i + 64] for i in range(0, len(encoded), 64))
         out += b"-----BEGIN CERTIFICATE-----\n" + lines + b"\n-----END CERTIFICATE-----\n"
     return out
+
+
+def normalized_certificates(text: str) -> bytes:
+    """A certificate chain without headers or text between its blocks, order kept
+    (podcertificatemanager.go cleanCertificateChain)."""
+    return pem_certificates(certificate_ders(text))
+
+
+def trust_anchors(bundles: Sequence[Mapping[str, Any]]) -> bytes:
+    """The PEM blocks of the bundles' `spec.trustBundle`, each certificate once, re-encoded as
+    CERTIFICATE blocks (normalizeTrustAnchors; the kubelet shuffles the order once per start,
+    this node sorts it)."""
+    anchors = {
+        d for b in bundles for d in certificate_ders(str((b.get("spec") or {}).get("trustBundle") or ""))
+    }
+    return pem_certificates(sorted(anchors))
 
 
 def _trust_bundle_payload(projection: Mapping[str, Any], fetched: Fetched) -> bytes:
@@ -328,7 +367,8 @@ def volume_files(
     group = fs_group(pod) if ownership else None
     files: list[VolumeFile] = []
     errors: list[str] = []
-    for source in _sources(volume):
+    owned = user is not None or group is not None
+    for index, source in enumerate(_sources(volume)):
         try:
             if "configMap" in source:
                 ref = source["configMap"] or {}
@@ -349,7 +389,6 @@ def volume_files(
                 token = fetched.tokens.get(token_source)
                 if token is None:
                     raise VolumeSetupError(fetched.token_errors.get(token_source, "failed to fetch token"))
-                owned = user is not None or group is not None
                 token_mode = OWNED_TOKEN_MODE if owned else mode
                 files.append(
                     VolumeFile(str(projection.get("path", "")), token.encode(), token_mode, uid=user)
@@ -357,9 +396,14 @@ def volume_files(
             elif "clusterTrustBundle" in source:
                 projection = source["clusterTrustBundle"] or {}
                 anchors = _trust_bundle_payload(projection, fetched)
-                owned = user is not None or group is not None
                 bundle_mode = OWNED_TOKEN_MODE if owned else mode
                 files.append(VolumeFile(str(projection.get("path", "")), anchors, bundle_mode, uid=user))
+            elif "podCertificate" in source:
+                credential_mode = OWNED_TOKEN_MODE if owned else mode
+                name = str(volume.get("name", ""))
+                files += _pod_certificate_payload(
+                    name, index, source["podCertificate"] or {}, fetched, credential_mode, user
+                )
         except VolumeSetupError as exc:
             if "projected" not in volume:
                 raise

@@ -36,6 +36,7 @@ from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.eviction import EVICTED, EVICTION_GRACE_SECONDS, EmptyDirEviction
 from vk_provider.pods.grace import ORPHAN_GRACE_SECONDS
+from vk_provider.pods.pod_certificates import PodCertificateApi
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, jitter
 from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.sync import PodSync
@@ -88,6 +89,7 @@ class PodWorkers:
         backoff: Backoff | None = None,
         request_token: TokenRequester | None = None,
         trust_bundles: TrustBundleLister | None = None,
+        pod_certificate_api: PodCertificateApi | None = None,
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
         dns: NodeDNS = NO_CLUSTER_DNS,
@@ -117,6 +119,7 @@ class PodWorkers:
                 node_allocatable=node_allocatable,
                 request_token=request_token,
                 trust_bundles=trust_bundles,
+                pod_certificate_api=pod_certificate_api,
                 services=services,
                 node_object=node_object,
                 dns=dns,
