@@ -1,8 +1,8 @@
 """The fast subset of the conformance run that `make test` runs (tests/e2e/test_conformance_subset.py):
-`SUBSET`, about twenty upstream specs across container lifecycle, probes, hooks, the downward
-API, volumes, security context, termination messages, ephemeral containers, RuntimeClass and
-pod status, each short (no `[Slow]`), and `subset_focus`, the `--ginkgo.focus` that selects
-exactly them.
+`SUBSET`, twenty-two upstream specs across container lifecycle, probes, hooks, the downward
+API, volumes (a ClusterTrustBundle and a pod certificate projection too), security context,
+termination messages, ephemeral containers, RuntimeClass and pod status, each short (no
+`[Slow]`), and `subset_focus`, the `--ginkgo.focus` that selects exactly them.
 
 Must not: run anything. A name here that the built suite does not have fails the test (the
 dry run must select exactly these specs), so a version bump cannot silently shrink the subset.
@@ -37,6 +37,12 @@ SUBSET = (
     "[sig-node] Variable Expansion should allow substituting values in a volume subpath",
     "[sig-node] ConfigMap should be consumable via environment variable",
     "[sig-node] Kubelet when scheduling a busybox command in a pod should print the output to logs",
+    "[sig-auth] [FeatureGate:ClusterTrustBundle] [FeatureGate:ClusterTrustBundleProjection] should be able "
+    "to mount a single ClusterTrustBundle by name",
+    "[sig-auth] Projected PodCertificate [FeatureGate:PodCertificateRequest] "
+    "[FeatureGate:ClusterTrustBundle] [FeatureGate:ClusterTrustBundleProjection] "
+    "MaxExpirationSeconds validations should issue certificate "
+    "with default life time (24h) when MaxExpirationSeconds is not set",
 )
 
 

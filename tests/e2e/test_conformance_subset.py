@@ -1,8 +1,9 @@
 """The fast subset of the upstream conformance suite (conformance/subset.py, issue 16 item 4), on
-every `make test`: twenty SIG Node specs of the built `e2e.test` (container lifecycle, probes,
-hooks, downward API, volumes, security context, termination messages, ephemeral containers,
-RuntimeClass, pod status) against a vk-provider node on the real control plane, run by
-`python -m conformance.run --subset` exactly as `make conformance` runs the full selection.
+every `make test`: twenty-two specs of the built `e2e.test` (container lifecycle, probes,
+hooks, downward API, volumes with ClusterTrustBundle and podCertificate projections, security
+context, termination messages, ephemeral containers, RuntimeClass, pod status) against a
+vk-provider node on the real control plane, run by `python -m conformance.run --subset`
+exactly as `make conformance` runs the full selection.
 
 `make test` builds the suite first (`make conformance-build`); run alone, this test builds it
 when missing (scripts/build-conformance.sh, cached).

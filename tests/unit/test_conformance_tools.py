@@ -182,7 +182,7 @@ def test_the_subset_focus_is_one_alternative_per_spec_with_re2_escapes() -> None
     assert focus.count("|") >= len(SUBSET) - 1
     assert "\\[sig-node\\] Pods should get a host IP(?: \\[|$)" in focus
     assert "\\ " not in focus  # RE2 refuses an escaped space
-    assert len(set(SUBSET)) == len(SUBSET) == 20
+    assert len(set(SUBSET)) == len(SUBSET) == 22
 
 
 def test_a_saved_run_renders_again_with_the_current_triage(
