@@ -8,6 +8,7 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.pod_status import phase
+from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
 from vk_provider.kube.client import ApiStatusError
 
@@ -17,9 +18,9 @@ MAIN = {"name": "c", "image": BUSYBOX_IMAGE, "command": ["sleep", "3600"]}
 
 
 async def _rejected(
-    harness: ProviderHarness, name: str, **spec: Any
+    harness: ProviderHarness, name: str, main: dict[str, Any] = MAIN, **spec: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    await harness.create(harness.manifest(name, [MAIN], **spec))
+    await harness.create(harness.manifest(name, [main], **spec))
     pod = await harness.wait_for(name, lambda p: phase(p) == "Failed")
     event = await harness.wait_event(name, pod["status"]["reason"])
     return pod, event
@@ -65,6 +66,28 @@ async def test_a_matching_node_affinity_runs(harness: ProviderHarness) -> None:
     }
     await harness.create(harness.manifest("here", [MAIN], affinity=affinity, terminationGracePeriodSeconds=1))
     await harness.wait_for("here", lambda p: phase(p) == "Running")
+
+
+async def test_a_host_port_another_pod_holds_is_rejected_and_free_again_once_that_pod_is_gone(
+    harness: ProviderHarness,
+) -> None:
+    """The NodePorts check of the kubelet's admission: what the StatefulSet conformance spec
+    "Should recreate evicted statefulset" relies on."""
+    port = {"containerPort": 8080, "hostPort": free_port(), "protocol": "TCP"}
+    holder = {**MAIN, "ports": [port]}
+    await harness.create(harness.manifest("holder", [holder], terminationGracePeriodSeconds=1))
+    await harness.wait_for("holder", lambda p: phase(p) == "Running")
+    pod, event = await _rejected(harness, "second", holder)
+    message = "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+    assert (pod["status"]["reason"], pod["status"]["message"]) == (
+        "NodePorts",
+        "Pod was rejected: " + message,
+    )
+    assert event["message"] == message
+    await harness.delete("holder", grace=0)
+    await harness.wait_gone("holder")
+    await harness.create(harness.manifest("third", [holder], terminationGracePeriodSeconds=1))
+    await harness.wait_for("third", lambda p: phase(p) == "Running")
 
 
 async def _ensure_runtime_class(harness: ProviderHarness, name: str) -> None:

@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 
-from vk_provider.pods.admission import NODE_AFFINITY, OS_NOT_SUPPORTED, OS_SELECTOR_MISMATCH, admit
+from vk_provider.pods.admission import (
+    HOST_PORTS,
+    NODE_AFFINITY,
+    OS_NOT_SUPPORTED,
+    OS_SELECTOR_MISMATCH,
+    admit,
+)
 
 NODE = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "zone": "a", "cores": "8"}}}
 
@@ -64,3 +70,39 @@ def test_required_node_affinity(affinity: dict[str, Any], admitted: bool) -> Non
     # preferred terms never reject
     preferred = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}
     assert admit(_pod(affinity=preferred), NODE) is None
+
+
+def _with_port(
+    host_port: int, host_ip: str = "", protocol: str = "TCP", init: bool = False
+) -> dict[str, Any]:
+    port: dict[str, Any] = {"containerPort": 80, "hostPort": host_port, "protocol": protocol}
+    if host_ip:
+        port["hostIP"] = host_ip
+    container = {"name": "c", "ports": [port]}
+    return _pod(**({"initContainers": [container]} if init else {"containers": [container]}))
+
+
+@pytest.mark.parametrize(
+    ("wanted", "in_use", "conflict"),
+    [
+        (_with_port(8080), _with_port(8080), True),
+        (_with_port(8080), _with_port(8081), False),
+        (_with_port(8080, protocol="UDP"), _with_port(8080), False),
+        (_with_port(8080, "127.0.0.1"), _with_port(8080, "10.0.0.1"), False),
+        (_with_port(8080, "127.0.0.1"), _with_port(8080, "127.0.0.1"), True),
+        (_with_port(8080, "127.0.0.1"), _with_port(8080), True),  # 0.0.0.0 holds every address
+        (_with_port(8080), _with_port(8080, "10.0.0.1"), True),
+        (_with_port(8080), _with_port(8080, init=True), True),  # init containers' ports count too
+        (_pod(containers=[{"name": "c", "ports": [{"containerPort": 8080}]}]), _with_port(8080), False),
+    ],
+)
+def test_host_ports_of_the_nodes_admitted_pods_reject_a_conflicting_pod(
+    wanted: dict[str, Any], in_use: dict[str, Any], conflict: bool
+) -> None:
+    """The NodePorts check of the kubelet's admission (scheduler.AdmissionCheck, nodeports.Fits)."""
+    assert admit(wanted, NODE, [in_use]) == (HOST_PORTS if conflict else None)
+    assert admit(wanted, NODE) is None
+    assert HOST_PORTS == (
+        "NodePorts",
+        "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+    )

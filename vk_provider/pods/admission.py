@@ -5,7 +5,9 @@ What lives here: `admit`, the checks of the kubelet's predicateAdmitHandler
 `kubernetes.io/os` label against the node's (rejectPodAdmissionBasedOnOSSelector), `spec.os.name`
 against the node's OS (rejectPodAdmissionBasedOnOSField), then the node affinity the scheduler
 also checks (`spec.nodeSelector` and requiredDuringSchedulingIgnoredDuringExecution, as
-k8s.io/component-helpers/scheduling/corev1/nodeaffinity matches them) against the Node object.
+k8s.io/component-helpers/scheduling/corev1/nodeaffinity matches them) against the Node object,
+and the host ports the pod asks for against those of the node's other admitted pods
+(pkg/scheduler/framework/plugins/nodeports, as scheduler.AdmissionCheck runs it).
 A rejection is the (reason, message) pair of the kubelet's rejectPod: its Event's reason and
 message; the pod's status message is `sysctls.POD_REJECTED` + message.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
@@ -30,6 +32,37 @@ NODE_AFFINITY = (
     "NodeAffinity",
     "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
 )
+
+
+# pkg/scheduler/framework/plugins/nodeports (Name, ErrReason)
+HOST_PORTS = (
+    "NodePorts",
+    "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+)
+ANY_IP = "0.0.0.0"
+
+
+def host_ports(pod: Mapping[str, Any]) -> set[tuple[str, str, int]]:
+    """(protocol, hostIP, hostPort) of each container port with a hostPort, init containers too
+    (schedutil.GetHostPorts); an empty hostIP is 0.0.0.0, as HostPortInfo.sanitize makes it."""
+    found: set[tuple[str, str, int]] = set()
+    for container in [*(spec(pod).get("initContainers") or []), *(spec(pod).get("containers") or [])]:
+        for port in container.get("ports") or []:
+            if int(port.get("hostPort") or 0) > 0:
+                protocol = str(port.get("protocol") or "TCP")
+                found.add((protocol, str(port.get("hostIP") or ANY_IP), int(port["hostPort"])))
+    return found
+
+
+def _ports_conflict(wanted: set[tuple[str, str, int]], in_use: set[tuple[str, str, int]]) -> bool:
+    """HostPortInfo.CheckConflict: the same protocol and port on the same IP, or on 0.0.0.0 on
+    either side."""
+    return any(
+        ip == used_ip or ANY_IP in (ip, used_ip)
+        for protocol, ip, port in wanted
+        for used_protocol, used_ip, used_port in in_use
+        if (protocol, port) == (used_protocol, used_port)
+    )
 
 
 def _int(value: str) -> int | None:
@@ -87,8 +120,11 @@ def matches_node(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     return terms is None or any(_term(t, labels, name) for t in terms)
 
 
-def admit(pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The kubelet's rejection of `pod` on `node` as (reason, message); None: admitted.
+def admit(
+    pod: Mapping[str, Any], node: Mapping[str, Any], others: Sequence[Mapping[str, Any]] = ()
+) -> tuple[str, str] | None:
+    """The kubelet's rejection of `pod` on `node`, beside the node's other admitted pods
+    `others`, as (reason, message); None: admitted.
 
     An empty `node` (not registered yet) skips the node affinity check: nothing to match.
     """
@@ -101,4 +137,7 @@ def admit(pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str] | 
         return OS_NOT_SUPPORTED
     if node and not matches_node(pod, node):
         return NODE_AFFINITY
+    wanted = host_ports(pod)
+    if wanted and _ports_conflict(wanted, {p for other in others for p in host_ports(other)}):
+        return HOST_PORTS
     return None

@@ -10,7 +10,7 @@ Must not: act on anything; it only holds the parts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,5 +43,6 @@ class SyncDeps:
     pod_certificate_api: PodCertificateApi | None = None  # podCertificate projections
     services: ServiceSource | None = None  # None: no service environment variables
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
+    active_pods: Callable[[], Sequence[Mapping[str, Any]]] = tuple  # admitted and not terminated
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf
     metrics: ProviderMetrics | None = None  # image pulls are counted here

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from vk_provider.kube.objects import restart_policy
+from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.pod_cidrs import node_pod_cidrs
 from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.admission import admit
@@ -183,7 +184,8 @@ class PodSync:
     def _rejected(self, work: PodWork) -> bool:
         """The kubelet's admission (`pods/admission.py`) of a pod that never ran here: True when
         it is rejected (its terminal reason set, the kubelet's rejectPod Event recorded)."""
-        rejection = admit(work.pod, self._deps.node_object())
+        others = [p for p in self._deps.active_pods() if uid_of(p) != work.uid]
+        rejection = admit(work.pod, self._deps.node_object(), others)
         if rejection is None:
             return False
         reason, message = rejection

@@ -122,6 +122,7 @@ class PodWorkers:
                 pod_certificate_api=pod_certificate_api,
                 services=services,
                 node_object=node_object,
+                active_pods=self._admitted_pods,
                 dns=dns,
                 metrics=self._metrics,
             )
@@ -223,6 +224,15 @@ class PodWorkers:
             work.kill = True
         if update.kind != UpdateKind.RECONCILE or work.kill or need_to_reconcile_pod_readiness(update.pod):
             work.doorbell.set()
+
+    def _admitted_pods(self) -> list[Mapping[str, Any]]:
+        """The pods that passed admission here and are not terminating (the kubelet's activePods
+        for the next admission): a pod is admitted once, at its first sync, one at a time."""
+        return [
+            w.pod
+            for w in self._work.values()
+            if w.state == WorkerState.SYNCING and not w.kill and w.adopted and w.terminal_reason is None
+        ]
 
     def _running_pods(self) -> list[Mapping[str, Any]]:
         return [w.pod for w in self._work.values() if w.state == WorkerState.SYNCING and not w.kill]
