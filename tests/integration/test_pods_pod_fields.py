@@ -6,6 +6,7 @@ FallbackToLogsOnError."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,25 @@ async def test_too_long_fqdn_fails_the_sandbox_with_the_kubelets_event(harness: 
     )
     pod = await harness.get("longfqdn")
     assert pod is not None and phase(pod) == "Pending"
+
+
+async def test_a_sandbox_the_engine_cannot_start_is_retried_on_its_timer_not_on_its_own_events(
+    harness: ProviderHarness,
+) -> None:
+    """The hostPort is held by a process of the host, so the engine cannot start the sandbox.
+    The attempt's own engine events (its container created, then removed) must not start the
+    next one: the kubelet retries a failed sync after about 10 s, not ten times a second."""
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = {"containerPort": 8080, "hostPort": taken.getsockname()[1]}
+        main = {**sh("main", "sleep 3600"), "ports": [port]}
+        await harness.create(harness.manifest("portbusy", [main]))
+        await harness.wait_event("portbusy", "FailedCreatePodSandBox")
+        await asyncio.sleep(6)
+        events = [e for e in await harness.events("portbusy") if e["reason"] == "FailedCreatePodSandBox"]
+        attempts = sum(int(e.get("count") or 1) for e in events)
+    assert 1 <= attempts <= 2, events
 
 
 async def test_service_env_vars_reach_a_later_pod_and_enable_service_links_hides_them(

@@ -262,7 +262,11 @@ class PodSync:
             if not message.startswith("Failed to create pod sandbox"):
                 message = f"Failed to create pod sandbox: {message}"
             self._recorder.event(pod, "Warning", "FailedCreatePodSandBox", message)
-            wake_in(work, jitter(ERROR_RETRY_SECONDS))
+            retry = jitter(ERROR_RETRY_SECONDS)
+            wake_in(work, retry)
+            # The failed attempt's container create and remove are engine events of this pod;
+            # without this they would start the next attempt at once, ten a second.
+            work.events_quiet_until = asyncio.get_running_loop().time() + retry
             return None
         return sandbox
 

@@ -66,6 +66,9 @@ class PodWork:
     terminal_reason: tuple[str, str] | None = None
     waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake_at: float | None = None  # loop time of the next timer-driven sync
+    # Loop time until which the engine's events of this pod do not wake it: a sandbox that could
+    # not be created is retried on its timer, not on the events of its own failed attempt.
+    events_quiet_until: float = 0.0
     # image -> (epoch, message) of the last failed pull
     image_failures: dict[str, tuple[float, str]] = field(default_factory=dict)
     adopted: bool = False  # the first sync looked at what already ran

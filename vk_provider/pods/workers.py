@@ -260,7 +260,7 @@ class PodWorkers:
                             each.doorbell.set()
                         continue
                     work = self._work.get(event.pod_uid)
-                    if work is not None:
+                    if work is not None and asyncio.get_running_loop().time() >= work.events_quiet_until:
                         work.doorbell.set()
                 return
             except asyncio.CancelledError:
