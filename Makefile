@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 # engine), then the tests that stop the engine (marker engine_exclusive) alone.
 PYTEST := $(PY) -m pytest -q -ra --durations=15 --control-plane=both
 test: test-builds
-	$(PYTEST) -n 2 --dist loadfile -m 'not engine_exclusive'
+	$(PYTEST) -n 2 --dist loadfile -m 'not engine_exclusive and not cluster_full'
 	$(PYTEST) -m engine_exclusive
 
 # On a cold machine the Go builds (CPU) run beside the image builds, the venv's tools and the
@@ -33,10 +33,11 @@ resilience: docker images install helm kube
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=both -m resilience tests/resilience
 
 # The cluster tests alone (root; issue 25, docs/networking.md): the real plane as a cluster of two
-# nodes with kube-proxy and CoreDNS, every test of tests/e2e/test_cluster_networking.py.
-# `make test` runs them too; the whole upstream suite against such a cluster is
-# `python -m conformance.run --cluster` (docs/conformance.md).
+# nodes with kube-proxy and CoreDNS, every test of tests/e2e/test_cluster_networking.py in both
+# pod-network modes. `make test` runs the Docker mode's; the whole upstream suite against such a
+# cluster is `python -m conformance.run --cluster` (docs/conformance.md).
 test-cluster: docker images install kube coredns
+	bash scripts/ensure-cni-plugins.sh
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=real tests/e2e/test_cluster_networking.py
 
 demo: docker images install

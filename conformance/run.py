@@ -395,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     started = time.time()
+    revision = _revision()  # what the providers run: taken before they start, not at the end
     out: Path = opts.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     for stale in [*out.glob("shard-*"), *out.glob("serial-*")]:
@@ -450,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         skip=skip,
         shards=opts.shards,
         version=(REPO / "KUBE_VERSION").read_text().strip(),
-        revision=_revision(),
+        revision=revision,
         finished=datetime.datetime.now(datetime.UTC),
     )
     save_run(out, ran, not_run, facts)

@@ -11,6 +11,8 @@ host's cluster-network lock); root only (kube-proxy and routes).
 Across the two nodes (each node's pods on an engine network of its own, its podCIDR), a pod
 reaches a pod of the other node by its address, and that pod sees the client's own address (no
 NAT between pods), through a Service by ClusterIP and by short name too (`pod_forwarding`).
+Each test runs in both pod-network modes (`--pod-network docker|cni`); `make test` runs the
+Docker mode's, `make test-cluster` both (the CNI one is marked `cluster_full`).
 From this host: a NodePort, a hostPort and `kubectl port-forward svc/...`; a headless Service's
 name and a StatefulSet pod's stable name resolve from a pod of the other node.
 """
@@ -30,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import KUBECTL, port_forward
 from tests.support.planes import REPO, ensure_kube_bin, launch_sandbox, stop_process
 from tests.support.polling import until
 from tests.support.ports import free_port
@@ -94,17 +96,25 @@ def _host_network_state() -> str:
         ["iptables", "-t", "nat", "-S"], capture_output=True, text=True, check=True
     ).stdout
     forwarding = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True).stdout
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
     return "\n".join(
-        [line for line in routes.splitlines() if EMPTY_INTERFACE in line or CLUSTER_CIDR in line]
+        [line.split(":")[1] for line in links.splitlines() if "vkcni" in line]
+        + [line for line in routes.splitlines() if EMPTY_INTERFACE in line or CLUSTER_CIDR in line]
         + [line for line in chains.splitlines() if "KUBE-SERVICES" in line or COMMENT in line]
         + [line for line in forwarding.splitlines() if COMMENT in line]
         + [Path("/proc/sys/net/ipv4/conf/all/route_localnet").read_text().strip()]
     )
 
 
-@pytest.fixture(scope="module")
-def cluster(control_plane: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The sandbox for the module (`control_plane`: the real tier only, by the module's mark)."""
+@pytest.fixture(scope="module", params=["docker", pytest.param("cni", marks=pytest.mark.cluster_full)])
+def cluster(
+    control_plane: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
+    """The sandbox for the module (`control_plane`: the real tier only, by the module's mark), its
+    pods on Docker networks or on the bridges of the CNI configuration the sandbox writes."""
+    pod_network = str(request.param)
+    if pod_network == "cni":
+        subprocess.run(["bash", str(REPO / "scripts" / "ensure-cni-plugins.sh")], check=True, timeout=600)
     before = _host_network_state()
     directory = tmp_path_factory.mktemp("cluster")
     state = directory / "state"
@@ -115,6 +125,7 @@ def cluster(control_plane: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         *("--control-plane", "real", "--cluster-network", "--kube-bin", ensure_kube_bin()),
         *("--coredns-image", _coredns_image(), "--state-dir", str(state), "--port", str(free_port())),
         *("--nodes", str(len(NODES)), "--node-prefix", "cluster-", "--node-address", gateway, "--clean"),
+        *("--pod-network", pod_network),
     ]
     proc = launch_sandbox(args, output)
 
@@ -317,25 +328,14 @@ def test_node_port_host_port_and_port_forward_to_a_service(cluster: Cluster) -> 
         interval=1,
     )
     until(
-        "the hostPort", lambda: hello in _http_get(f"http://127.0.0.1:{HOST_PORT}/"), deadline=60, interval=1
+        "the hostPort on the host's address",
+        lambda: hello in _http_get(f"http://{advertise_address()}:{HOST_PORT}/"),
+        deadline=60,
+        interval=1,
     )
 
-    forward = subprocess.Popen(
-        [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "port-forward", "svc/published", ":80"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert forward.stdout is not None
-        line = forward.stdout.readline()
-        found = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
-        assert found, line
-        port = int(found.group(1))
+    with port_forward(cluster.kubeconfig, "svc/published", 80, 8080) as port:
         until("kubectl port-forward svc/published", lambda: hello in _http_get(f"http://127.0.0.1:{port}/"))
-    finally:
-        forward.kill()
-        forward.wait()
 
 
 def test_a_headless_service_and_a_stateful_set_pod_resolve_by_their_stable_names(cluster: Cluster) -> None:

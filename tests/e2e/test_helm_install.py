@@ -31,7 +31,7 @@ import pytest
 from tests.support.chart import CHART
 from tests.support.helm_host import NAMESPACE, _bridge_gateway, _helm, _jsonpath, host_sandbox
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import KUBECTL, port_forward
 from tests.support.manifests import sh
 from tests.support.polling import until
 from tests.support.sandbox_process import (
@@ -71,21 +71,8 @@ def _http_get(port: int) -> str | None:
 
 
 def _port_forward_answers(sandbox: Sandbox) -> str:
-    proc = subprocess.Popen(
-        [KUBECTL, "--kubeconfig", str(sandbox.kubeconfig), "port-forward", "pod/web", ":8080"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
-        assert match, (line, proc.poll())
-        return str(until("an answer through port-forward", lambda: _http_get(int(match.group(1))), 60))
-    finally:
-        proc.kill()
-        proc.wait()
+    with port_forward(sandbox.kubeconfig, "pod/web", 8080, 8080) as port:
+        return str(until("an answer through port-forward", lambda: _http_get(port), 60))
 
 
 def _follow(

@@ -185,13 +185,17 @@ def test_the_subset_focus_is_one_alternative_per_spec_with_re2_escapes() -> None
     assert len(set(SUBSET)) == len(SUBSET) == 22
 
 
-def test_a_saved_run_renders_again_with_the_current_triage(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    page = tmp_path / "conformance.md"
-    page.write_text("# Conformance\n")
-    monkeypatch.setattr(run_module, "DOC", page)
+@pytest.fixture
+def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """docs/conformance.md as the run sees it, in `tmp_path`."""
+    doc = tmp_path / "conformance.md"
+    doc.write_text("# Conformance\n")
+    monkeypatch.setattr(run_module, "DOC", doc)
     monkeypatch.setattr(run_module, "REPO", tmp_path)
+    return doc
+
+
+def test_a_saved_run_renders_again_with_the_current_triage(tmp_path: Path, page: Path) -> None:
     facts = run_facts(seconds=60, skip="", shards=2)
     ran = [
         Spec("a [Conformance]", "f.go", 1, "passed", 1.5, "", 1),
@@ -208,13 +212,7 @@ def test_a_saved_run_renders_again_with_the_current_triage(
         run_module.render_saved([tmp_path / "missing"])
 
 
-def test_a_suite_run_in_parts_renders_as_one_with_a_row_per_sig(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    page = tmp_path / "conformance.md"
-    page.write_text("# Conformance\n")
-    monkeypatch.setattr(run_module, "DOC", page)
-    monkeypatch.setattr(run_module, "REPO", tmp_path)
+def test_a_suite_run_in_parts_renders_as_one_with_a_row_per_sig(tmp_path: Path, page: Path) -> None:
     network, apps = tmp_path / "network", tmp_path / "apps"
     network.mkdir()
     apps.mkdir()

@@ -12,6 +12,7 @@ from vk_provider.config_load import load_config
 from vk_provider.sandbox.command import add_parser, node_names, write_provider_configs
 from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.real.coredns import with_cluster_dns
+from vk_provider.sandbox.real.node_cni import conf_dir, conflist, network_settings
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -55,3 +56,42 @@ async def test_the_flag_needs_the_real_control_plane(
     code = await serve(_parse("--cluster-network", "--state-dir", str(tmp_path)))
     assert code == 2
     assert "--cluster-network needs --control-plane real" in capsys.readouterr().err
+
+
+async def test_cni_pod_networking_needs_the_cluster_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vk_provider.sandbox.command import serve
+
+    argv = ("--control-plane", "real", "--pod-network", "cni", "--state-dir", str(tmp_path))
+    assert await serve(_parse(*argv)) == 2
+    assert "--pod-network cni needs --cluster-network" in capsys.readouterr().err
+
+
+def test_in_cni_mode_each_node_gets_a_conf_dir_and_a_bridge_conflist_over_its_pod_cidr(
+    tmp_path: Path,
+) -> None:
+    ca_file = SandboxPKI(tmp_path).ca_cert_path
+    nodes = node_names(2)
+    paths = write_provider_configs(
+        tmp_path,
+        with_cluster_dns({}),
+        dict.fromkeys(nodes, tmp_path / "kc"),
+        ca_file,
+        network_of=lambda node: network_settings(tmp_path, node),
+    )
+    loaded = [load_config(p).network for p in paths]  # the providers accept it
+    assert [(n.plugin, n.cni_conf_dir, n.cni_bin_dir) for n in loaded] == [
+        ("cni", str(conf_dir(tmp_path, node)), ("/usr/lib/cni",)) for node in nodes
+    ]
+    body = conflist(nodes[1], 1, "10.244.4.0/22", tmp_path / "ipam")
+    bridge, portmap, loopback = body["plugins"]
+    assert (bridge["type"], bridge["bridge"], bridge["ipMasq"], bridge["hairpinMode"]) == (
+        "bridge",
+        "vkcni1",
+        False,
+        True,
+    )
+    assert bridge["isDefaultGateway"]  # a ClusterIP, the apiserver: the pod needs a default route
+    assert bridge["ipam"]["ranges"] == [[{"subnet": "10.244.4.0/22"}]]
+    assert (portmap["capabilities"], loopback["type"]) == ({"portMappings": True}, "loopback")

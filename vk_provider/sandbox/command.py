@@ -25,14 +25,18 @@ import ipaddress
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
 from vk_provider.logging import ObjectRef, get_logger, setup_logging
 from vk_provider.sandbox.kubeconfig import Credentials
 from vk_provider.sandbox.pki.authority import SandboxPKI
+
+if TYPE_CHECKING:
+    from vk_provider.sandbox.real.node_cni import NodeCNIConfigs
 
 log = get_logger("sandbox")
 
@@ -127,6 +131,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="with --control-plane real: a cluster, not only a control plane: node CIDRs, kube-proxy "
         "on this host and CoreDNS behind kube-dns, the providers' clusterDNS pointing at it (root; "
         "one per host; docs/networking.md)",
+    )
+    parser.add_argument(
+        "--pod-network",
+        choices=("docker", "cni"),
+        default="docker",
+        help="with --cluster-network: the nodes' pod networking: docker (a Docker network per node "
+        "on its podCIDR) or cni (a bridge conflist per node the sandbox writes once the node has "
+        "its podCIDR, Debian's plugins; docs/networking.md) (default: docker)",
     )
     parser.add_argument(
         "--coredns-image",
@@ -292,6 +304,8 @@ def _prepare(args: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
             raise SandboxUsageError(f"--apiserver-address: not an IP address: {shown}") from None
     if args.cluster_network and args.control_plane != "real":
         raise SandboxUsageError("--cluster-network needs --control-plane real")
+    if args.pod_network == "cni" and not args.cluster_network:
+        raise SandboxUsageError("--pod-network cni needs --cluster-network")
     if not 0 <= args.kubelet_port <= 65535 - max(args.nodes - 1, 0):
         raise SandboxUsageError(f"--kubelet-port: not a port for {args.nodes} node(s): {args.kubelet_port}")
     try:
@@ -316,10 +330,11 @@ def write_provider_configs(
     kubelet_auth: str = "x509",
     node_address: str = "127.0.0.1",
     kubelet_port: int = 0,
+    network_of: Callable[[str], dict[str, Any]] | None = None,
 ) -> list[Path]:
     """Write `<state_dir>/providers/<node>.yaml` for each node of `kubeconfigs` (blocking);
     returns the paths. The kubelet API of node i listens on `kubelet_port + i - 1`, or on a
-    free port when `kubelet_port` is 0."""
+    free port when `kubelet_port` is 0; `network_of(node)` is the node's `network` section."""
     config_dir = state_dir / "providers"
     config_dir.mkdir(exist_ok=True)
     paths = []
@@ -334,6 +349,8 @@ def write_provider_configs(
             kubelet_auth=kubelet_auth,
             node_address=node_address,
         )
+        if network_of is not None:
+            config["network"] = network_of(node)
         path = config_dir / f"{node}.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         paths.append(path)
@@ -396,6 +413,19 @@ def _control_plane(args: argparse.Namespace, state_dir: Path) -> ControlPlane:
         node_monitor_grace_seconds=args.node_grace_seconds,
         debug=args.debug,
     )
+
+
+def _node_cni(
+    args: argparse.Namespace, plane: ControlPlane, state_dir: Path, nodes: list[str]
+) -> NodeCNIConfigs | None:
+    """The writer of the nodes' CNI configurations with `--pod-network cni`, else None."""
+    if args.pod_network != "cni" or not nodes:
+        return None
+    from vk_provider.sandbox.real.cluster import RealControlPlane
+    from vk_provider.sandbox.real.node_cni import NodeCNIConfigs
+
+    assert isinstance(plane, RealControlPlane) and plane.admin is not None  # --cluster-network
+    return NodeCNIConfigs(plane.admin, state_dir, nodes)
 
 
 async def _real_provider_kubeconfigs(
@@ -469,6 +499,7 @@ async def serve(args: argparse.Namespace) -> int:
     kubeconfig = plane.write_kubeconfig(state_dir / "kubeconfig")
     nodes = [] if args.no_provider else node_names(args.nodes, args.node_prefix)
     providers = _Providers()
+    node_cni = _node_cni(args, plane, state_dir, nodes)
     watcher: asyncio.Task[None] | None = None
     code = 0
     try:
@@ -488,9 +519,12 @@ async def serve(args: argparse.Namespace) -> int:
                 "webhook" if real else "x509",
                 args.node_address,
                 args.kubelet_port,
+                None if node_cni is None else node_cni.network_of,
             )
             for node, path in zip(nodes, paths, strict=True):
                 await providers.start(node, path)
+            if node_cni is not None:
+                node_cni.start()
             watcher = asyncio.create_task(providers.watch_exits())
         print(_banner(plane.url, kubeconfig, nodes), flush=True)
         await stopping.wait()
@@ -508,6 +542,7 @@ async def serve(args: argparse.Namespace) -> int:
         await plane.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-    if args.clean and not await providers.clean():
-        return 1
-    return code
+    clean = not args.clean or await providers.clean()
+    if node_cni is not None:
+        await node_cni.stop()  # the bridges, once the pods' networks were torn down
+    return code if clean else 1
