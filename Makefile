@@ -34,9 +34,10 @@ resilience: docker images install helm kube
 
 # The cluster tests alone (root; issue 25, docs/networking.md): the real plane as a cluster of two
 # nodes with kube-proxy and CoreDNS, every test of tests/e2e/test_cluster_networking.py in both
-# pod-network modes. `make test` runs the Docker mode's; the whole upstream suite against such a
-# cluster is `python -m conformance.run --cluster` (docs/conformance.md).
-test-cluster: docker images install kube coredns
+# pod-network modes (the webhook test takes agnhost from `make conformance-build`). `make test`
+# runs the Docker mode's; the whole upstream suite against such a cluster is
+# `python -m conformance.run --cluster` (docs/conformance.md).
+test-cluster: docker images install kube coredns conformance-build
 	bash scripts/ensure-cni-plugins.sh
 	$(PY) -m pytest -q -ra --durations=15 --control-plane=real tests/e2e/test_cluster_networking.py
 

@@ -12,13 +12,15 @@ Across the two nodes (each node's pods on an engine network of its own, its podC
 reaches a pod of the other node by its address, and that pod sees the client's own address (no
 NAT between pods), through a Service by ClusterIP and by short name too (`pod_forwarding`).
 Each test runs in both pod-network modes (`--pod-network docker|cni`); `make test` runs the
-Docker mode's, `make test-cluster` both (the CNI one is marked `cluster_full`).
+Docker mode's but the webhook's, `make test-cluster` all (the others are marked `cluster_full`).
 From this host: a NodePort, a hostPort and `kubectl port-forward svc/...`; a headless Service's
-name and a StatefulSet pod's stable name resolve from a pod of the other node.
+name and a StatefulSet pod's stable name resolve from a pod of the other node; the apiserver
+calls a validating webhook served by a pod on a node through its Service.
 """
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -38,6 +40,7 @@ from tests.support.polling import until
 from tests.support.ports import free_port
 from vk_provider.runtime.docker.pod_network import pod_network_name
 from vk_provider.sandbox.bridge_address import bridge_gateway
+from vk_provider.sandbox.pki.authority import SandboxPKI
 from vk_provider.sandbox.real.components import CLUSTER_CIDR, DNS_SERVICE_IP, NODE_CIDR_MASK_SIZE, SERVICE_IP
 from vk_provider.sandbox.real.host_network import EMPTY_INTERFACE, advertise_address
 from vk_provider.sandbox.real.pod_forwarding import COMMENT
@@ -398,3 +401,114 @@ def test_a_headless_service_and_a_stateful_set_pod_resolve_by_their_stable_names
         lambda: resolves("db-0.db.default.svc.cluster.local"),
         deadline=60,
     )
+
+
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"  # built by scripts/build-conformance.sh
+
+
+@pytest.mark.cluster_full  # make test-cluster: it needs agnhost (make conformance-build) and a minute
+def test_the_apiserver_calls_a_webhook_served_by_a_pod_on_a_node_through_its_service(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A validating admission webhook (agnhost's, as the conformance suite deploys it) served by
+    a pod on a virtual node: the apiserver reaches it through its Service's ClusterIP (kube-proxy
+    on this host) and TLS with the Service's DNS name, and it denies what it must."""
+    pki = SandboxPKI(tmp_path)
+    cert, key = pki.issue_pair(
+        "webhook", "webhook.default.svc", server=True, dns_names=["webhook.default.svc"]
+    )
+    server = {
+        "name": "webhook",
+        "image": AGNHOST,
+        "imagePullPolicy": "Never",
+        "args": [
+            "webhook",
+            "--tls-cert-file=/certs/tls.crt",
+            "--tls-private-key-file=/certs/tls.key",
+            "--port=8443",
+        ],
+        "volumeMounts": [{"name": "certs", "mountPath": "/certs", "readOnly": True}],
+        "readinessProbe": {
+            "httpGet": {"scheme": "HTTPS", "port": 8443, "path": "/readyz"},
+            "periodSeconds": 1,
+        },
+    }
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "webhook-certs"},
+            "stringData": {"tls.crt": cert.read_text(), "tls.key": key.read_text()},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "webhook", "labels": {"app": "webhook"}},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": NODES[1]},
+                "tolerations": TOLERATE,
+                "containers": [server],
+                "volumes": [{"name": "certs", "secret": {"secretName": "webhook-certs"}}],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "webhook"},
+            "spec": {"selector": {"app": "webhook"}, "ports": [{"port": 443, "targetPort": 8443}]},
+        },
+    )
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/webhook", "--timeout=180s")
+    hook = {
+        "name": "deny-configmaps.vk-test.example.com",
+        "clientConfig": {
+            "service": {"namespace": "default", "name": "webhook", "path": "/configmaps", "port": 443},
+            "caBundle": base64.b64encode(pki.ca_pem).decode(),
+        },
+        "rules": [
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+        ],
+        "objectSelector": {"matchLabels": {"vk-test-webhook": "yes"}},
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 5,
+    }
+    configuration = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "vk-test-deny-configmaps"},
+        "webhooks": [hook],
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(configuration))
+    try:
+
+        def create(name: str, value: str) -> str:
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": {"vk-test-webhook": "yes"}},
+                "data": {"webhook-e2e-test": value},
+            }
+            run = subprocess.run(
+                [str(KUBECTL), "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+                input=json.dumps(body),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            return run.stdout + run.stderr
+
+        denied = until(
+            "the webhook denying a configmap",
+            lambda: (
+                (answer := create("denied", "webhook-disallow")) and "denied the request" in answer and answer
+            ),
+            deadline=60,
+            interval=1,
+        )
+        assert "the configmap contains unwanted key and value" in denied
+        assert "created" in create("allowed", "webhook-allow")
+    finally:
+        cluster.kubectl("delete", "validatingwebhookconfiguration", "vk-test-deny-configmaps", check=False)

@@ -7,8 +7,10 @@ Modules: `pki` (certificates and service-account keys), `components` (the comman
 component and the cluster's address ranges, pure), `process` (one component process and its
 log), `cluster` (`RealControlPlane`: start in order, wait until ready, stop), `identities` (the
 credentials the providers run with: the chart's RBAC or a kubelet's node identity),
-`host_network` (the advertised address, and the routes and lock of the cluster network) and
-`coredns` (kubeadm's CoreDNS add-on and the providers' clusterDNS).
+`host_network` (the advertised address, and the routes and lock of the cluster network),
+`pod_forwarding` (the iptables rules that let the nodes' pods reach each other unmasqueraded),
+`node_cni` (each node's CNI configuration with `--pod-network cni`) and `coredns` (kubeadm's
+CoreDNS add-on and the providers' clusterDNS).
 Must not: import the emulator's server or the provider's internals (two shared facts aside:
 the node agent's default-route probe, `detect_node_ip`, and the provider's default taint).
 """
