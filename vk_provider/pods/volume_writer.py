@@ -8,13 +8,13 @@ volume's are created 0700, so no other user of the host reaches the files, whate
 mode; old payloads go through the guarded `paths.remove_under`), and
 `PodVolumes`, which for one pod fetches the referenced ConfigMaps and Secrets through the
 injected getter and service account tokens through the injected TokenRequest function
-(cached until 80% of their lifetime) and the ClusterTrustBundles of clusterTrustBundle
+(cached until 80% of their lifetime), the ClusterTrustBundles of clusterTrustBundle
 projections through the injected lister (read again at every sync, so a changed bundle
 reaches the file as a kubelet's informer-backed cache does) and the key and chain of each
-podCertificate source from the injected `PodCertificates`, computes each volume's files (`pods.volumes`) and
-writes them into the directory the runtime names; ownership (fsGroup, a token's fsUser) is
-applied only when this process may chown (root with CAP_CHOWN), else the files keep the
-pod's modes. When the runtime names no directory (an engine that does not share our
+podCertificate source from the injected `PodCertificates`, computes each volume's files
+(`pods.volumes`) and writes them into the directory the runtime names; ownership (fsGroup, a
+token's fsUser) is applied only when this process may chown (root with CAP_CHOWN), else the
+files keep the pod's modes. When the runtime names no directory (an engine that does not share our
 filesystem) the files, owners included, go to the injected shipper (`Runtime.ship_volume`).
 `make_token_requester(client)` builds the TokenRequest function from the KubeClient.
 Must not: decide the pod's status or emit Events (the pod worker does), or log file contents.

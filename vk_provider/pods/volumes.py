@@ -367,7 +367,8 @@ def volume_files(
     group = fs_group(pod) if ownership else None
     files: list[VolumeFile] = []
     errors: list[str] = []
-    owned = user is not None or group is not None
+    # projected.go: a token, trust bundle or pod certificate is 0600 with an fsUser or fsGroup.
+    credential_mode = OWNED_TOKEN_MODE if user is not None or group is not None else mode
     for index, source in enumerate(_sources(volume)):
         try:
             if "configMap" in source:
@@ -389,17 +390,14 @@ def volume_files(
                 token = fetched.tokens.get(token_source)
                 if token is None:
                     raise VolumeSetupError(fetched.token_errors.get(token_source, "failed to fetch token"))
-                token_mode = OWNED_TOKEN_MODE if owned else mode
                 files.append(
-                    VolumeFile(str(projection.get("path", "")), token.encode(), token_mode, uid=user)
+                    VolumeFile(str(projection.get("path", "")), token.encode(), credential_mode, uid=user)
                 )
             elif "clusterTrustBundle" in source:
                 projection = source["clusterTrustBundle"] or {}
                 anchors = _trust_bundle_payload(projection, fetched)
-                bundle_mode = OWNED_TOKEN_MODE if owned else mode
-                files.append(VolumeFile(str(projection.get("path", "")), anchors, bundle_mode, uid=user))
+                files.append(VolumeFile(str(projection.get("path", "")), anchors, credential_mode, uid=user))
             elif "podCertificate" in source:
-                credential_mode = OWNED_TOKEN_MODE if owned else mode
                 name = str(volume.get("name", ""))
                 files += _pod_certificate_payload(
                     name, index, source["podCertificate"] or {}, fetched, credential_mode, user
