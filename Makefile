@@ -131,8 +131,8 @@ lock:
 	bash scripts/lock-requirements.sh
 
 lint: install
-	$(VENV)/bin/ruff check vk_provider tests bench conformance
-	$(VENV)/bin/ruff format --check vk_provider tests bench conformance
+	$(VENV)/bin/ruff check vk_provider vk_sandbox vk_common vk_cli tests bench conformance
+	$(VENV)/bin/ruff format --check vk_provider vk_sandbox vk_common vk_cli tests bench conformance
 	$(VENV)/bin/hadolint Dockerfile
 
 typecheck: install

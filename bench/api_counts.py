@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from bench.sandbox import BenchSandbox
-from vk_provider.sandbox.real.admin import AdminAPI
+from vk_sandbox.real.admin import AdminAPI
 
 _REQUESTS = re.compile(r"^apiserver_request_total\{([^}]*)\}\s+(\S+)$", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')

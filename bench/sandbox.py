@@ -154,7 +154,7 @@ def _launch(args: list[str], output: Path) -> subprocess.Popen[bytes]:
     """`vk-provider sandbox ARGS`, its output (the providers' logs too) in the file `output`."""
     with output.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            [sys.executable, "-m", "vk_cli", "sandbox", *args],
             cwd=REPO,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -163,7 +163,7 @@ def _launch(args: list[str], output: Path) -> subprocess.Popen[bytes]:
 
 
 def provider_pids(sandbox_pid: int) -> list[int]:
-    """The sandbox's children `python -m vk_provider run ...` there are yet (one per node)."""
+    """The sandbox's children `python -m vk_cli run ...` there are yet (one per node)."""
     found = []
     for pid in child_pids(sandbox_pid):
         with contextlib.suppress(OSError):

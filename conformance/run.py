@@ -42,7 +42,7 @@ from conformance.report import RunFacts, render, render_into
 from conformance.specs import Spec, load_specs, selected, shard
 from conformance.subset import SUBSET, subset_focus
 from conformance.triage import load_triage, skip_regexp
-from vk_provider.sandbox.bridge_address import bridge_gateway
+from vk_sandbox.bridge_address import bridge_gateway
 
 DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"
 CLUSTER_FOCUS = r"\[Conformance\]|\[NodeConformance\]"
@@ -167,7 +167,7 @@ class Sandbox:
             args += ["--cluster-network", "--coredns-image", coredns_image()]
         with self.log.open("wb") as sink:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "vk_provider", "sandbox", *args],
+                [sys.executable, "-m", "vk_cli", "sandbox", *args],
                 cwd=REPO,
                 stdout=sink,
                 stderr=subprocess.STDOUT,

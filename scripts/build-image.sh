@@ -96,7 +96,7 @@ src_key="$(
   {
     echo "$base_id"
     git ls-files --cached --others --exclude-standard -- Dockerfile .dockerignore pyproject.toml README.md \
-      requirements/image.lock vk_provider |
+      requirements/image.lock vk_provider vk_sandbox vk_common |
       LC_ALL=C sort | while IFS= read -r f; do [[ -f "$f" ]] && sha256sum "$f"; done
   } | sha256sum | cut -c1-16
 )"

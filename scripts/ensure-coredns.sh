@@ -3,7 +3,7 @@
 # tools/coredns (github.com/coredns/coredns with the plugins of kubeadm's Corefile), and the
 # image vk-sandbox/coredns:<version>, a rootfs of that one static binary and a passwd file
 # brought in with `docker import` (no registry is reachable here). The real-plane sandbox
-# deploys it behind the `kube-dns` Service (vk_provider/sandbox/real/coredns.py).
+# deploys it behind the `kube-dns` Service (vk_sandbox/real/coredns.py).
 #
 # The build is cached like the control plane's (scripts/ensure-kube.sh): a directory keyed by
 # the hash of tools/coredns's go.mod, go.sum and main.go ($VK_COREDNS_CACHE, default

@@ -24,6 +24,9 @@ import signal
 
 from kubernetes_asyncio.config.config_exception import ConfigException as KubeConfigException
 
+from vk_common.host_address import detect_node_ip
+from vk_common.logging import get_logger
+from vk_common.tasks import cancel_and_wait
 from vk_provider.config import Config
 from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
@@ -36,9 +39,8 @@ from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.kubeletapi.readiness import Readiness
 from vk_provider.kubeletapi.tls import KubeletTLSError
 from vk_provider.kuberuntime.dns import NodeDNS
-from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
-from vk_provider.node.agent import NodeAgent, detect_node_ip
+from vk_provider.node.agent import NodeAgent
 from vk_provider.node.build import node_ip_from
 from vk_provider.pods.api_source import make_object_getter
 from vk_provider.pods.pod_certificates import make_pod_certificate_api
@@ -50,7 +52,6 @@ from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure, RuntimeUnavailable
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.status.manager import StatusManager
-from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("app")
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vk_common.vocabulary import PROVIDER_TAINT_EFFECT, PROVIDER_TAINT_KEY
+
 
 @dataclass(frozen=True)
 class Taint:
@@ -21,7 +23,7 @@ class Taint:
     value: str = ""
 
 
-DEFAULT_TAINT = Taint(key="virtual-kubelet.io/provider", value="docker", effect="NoSchedule")
+DEFAULT_TAINT = Taint(key=PROVIDER_TAINT_KEY, value="docker", effect=PROVIDER_TAINT_EFFECT)
 
 
 @dataclass(frozen=True)

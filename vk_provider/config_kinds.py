@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from vk_provider.quantity import (
+from vk_common.quantity import (
     MAX_QUANTITY,
     DurationOutOfRange,
     QuantityOutOfRange,

@@ -8,7 +8,7 @@ line `<file>: <key.path>: <reason>`. One declarative table maps each YAML key (c
 to its dataclass field and kind, so loading, strict validation and display cannot drift
 apart. Whatever the file holds ends in a ConfigError, never in a traceback: YAML the parser
 cannot take (nesting too deep for it included), keys that are lists or mappings, values out of
-range (quantities and durations are bounded in `vk_provider.quantity`; unsafe sysctl patterns
+range (quantities and durations are bounded in `vk_common.quantity`; unsafe sysctl patterns
 are checked by `sysctls.sysctl_pattern_problem`, as the kubelet's NewAllowlist). A message
 never prints what a file that is no configuration holds (a symlink to `/etc/shadow`): an
 unknown or duplicate key is named only when it could be a mistyped key name, a top-level
@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from vk_common.sysctls import sysctl_pattern_problem
 from vk_provider.config import (
     Config,
     DockerAllow,
@@ -65,7 +66,6 @@ from vk_provider.config_kinds import (
     show,
     type_of,
 )
-from vk_provider.sysctls import sysctl_pattern_problem
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("text", "json")

@@ -30,9 +30,9 @@ from prometheus_client import (
     generate_latest,
 )
 
+from vk_common.kube_version import KUBE_VERSION
 from vk_provider import __version__
 from vk_provider.kube.objects import parse_time
-from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 
 # The kubelet's names where a kubelet has the series (kube-prometheus' alerts and dashboards

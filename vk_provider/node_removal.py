@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from vk_common.logging import ObjectRef, get_logger
 from vk_provider.app import clean_node
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
-from vk_provider.logging import ObjectRef, get_logger
 
 log = get_logger("node_removal")
 

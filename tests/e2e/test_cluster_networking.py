@@ -39,11 +39,11 @@ from tests.support.planes import REPO, ensure_kube_bin, launch_sandbox, stop_pro
 from tests.support.polling import until
 from tests.support.ports import free_port
 from vk_provider.runtime.docker.pod_network import pod_network_name
-from vk_provider.sandbox.bridge_address import bridge_gateway
-from vk_provider.sandbox.pki.authority import SandboxPKI
-from vk_provider.sandbox.real.components import CLUSTER_CIDR, DNS_SERVICE_IP, NODE_CIDR_MASK_SIZE, SERVICE_IP
-from vk_provider.sandbox.real.host_network import EMPTY_INTERFACE, advertise_address
-from vk_provider.sandbox.real.pod_forwarding import COMMENT
+from vk_sandbox.bridge_address import bridge_gateway
+from vk_sandbox.pki.authority import SandboxPKI
+from vk_sandbox.real.components import CLUSTER_CIDR, DNS_SERVICE_IP, NODE_CIDR_MASK_SIZE, SERVICE_IP
+from vk_sandbox.real.host_network import EMPTY_INTERFACE, advertise_address
+from vk_sandbox.real.pod_forwarding import COMMENT
 
 pytestmark = [
     pytest.mark.docker,

@@ -23,7 +23,7 @@ DEADLINE = 60.0
 
 
 def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "vk_provider", "sandbox", *args]
+    return [sys.executable, "-m", "vk_cli", "sandbox", *args]
 
 
 def _start(args: list[str], cwd: Path) -> tuple[subprocess.Popen[bytes], Path]:

@@ -16,7 +16,7 @@ import pytest
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox
-from vk_provider.kube_version import KUBE_VERSION
+from vk_common.kube_version import KUBE_VERSION
 
 pytestmark = pytest.mark.kubectl
 

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from tests.support.kubectl import KUBECTL
 from tests.support.stand_in_kubelet import serving_context
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.server import SandboxServer
 
 NODE = "proxy-node"
 

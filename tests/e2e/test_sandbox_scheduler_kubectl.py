@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.server import SandboxServer
 
 DEADLINE = 30.0
 

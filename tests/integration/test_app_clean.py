@@ -29,7 +29,7 @@ POD_UID_LABEL = "io.vk-provider.pod.uid"
 
 def clean(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "vk_provider", "clean", "--config", str(config), *extra],
+        [sys.executable, "-m", "vk_cli", "clean", "--config", str(config), *extra],
         cwd=REPO,
         capture_output=True,
         text=True,

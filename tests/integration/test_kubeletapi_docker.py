@@ -25,7 +25,7 @@ from vk_provider.pods.config import PodConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
-from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_sandbox.pki.authority import SandboxPKI
 
 DEADLINE = 60.0
 

@@ -15,12 +15,12 @@ from tests.support.docker_socket_proxy import DockerSocketProxy
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox
+from vk_common.quantity import parse_quantity
 from vk_provider.config import Config, DockerConfig, KubeletServerConfig, KubernetesConfig, NodeConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.node.agent import NodeAgent
 from vk_provider.node.build import KUBELET_VERSION
-from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker.runtime import DockerRuntime
 
 pytestmark = pytest.mark.docker

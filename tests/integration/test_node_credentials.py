@@ -38,8 +38,8 @@ from vk_provider.kube.client import (
     load_configuration,
     make_kube_client,
 )
-from vk_provider.sandbox.kubeconfig import write_kubeconfig
-from vk_provider.sandbox.real import identities
+from vk_sandbox.kubeconfig import write_kubeconfig
+from vk_sandbox.real import identities
 
 pytestmark = [pytest.mark.docker, pytest.mark.real_only]
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"

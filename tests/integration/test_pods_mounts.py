@@ -22,7 +22,7 @@ from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase, waiting_reason
 from tests.support.provider_harness import ProviderHarness
-from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_sandbox.pki.authority import SandboxPKI
 
 pytestmark = pytest.mark.docker
 

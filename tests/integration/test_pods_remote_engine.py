@@ -218,7 +218,7 @@ async def test_clean_removes_the_shipped_volumes(
         config = tmp_path / "clean.yaml"
         docker = {"host": engine.url, "sandboxImage": PAUSE_IMAGE, "stateDir": str(tmp_path / "state")}
         config.write_text(yaml.safe_dump({"node": {"name": node_name}, "docker": docker}))
-        command = [sys.executable, "-m", "vk_provider", "clean", "--config", str(config)]
+        command = [sys.executable, "-m", "vk_cli", "clean", "--config", str(config)]
         # in a thread: the proxy serves the engine from this test's event loop
         done = await asyncio.to_thread(
             subprocess.run, command, cwd=REPO, capture_output=True, text=True, timeout=120

@@ -20,8 +20,8 @@ from tests.support.kubectl import KUBECTL
 from tests.support.manifests import pod, sh
 from tests.support.pod_status import condition, container_status, phase
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
+from vk_common.quantity import parse_quantity
 from vk_provider.kube.client import ApiStatusError
-from vk_provider.quantity import parse_quantity
 
 pytestmark = pytest.mark.docker
 MI = 1024 * 1024

@@ -1,6 +1,6 @@
 """Restart safety (issue 5 item 6): kill -9 of the provider, then a restart adopts what runs.
 
-The provider runs as a real `python -m vk_provider run` process so that SIGKILL leaves no
+The provider runs as a real `python -m vk_cli run` process so that SIGKILL leaves no
 chance for clean-up; the second run is the in-process provider of the harness.
 """
 

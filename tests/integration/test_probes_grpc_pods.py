@@ -15,7 +15,7 @@ from tests.support.grpc_health_server import HealthServer
 from tests.support.manifests import sh
 from tests.support.pod_status import condition
 from tests.support.provider_harness import ProviderHarness
-from vk_provider.sandbox.bridge_address import gateway_of
+from vk_sandbox.bridge_address import gateway_of
 
 pytestmark = pytest.mark.docker
 

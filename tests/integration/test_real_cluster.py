@@ -33,11 +33,11 @@ from tests.support.provider_harness import ProviderHarness
 from tests.support.sandbox_process import TOLERATION
 from vk_provider.app import Provider
 from vk_provider.config import KubeletTLS
-from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
-from vk_provider.sandbox.real import identities
-from vk_provider.sandbox.real.components import SERVICE_IP
-from vk_provider.sandbox.real.host_network import advertise_address
-from vk_provider.sandbox.real.pki import ClusterPKI
+from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
+from vk_sandbox.real import identities
+from vk_sandbox.real.components import SERVICE_IP
+from vk_sandbox.real.host_network import advertise_address
+from vk_sandbox.real.pki import ClusterPKI
 
 pytestmark = [pytest.mark.docker, pytest.mark.real_only]
 APPS = "/apis/apps/v1/namespaces/default"

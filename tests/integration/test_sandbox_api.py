@@ -14,7 +14,7 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.support.sandbox import RunningSandbox, admin_session, api_client, running_sandbox
-from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
+from vk_common.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
 
 
 def _pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:

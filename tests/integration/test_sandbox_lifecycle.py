@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.polling import eventually
-from vk_provider.sandbox.controllers.node_lifecycle import NodeLifecycle
-from vk_provider.sandbox.storage.store import Store
+from vk_sandbox.controllers.node_lifecycle import NodeLifecycle
+from vk_sandbox.storage.store import Store
 
 GRACE = 2.0
 DEADLINE = 30.0

@@ -13,8 +13,8 @@ import yaml
 
 from tests.support.polling import eventually
 from tests.support.ports import free_port
-from vk_provider.sandbox.command import provider_config
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.command import provider_config
+from vk_sandbox.server import SandboxServer
 
 GRACE = 3.0
 DEADLINE = 60.0
@@ -24,7 +24,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 async def _provider(config: Path, log: Path) -> asyncio.subprocess.Process:
     with log.open("ab") as sink:
         return await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "vk_provider", "run", "--config", str(config), stdout=sink, stderr=sink
+            sys.executable, "-m", "vk_cli", "run", "--config", str(config), stdout=sink, stderr=sink
         )
 
 

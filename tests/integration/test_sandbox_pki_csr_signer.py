@@ -15,9 +15,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.support.polling import eventually
-from vk_provider.sandbox.controllers.csr_signer import RESOURCE, CSRSigner
-from vk_provider.sandbox.pki.authority import SandboxPKI
-from vk_provider.sandbox.storage.store import Store
+from vk_sandbox.controllers.csr_signer import RESOURCE, CSRSigner
+from vk_sandbox.pki.authority import SandboxPKI
+from vk_sandbox.storage.store import Store
 
 DEADLINE = 20.0
 

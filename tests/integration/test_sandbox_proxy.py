@@ -20,8 +20,8 @@ from aiohttp import web
 
 from tests.support.ports import free_port
 from tests.support.stand_in_kubelet import serving_context
-from vk_provider.sandbox.api.kubelet_proxy import kubelet_address, proxy_to_kubelet
-from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_sandbox.api.kubelet_proxy import kubelet_address, proxy_to_kubelet
+from vk_sandbox.pki.authority import SandboxPKI
 
 SPDY_HEAD_END = b"\r\n\r\n"
 

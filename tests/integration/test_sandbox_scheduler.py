@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.support.polling import eventually
-from vk_provider.sandbox.controllers.scheduler import Scheduler
-from vk_provider.sandbox.storage.store import Store
+from vk_sandbox.controllers.scheduler import Scheduler
+from vk_sandbox.storage.store import Store
 
 DEADLINE = 20.0
 

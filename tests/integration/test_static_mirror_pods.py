@@ -28,11 +28,11 @@ from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.objects import MIRROR_ANNOTATION
 from vk_provider.kube.reflector import Reflector
-from vk_provider.sandbox.server import SandboxServer
 from vk_provider.static.manifest import parse_manifest
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.mirror_plan import build_mirror_pod
 from vk_provider.status.manager import StatusManager
+from vk_sandbox.server import SandboxServer
 
 DEADLINE = 30.0
 RESYNC = 2.0

@@ -36,7 +36,7 @@ from tests.support.provider_harness import ProviderHarness
 from tests.support.sandbox import admin_session
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.sandbox.api.debug import FiredFault, SandboxDebug
+from vk_sandbox.api.debug import FiredFault, SandboxDebug
 
 pytestmark = pytest.mark.emulator_only("fault injection is the emulator's")
 

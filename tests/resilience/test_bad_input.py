@@ -1,6 +1,6 @@
 """Resilience scenario 6: 50 bad pod specs and 50 bad static manifests among good ones.
 
-The provider runs as a `python -m vk_provider run` process, so that its memory is its own
+The provider runs as a `python -m vk_cli run` process, so that its memory is its own
 (VmRSS of /proc/<pid>/status). It runs 20 good API pods and 5 good static pods; then, in rounds,
 50 pods the apiserver accepts but the node cannot run are created and deleted again, and 50
 malformed manifests are written into the static pod directory (each round's under new names,

@@ -2,7 +2,7 @@
 
 What lives here: the scenario's one test, on both control planes, and the readers of what the
 API and the engine hold at the instant of each kill. The provider runs as a real
-`python -m vk_provider run` process (`ProviderHarness.start_provider_process`), so SIGKILL gives
+`python -m vk_cli run` process (`ProviderHarness.start_provider_process`), so SIGKILL gives
 it no chance to clean up. 50 pods are created at once and the provider is killed once a third
 of them are Running, then restarted: every pod ends Running, each app container the engine ran
 at the kill is adopted (same container ID, restartCount 0), and the engine holds exactly one

@@ -158,7 +158,7 @@ async def test_sandbox_stopped_during_a_mass_deletion_leaves_nothing_with_clean(
 
 def clean(config: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "vk_provider", "clean", "--config", str(config)],
+        [sys.executable, "-m", "vk_cli", "clean", "--config", str(config)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -32,7 +32,7 @@ from tests.support.planes import Plane, RealPlane
 from tests.support.pod_status import condition, container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
-from vk_provider.sandbox.api.debug import SandboxDebug
+from vk_sandbox.api.debug import SandboxDebug
 
 BURST = 50
 DROP_EVERY = 2.5  # seconds from one drop of every watch to the next (the fault of (a))

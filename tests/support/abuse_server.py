@@ -4,7 +4,7 @@
 127.0.0.1 (the kubelet API with `auth: none` over `SinkRuntime`, one running pod `default/web`
 whose exec session and forwarded ports swallow what they are sent; the sandbox without
 controllers and without a token), prints its port on stdout and serves until stdin closes.
-`header_timeout` replaces kubeletapi/listener.py's HEADER_TIMEOUT (32 s) to keep tests short.
+`header_timeout` replaces vk_common/guarded_listener.py's HEADER_TIMEOUT (32 s) to keep tests short.
 `ServerProcess` runs it and reads its resident memory. Must not: assert anything.
 """
 
@@ -19,8 +19,9 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+from vk_common import guarded_listener as listener
 from vk_provider.config import KubeletServerConfig
-from vk_provider.kubeletapi import KubeletServer, listener
+from vk_provider.kubeletapi import KubeletServer
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -28,7 +29,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.server import SandboxServer
 
 
 class SinkSession:

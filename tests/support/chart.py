@@ -21,7 +21,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
+from vk_common.kube_version import KUBE_MAJOR, KUBE_MINOR, KUBE_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "vk-provider"

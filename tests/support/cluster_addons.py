@@ -29,7 +29,7 @@ from tests.support.polling import until
 from tests.support.ports import free_port
 from tests.support.sandbox_process import Sandbox
 from vk_provider.node.agent import detect_node_ip
-from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
+from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "kube-system"

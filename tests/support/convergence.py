@@ -22,8 +22,8 @@ from typing import Any
 
 from tests.support.containers import labelled
 from tests.support.planes import EmulatorPlane, Plane, RealPlane
+from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import KubeClient
-from vk_provider.tasks import BackgroundTask
 
 NAMESPACE = "default"
 NODE_LABEL = "io.vk-provider.node"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.sandbox_process import Sandbox, remove_node_containers, start_sandbox, stop_sandbox
-from vk_provider.sandbox.bridge_address import bridge_gateway
+from vk_sandbox.bridge_address import bridge_gateway
 
 NAMESPACE = "vk-system"
 

@@ -27,10 +27,10 @@ import yaml
 
 from tests.support.polling import until
 from tests.support.ports import free_port
-from vk_provider.sandbox.kubeconfig import Credentials, write_kubeconfig
-from vk_provider.sandbox.real import identities
-from vk_provider.sandbox.real.admin import AdminAPI
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
+from vk_sandbox.real import identities
+from vk_sandbox.real.admin import AdminAPI
+from vk_sandbox.server import SandboxServer
 
 REPO = Path(__file__).resolve().parents[2]
 KINDS = ("emulator", "real")
@@ -60,7 +60,7 @@ def launch_sandbox(args: list[str], output: Path) -> subprocess.Popen[bytes]:
     """`vk-provider sandbox ARGS` with its output in `output` (a file, never an unread pipe)."""
     with output.open("wb") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            [sys.executable, "-m", "vk_cli", "sandbox", *args],
             stdout=sink,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -164,7 +164,7 @@ class RealCluster:
 
     def kill_component(self, name: str) -> int:
         """SIGKILL the sandbox's child process `name` (etcd, kube-apiserver, ...); its pid.
-        The sandbox starts it again (`vk_provider/sandbox/real/process.py` supervise)."""
+        The sandbox starts it again (`vk_sandbox/real/process.py` supervise)."""
         assert self.proc is not None
         for pid in child_pids(self.proc.pid):
             with contextlib.suppress(OSError):  # a child that exits meanwhile

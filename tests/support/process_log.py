@@ -1,4 +1,4 @@
-"""The provider's ring of recent log lines (vk_provider/log_ring.py) on the root logger for one
+"""The provider's ring of recent log lines (vk_common/log_ring.py) on the root logger for one
 test, as `setup_logging` installs it in a provider process.
 
 What lives here: `process_log_attached()`, a context manager: the ring with the text formatter on
@@ -13,8 +13,8 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from vk_provider.log_ring import PROCESS_LOG
-from vk_provider.logging import TextFormatter
+from vk_common.log_ring import PROCESS_LOG
+from vk_common.logging import TextFormatter
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ What lives here: `ProviderHarness`, which starts the test's control plane (`test
 an in-process emulator with debug counters on, or the session's real control plane), and runs
 the provider for the test's node either
 in-process (`start_provider` / `stop_provider`, the app's `Provider`) or as a real
-`python -m vk_provider run` subprocess (`start_provider_process` / `kill_provider_process`,
+`python -m vk_cli run` subprocess (`start_provider_process` / `kill_provider_process`,
 for kill -9 tests). It also acts as the user: create, get, delete and wait for pods,
 read Events and the sandbox's request counters, all over the API.
 Must not: reach into the provider's internals to decide a test's outcome.
@@ -44,7 +44,7 @@ from vk_provider.config import (
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.node.agent import detect_node_ip
 from vk_provider.runtime.subpath_mounts import detach_mounts_under
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.server import SandboxServer
 
 NAMESPACE = "default"
 REPO = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ class ProviderHarness:
             self.provider = None
 
     def start_provider_process(self, settings: dict[str, dict[str, Any]] | None = None) -> None:
-        """The provider as `python -m vk_provider run` in its own process (logs in workdir).
+        """The provider as `python -m vk_cli run` in its own process (logs in workdir).
         `settings`: more keys per section of its config file (`{"node": {"cordonOnShutdown": True}}`)."""
         cfg: dict[str, dict[str, Any]] = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
@@ -145,7 +145,7 @@ class ProviderHarness:
         path.write_text(yaml.safe_dump(cfg))
         log = (self.workdir / "provider.log").open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "vk_provider", "run", "--config", str(path)],
+            [sys.executable, "-m", "vk_cli", "run", "--config", str(path)],
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,

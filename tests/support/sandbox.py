@@ -34,7 +34,7 @@ from typing import Any
 import aiohttp
 from kubernetes_asyncio import client, config
 
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.server import SandboxServer
 
 
 class RunningSandbox(SandboxServer):

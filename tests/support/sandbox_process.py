@@ -152,7 +152,7 @@ def _launch(
     output = directory / "sandbox.out"
     with output.open("wb") as sink:  # a file, not a pipe nobody reads while the tests run
         proc = subprocess.Popen(
-            [sys.executable, "-m", "vk_provider", "sandbox", *args],
+            [sys.executable, "-m", "vk_cli", "sandbox", *args],
             cwd=directory,
             stdout=sink,
             stderr=subprocess.STDOUT,

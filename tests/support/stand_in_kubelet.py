@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from vk_provider.sandbox.pki.authority import KUBELET_SERVING_SIGNER, SandboxPKI
+from vk_sandbox.pki.authority import KUBELET_SERVING_SIGNER, SandboxPKI
 
 
 def serving_context(

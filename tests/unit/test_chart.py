@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.support.chart import CHART, REPO, SUPPORTED_MINORS, helm_template, one, render, validate
+from vk_common.kube_version import KUBE_MAJOR, KUBE_MINOR
 from vk_provider.chart_readme import MissingDescription, leaves
 from vk_provider.chart_readme import render as render_readme
 from vk_provider.chart_schema import render as render_schema
@@ -37,7 +38,6 @@ from vk_provider.config_load import (
     effective_config,
     load_config,
 )
-from vk_provider.kube_version import KUBE_MAJOR, KUBE_MINOR
 
 EXAMPLE = REPO / "config.example.yaml"
 CONFIG_MOUNT = "/etc/vk-provider"
@@ -325,7 +325,7 @@ def test_kubelet_api_trusts_the_cluster_ca_unless_told_otherwise(
     helm: str, tmp_path: Path, sets: tuple[str, ...], client_ca: str
 ) -> None:
     """The apiserver's kubelet client certificate is signed by the cluster CA on standard
-    clusters (and on the real control plane of the tests: vk_provider/sandbox/real), which is
+    clusters (and on the real control plane of the tests: vk_sandbox/real), which is
     the service account's ca.crt: with it logs/exec through the apiserver authenticate."""
     assert _rendered_config(render(helm, *sets), tmp_path).kubelet_server.client_ca_file == client_ca
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.support.chart import REPO, one, render
-from vk_provider.sandbox.real import identities
+from vk_sandbox.real import identities
 
 NODE = "docker-1"  # the node name tests/support/chart.render sets
 LEASE_NAMESPACE = "kube-node-lease"

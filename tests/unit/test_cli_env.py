@@ -19,9 +19,9 @@ import yaml
 
 from tests.support.fake_provider import fake_provider
 from tests.support.kubeconfigs import write_kubeconfig
+from vk_cli.env import env_flags
+from vk_cli.main import build_parser, main
 from vk_provider import __version__
-from vk_provider.cli import build_parser, main
-from vk_provider.cli_env import env_flags
 
 REPO = Path(__file__).resolve().parents[2]
 COMMAND = REPO / ".venv" / "bin" / "vk-provider"

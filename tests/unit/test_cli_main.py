@@ -1,4 +1,4 @@
-"""The `vk-provider` command line, called in-process (vk_provider.cli.main)."""
+"""The `vk-provider` command line, called in-process (vk_cli.main.main)."""
 
 import os
 import subprocess
@@ -12,8 +12,8 @@ import yaml
 from tests.support.fake_provider import fake_provider
 from tests.support.klog import parse_line
 from tests.support.kubeconfigs import write_kubeconfig
+from vk_cli.main import main
 from vk_provider import __version__
-from vk_provider.cli import main
 from vk_provider.config import Config
 from vk_provider.config_load import effective_config
 
@@ -191,7 +191,7 @@ def test_run_hands_the_overridden_config_to_the_provider(
 
 def test_python_dash_m_runs_the_same_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "vk_provider", "version"],
+        [sys.executable, "-m", "vk_cli", "version"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -214,7 +214,7 @@ def test_an_unreachable_docker_engine_is_one_error_line_and_exit_1(tmp_path: Pat
         [
             sys.executable,
             "-m",
-            "vk_provider",
+            "vk_cli",
             "run",
             "--config",
             str(config),

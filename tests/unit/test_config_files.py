@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import serialization
 
 from tests.support.fake_provider import fake_provider
 from tests.support.kubeconfigs import write_kubeconfig
-from vk_provider.cli import main
+from vk_cli.main import main
 from vk_provider.config import Config
 from vk_provider.config_load import effective_config
 from vk_provider.kubeletapi.tls import self_signed
@@ -338,7 +338,7 @@ def test_the_run_command_exits_2_with_one_line(directory: Path, case: Case) -> N
     env, expected = case(directory)
     clean = {key: value for key, value in os.environ.items() if key not in ENV_KEYS}
     done = subprocess.run(
-        [sys.executable, "-m", "vk_provider", *ARGV["run"]],
+        [sys.executable, "-m", "vk_cli", *ARGV["run"]],
         capture_output=True,
         text=True,
         timeout=60,

@@ -60,7 +60,7 @@ def test_cni_with_a_remote_engine_stops_run_with_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("docker: {host: 'tcp://10.0.0.1:2376'}\nnetwork: {plugin: cni}\n")
     done = subprocess.run(
-        [sys.executable, "-m", "vk_provider", "run", "--config", str(path)],
+        [sys.executable, "-m", "vk_cli", "run", "--config", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,

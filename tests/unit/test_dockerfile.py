@@ -79,7 +79,7 @@ def test_entrypoint_is_the_console_script_and_cmd_is_the_charts_config_path() ->
     entrypoint = json.loads(_only(stage, "ENTRYPOINT"))
     command = json.loads(_only(stage, "CMD"))
     assert entrypoint == ["vk-provider"]
-    assert _project()["scripts"]["vk-provider"] == "vk_provider.cli:main"
+    assert _project()["scripts"]["vk-provider"] == "vk_cli.main:main"
     # The chart passes the same arguments, and mounts its ConfigMap (key config.yaml) there.
     deployment = (CHART / "templates" / "deployment.yaml").read_text()
     args_line = next(line for line in deployment.splitlines() if line.strip().startswith("args:"))

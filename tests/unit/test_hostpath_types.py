@@ -1,4 +1,4 @@
-"""hostPath `type` checks (vk_provider.hostpath_types), on real files of a temporary directory."""
+"""hostPath `type` checks (vk_common.hostpath_types), on real files of a temporary directory."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vk_provider.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
+from vk_common.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 
 
 def test_directory_or_create_makes_the_missing_directory_and_its_parents_0755(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from tests.support.process_log import process_log_attached
+from vk_common.logging import get_logger
 from vk_provider.kubeletapi.node_log_query import parse_query, validate
 from vk_provider.kubeletapi.node_logs import NodeLogSettings, node_logs_handler
-from vk_provider.logging import get_logger
 
 
 async def _client(settings: NodeLogSettings) -> TestClient[web.Request, web.Application]:

@@ -1,7 +1,7 @@
 """Every log line of the provider is a constant message plus keys (klog's structured logging).
 
 The Kubernetes structured logging conventions: the message says what happened, the values go in
-key/value pairs (`extra=` here, vk_provider/logging.py), so a log pipeline can filter on
+key/value pairs (`extra=` here, vk_common/logging.py), so a log pipeline can filter on
 `pod=...` or `node=...` without parsing sentences. This walks vk_provider/ and names each logger
 call whose message is not a plain string constant, carries a `%` directive, or passes
 positional format arguments; and checks that no call passes a key a LogRecord already has
@@ -15,7 +15,8 @@ import logging
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "vk_provider"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("vk_provider", "vk_sandbox", "vk_common", "vk_cli")
 LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
 # The receivers the package logs through: `log = get_logger(...)`, `self._log`, `logger`.
 RECEIVER = re.compile(r"^(log|logger|self\._log|self\.log)$")
@@ -25,7 +26,7 @@ RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message"
 
 def _logger_calls() -> list[tuple[str, ast.Call]]:
     calls = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(p for package in PACKAGES for p in (REPO / package).rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if (
@@ -34,7 +35,7 @@ def _logger_calls() -> list[tuple[str, ast.Call]]:
                 and node.func.attr in LEVELS
                 and RECEIVER.match(ast.unparse(node.func.value))
             ):
-                calls.append((f"{path.relative_to(PACKAGE.parent)}:{node.lineno}", node))
+                calls.append((f"{path.relative_to(REPO)}:{node.lineno}", node))
     return calls
 
 

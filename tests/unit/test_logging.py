@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.klog import parse_line, parse_text
-from vk_provider.log_ring import PROCESS_LOG
-from vk_provider.logging import get_logger, pod_fields, setup_logging
+from vk_common.log_ring import PROCESS_LOG
+from vk_common.logging import get_logger, pod_fields, setup_logging
 
 POD = {"metadata": {"name": "web", "namespace": "shop", "uid": "1b2c"}}
 

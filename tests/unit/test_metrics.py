@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 
 from tests.support.metrics import families, sample, total
+from vk_common.kube_version import KUBE_VERSION
 from vk_provider import __version__
 from vk_provider.config import DockerConfig, KubeletServerConfig
-from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.metrics import ProviderMetrics, image_size_bucket, pod_start_seconds
 from vk_provider.runtime.docker.engine import Engine

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from vk_common.kube_version import KUBE_VERSION
 from vk_provider import __version__
 from vk_provider.config import Config, KubeletServerConfig, NodeCapacity, NodeConfig, Taint
-from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.node.build import (
     CORDONED_ANNOTATION,
     KUBELET_VERSION,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vk_provider.sandbox.real.pod_forwarding import COMMENT, _in_place
+from vk_sandbox.real.pod_forwarding import COMMENT, _in_place
 
 OURS = f'-A POSTROUTING -s 10.244.0.0/16 -d 10.244.0.0/16 -m comment --comment "{COMMENT}" -j RETURN'
 KUBE = '-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING'

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vk_provider.kube_version import KUBE_MINOR_VERSION, KUBE_VERSION
+from vk_common.kube_version import KUBE_MINOR_VERSION, KUBE_VERSION
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "pod-spec-support.md"
 CORE = "io.k8s.api.core.v1."

@@ -20,13 +20,13 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
-from vk_provider.sandbox.api.validation.resize import (
+from vk_provider.status.resources import format_bytes, status_resources
+from vk_sandbox.api.validation.resize import (
     allocatable_refusal,
     resize_update,
     undeclared_features,
     validate_pod_resize,
 )
-from vk_provider.status.resources import format_bytes, status_resources
 
 MI = 1024 * 1024
 RES = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}

@@ -1,10 +1,10 @@
-"""Kubernetes quantities and Go-style durations (vk_provider.quantity)."""
+"""Kubernetes quantities and Go-style durations (vk_common.quantity)."""
 
 from decimal import Decimal
 
 import pytest
 
-from vk_provider.quantity import format_duration, parse_duration, parse_quantity
+from vk_common.quantity import format_duration, parse_duration, parse_quantity
 
 
 @pytest.mark.parametrize(

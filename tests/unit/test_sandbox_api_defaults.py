@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.sandbox.api.defaults import (
+from vk_sandbox.api.defaults import (
     admit_update,
     apply_defaults,
     copy_pull_secrets,
@@ -12,8 +12,8 @@ from vk_provider.sandbox.api.defaults import (
     qos_class,
     service_account_of,
 )
-from vk_provider.sandbox.api.requestinfo import parse_request
-from vk_provider.sandbox.api.resources import RESOURCES
+from vk_sandbox.api.requestinfo import parse_request
+from vk_sandbox.api.resources import RESOURCES
 
 
 def _pod(**container: Any) -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.api.discovery import aggregated_discovery, api_group_list, api_resource_list
-from vk_provider.sandbox.api.metrics import (
+from vk_sandbox.api.discovery import aggregated_discovery, api_group_list, api_resource_list
+from vk_sandbox.api.metrics import (
     NodeScrape,
     format_cpu,
     format_memory,
@@ -18,7 +18,7 @@ from vk_provider.sandbox.api.metrics import (
     node_metrics,
     pod_metrics,
 )
-from vk_provider.sandbox.api.resources import RESOURCES
+from vk_sandbox.api.resources import RESOURCES
 
 CREATED = "2026-11-30T01:00:10Z"
 STAMP = "2026-11-30T01:00:09Z"

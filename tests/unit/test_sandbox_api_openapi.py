@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vk_provider.sandbox.api.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
+from vk_sandbox.api.openapi import openapi_v2, openapi_v3_document, openapi_v3_index
 
 
 def test_index_lists_group_versions_with_hashes() -> None:

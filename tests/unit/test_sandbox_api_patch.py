@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.api.patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge
+from vk_sandbox.api.patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge
 
 
 def _pod() -> dict[str, Any]:

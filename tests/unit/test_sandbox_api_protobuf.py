@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.protobuf_bodies import CONFIGMAP, SERVICE
-from vk_provider.sandbox.api.protobuf import ProtobufError, UnsupportedKindError, decode
+from vk_sandbox.api.protobuf import ProtobufError, UnsupportedKindError, decode
 
 
 def test_configmap_from_kubectl() -> None:

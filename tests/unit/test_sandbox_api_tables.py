@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.kube_version import KUBE_VERSION
-from vk_provider.sandbox.api.tables import human_duration, pod_status_reason, to_table
+from vk_common.kube_version import KUBE_VERSION
+from vk_sandbox.api.tables import human_duration, pod_status_reason, to_table
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from vk_provider.kube_version import KUBE_VERSION
-from vk_provider.sandbox.api.validation.kinds import validate_mirror_pod, validate_object, validate_pod_update
-from vk_provider.sandbox.api.validation.schema import decode, decode_errors, too_deep, unknown_fields
+from vk_common.kube_version import KUBE_VERSION
+from vk_sandbox.api.validation.kinds import validate_mirror_pod, validate_object, validate_pod_update
+from vk_sandbox.api.validation.schema import decode, decode_errors, too_deep, unknown_fields
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vk_provider.sandbox.bridge_address import gateway_of
+from vk_sandbox.bridge_address import gateway_of
 
 
 def test_the_gateway_the_engine_lists_is_taken() -> None:

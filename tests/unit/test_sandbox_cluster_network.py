@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from vk_provider.config_load import load_config
-from vk_provider.sandbox.command import add_parser, node_names, write_provider_configs
-from vk_provider.sandbox.pki.authority import SandboxPKI
-from vk_provider.sandbox.real.coredns import with_cluster_dns
-from vk_provider.sandbox.real.node_cni import conf_dir, conflist, network_settings
+from vk_sandbox.command import add_parser, node_names, write_provider_configs
+from vk_sandbox.pki.authority import SandboxPKI
+from vk_sandbox.real.coredns import with_cluster_dns
+from vk_sandbox.real.node_cni import conf_dir, conflist, network_settings
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -51,7 +51,7 @@ def test_a_cluster_dns_of_the_user_is_kept() -> None:
 async def test_the_flag_needs_the_real_control_plane(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vk_provider.sandbox.command import serve
+    from vk_sandbox.command import serve
 
     code = await serve(_parse("--cluster-network", "--state-dir", str(tmp_path)))
     assert code == 2
@@ -61,7 +61,7 @@ async def test_the_flag_needs_the_real_control_plane(
 async def test_cni_pod_networking_needs_the_cluster_network(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vk_provider.sandbox.command import serve
+    from vk_sandbox.command import serve
 
     argv = ("--control-plane", "real", "--pod-network", "cni", "--state-dir", str(tmp_path))
     assert await serve(_parse(*argv)) == 2

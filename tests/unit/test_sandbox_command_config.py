@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from vk_provider.config_load import load_config
-from vk_provider.sandbox.command import (
+from vk_sandbox.command import (
     SandboxUsageError,
     add_parser,
     load_user_config,
     node_names,
     write_provider_configs,
 )
-from vk_provider.sandbox.pki.authority import SandboxPKI
+from vk_sandbox.pki.authority import SandboxPKI
 
 
 def _parse(*argv: str) -> argparse.Namespace:

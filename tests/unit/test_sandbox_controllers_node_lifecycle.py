@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from vk_provider.sandbox.controllers.node_lifecycle import eviction_due, unknown_conditions, wanted_taints
+from vk_sandbox.controllers.node_lifecycle import eviction_due, unknown_conditions, wanted_taints
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 UNREACHABLE = {

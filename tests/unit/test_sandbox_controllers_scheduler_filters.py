@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.api.pod_requests import pod_requests
-from vk_provider.sandbox.api.quantity import ORDER_LIMIT, parse_quantity
-from vk_provider.sandbox.controllers.scheduler_filters import (
+from vk_sandbox.api.pod_requests import pod_requests
+from vk_sandbox.api.quantity import ORDER_LIMIT, parse_quantity
+from vk_sandbox.controllers.scheduler_filters import (
     NodeInfo,
     choose_node,
     fit_error_message,

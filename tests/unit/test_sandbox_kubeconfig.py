@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 from kubernetes_asyncio import client, config
 
-from vk_provider.sandbox.kubeconfig import write_kubeconfig
-from vk_provider.sandbox.server import SandboxServer
+from vk_sandbox.kubeconfig import write_kubeconfig
+from vk_sandbox.server import SandboxServer
 
 
 async def test_kubeconfig_loads_in_kubernetes_asyncio(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from vk_provider.sandbox.pki.authority import (
+from vk_sandbox.pki.authority import (
     KUBELET_CLIENT_SIGNER,
     KUBELET_SERVING_SIGNER,
     CSRError,

@@ -10,11 +10,11 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from vk_provider.kube_version import KUBE_VERSION
-from vk_provider.sandbox.kubeconfig import Credentials, kubeconfig_dict
-from vk_provider.sandbox.real import identities
-from vk_provider.sandbox.real.cluster import default_kube_bin, missing_binaries
-from vk_provider.sandbox.real.components import (
+from vk_common.kube_version import KUBE_VERSION
+from vk_sandbox.kubeconfig import Credentials, kubeconfig_dict
+from vk_sandbox.real import identities
+from vk_sandbox.real.cluster import default_kube_bin, missing_binaries
+from vk_sandbox.real.components import (
     DNS_SERVICE_IP,
     SERVICE_CIDR,
     SERVICE_IP,
@@ -26,8 +26,8 @@ from vk_provider.sandbox.real.components import (
     kube_proxy_args,
     scheduler_args,
 )
-from vk_provider.sandbox.real.coredns import coredns_objects
-from vk_provider.sandbox.real.pki import ClusterPKI
+from vk_sandbox.real.coredns import coredns_objects
+from vk_sandbox.real.pki import ClusterPKI
 
 PORTS = Ports(
     etcd_client=2379,

@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 from tests.support.polling import eventually
-from vk_provider.sandbox.real.process import ComponentProcess, RestartBackoff
-from vk_provider.tasks import cancel_and_wait
+from vk_common.tasks import cancel_and_wait
+from vk_sandbox.real.process import ComponentProcess, RestartBackoff
 
 
 def test_the_first_exit_restarts_at_once_then_10_s_doubling_up_to_5_min() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vk_provider.sandbox.storage.selectors import (
+from vk_sandbox.storage.selectors import (
     SelectorError,
     field_value,
     parse_field_selector,

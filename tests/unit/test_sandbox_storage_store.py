@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.api.errors import ApiError
-from vk_provider.sandbox.storage.store import Store
-from vk_provider.sandbox.storage.watch_cache import WatchEvent
+from vk_sandbox.api.errors import ApiError
+from vk_sandbox.storage.store import Store
+from vk_sandbox.storage.watch_cache import WatchEvent
 
 
 async def _store(**kwargs: Any) -> Store:

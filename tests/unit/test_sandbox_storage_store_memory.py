@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.sandbox.storage.store import Store
-from vk_provider.sandbox.storage.watch_cache import WatchEvent, WatchStream
+from vk_sandbox.storage.store import Store
+from vk_sandbox.storage.watch_cache import WatchEvent, WatchStream
 
 MIB = 1024 * 1024
 DEFAULT_BUDGET = 64 * MIB  # Store's default log_bytes

@@ -1,6 +1,6 @@
 """Hostile configuration values end in exit code 2 and one line, never a traceback (issue 13, item 9).
 
-Also the bound on quantities and durations (vk_provider.quantity) that makes this so, and what a
+Also the bound on quantities and durations (vk_common.quantity) that makes this so, and what a
 pod whose memory is out of range gets instead of a crashing sync.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.kubeconfigs import write_kubeconfig
-from vk_provider.cli import main
-from vk_provider.quantity import (
+from vk_cli.main import main
+from vk_common.quantity import (
     MAX_DURATION_NANOS,
     MAX_QUANTITY,
     DurationOutOfRange,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider import sysctls as policy
+from vk_common import sysctls as policy
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
 from vk_provider.runtime.docker import spec

@@ -18,8 +18,8 @@ import pytest
 from tests.support.metrics import sample
 from tests.support.polling import eventually
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.sandbox.api.patch import strategic_merge
 from vk_provider.status.manager import StatusManager
+from vk_sandbox.api.patch import strategic_merge
 
 NODE_IP = "10.0.0.7"
 

@@ -6,7 +6,6 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.sandbox.api.patch import strategic_merge
 from vk_provider.status.cache import status_equal_by_kubelet
 from vk_provider.status.writeback import (
     can_be_deleted,
@@ -15,6 +14,7 @@ from vk_provider.status.writeback import (
     merge_pod_status,
     status_patch,
 )
+from vk_sandbox.api.patch import strategic_merge
 
 NOW = datetime(2026, 11, 30, 1, 0, 0, tzinfo=UTC)
 

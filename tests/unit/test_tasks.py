@@ -1,4 +1,4 @@
-"""vk_provider.tasks: the start-once / cancel-and-wait lifecycle every background part uses."""
+"""vk_common.tasks: the start-once / cancel-and-wait lifecycle every background part uses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from vk_provider.tasks import BackgroundTask, cancel_and_wait
+from vk_common.tasks import BackgroundTask, cancel_and_wait
 
 
 async def test_start_runs_once_and_stop_cancels_and_waits() -> None:

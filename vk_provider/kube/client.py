@@ -31,9 +31,9 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
+from vk_common.logging import get_logger
 from vk_provider import __version__
 from vk_provider.config import KubernetesConfig
-from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.client")

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_common.logging import get_logger
+from vk_common.tasks import BackgroundTask
 from vk_provider.kube import objects
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
-from vk_provider.logging import get_logger
-from vk_provider.tasks import BackgroundTask
 
 log = get_logger("events")
 

@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from vk_common.logging import get_logger
 from vk_provider import hostpaths
 from vk_provider.config import Config
 from vk_provider.kube.certificates import (
@@ -58,7 +59,6 @@ from vk_provider.kube.client import (
     load_configuration,
     make_kube_client,
 )
-from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.node_credentials")

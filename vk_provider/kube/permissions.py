@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from vk_provider.logging import get_logger
+from vk_common.logging import get_logger
 
 log = get_logger("kube.permissions")
 

@@ -19,10 +19,10 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from vk_common.logging import get_logger
+from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import meta, uid
-from vk_provider.logging import get_logger
-from vk_provider.tasks import BackgroundTask
 
 log = get_logger("kube.reflector")
 

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from vk_common.logging import get_logger
 from vk_provider.kubeletapi.webhook import (
     User,
     WebhookAuth,
@@ -32,7 +33,6 @@ from vk_provider.kubeletapi.webhook import (
     refusal,
     request_attributes,
 )
-from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.auth")
 

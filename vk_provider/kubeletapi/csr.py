@@ -22,6 +22,7 @@ from typing import Any
 
 from cryptography import x509
 
+from vk_common.logging import get_logger
 from vk_provider.kube.certificates import (
     CSR_PATH,
     CsrClient,
@@ -32,7 +33,6 @@ from vk_provider.kube.certificates import (
     wait_issued,
 )
 from vk_provider.kubeletapi.tls import node_sans
-from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.csr")
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from vk_common.logging import get_logger
 from vk_provider.kubeletapi import channels as ch
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError, find_container, find_pod
 from vk_provider.kubeletapi.podstate import Kind, KnownPods, not_running
@@ -33,7 +34,6 @@ from vk_provider.kubeletapi.upgrade import (
     negotiation_failure,
     websocket_response,
 )
-from vk_provider.logging import get_logger
 from vk_provider.runtime.protocol import STDERR, InteractiveSession, Runtime
 from vk_provider.runtime.types import ContainerInstance, ContainerRunState, StreamError
 

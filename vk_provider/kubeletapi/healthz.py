@@ -18,9 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
+from vk_common.logging import get_logger
 from vk_provider.kubeletapi.readiness import Readiness, report
 from vk_provider.kubeletapi.server import parse_listen
-from vk_provider.logging import get_logger
 
 log = get_logger("kubeletapi.healthz")
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from vk_common.log_ring import PROCESS_LOG
 from vk_provider.kubeletapi.node_log_query import NodeLogQuery, aggregate, inside, parse_query, validate
-from vk_provider.log_ring import PROCESS_LOG
 
 OWN_SERVICE = "vk-provider"  # the query that names this provider's own log
 COPY_DEADLINE = 30.0  # kubelet_server_journal.go Copy: context.WithDeadline(30 s)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from vk_provider.logging import get_logger
+from vk_common.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure

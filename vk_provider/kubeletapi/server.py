@@ -9,7 +9,7 @@ body, as `node/api/helpers.go`), the desired pods the app hands it (`pods`, pods
 runtime when scraped) and `/metrics/probes` (the prober series; neither route without
 `metrics`: `metrics.enabled: false`), `/metrics/cadvisor` (cadvisor.py, from the same cached
 stats pass as `/stats/summary` and `/metrics/resource`), and
-the listener's lifecycle on `kubeletServer.listen` (listener.py: the header timeout, the cap
+the listener's lifecycle on `kubeletServer.listen` (vk_common/guarded_listener.py: the header timeout, the cap
 on unauthenticated connections, malformed requests logged once a minute)
 (`auth: none` logs a WARNING at start: every request is allowed; so does `auth: webhook`
 without `clientCAFile`: the apiserver's client certificate cannot be verified). It reaches containers
@@ -27,13 +27,15 @@ from pathlib import Path
 
 from aiohttp import web
 
+from vk_common.guarded_listener import ConnectionGuard, GuardedSite, listener_log
+from vk_common.logging import get_logger
+from vk_common.tasks import cancel_and_wait
 from vk_provider.config import KubeletServerConfig
 from vk_provider.kube.client import KubeClient
 from vk_provider.kubeletapi.auth import allows_anonymous, auth_middleware, authenticated
 from vk_provider.kubeletapi.cadvisor import cadvisor_metrics
 from vk_provider.kubeletapi.csr import ServingCertificate
 from vk_provider.kubeletapi.exec import stream_handler
-from vk_provider.kubeletapi.listener import ConnectionGuard, GuardedSite, listener_log
 from vk_provider.kubeletapi.logs import container_logs_handler
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound, ServerError
 from vk_provider.kubeletapi.metrics import CONTENT_TYPE, resource_metrics
@@ -44,11 +46,9 @@ from vk_provider.kubeletapi.portforward import port_forward_handler
 from vk_provider.kubeletapi.stats import StatsCollector
 from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
 from vk_provider.kubeletapi.webhook import WebhookAuth
-from vk_provider.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure
-from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("kubeletapi")
 

@@ -36,7 +36,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from vk_provider.logging import get_logger
+from vk_common.logging import get_logger
 
 log = get_logger("kubeletapi.spdy")
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from vk_provider.logging import get_logger
+from vk_common.logging import get_logger
 
 log = get_logger("kubeletapi.webhook")
 

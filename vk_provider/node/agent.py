@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_common.host_address import detect_node_ip
+from vk_common.logging import get_logger
+from vk_common.tasks import BackgroundTask
 from vk_provider import __version__
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient
@@ -28,7 +30,6 @@ from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.objects import format_time
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kube.reflector import Reflector
-from vk_provider.logging import get_logger
 from vk_provider.node.build import (
     CORDONED_ANNOTATION,
     build_node,
@@ -41,21 +42,12 @@ from vk_provider.node.conditions import desired_conditions, ready_status, stamp_
 from vk_provider.node.lease import LeaseKeeper
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure, RuntimeInfo
-from vk_provider.tasks import BackgroundTask
 
 log = get_logger("node")
 
 PING_TIMEOUT = 5.0
 START_WAIT = 5.0  # start() returns once the node is registered with its status, or after this long
 MAX_CONFLICT_RETRIES = 5
-
-
-def detect_node_ip() -> str:
-    """The address of the interface holding the default route (a UDP connect sends nothing)."""
-    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("10.255.255.255", 1))
-        return str(probe.getsockname()[0])
-    return "127.0.0.1"
 
 
 def _rv_number(obj: dict[str, Any] | None) -> int:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vk_common.kube_version import KUBE_VERSION
 from vk_provider import __version__
 from vk_provider.config import DEFAULT_TAINT, Config, NodeConfig, Taint
-from vk_provider.kube_version import KUBE_VERSION
 from vk_provider.runtime.types import RuntimeInfo
 
 # The Kubernetes version we emulate; semver pre-release suffix names us, like other virtual

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_provider.quantity import parse_quantity
+from vk_common.quantity import parse_quantity
 
 READY_MESSAGE = "kubelet is posting ready status"
 CONDITION_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready", "NetworkUnavailable")

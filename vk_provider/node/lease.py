@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from vk_common.logging import ObjectRef, get_logger
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.objects import format_time_micro
-from vk_provider.logging import ObjectRef, get_logger
 
 log = get_logger("node.lease")
 

@@ -16,18 +16,18 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from vk_common.logging import get_logger
+from vk_common.tasks import cancel_and_wait
 from vk_provider.config import StaticPodsConfig
 from vk_provider.kube.client import KubeClient
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.objects import uid as pod_uid
-from vk_provider.logging import get_logger
 from vk_provider.pods.api_source import ApiPodSource, list_node_pods
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.source import BadManifestEvents, StaticPodSource
 from vk_provider.status.manager import StatusManager
-from vk_provider.tasks import cancel_and_wait
 
 log = get_logger("pods.sources")
 

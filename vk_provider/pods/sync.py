@@ -24,10 +24,11 @@ import asyncio
 import time
 from typing import Any
 
+from vk_common.logging import get_logger, pod_fields
+from vk_common.sysctls import POD_REJECTED
 from vk_provider.kube.objects import restart_policy
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.pod_cidrs import node_pod_cidrs
-from vk_provider.logging import get_logger, pod_fields
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
@@ -58,7 +59,6 @@ from vk_provider.runtime.types import (
 )
 from vk_provider.status.fields import TERMINAL_PHASES
 from vk_provider.status.generate import generate_pod_status
-from vk_provider.sysctls import POD_REJECTED
 
 log = get_logger("pods.workers")
 

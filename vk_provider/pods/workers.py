@@ -25,10 +25,11 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from vk_common.logging import get_logger, pod_fields, pod_ref
+from vk_common.tasks import cancel_and_wait
 from vk_provider.kube.objects import meta
 from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
-from vk_provider.logging import get_logger, pod_fields, pod_ref
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodUpdate, UpdateKind
@@ -48,7 +49,6 @@ from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRunState, EventsResumed, PodRuntimeState
 from vk_provider.status.conditions import need_to_reconcile_pod_readiness
 from vk_provider.status.fields import TERMINAL_PHASES
-from vk_provider.tasks import cancel_and_wait
 
 __all__ = ["EventSink", "PodSyncer", "PodWorkers", "StatusSink", "WorkerState"]
 

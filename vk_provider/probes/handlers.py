@@ -20,7 +20,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
-from vk_provider.kube_version import KUBE_MINOR_VERSION
+from vk_common.kube_version import KUBE_MINOR_VERSION
 from vk_provider.probes.grpc_health import grpc_probe
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeSpec

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from vk_common.sysctls import POD_REJECTED
 from vk_provider.kube.keyring import RegistryAuth
-from vk_provider.sysctls import POD_REJECTED
 
 # Pod volumes whose files come from the API (written by the pods layer under
 # Runtime.volume_dir and bind-mounted read-only, or shipped to the engine by Runtime.ship_volume).

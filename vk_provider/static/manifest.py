@@ -31,8 +31,8 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
+from vk_common.kube_version import KUBE_MINOR_VERSION
 from vk_provider.kube.objects import CONFIG_SOURCE_ANNOTATION, format_time_nano
-from vk_provider.kube_version import KUBE_MINOR_VERSION
 
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 

@@ -24,10 +24,11 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from vk_common.logging import get_logger
+from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.objects import full_name, is_deleting, is_mirror, uid
-from vk_provider.logging import get_logger
 from vk_provider.static.mirror_plan import (
     MirrorDecision,
     build_mirror_pod,
@@ -36,7 +37,6 @@ from vk_provider.static.mirror_plan import (
     plan_mirrors,
     static_hash,
 )
-from vk_provider.tasks import BackgroundTask
 
 log = get_logger("static.mirror")
 

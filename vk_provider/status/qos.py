@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.quantity import quantity_or_zero
+from vk_common.quantity import quantity_or_zero
 
 _QOS_RESOURCES = ("cpu", "memory")  # supportedQoSComputeResources (and the pod-level ones)
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.quantity import parse_quantity
+from vk_common.quantity import parse_quantity
 from vk_provider.runtime.types import ContainerInstance, ContainerRunState
 
 MIN_SHARES = 2  # pkg/kubelet/cm/helpers_linux.go

@@ -247,7 +247,7 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
         "",
         "## Deliberate differences",
         "",
-        "The emulator refuses what a web page could send it (vk_provider/sandbox/api/request_guard.py, "
+        "The emulator refuses what a web page could send it (vk_sandbox/api/request_guard.py, "
         "docs/sandbox.md); no scenario sends such a request, since both servers must get the same bytes.",
         "",
         "- **A body without Content-Type** is answered 415 `UnsupportedMediaType` before it is read, as one "
@@ -272,6 +272,6 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
 
 
 def _kube_version() -> str:
-    from vk_provider.kube_version import KUBE_VERSION
+    from vk_common.kube_version import KUBE_VERSION
 
     return str(KUBE_VERSION)

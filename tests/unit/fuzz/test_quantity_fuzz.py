@@ -1,5 +1,5 @@
-"""Fuzzing quantities and durations: the provider's (vk_provider.quantity) and the sandbox's
-(vk_provider.sandbox.api.quantity).
+"""Fuzzing quantities and durations: the provider's (vk_common.quantity) and the sandbox's
+(vk_sandbox.api.quantity).
 
 What is fuzzed: strings of the quantity grammar (signs, fractions, every suffix, exponents up
 to hundreds of digits), of Go's duration grammar (hundreds of digits, every unit), mutations of
@@ -22,8 +22,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_text
-from vk_provider import quantity as provider
-from vk_provider.sandbox.api import quantity as sandbox
+from vk_common import quantity as provider
+from vk_sandbox.api import quantity as sandbox
 
 GENEROUS = timedelta(seconds=2)  # per example, on a loaded 2-core machine; these take microseconds
 BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}

@@ -1,4 +1,4 @@
-"""Fuzzing the sandbox's patch engine (vk_provider.sandbox.api.patch.apply_patch).
+"""Fuzzing the sandbox's patch engine (vk_sandbox.api.patch.apply_patch).
 
 What is fuzzed: PATCH bodies of the three supported types against a stored Pod and Node:
 JSON patches (valid operation lists mutated: ops, paths with odd tokens, wrong-typed fields),
@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, json_values, mutated_bytes, mutated_json
-from vk_provider.sandbox.api.patch import (
+from vk_sandbox.api.patch import (
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,

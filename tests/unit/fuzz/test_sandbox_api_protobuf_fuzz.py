@@ -1,4 +1,4 @@
-"""Fuzzing the sandbox's protobuf request-body decoder (vk_provider.sandbox.api.protobuf.decode).
+"""Fuzzing the sandbox's protobuf request-body decoder (vk_sandbox.api.protobuf.decode).
 
 What is fuzzed: the bodies kubectl sends (a ConfigMap and a Service captured from kubectl)
 with their bytes mutated, bodies built from the `k8s\\x00` envelope around arbitrary bytes, and
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_bytes
 from tests.support.protobuf_bodies import CONFIGMAP, SERVICE
-from vk_provider.sandbox.api.protobuf import MAGIC, ProtobufError, decode
+from vk_sandbox.api.protobuf import MAGIC, ProtobufError, decode
 
 
 def _decodes_or_protobuf_error(body: bytes) -> None:

@@ -1,4 +1,4 @@
-"""Fuzzing the sandbox's label and field selectors (vk_provider.sandbox.storage.selectors).
+"""Fuzzing the sandbox's label and field selectors (vk_sandbox.storage.selectors).
 
 What is fuzzed: the outside input, the `labelSelector` and `fieldSelector` query strings (valid
 ones mutated with the grammar's operators and escapes, and arbitrary text), applied to labels
@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import budget, mutated_json, mutated_text
-from vk_provider.sandbox.storage.selectors import (
+from vk_sandbox.storage.selectors import (
     SelectorError,
     parse_field_selector,
     parse_label_selector,

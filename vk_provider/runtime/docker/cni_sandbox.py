@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vk_common.logging import get_logger
 from vk_provider.kube.objects import pod_containers
 from vk_provider.kuberuntime.cni.invoke import CNIPluginError
 from vk_provider.kuberuntime.cni.network import CNINetwork, PodNetworkRequest
-from vk_provider.logging import get_logger
 from vk_provider.runtime.types import RuntimeFailure
 
 log = get_logger("runtime.docker.cni")

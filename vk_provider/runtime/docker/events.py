@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.logging import get_logger
+from vk_common.logging import get_logger
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.types import EventsResumed, RuntimeEvent
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 from docker.types import IPAMConfig, IPAMPool
+from vk_common.logging import get_logger
 from vk_provider.kuberuntime.pod_cidrs import ipv4_cidr
-from vk_provider.logging import get_logger
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.docker.pull import engine_message

@@ -32,11 +32,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vk_common.quantity import parse_quantity
+from vk_common.sysctls import SYSCTL_FORBIDDEN, forbidden_sysctl
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
 from vk_provider.kube.objects import pod_containers
 from vk_provider.kuberuntime.dns import ResolvConf
-from vk_provider.quantity import parse_quantity
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.mount_options import bind_options
@@ -52,7 +53,6 @@ from vk_provider.runtime.types import (
     PodSpecRefused,
     spec_list,
 )
-from vk_provider.sysctls import SYSCTL_FORBIDDEN, forbidden_sysctl
 
 # Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota).
 MIN_SHARES = 2

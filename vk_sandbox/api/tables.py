@@ -1,0 +1,572 @@
+"""Server-side `meta.k8s.io/v1` Tables, the way kube-apiserver prints objects for `kubectl get`.
+
+Lives here: the column definitions and cell values of `pkg/printers/internalversion/printers.go`
+(pods, nodes, events, namespaces, configmaps, secrets, services, leases, certificatesigningrequests;
+a NAME/AGE table for anything else, serviceaccounts included), the pod STATUS reason, and kubectl's
+`HumanDuration` (`staging/src/k8s.io/apimachinery/pkg/util/duration/duration.go`).
+The server always fills the wide (priority 1) columns; kubectl shows them only with `-o wide`.
+Must not: read the store or know about HTTP; the caller passes objects, list metadata and `now`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from vk_sandbox.api.validation.schema import definitions
+
+Obj = dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------
+# Durations and timestamps
+
+
+def human_duration(d: timedelta) -> str:
+    """kubectl's HumanDuration: `5s`, `2m30s`, `15m`, `3h20m`, `2d5h`, `400d`, `3y20d`."""
+    seconds = int(d.total_seconds())
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y" if dy == 0 else f"{years}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+def _since(value: Any, now: datetime) -> str:
+    ts = _parse_time(value)
+    return "<unknown>" if ts is None else human_duration(now - ts)
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(p)
+    return obj
+
+
+def _obj(obj: Any, *path: str) -> Obj:
+    """The map at path, or {} (objects reach here validated, but lists may hold nulls)."""
+    value = _get(obj, *path)
+    return value if isinstance(value, dict) else {}
+
+
+def _items(obj: Any, *path: str) -> list[Obj]:
+    """The maps of the list at path, skipping anything else."""
+    value = _get(obj, *path)
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------------------------------------
+# Column definitions
+
+
+@functools.cache
+def _doc(definition: str, field: str) -> str:
+    prop = (definitions().get(definition, {}).get("properties") or {}).get(field) or {}
+    return str(prop.get("description", ""))
+
+
+_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_CORE = "io.k8s.api.core.v1."
+
+
+def _col(name: str, description: str, *, priority: int = 0, fmt: str = "", type_: str = "string") -> Obj:
+    return {"name": name, "type": type_, "format": fmt, "description": description, "priority": priority}
+
+
+def _name_col(priority: int = 0) -> Obj:
+    return _col("Name", _doc(_META, "name"), fmt="name", priority=priority)
+
+
+def _age_col() -> Obj:
+    return _col("Age", _doc(_META, "creationTimestamp"))
+
+
+@functools.cache
+def _columns(resource: str) -> list[Obj]:
+    if resource == "pods":
+        return [
+            _name_col(),
+            _col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+            _col("Status", "The aggregate status of the containers in this pod."),
+            _col(
+                "Restarts",
+                "The number of times the containers in this pod have been restarted and when the last "
+                "container in this pod has restarted.",
+            ),
+            _age_col(),
+            _col("IP", _doc(_CORE + "PodStatus", "podIP"), priority=1),
+            _col("Node", _doc(_CORE + "PodSpec", "nodeName"), priority=1),
+            _col("Nominated Node", _doc(_CORE + "PodStatus", "nominatedNodeName"), priority=1),
+            _col("Readiness Gates", _doc(_CORE + "PodSpec", "readinessGates"), priority=1),
+        ]
+    if resource == "nodes":
+        info = _CORE + "NodeSystemInfo"
+        return [
+            _name_col(),
+            _col("Status", "The status of the node"),
+            _col("Roles", "The roles of the node"),
+            _age_col(),
+            _col("Version", _doc(info, "kubeletVersion")),
+            _col("Internal-IP", _doc(_CORE + "NodeStatus", "addresses"), priority=1),
+            _col("External-IP", _doc(_CORE + "NodeStatus", "addresses"), priority=1),
+            _col("OS-Image", _doc(info, "osImage"), priority=1),
+            _col("Kernel-Version", _doc(info, "kernelVersion"), priority=1),
+            _col("Container-Runtime", _doc(info, "containerRuntimeVersion"), priority=1),
+        ]
+    if resource == "events":
+        ev = _CORE + "Event"
+        return [
+            _col("Last Seen", _doc(ev, "lastTimestamp")),
+            _col("Type", _doc(ev, "type")),
+            _col("Reason", _doc(ev, "reason")),
+            _col("Object", _doc(ev, "involvedObject")),
+            _col("Subobject", _doc(_CORE + "ObjectReference", "fieldPath"), priority=1),
+            _col("Source", _doc(ev, "source"), priority=1),
+            _col("Message", _doc(ev, "message")),
+            _col("First Seen", _doc(ev, "firstTimestamp"), priority=1),
+            _col("Count", _doc(ev, "count"), priority=1),
+            _name_col(priority=1),
+        ]
+    if resource == "namespaces":
+        return [_name_col(), _col("Status", "The status of the namespace"), _age_col()]
+    if resource == "configmaps":
+        return [_name_col(), _col("Data", _doc(_CORE + "ConfigMap", "data")), _age_col()]
+    if resource == "secrets":
+        return [
+            _name_col(),
+            _col("Type", _doc(_CORE + "Secret", "type")),
+            _col("Data", _doc(_CORE + "Secret", "data")),
+            _age_col(),
+        ]
+    if resource == "services":
+        spec = _CORE + "ServiceSpec"
+        return [
+            _name_col(),
+            _col("Type", _doc(spec, "type")),
+            _col("Cluster-IP", _doc(spec, "clusterIP")),
+            _col("External-IP", _doc(spec, "externalIPs")),
+            _col("Port(s)", _doc(spec, "ports")),
+            _age_col(),
+            _col("Selector", _doc(spec, "selector"), priority=1),
+        ]
+    if resource == "leases":
+        return [
+            _name_col(),
+            _col("Holder", _doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
+            _age_col(),
+        ]
+    if resource == "certificatesigningrequests":
+        spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
+        return [
+            _name_col(),
+            _age_col(),
+            _col("SignerName", _doc(spec, "signerName")),
+            _col("Requestor", _doc(spec, "username")),
+            _col("RequestedDuration", _doc(spec, "expirationSeconds")),
+            _col(
+                "Condition", _doc("io.k8s.api.certificates.v1.CertificateSigningRequestStatus", "conditions")
+            ),
+        ]
+    return [_name_col(), _age_col()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods
+
+
+def _terminated_reason(term: Obj, prefix: str) -> str:
+    if term.get("reason"):
+        return prefix + str(term["reason"])
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def _restartable(container: Obj | None) -> bool:
+    return bool(container) and (container or {}).get("restartPolicy") == "Always"
+
+
+def _later(current: datetime | None, value: Any) -> datetime | None:
+    ts = _parse_time(value)
+    if ts is None:
+        return current
+    return ts if current is None or ts > current else current
+
+
+def _condition_true(pod: Obj, type_: str) -> bool:
+    return any(
+        c.get("type") == type_ and c.get("status") == "True" for c in _items(pod, "status", "conditions")
+    )
+
+
+def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
+    """(reason, ready, total, restarts, last restart time) exactly as printPod computes them."""
+    spec = _obj(pod, "spec")
+    status = _obj(pod, "status")
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    for cond in _items(status, "conditions"):
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    init_specs = {c.get("name"): c for c in _items(spec, "initContainers")}
+    total = len(_items(spec, "containers")) + sum(1 for c in init_specs.values() if _restartable(c))
+    ready = restarts = sidecar_restarts = 0
+    last: datetime | None = None
+    sidecar_last: datetime | None = None
+
+    initializing = False
+    n_init = len(_items(spec, "initContainers"))
+    for i, cs in enumerate(_items(status, "initContainerStatuses")):
+        restarts += int(cs.get("restartCount") or 0)
+        last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
+        sidecar = _restartable(init_specs.get(cs.get("name")))
+        if sidecar:
+            sidecar_restarts += int(cs.get("restartCount") or 0)
+            sidecar_last = _later(sidecar_last, _get(cs, "lastState", "terminated", "finishedAt"))
+        state = _obj(cs, "state")
+        term, waiting = state.get("terminated"), state.get("waiting")
+        if term is not None and term.get("exitCode", 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            if cs.get("ready"):
+                ready += 1
+            continue
+        if term is not None:
+            reason = _terminated_reason(term, "Init:")
+        elif waiting is not None and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + waiting["reason"]
+        else:
+            reason = f"Init:{i}/{n_init}"
+        initializing = True
+        break
+
+    if not initializing or _condition_true(pod, "Initialized"):
+        restarts, last = sidecar_restarts, sidecar_last
+        has_running = False
+        error_reason = ""
+        for cs in reversed(_items(status, "containerStatuses")):
+            restarts += int(cs.get("restartCount") or 0)
+            last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
+            state = _obj(cs, "state")
+            waiting, term = state.get("waiting"), state.get("terminated")
+            if waiting is not None and waiting.get("reason"):
+                reason = waiting["reason"]
+            elif term is not None:
+                reason = _terminated_reason(term, "")
+                if term.get("exitCode", 0) != 0:
+                    error_reason = reason
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        # "Completed" (the first container exited 0) gives way to Running when a container still
+        # runs and the pod is Ready, else to the reason of the first container that failed.
+        if reason == "Completed":
+            if has_running and _condition_true(pod, "Ready"):
+                reason = "Running"
+            elif error_reason:
+                reason = error_reason
+            elif has_running:
+                reason = "NotReady"
+
+    if _get(pod, "metadata", "deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    return reason, ready, total, restarts, last
+
+
+def pod_status_reason(pod: Obj) -> str:
+    """What kubectl's STATUS column shows for pod (Running, ContainerCreating, Init:0/1, ...)."""
+    return _pod_summary(pod)[0]
+
+
+def _pod_row(pod: Obj, now: datetime) -> tuple[list[Any], list[Obj]]:
+    reason, ready, total, restarts, last = _pod_summary(pod)
+    restarts_cell = str(restarts)
+    if restarts and last is not None:
+        restarts_cell = f"{restarts} ({human_duration(now - last)} ago)"
+    spec, status = _obj(pod, "spec"), _obj(pod, "status")
+    ips = _items(status, "podIPs")
+    pod_ip = (ips[0].get("ip") if ips else "") or "<none>"
+    gates = _items(spec, "readinessGates")
+    gates_cell = "<none>"
+    if gates:
+        conds = {c.get("type"): c.get("status") for c in _items(status, "conditions")}
+        true = sum(1 for g in gates if conds.get(g.get("conditionType")) == "True")
+        gates_cell = f"{true}/{len(gates)}"
+    cells = [
+        _get(pod, "metadata", "name") or "",
+        f"{ready}/{total}",
+        reason,
+        restarts_cell,
+        _since(_get(pod, "metadata", "creationTimestamp"), now),
+        pod_ip,
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        gates_cell,
+    ]
+    conditions: list[Obj] = []
+    if status.get("phase") == "Succeeded":
+        conditions = [_row_completed("Succeeded", "The pod has completed successfully.")]
+    elif status.get("phase") == "Failed":
+        conditions = [_row_completed("Failed", "The pod failed.")]
+    return cells, conditions
+
+
+def _row_completed(reason: str, message: str) -> Obj:
+    return {"type": "Completed", "status": "True", "reason": reason, "message": message}
+
+
+# ---------------------------------------------------------------------------------------------
+# Other kinds
+
+
+def _node_roles(node: Obj) -> list[str]:
+    roles = set()
+    for key, value in _obj(node, "metadata", "labels").items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key[len("node-role.kubernetes.io/") :]
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return sorted(roles)
+
+
+def _node_address(node: Obj, type_: str) -> str:
+    for addr in _items(node, "status", "addresses"):
+        if addr.get("type") == type_:
+            return str(addr.get("address", ""))
+    return "<none>"
+
+
+def _node_cells(node: Obj, now: datetime) -> list[Any]:
+    conds = {c.get("type"): c for c in _items(node, "status", "conditions")}
+    status = []
+    if "Ready" in conds:
+        status.append("Ready" if conds["Ready"].get("status") == "True" else "NotReady")
+    if not status:
+        status.append("Unknown")
+    if _get(node, "spec", "unschedulable"):
+        status.append("SchedulingDisabled")
+    info = _obj(node, "status", "nodeInfo")
+    kernel = info.get("kernelVersion") or "<unknown>"
+    if info.get("architecture"):  # printNode appends the architecture to the kernel version
+        kernel += f" ({info['architecture']})"
+    return [
+        _get(node, "metadata", "name") or "",
+        ",".join(status),
+        ",".join(_node_roles(node)) or "<none>",
+        _since(_get(node, "metadata", "creationTimestamp"), now),
+        info.get("kubeletVersion", ""),
+        _node_address(node, "InternalIP"),
+        _node_address(node, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        kernel,
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _event_cells(ev: Obj, now: datetime) -> list[Any]:
+    first = (
+        _since(ev.get("firstTimestamp"), now)
+        if ev.get("firstTimestamp")
+        else _since(ev.get("eventTime"), now)
+    )
+    last = _since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
+    count = ev.get("count") or 0
+    series = ev.get("series")
+    if series:
+        last = _since(series.get("lastObservedTime"), now)
+        count = series.get("count") or 0
+    elif count == 0:
+        count = 1
+    involved = _obj(ev, "involvedObject")
+    kind = str(involved.get("kind", "")).lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = _obj(ev, "source")
+    component = source.get("component") or ev.get("reportingComponent") or ""
+    instance = source.get("host") or ev.get("reportingInstance") or ""
+    return [
+        last,
+        ev.get("type", ""),
+        ev.get("reason", ""),
+        target,
+        involved.get("fieldPath", ""),
+        f"{component}, {instance}" if instance else component,
+        str(ev.get("message", "")).strip(),
+        first,
+        int(count),
+        _get(ev, "metadata", "name") or "",
+    ]
+
+
+def _service_external_ip(svc: Obj) -> str:
+    spec = _obj(svc, "spec")
+    svc_type = spec.get("type") or "ClusterIP"
+    external = spec.get("externalIPs") or []
+    if svc_type in ("ClusterIP", "NodePort"):
+        return ",".join(str(ip) for ip in external) if external else "<none>"
+    if svc_type == "LoadBalancer":
+        ingress = _items(svc, "status", "loadBalancer", "ingress")
+        ips = [str(i.get("ip") or i.get("hostname")) for i in ingress if i.get("ip") or i.get("hostname")]
+        ips += [str(ip) for ip in external]
+        return ",".join(ips) if ips else "<pending>"
+    if svc_type == "ExternalName":
+        return str(spec.get("externalName", ""))
+    return "<unknown>"
+
+
+def _service_cells(svc: Obj, now: datetime) -> list[Any]:
+    spec = _obj(svc, "spec")
+    ports = []
+    for p in _items(spec, "ports"):
+        proto = p.get("protocol", "TCP")
+        ports.append(
+            f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort") else f"{p.get('port')}/{proto}"
+        )
+    selector = _obj(spec, "selector")
+    return [
+        _get(svc, "metadata", "name") or "",
+        spec.get("type") or "ClusterIP",
+        spec.get("clusterIP") or "<none>",
+        _service_external_ip(svc),
+        ",".join(ports) or "<none>",
+        _since(_get(svc, "metadata", "creationTimestamp"), now),
+        ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+    ]
+
+
+def _csr_cells(csr: Obj, now: datetime) -> list[Any]:
+    spec = _obj(csr, "spec")
+    types = {c.get("type") for c in _items(csr, "status", "conditions")}
+    condition = "Denied" if "Denied" in types else ("Approved" if "Approved" in types else "Pending")
+    if "Failed" in types:
+        condition += ",Failed"
+    if _get(csr, "status", "certificate"):
+        condition += ",Issued"
+    seconds = spec.get("expirationSeconds")
+    return [
+        _get(csr, "metadata", "name") or "",
+        _since(_get(csr, "metadata", "creationTimestamp"), now),
+        spec.get("signerName") or "<none>",
+        spec.get("username", ""),
+        "<none>" if seconds is None else human_duration(timedelta(seconds=int(seconds))),
+        condition,
+    ]
+
+
+def _simple(*extra: Callable[[Obj], Any]) -> Callable[[Obj, datetime], list[Any]]:
+    def cells(obj: Obj, now: datetime) -> list[Any]:
+        age = _since(_get(obj, "metadata", "creationTimestamp"), now)
+        return [_get(obj, "metadata", "name") or "", *(f(obj) for f in extra), age]
+
+    return cells
+
+
+_CELLS: dict[str, Callable[[Obj, datetime], list[Any]]] = {
+    "nodes": _node_cells,
+    "events": _event_cells,
+    "namespaces": _simple(lambda o: _get(o, "status", "phase") or ""),
+    "configmaps": _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
+    "secrets": _simple(lambda o: o.get("type", ""), lambda o: len(o.get("data") or {})),
+    "services": _service_cells,
+    "leases": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
+    "certificatesigningrequests": _csr_cells,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def _row_object(obj: Obj, include_object: str) -> Obj | None:
+    if include_object == "None":
+        return None
+    if include_object == "Object":
+        return obj
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": _obj(obj, "metadata"),
+    }
+
+
+def to_table(
+    resource: str,
+    objs: list[Obj],
+    *,
+    list_meta: Obj,
+    include_object: str = "Metadata",
+    now: datetime,
+    column_definitions: bool = True,
+) -> Obj:
+    """A meta.k8s.io/v1 Table of objs (all of one resource) with upstream's columns and cells.
+
+    list_meta becomes the Table's metadata (carry `resourceVersion`: `kubectl get -w` watches from
+    it). include_object is the `includeObject` query parameter: None, Metadata (default: rows carry
+    PartialObjectMetadata) or Object. column_definitions=False leaves the definitions empty, as a
+    watch may after its first event. resource is the plural, with or without its group
+    ("leases" or "leases.coordination.k8s.io")."""
+    resource = resource.split(".", 1)[0]
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    rows = []
+    for obj in objs:
+        conditions: list[Obj] = []
+        if resource == "pods":
+            cells, conditions = _pod_row(obj, now)
+        else:
+            cells = _CELLS.get(resource, _simple())(obj, now)
+        row: Obj = {"cells": cells}
+        if conditions:
+            row["conditions"] = conditions
+        row_object = _row_object(obj, include_object)
+        if row_object is not None:
+            row["object"] = row_object
+        rows.append(row)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": dict(list_meta),
+        "columnDefinitions": list(_columns(resource)) if column_definitions else [],
+        "rows": rows,
+    }

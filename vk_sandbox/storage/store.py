@@ -1,0 +1,490 @@
+"""The sandbox's object store: in-memory objects under one global resourceVersion.
+
+What lives here: `Store` (create/get/list/update/delete/watch over plain dicts keyed by resource
+key, namespace and name, as the real generic registry `staging/src/k8s.io/apiserver/pkg/registry/
+generic/registry/store.go` behaves: no-op writes do not bump the resourceVersion, status
+subresources change only status, graceful pod deletion, finalizers, uid/resourceVersion
+preconditions, namespace termination) and `ListPage`. The rules of each write live in
+registry_rules.py, the event log and the watches in watch_cache.py, the file in persistence.py.
+Every method returns deep copies (a watch event's `object` is copied on first access).
+Must not: know about HTTP, defaulting or schema validation (the handlers do that before calling in).
+
+Additions to the contract: `list_page(...)` (a list at an older resourceVersion, rebuilt from the
+event log, and `limit`/`after` pagination), `watch(..., bookmark_interval=None, on_terminate=None)`,
+`close_all_watches()`, `resource_version` (the current global RV), `stats()` (the log's and the
+watchers' retained events and bytes), `flush()` and `close()` for persistence.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vk_common.logging import get_logger
+from vk_sandbox.api import errors
+from vk_sandbox.api.resources import ResourceInfo, by_key
+from vk_sandbox.storage import registry_rules as rules
+from vk_sandbox.storage.objects import Obj, clone, metadata, now_rfc3339
+from vk_sandbox.storage.persistence import StateFile
+from vk_sandbox.storage.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    parse_field_selector,
+    parse_label_selector,
+)
+from vk_sandbox.storage.watch_cache import LOG_BYTES, WatchCache, WatchStream
+
+log = get_logger("sandbox.store")
+
+
+def _key_text(key: tuple[str, str]) -> str:
+    """A storage key as the real one sorts: etcd orders `/registry/<resource>/<namespace>/<name>`."""
+    return f"{key[0]}/{key[1]}" if key[0] else key[1]
+
+
+@dataclass
+class ListPage:
+    items: list[Obj]
+    resource_version: str
+    last_key: str  # the key of the last item when more follow, else ""
+    remaining: int  # how many more items match
+
+
+class Store:
+    def __init__(
+        self,
+        *,
+        state_dir: Path | None = None,
+        log_size: int = 10000,
+        log_bytes: int = LOG_BYTES,
+        watch_queue_limit: int = 10000,
+        watch_queue_bytes: int | None = None,
+    ):
+        """log_size, log_bytes: the event log keeps at most that many events and bytes (older
+        resourceVersions get 410). watch_queue_limit, watch_queue_bytes: a watcher that has more
+        events or bytes waiting is terminated (default bytes: log_bytes, as a watcher that far
+        behind could not resume from the log either)."""
+        self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._rv = 0
+        self.watch_cache = WatchCache(
+            lambda: self._rv,
+            log_size=log_size,
+            log_bytes=log_bytes,
+            watch_queue_limit=watch_queue_limit,
+            watch_queue_bytes=watch_queue_bytes,
+        )
+        self._state = StateFile(state_dir, self._snapshot) if state_dir is not None else None
+        if self._state is not None:
+            self._load(self._state)
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._rv)
+
+    def stats(self) -> dict[str, int]:
+        """What the log and the open watches hold: events and the bytes they are charged."""
+        return self.watch_cache.stats()
+
+    @staticmethod
+    def info(resource: str) -> ResourceInfo:
+        info = by_key(resource)
+        if info is None:
+            raise errors.ApiError(
+                404, "NotFound", f"the server could not find the requested resource ({resource})"
+            )
+        return info
+
+    def _bucket(self, resource: str) -> dict[tuple[str, str], Obj]:
+        return self._objects.setdefault(resource, {})
+
+    @staticmethod
+    def _key(info: ResourceInfo, namespace: str | None, name: str) -> tuple[str, str]:
+        return ((namespace or "") if info.namespaced else "", name)
+
+    def _require(self, info: ResourceInfo, namespace: str | None, name: str) -> Obj:
+        obj = self._bucket(info.key).get(self._key(info, namespace, name))
+        if obj is None:
+            raise errors.not_found(info.name, name, info.group)
+        return obj
+
+    def _next_rv(self) -> int:
+        self._rv += 1
+        return self._rv
+
+    def _write(self, type_: str, info: ResourceInfo, obj: Obj) -> Obj:
+        """Store (or remove) obj, a fresh dict, at a new resourceVersion and log the event.
+
+        Stored dicts are never mutated afterwards: the log keeps them as the previous states."""
+        rv = self._next_rv()
+        metadata(obj)["resourceVersion"] = str(rv)
+        meta = obj["metadata"]
+        key = self._key(info, meta.get("namespace"), meta["name"])
+        prev = self._bucket(info.key).get(key)
+        if type_ == "DELETED":
+            self._bucket(info.key).pop(key, None)
+        else:
+            self._bucket(info.key)[key] = obj
+        self.watch_cache.record(type_, info.key, key, obj, prev, rv)
+        if self._state is not None:
+            self._state.save_soon()
+        if type_ == "DELETED" and info.namespaced:
+            self._maybe_finish_namespace(meta.get("namespace", ""))
+        return clone(obj)
+
+    def _selectors(
+        self, info: ResourceInfo, label_selector: str, field_selector: str
+    ) -> tuple[LabelSelector, FieldSelector]:
+        try:
+            return parse_label_selector(label_selector), parse_field_selector(field_selector, info.name)
+        except SelectorError as e:
+            raise errors.bad_request(e.message) from None
+
+    # ------------------------------------------------------------------ CRUD
+
+    async def create(self, resource: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """dry_run: check and fill in everything, store nothing (the result has no resourceVersion)."""
+        info = self.info(resource)
+        new = clone(obj)
+        meta = metadata(new)
+        namespace = meta.get("namespace") or ""
+        if info.namespaced:
+            if not namespace:
+                raise errors.bad_request("the server could not find the requested resource")
+            self._check_namespace_open(info, namespace, meta.get("name") or "")
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name"):
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise errors.invalid(
+                    info.kind,
+                    "",
+                    [
+                        {
+                            "reason": "FieldValueRequired",
+                            "message": "name or generateName is required",
+                            "field": "metadata.name",
+                        }
+                    ],
+                    info.group,
+                )
+            bucket = self._bucket(info.key)
+            for _ in range(8):
+                meta["name"] = rules.generated_name(prefix)
+                if self._key(info, namespace, meta["name"]) not in bucket:
+                    break
+        if self._key(info, namespace, meta["name"]) in self._bucket(info.key):
+            raise errors.already_exists(info.name, meta["name"], info.group)
+        new["apiVersion"] = info.api_version
+        new["kind"] = info.kind
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        for system_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"):
+            meta.pop(system_field, None)
+        if dry_run:
+            return new
+        return self._write("ADDED", info, new)
+
+    def _check_namespace_open(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        ns = self._bucket("namespaces").get(("", namespace))
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if (ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.forbidden(
+                info.name,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                info.group,
+            )
+
+    async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
+        info = self.info(resource)
+        return clone(self._require(info, namespace, name))
+
+    async def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+    ) -> tuple[builtins.list[Obj], str]:
+        """Every matching object now, and the store's resourceVersion (`list_page` unpaged)."""
+        page = await self.list_page(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return page.items, page.resource_version
+
+    async def list_page(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        at_rv: int | None = None,
+        limit: int = 0,
+        after: str = "",
+    ) -> ListPage:
+        """A list as the real storage serves it: at `at_rv` (None: now; older states are rebuilt
+        from the event log, 410 Expired once they are out of it), at most `limit` items (0: all)
+        whose storage keys (`<namespace>/<name>`, in the real key order) sort after `after`."""
+        info = self.info(resource)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        rv = self._rv if at_rv is None else at_rv
+        if rv > self._rv:
+            raise errors.ApiError(500, "", f"resourceVersion {rv} is newer than the store's {self._rv}")
+        self.watch_cache.check_not_expired(rv)
+        state = self._state_at(info, rv)
+        keys = sorted(
+            (k for k in state if namespace is None or not info.namespaced or k[0] == namespace), key=_key_text
+        )
+        page: builtins.list[Obj] = []
+        remaining = 0
+        last = ""
+        for key in keys:
+            if _key_text(key) <= after:
+                continue
+            obj = state[key]
+            if not (labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)):
+                continue
+            if limit and len(page) == limit:
+                remaining += 1
+                continue
+            page.append(clone(obj))
+            last = _key_text(key)
+        return ListPage(page, str(rv), last if remaining else "", remaining)
+
+    def _state_at(self, info: ResourceInfo, rv: int) -> dict[tuple[str, str], Obj]:
+        """The objects of one resource as they were at `rv`: the present, with the logged changes
+        after `rv` undone, newest first."""
+        state = dict(self._bucket(info.key))
+        for obj, prev in self.watch_cache.changes_after(rv, info.key):
+            meta = obj.get("metadata") or {}
+            key = self._key(info, meta.get("namespace"), meta.get("name") or "")
+            if prev is None:
+                state.pop(key, None)
+            else:
+                state[key] = prev
+        return state
+
+    def _matching(self, info: ResourceInfo, namespace: str | None) -> Iterable[Obj]:
+        bucket = self._bucket(info.key)
+        for key in sorted(bucket, key=_key_text):
+            if namespace is None or not info.namespaced or key[0] == namespace:
+                yield bucket[key]
+
+    async def update(
+        self, resource: str, obj: Obj, *, subresource: str | None = None, dry_run: bool = False
+    ) -> Obj:
+        """dry_run: check and compute the result, store nothing."""
+        info = self.info(resource)
+        meta = obj.get("metadata") or {}
+        name = meta.get("name") or ""
+        old = self._bucket(info.key).get(self._key(info, meta.get("namespace"), name))
+        if old is None:
+            if info.allow_create_on_update and subresource is None:
+                return await self.create(resource, obj, dry_run=dry_run)
+            raise errors.not_found(info.name, name, info.group)
+        rules.check_update_preconditions(info, old, obj)
+        new = rules.merge_update(info, old, clone(obj), subresource)
+        if rules.without_rv(new) == rules.without_rv(old):
+            return clone(old)
+        if dry_run:
+            return new
+        if rules.delete_on_update(new, old):
+            return self._write("DELETED", info, new)
+        return self._write("MODIFIED", info, new)
+
+    async def delete(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> Obj:
+        """dry_run: check existence and preconditions, change nothing, return the object as the
+        deletion would leave it (a graceful or finalizer-held deletion's deletionTimestamp)."""
+        info = self.info(resource)
+        if dry_run:
+            obj = self._require(info, namespace, name)
+            rules.check_preconditions(info, obj, preconditions or {})
+            new = clone(obj)
+            if info.key == "namespaces":
+                return new
+            if grace_period_seconds is not None and grace_period_seconds < 0:
+                grace_period_seconds = 1
+            graceful, pending, _ = rules.before_delete(info, new, grace_period_seconds)
+            if pending:
+                return clone(obj)
+            if (
+                not graceful
+                and new["metadata"].get("finalizers")
+                and not new["metadata"].get("deletionTimestamp")
+            ):
+                new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+            return new
+        return self._delete(info, namespace, name, grace_period_seconds, preconditions)
+
+    def _delete(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str,
+        grace_period_seconds: int | None,
+        preconditions: dict[str, Any] | None,
+    ) -> Obj:
+        old = self._require(info, namespace, name)
+        rules.check_preconditions(info, old, preconditions or {})
+        if info.key == "namespaces":
+            return self._delete_namespace(old)
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            grace_period_seconds = 1
+        new = clone(old)
+        meta = new["metadata"]
+        graceful, pending, period = rules.before_delete(info, new, grace_period_seconds)
+        if pending:
+            return clone(old)
+        if meta.get("finalizers"):
+            if not graceful and not meta.get("deletionTimestamp"):
+                meta["deletionTimestamp"] = now_rfc3339()
+                meta["deletionGracePeriodSeconds"] = 0
+            if new == old:
+                return clone(old)
+            return self._write("MODIFIED", info, new)
+        if graceful:
+            if new != old:
+                written = self._write("MODIFIED", info, new)
+                new = clone(self._require(info, namespace, name))
+                if period > 0:
+                    return written
+            elif period > 0:
+                return clone(old)
+        return self._write("DELETED", info, new)
+
+    def _delete_namespace(self, ns: Obj) -> Obj:
+        """Namespace deletion: Terminating, its content deleted, removed once empty (namespace controller)."""
+        info = self.info("namespaces")
+        name = ns["metadata"]["name"]
+        if name in rules.IMMORTAL_NAMESPACES:
+            raise errors.forbidden("namespaces", name, "this namespace may not be deleted")
+        result = clone(ns)
+        if not ns["metadata"].get("deletionTimestamp"):
+            new = clone(ns)
+            new["metadata"]["deletionTimestamp"] = now_rfc3339()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            new.setdefault("status", {})["phase"] = "Terminating"
+            result = self._write("MODIFIED", info, new)
+        for key in list(self._objects):
+            item_info = by_key(key)
+            if item_info is None or not item_info.namespaced:
+                continue
+            for item in list(self._matching(item_info, name)):
+                with contextlib.suppress(errors.ApiError):
+                    self._delete(item_info, name, item["metadata"]["name"], None, None)
+        self._maybe_finish_namespace(name)
+        return result
+
+    def _maybe_finish_namespace(self, namespace: str) -> None:
+        ns = self._bucket("namespaces").get(("", namespace))
+        if ns is None or not ns["metadata"].get("deletionTimestamp") or ns["metadata"].get("finalizers"):
+            return
+        for key, bucket in self._objects.items():
+            item_info = by_key(key)
+            if item_info is not None and item_info.namespaced and any(k[0] == namespace for k in bucket):
+                return
+        self._write("DELETED", self.info("namespaces"), clone(ns))
+
+    # ------------------------------------------------------------------ watch
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str = "",
+        field_selector: str = "",
+        bookmark_interval: float | None = None,
+        initial_events_end: bool = False,
+        on_terminate: Callable[[], None] | None = None,
+    ) -> WatchStream:
+        """Subscribe now; the iterator yields the initial state (or the missed events), then live ones.
+
+        bookmark_interval: send a BOOKMARK after that many idle seconds. initial_events_end: after
+        the initial state, send the `k8s.io/initial-events-end` BOOKMARK of streaming lists.
+        on_terminate: called when the store ends the watch (its buffer overflowed, or
+        `close_all_watches`); the iterator then ends without the buffered events.
+        Raises ApiError(400) for a bad selector, (500) for a bad resourceVersion, before anything is yielded.
+        """
+        info = self.info(resource)
+        labels, fields = self._selectors(info, label_selector, field_selector)
+        start: int | None = None
+        if resource_version not in (None, "", "0"):
+            start = errors.parse_resource_version(str(resource_version))
+        return self.watch_cache.watch(
+            info,
+            namespace,
+            labels,
+            fields,
+            start=start,
+            present=lambda: self._matching(info, namespace),
+            bookmark_interval=bookmark_interval,
+            initial_events_end=initial_events_end,
+            on_terminate=on_terminate,
+        )
+
+    def close_all_watches(self) -> int:
+        """End every open watch stream (fault injection); returns how many were closed."""
+        return self.watch_cache.close_all()
+
+    # ------------------------------------------------------------------ persistence
+
+    def _snapshot(self) -> str:
+        objects = {key: list(bucket.values()) for key, bucket in self._objects.items() if bucket}
+        return json.dumps({"resourceVersion": self._rv, "objects": objects}, separators=(",", ":"))
+
+    async def flush(self) -> None:
+        """Write the objects to state_dir now (no-op without a state_dir)."""
+        if self._state is not None:
+            await self._state.flush()
+
+    async def close(self) -> None:
+        self.close_all_watches()
+        if self._state is not None:
+            await self._state.close()
+
+    def _load(self, state: StateFile) -> None:
+        data = state.load()
+        if data is None:
+            return
+        self._rv = int(data.get("resourceVersion", 0))
+        self.watch_cache.floor = self._rv
+        for key, items in (data.get("objects") or {}).items():
+            info = by_key(key)
+            if info is None:
+                continue
+            for obj in items:
+                meta = obj["metadata"]
+                self._bucket(key)[self._key(info, meta.get("namespace"), meta["name"])] = obj
+        log.info(
+            "loaded objects",
+            extra={
+                "count": sum(len(b) for b in self._objects.values()),
+                "resourceVersion": self._rv,
+                "path": str(state.path),
+            },
+        )
