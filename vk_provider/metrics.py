@@ -31,8 +31,8 @@ from prometheus_client import (
 )
 
 from vk_common.kube_version import KUBE_VERSION
+from vk_common.objects import parse_time
 from vk_provider import __version__
-from vk_provider.kube.objects import parse_time
 from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 
 # The kubelet's names where a kubelet has the series (kube-prometheus' alerts and dashboards

@@ -17,6 +17,7 @@ import contextlib
 from typing import Any
 
 from vk_common.logging import get_logger
+from vk_common.tasks import cancel_and_wait
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.storage.store import Store
 
@@ -91,9 +92,7 @@ class NamespaceContent:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
 
     async def _ensure_all(self) -> None:

@@ -23,10 +23,10 @@ from tests.support import manifests
 from tests.support.manifests import by_uid, sh
 from tests.support.polling import eventually
 from tests.support.ports import free_port
+from vk_common.objects import MIRROR_ANNOTATION
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import MIRROR_ANNOTATION
 from vk_provider.kube.reflector import Reflector
 from vk_provider.static.manifest import parse_manifest
 from vk_provider.static.mirror import MirrorPods

@@ -15,8 +15,8 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 
+from vk_common.objects import format_time
 from vk_provider.kube.client import KubeClient
-from vk_provider.kube.objects import format_time
 from vk_provider.node.lease import LEASE_NAMESPACE, LeaseKeeper
 
 RENEW_EVERY = 2.0  # seconds; far inside any node monitor grace period

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.pod_workers_rig import Events, Rig, box, make_pod, running_rig
 from tests.support.polling import eventually
-from vk_provider.kube.objects import format_time
+from vk_common.objects import format_time
 from vk_provider.pods.policy import DEADLINE_EXCEEDED, active_deadline_left, past_active_deadline
 from vk_provider.pods.workers import WorkerState
 

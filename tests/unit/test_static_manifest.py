@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vk_provider.kube.objects import CONFIG_SOURCE_ANNOTATION
+from vk_common.objects import CONFIG_SOURCE_ANNOTATION
 from vk_provider.static.manifest import (
     CONFIG_HASH_ANNOTATION,
     CONFIG_SEEN_ANNOTATION,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.manifests import by_uid
-from vk_provider.kube.objects import MIRROR_ANNOTATION
+from vk_common.objects import MIRROR_ANNOTATION
 from vk_provider.static.mirror import MirrorPods, retry_delay
 from vk_provider.static.mirror_plan import (
     BEING_DELETED,

@@ -10,9 +10,9 @@ import copy
 import itertools
 from typing import Any, cast
 
+from vk_common.objects import MIRROR_ANNOTATION
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import MIRROR_ANNOTATION
 from vk_provider.static.mirror import MirrorPods
 from vk_provider.static.mirror_plan import build_mirror_pod
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.support.pod_status import cond
 from tests.support.status_generation import generate
-from vk_provider.kube.objects import format_time
+from vk_common.objects import format_time
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,

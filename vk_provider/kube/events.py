@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_common import objects
 from vk_common.logging import get_logger
 from vk_common.tasks import BackgroundTask
-from vk_provider.kube import objects
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
 
 log = get_logger("events")

@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from vk_common.logging import get_logger
+from vk_common.objects import meta, uid
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import meta, uid
 
 log = get_logger("kube.reflector")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from vk_provider.kube.objects import parse_time
+from vk_common.objects import parse_time
 from vk_provider.kubeletapi.lookup import BadRequest, find_container, find_pod
 from vk_provider.kubeletapi.podstate import KnownPods, check_logs
 from vk_provider.runtime.protocol import Runtime

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vk_provider.kube.objects import parse_time
+from vk_common.objects import parse_time
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from vk_provider.kube.objects import spec, uid
+from vk_common.objects import spec, uid
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound
 
 Pod = Mapping[str, Any]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time
+from vk_common.objects import format_time
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.objects import format_pod, meta, spec
+from vk_common.objects import format_pod, meta, spec
 
 # pkg/apis/core/validation/validation.go
 MAX_DNS_NAMESERVERS = 3

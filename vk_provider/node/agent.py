@@ -22,13 +22,13 @@ from typing import Any
 
 from vk_common.host_address import detect_node_ip
 from vk_common.logging import get_logger
+from vk_common.objects import format_time
+from vk_common.objects import uid as uid_of
 from vk_common.tasks import BackgroundTask
 from vk_provider import __version__
 from vk_provider.config import Config
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import format_time
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kube.reflector import Reflector
 from vk_provider.node.build import (
     CORDONED_ANNOTATION,

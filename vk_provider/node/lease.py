@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from vk_common.logging import ObjectRef, get_logger
+from vk_common.objects import format_time_micro
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import format_time_micro
 
 log = get_logger("node.lease")
 

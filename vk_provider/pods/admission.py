@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_provider.kube.objects import meta, spec
+from vk_common.objects import meta, spec
 
 NODE_OS = "linux"  # the OS of every container this provider runs (runtime.GOOS of a Linux kubelet)
 OS_LABEL = "kubernetes.io/os"

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vk_common.objects import is_mirror, uid
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import is_mirror, uid
 from vk_provider.kube.reflector import Reflector
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.env import ObjectGetter

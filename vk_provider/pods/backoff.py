@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.objects import format_pod, meta, uid
+from vk_common.objects import format_pod, meta, uid
 
 INITIAL_BACKOFF = 10.0
 MAX_BACKOFF = 300.0

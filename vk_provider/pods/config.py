@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from vk_provider.kube.objects import is_deleting, meta
-from vk_provider.kube.objects import uid as uid_of
+from vk_common.objects import is_deleting, meta
+from vk_common.objects import uid as uid_of
 
 
 class UpdateKind(StrEnum):

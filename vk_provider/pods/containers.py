@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
-from vk_provider.kube.objects import format_pod, is_sidecar, restart_policy, should_restart, spec
+from vk_common.objects import format_pod, is_sidecar, restart_policy, should_restart, spec
 from vk_provider.pods.backoff import container_key, crash_loop_message
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import PodAddresses, resolve_container_env

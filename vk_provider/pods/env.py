@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from vk_common.objects import uid as uid_of
 from vk_common.quantity import parse_quantity
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.runtime.types import ContainerConfigError
 
 # (kind, namespace, name) -> the object as a dict, or None when it does not exist.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.kube.objects import spec
+from vk_common.objects import spec
 from vk_provider.runtime.types import ContainerRole, ContainerRunState, PodRuntimeState
 
 

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import is_mirror, is_static
+from vk_common.objects import uid as uid_of
 from vk_common.quantity import parse_quantity
-from vk_provider.kube.objects import is_mirror, is_static
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import RuntimeFailure
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import default_pull_policy, meta
 from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
-from vk_provider.kube.objects import default_pull_policy, meta
 from vk_provider.metrics import image_size_bucket
 from vk_provider.pods.backoff import image_backoff_message, image_key
 from vk_provider.pods.deps import SyncDeps

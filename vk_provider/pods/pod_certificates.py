@@ -29,9 +29,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from vk_common.objects import meta, parse_time
+from vk_common.objects import uid as uid_of
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import meta, parse_time
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.pods.volumes import normalized_certificates
 
 REQUESTS = "/apis/certificates.k8s.io/v1/namespaces/{namespace}/podcertificaterequests"

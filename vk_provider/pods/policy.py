@@ -4,7 +4,7 @@ What lives here: when a pod's containers are `finished`, an Event's container fi
 whether a container ran in the current sandbox, the activeDeadlineSeconds rule
 (`active_deadline_left`, `past_active_deadline`, `DEADLINE_EXCEEDED`), the clock and jitter
 helpers, and the retry constants shared by the pod workers and the container pipeline. The
-rules every part shares (restart policy, sidecars, pull policy, times) are `kube/objects.py`.
+rules every part shares (restart policy, sidecars, pull policy, times) are `vk_common/objects.py`.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.kube.objects import container_should_restart, parse_time, restart_policy, spec
+from vk_common.objects import container_should_restart, parse_time, restart_policy, spec
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,

@@ -30,8 +30,8 @@ from enum import Enum
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import format_time, is_sidecar, meta, spec
 from vk_common.quantity import parse_quantity, quantity_or_zero
-from vk_provider.kube.objects import format_time, is_sidecar, meta, spec
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import now
 from vk_provider.pods.work import PodWork

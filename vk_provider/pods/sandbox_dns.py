@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.kube.objects import meta
+from vk_common.objects import meta
 from vk_provider.kuberuntime.dns import (
     MAX_RESOLV_CONF_BYTES,
     NodeDNS,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from vk_provider.kube.objects import is_static, meta, spec
+from vk_common.objects import is_static, meta, spec
 from vk_provider.runtime.types import ContainerConfigError
 
 # kubelet_pods.go masterServices: their variables reach every pod, whatever its links setting.

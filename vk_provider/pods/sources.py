@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger
+from vk_common.objects import uid as pod_uid
 from vk_common.tasks import cancel_and_wait
 from vk_provider.config import StaticPodsConfig
 from vk_provider.kube.client import KubeClient
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import uid as pod_uid
 from vk_provider.pods.api_source import ApiPodSource, list_node_pods
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers

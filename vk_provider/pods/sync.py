@@ -25,9 +25,9 @@ import time
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import restart_policy
+from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
-from vk_provider.kube.objects import restart_policy
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.pod_cidrs import node_pod_cidrs
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix

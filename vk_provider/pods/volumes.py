@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vk_provider.kube.objects import uid as uid_of
+from vk_common.objects import uid as uid_of
 from vk_provider.pods.env import PodAddresses, field_value, resource_value
 from vk_provider.runtime.types import API_VOLUME_TYPES, ContainerConfigError, VolumeFile
 

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from vk_common.logging import get_logger, pod_fields, pod_ref
+from vk_common.objects import meta
+from vk_common.objects import uid as uid_of
 from vk_common.tasks import cancel_and_wait
-from vk_provider.kube.objects import meta
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vk_common.logging import get_logger, pod_fields, pod_ref
+from vk_common.objects import is_sidecar
+from vk_common.objects import spec as pod_spec
+from vk_common.objects import uid as uid_of
 from vk_common.tasks import cancel_and_wait
-from vk_provider.kube.objects import is_sidecar
-from vk_provider.kube.objects import spec as pod_spec
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, container_probes

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.kube.objects import uid as uid_of
+from vk_common.objects import uid as uid_of
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType

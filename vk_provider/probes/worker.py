@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from vk_common.logging import get_logger, pod_fields
-from vk_provider.kube.objects import container_should_restart, parse_time
-from vk_provider.kube.objects import uid as uid_of
+from vk_common.objects import container_should_restart, parse_time
+from vk_common.objects import uid as uid_of
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.probes import messages
 from vk_provider.probes.handlers import ProbeError, run_probe

@@ -32,7 +32,7 @@ import kubernetes_validate
 import yaml
 
 from vk_common.kube_version import KUBE_MINOR_VERSION
-from vk_provider.kube.objects import CONFIG_SOURCE_ANNOTATION, format_time_nano
+from vk_common.objects import CONFIG_SOURCE_ANNOTATION, format_time_nano
 
 MAX_MANIFEST_BYTES = 10 * 1024 * 1024
 

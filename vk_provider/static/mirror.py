@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger
+from vk_common.objects import full_name, is_deleting, is_mirror, uid
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import full_name, is_deleting, is_mirror, uid
 from vk_provider.static.mirror_plan import (
     MirrorDecision,
     build_mirror_pod,

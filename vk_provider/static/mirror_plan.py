@@ -5,7 +5,7 @@ What lives here: `plan_mirrors(static_pods, mirrors)`, the pure reconcile of the
 giving one `MirrorDecision` per full name that needs work; `build_mirror_pod`, the pod to POST
 for a static pod; `find_mirror`, the mirror a static pod's status goes to; and the identity
 helpers (`mirror_hash`, `static_hash`; the shared ones are in
-`kube/objects.py`). Pure: no apiserver, no clock, no logging.
+`vk_common/objects.py`). Pure: no apiserver, no clock, no logging.
 
 Upstream: pkg/kubelet/pod/mirror_client.go (CreateMirrorPod), pkg/kubelet/pod/pod_manager.go
 (IsMirrorPodOf: same full name and mirror annotation == config.hash; the spec is never compared),
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kube.objects import (
+from vk_common.objects import (
     MIRROR_ANNOTATION,
     annotations_of,
     full_name,

@@ -29,9 +29,9 @@ from typing import Any
 import watchfiles
 
 from vk_common.logging import get_logger
+from vk_common.objects import full_name, uid
 from vk_common.tasks import cancel_and_wait
 from vk_provider.kube.events import EventRecorder
-from vk_provider.kube.objects import full_name, uid
 from vk_provider.static.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

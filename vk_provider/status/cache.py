@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time, is_sidecar, is_static, parse_time, restart_policy, uid
-from vk_provider.kube.objects import spec as pod_spec
+from vk_common.objects import format_time, is_sidecar, is_static, parse_time, restart_policy, uid
+from vk_common.objects import spec as pod_spec
 from vk_provider.status.conditions import containers_ready_condition, ready_condition, set_transition_times
 from vk_provider.status.fields import (
     CONTAINERS_READY,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time, is_sidecar
+from vk_common.objects import format_time, is_sidecar
 from vk_provider.runtime.types import PodRuntimeState
 from vk_provider.status.fields import (
     CONTAINERS_NOT_INITIALIZED,

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time, is_deleting, is_sidecar, should_restart
+from vk_common.objects import format_time, is_deleting, is_sidecar, should_restart
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,

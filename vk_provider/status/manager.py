@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import is_deleting, is_static
+from vk_common.objects import uid as uid_of
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
-from vk_provider.kube.objects import is_deleting, is_static
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.metrics import ProviderMetrics, pod_start_seconds
 from vk_provider.status.cache import (
     VersionedStatus,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_provider.kube.objects import container_should_restart, is_sidecar, is_static, restart_policy
-from vk_provider.kube.objects import spec as pod_spec
+from vk_common.objects import container_should_restart, is_sidecar, is_static, restart_policy
+from vk_common.objects import spec as pod_spec
 from vk_provider.status.fields import FAILED, PENDING, RUNNING, SUCCEEDED, find_status
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from vk_provider.kube.objects import format_time, is_mirror
+from vk_common.objects import format_time, is_mirror
 from vk_provider.status.cache import KUBELET_STATUS_FIELDS, semantic
 from vk_provider.status.fields import (
     CONTAINERS_READY,

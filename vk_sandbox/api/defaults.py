@@ -18,6 +18,7 @@ import ipaddress
 import secrets
 from typing import Any
 
+from vk_common.objects import default_pull_policy
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.storage.objects import now_rfc3339
 
@@ -151,15 +152,6 @@ def admit_update(info: ResourceInfo, obj: Obj, old: Obj) -> None:
 # ---------------------------------------------------------------- pods
 
 
-def _image_pull_policy(image: str) -> str:
-    """Always for :latest or untagged images, IfNotPresent otherwise (SetDefaults_Container)."""
-    if "@" in image:
-        return "IfNotPresent"
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else ""
-    return "Always" if tag in ("", "latest") else "IfNotPresent"
-
-
 def _default_probe(probe: Any) -> None:
     if not isinstance(probe, dict):
         return
@@ -176,7 +168,7 @@ def _default_container(c: Any) -> None:
     if not isinstance(c, dict):
         return
     if isinstance(c.get("image"), str) and c["image"]:
-        c.setdefault("imagePullPolicy", _image_pull_policy(c["image"]))
+        c.setdefault("imagePullPolicy", default_pull_policy(c["image"]))
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
     resources = c.setdefault("resources", {})

@@ -25,6 +25,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from vk_common.logging import get_logger
+from vk_common.tasks import cancel_and_wait
 from vk_sandbox.api import errors
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.pki.authority import SandboxPKI
@@ -397,7 +398,5 @@ async def _pipe(
             if not task.cancelled() and task.exception() is not None:
                 log.debug("upgraded stream ended", extra={"err": str(task.exception())})
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(*tasks)
     return response

@@ -14,6 +14,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from vk_common.objects import is_sidecar
 from vk_sandbox.api.quantity import parse_quantity
 
 
@@ -31,7 +32,7 @@ def _request_of(spec: dict[str, Any], resource: str) -> Fraction:
     init_peak = Fraction(0)
     for container in spec.get("initContainers") or []:
         request = _container_request(container, resource)
-        if container.get("restartPolicy") == "Always":
+        if is_sidecar(container):
             running += request
             sidecars += request
             init_peak = max(init_peak, sidecars)

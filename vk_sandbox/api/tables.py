@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from vk_common.objects import is_sidecar, parse_time
 from vk_sandbox.api.validation.schema import definitions
 
 Obj = dict[str, Any]
@@ -57,18 +58,8 @@ def human_duration(d: timedelta) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-
 def _since(value: Any, now: datetime) -> str:
-    ts = _parse_time(value)
+    ts = parse_time(value if isinstance(value, str) else None)
     return "<unknown>" if ts is None else human_duration(now - ts)
 
 
@@ -220,11 +211,11 @@ def _terminated_reason(term: Obj, prefix: str) -> str:
 
 
 def _restartable(container: Obj | None) -> bool:
-    return bool(container) and (container or {}).get("restartPolicy") == "Always"
+    return container is not None and is_sidecar(container)
 
 
 def _later(current: datetime | None, value: Any) -> datetime | None:
-    ts = _parse_time(value)
+    ts = parse_time(value if isinstance(value, str) else None)
     if ts is None:
         return current
     return ts if current is None or ts > current else current

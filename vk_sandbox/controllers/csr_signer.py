@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_common.logging import get_logger
+from vk_common.objects import format_time
+from vk_common.tasks import cancel_and_wait
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.pki.authority import SUPPORTED_SIGNERS, CSRError, SandboxPKI
 from vk_sandbox.storage.store import Store
@@ -57,7 +59,7 @@ def signed_status(csr: Obj, pki: SandboxPKI) -> Obj:
             expiration_seconds=spec.get("expirationSeconds"),
         )
     except (CSRError, binascii.Error) as exc:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(datetime.now(UTC))
         failed = {
             "type": "Failed",
             "status": "True",
@@ -84,10 +86,8 @@ class CSRSigner:
         self._task = asyncio.create_task(self._run(), name="sandbox-csr-signer")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def _run(self) -> None:
         while True:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_common.logging import ObjectRef, get_logger
+from vk_common.objects import format_time, parse_time
 from vk_common.tasks import BackgroundTask
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.controllers.scheduler_filters import MALFORMED, tolerates
@@ -47,11 +48,7 @@ DEFAULT_MONITOR_PERIOD = 5.0
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return format_time(datetime.now(UTC))
 
 
 def eviction_due(pod: Obj, taints: list[Obj], now: datetime) -> bool:
@@ -66,7 +63,7 @@ def eviction_due(pod: Obj, taints: list[Obj], now: datetime) -> bool:
         seconds = [t["tolerationSeconds"] for t in matching if t.get("tolerationSeconds") is not None]
         if not seconds or len(seconds) < len(matching):
             continue  # tolerated forever
-        added = _parse_time(taint["timeAdded"]) if taint.get("timeAdded") else now
+        added = parse_time(taint.get("timeAdded")) or now
         if (now - added).total_seconds() >= max(0, min(seconds)):
             return True
     return False

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vk_common.logging import get_logger, pod_ref
+from vk_common.objects import format_time
+from vk_common.tasks import cancel_and_wait
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.controllers.scheduler_filters import (
     MALFORMED,
@@ -34,7 +36,7 @@ Obj = dict[str, Any]
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(datetime.now(UTC))
 
 
 def _queue_order(pod: Obj) -> tuple[int, str, str, str]:
@@ -92,9 +94,7 @@ class Scheduler:
         ]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
 
     async def _watch(self, resource: str) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from vk_common.objects import is_sidecar
 from vk_sandbox.api.pod_requests import pod_requests
 from vk_sandbox.api.quantity import parse_quantity
 
@@ -66,7 +67,7 @@ def host_ports(pod: dict[str, Any]) -> list[tuple[str, int, str]]:
     """(protocol, hostPort, hostIP) the pod's containers and sidecars claim on their node."""
     spec = pod.get("spec") or {}
     containers = list(spec.get("containers") or [])
-    containers += [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    containers += [c for c in spec.get("initContainers") or [] if is_sidecar(c)]
     return [
         (port.get("protocol") or "TCP", int(port["hostPort"]), port.get("hostIP") or _ANY_IP)
         for c in containers

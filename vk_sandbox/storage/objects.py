@@ -11,6 +11,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from vk_common.objects import format_time
+from vk_common.objects import parse_time as parse_rfc3339
+
 Obj = dict[str, Any]
 
 
@@ -34,12 +37,16 @@ def encode(obj: Obj) -> bytes:
 
 
 def now_rfc3339(delta_seconds: float = 0) -> str:
-    t = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=delta_seconds)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """metav1.Time of now plus `delta_seconds` (vk_common.objects.format_time)."""
+    return format_time(datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=delta_seconds))
 
 
 def parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    """An RFC 3339 time the store wrote; raises ValueError for one that does not parse."""
+    parsed = parse_rfc3339(value)
+    if parsed is None:
+        raise ValueError(f"not an RFC 3339 time: {value!r}")
+    return parsed
 
 
 def metadata(obj: Obj) -> Obj:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vk_common.tasks import cancel_and_wait
+
 _STATE_FILE = "store.json"
 
 
@@ -61,10 +63,7 @@ class StateFile:
             self._written = number
 
     async def close(self) -> None:
-        if self._save_task is not None and not self._save_task.done():
-            self._save_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._save_task
+        await cancel_and_wait(self._save_task)
         await self.flush()
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger
-from vk_provider.kube.objects import pod_containers
+from vk_common.objects import pod_containers
 from vk_provider.kuberuntime.cni.invoke import CNIPluginError
 from vk_provider.kuberuntime.cni.network import CNINetwork, PodNetworkRequest
 from vk_provider.runtime.types import RuntimeFailure

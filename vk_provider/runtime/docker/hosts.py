@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_provider.kube.objects import meta, spec
+from vk_common.objects import meta, spec
 from vk_provider.runtime.types import ContainerCreateError
 
 HOSTNAME_MAX = 63  # truncatePodHostnameIfNeeded: 64 bytes with the terminating NUL

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from vk_provider.kube.objects import meta, parse_time, uid
+from vk_common.objects import meta, parse_time, uid
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,

@@ -36,10 +36,10 @@ from typing import Any
 from docker.errors import APIError, ImageNotFound, NotFound
 from vk_common.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_common.logging import get_logger, pod_fields
+from vk_common.objects import uid as uid_of
 from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
-from vk_provider.kube.objects import uid as uid_of
 from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN, ResolvConf
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts

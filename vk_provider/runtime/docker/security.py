@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vk_common.objects import annotations_of, pod_containers
+from vk_common.objects import spec as spec_of
 from vk_provider.config import DockerConfig
-from vk_provider.kube.objects import annotations_of, pod_containers
-from vk_provider.kube.objects import spec as spec_of
 from vk_provider.runtime.types import ContainerConfigError, PodRejected, PodSpecRefused
 
 # pkg/kubelet/lifecycle/predicate.go and handlers.go: the kubelet's admission reasons.

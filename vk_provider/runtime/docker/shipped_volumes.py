@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from docker.errors import APIError, NotFound
-from vk_provider.kube.objects import uid as uid_of
+from vk_common.objects import uid as uid_of
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.create import create_container

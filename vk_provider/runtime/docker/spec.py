@@ -32,11 +32,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vk_common.objects import pod_containers
 from vk_common.quantity import parse_quantity
 from vk_common.sysctls import SYSCTL_FORBIDDEN, forbidden_sysctl
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.hostpaths import subpath_of
-from vk_provider.kube.objects import pod_containers
 from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb

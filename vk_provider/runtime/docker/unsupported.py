@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.kube.objects import pod_containers
+from vk_common.objects import pod_containers
 from vk_provider.runtime.types import PodSpecRefused
 
 

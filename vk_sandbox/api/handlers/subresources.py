@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from vk_common.objects import format_time
 from vk_sandbox.api import errors
 from vk_sandbox.api.decoding import read_typed_body
 from vk_sandbox.api.errors import ApiError
@@ -243,7 +244,7 @@ async def create_token(
         "nbf": now,
         "sub": f"system:serviceaccount:{ri.namespace}:{ri.name}",
     }
-    expires = datetime.fromtimestamp(now + seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    expires = format_time(datetime.fromtimestamp(now + seconds, UTC))
     spec["audiences"] = audiences
     spec["expirationSeconds"] = seconds
     spec.setdefault("boundObjectRef", None)

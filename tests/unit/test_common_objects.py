@@ -1,4 +1,4 @@
-"""The shared vocabulary of kube/objects.py: accessors, static / mirror pods, the restart rule,
+"""The shared vocabulary of vk_common/objects.py: accessors, static / mirror pods, the restart rule,
 the default pull policy and the metav1.Time helpers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.kube.objects import (
+from vk_common.objects import (
     MIRROR_ANNOTATION,
     container_should_restart,
     default_pull_policy,

@@ -8,9 +8,11 @@ default, `is_sidecar`, the one `should_restart` over `container_should_restart`)
 `default_pull_policy`, and the RFC 3339 helpers: `parse_time`, and one formatter a precision
 (`format_time` for metav1.Time, `format_time_micro` for metav1.MicroTime, `format_time_nano` for
 RFC3339Nano).
-Every part of the provider asks these questions here, so each has one answer.
-Must not: import anything of vk_provider (this is the ground floor), do I/O, read the clock
-or keep state.
+Every part of the provider, and the sandbox where it needs the same rule (sidecars in the
+scheduler's requests and the Tables, the default pull policy, the times it writes), asks these
+questions here, so each has one answer.
+Must not: import anything but the standard library (this is the ground floor), do I/O, read
+the clock or keep state.
 """
 
 from __future__ import annotations
