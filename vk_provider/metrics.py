@@ -3,7 +3,7 @@
 What lives here: `ProviderMetrics`, one prometheus-client `CollectorRegistry` per provider (not
 the process-wide default: tests run several providers in one process) holding every
 series: the kubelet's `kubelet_*` names (pkg/kubelet/metrics) and client-go's `rest_client_*`
-where they have the series, `vk_provider_*` for the rest; `observe_pods` (the running gauges
+where they have the series, `vk_provider_*` for the rest; `observe_running` (the running gauges
 from the runtime's pods, set when scraped), `pod_start_seconds` (pure) and `render` (the text
 exposition). The parts that count (runtime engine, kube client, reflector, pod workers, status
 manager) hold the object and record into it. Must not: serve HTTP (kubeletapi/server.py), or
@@ -13,8 +13,7 @@ reach the apiserver or the engine itself.
 from __future__ import annotations
 
 import platform
-from collections import Counter as Tally
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +32,6 @@ from prometheus_client import (
 from vk_common.kube_version import KUBE_VERSION
 from vk_common.objects import parse_time
 from vk_provider import __version__
-from vk_provider.runtime.types import ContainerRunState, PodRuntimeState
 
 # The kubelet's names where a kubelet has the series (kube-prometheus' alerts and dashboards
 # query them by name); `vk_provider_` only for series no kubelet has.
@@ -218,16 +216,12 @@ class ProviderMetrics:
             if sample.name.endswith("_total") and not sample.labels["code"].startswith(("<", "5"))
         )
 
-    def observe_pods(self, pods: Iterable[PodRuntimeState]) -> None:
-        """Set the running gauges from the runtime's pods of this node."""
-        running = 0
-        states: Tally[str] = Tally()
-        for pod in pods:
-            running += pod.sandbox is not None and pod.sandbox.running
-            states.update(c.state.value for c in pod.containers)
-        self.running_pods.set(running)
-        for state in ContainerRunState:
-            self.running_containers.labels(state.value).set(states[state.value])
+    def observe_running(self, running_pods: int, containers_by_state: Mapping[str, int]) -> None:
+        """Set the running gauges: pods with a running sandbox, and containers by state (every
+        state the runtime knows, zero included: `runtime.types.running_counts`)."""
+        self.running_pods.set(running_pods)
+        for state, count in containers_by_state.items():
+            self.running_containers.labels(state).set(count)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

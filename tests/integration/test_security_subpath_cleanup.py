@@ -23,7 +23,7 @@ from tests.support.planes import Plane
 from tests.support.pod_status import phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import ProviderHarness
-from vk_provider import hostpaths as paths
+from vk_common import guarded_paths as paths
 from vk_provider.runtime.docker import labels as lb
 
 pytestmark = pytest.mark.docker

@@ -23,11 +23,11 @@ from typing import Any, cast
 
 from tests.support.images import BUSYBOX_IMAGE
 from vk_provider.kube.keyring import Keyring
-from vk_provider.kuberuntime.dns import ResolvConf
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.workers import PodWorkers
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.protocol import ContainerLaunch, Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,

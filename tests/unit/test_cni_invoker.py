@@ -1,4 +1,4 @@
-"""The CNI invoker (kuberuntime/cni) driving real executables: fake plugins written by the test
+"""The CNI invoker (runtime/cni) driving real executables: fake plugins written by the test
 that record their environment and stdin, answer like CNI plugins, fail or hang."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from vk_provider.kuberuntime.cni.conf import CNIConfigError, load_network
-from vk_provider.kuberuntime.cni.invoke import CNIPluginError
-from vk_provider.kuberuntime.cni.network import (
+from vk_provider.runtime.cni.conf import CNIConfigError, load_network
+from vk_provider.runtime.cni.invoke import CNIPluginError
+from vk_provider.runtime.cni.network import (
     NOT_READY_MESSAGE,
     CNINetwork,
     CNISettings,

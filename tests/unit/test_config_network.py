@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from vk_provider.config_load import ConfigError, config_from_mapping
-from vk_provider.kuberuntime.cni.network import NOT_READY_MESSAGE
 from vk_provider.node.conditions import desired_conditions
+from vk_provider.runtime.cni.network import NOT_READY_MESSAGE
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,6 +22,7 @@ from vk_provider.runtime.types import (
     ContainerRunState,
     PodRuntimeState,
     PodSandboxState,
+    running_counts,
 )
 
 FAMILIES = {
@@ -84,13 +85,13 @@ def test_the_running_gauges_count_running_sandboxes_and_containers_by_state() ->
         PodRuntimeState("u2", "d", "b", PodSandboxState("s2", running=False)),
         PodRuntimeState("u3", "d", "c", None, (container("x", ContainerRunState.CREATED),)),
     ]
-    metrics.observe_pods(pods)
+    metrics.observe_running(*running_counts(pods))
     scraped = families(metrics.render().decode())
     assert total(scraped["kubelet_running_pods"]) == 1
     containers = scraped["kubelet_running_containers"]
     by_state = {s.labels["container_state"]: s.value for s in containers.samples}
     assert by_state == {"created": 1, "running": 1, "exited": 1, "unknown": 0}
-    metrics.observe_pods([])  # scraped again after the pods are gone: back to zero
+    metrics.observe_running(*running_counts([]))  # scraped again after the pods are gone: back to zero
     assert sample(metrics, "kubelet_running_pods") == 0
     assert sample(metrics, "kubelet_running_containers", container_state="running") == 0
 

@@ -1,13 +1,13 @@
-"""The Node's pod CIDRs (kuberuntime/pod_cidrs.py) and the pod's own resolv.conf
-(kuberuntime/dns.py resolv_conf_text, runtime/docker/pod_resolv.py): files written in a temp dir."""
+"""The Node's pod CIDRs (runtime/pod_cidrs.py) and the pod's own resolv.conf
+(runtime/docker/pod_resolv.py: resolv_conf_text and the pod's file): files written in a temp dir."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from vk_provider.kuberuntime.dns import ResolvConf, resolv_conf_text
-from vk_provider.kuberuntime.pod_cidrs import ipv4_cidr, node_pod_cidrs
-from vk_provider.runtime.docker.pod_resolv import resolv_file, write_resolv_file
+from vk_provider.runtime.configs import ResolvConf
+from vk_provider.runtime.docker.pod_resolv import resolv_conf_text, resolv_file, write_resolv_file
+from vk_provider.runtime.pod_cidrs import ipv4_cidr, node_pod_cidrs
 
 CLUSTER = ResolvConf(("10.96.0.10",), ("ns.svc.cluster.local", "svc.cluster.local"), ("ndots:5",))
 

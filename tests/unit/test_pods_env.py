@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.pods.env import PodAddresses, expand, resolve_container_env
+from vk_common.expansion import expand
+from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.runtime.types import ContainerConfigError
 
 POD: dict[str, Any] = {

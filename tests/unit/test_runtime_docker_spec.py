@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from vk_provider.config import DockerAllow, DockerConfig
-from vk_provider.kuberuntime.dns import ResolvConf
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import hosts, spec
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (

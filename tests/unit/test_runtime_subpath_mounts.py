@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from vk_provider import hostpaths as paths
+from vk_common import guarded_paths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.runtime import subpath_mounts as sm
+from vk_provider.runtime import subpaths
 from vk_provider.runtime.docker.runtime import DockerRuntime
 from vk_provider.runtime.docker.spec import SubPathMount
 from vk_provider.runtime.types import ContainerConfigError
@@ -62,7 +63,7 @@ def test_a_symlink_out_of_the_volume_is_refused_and_nothing_is_made_outside(
     volume: Path, tmp_path: Path
 ) -> None:
     (volume / "out").symlink_to(tmp_path)
-    with pytest.raises(paths.SubPathError) as info:
+    with pytest.raises(subpaths.SubPathError) as info:
         sm.open_subpath(str(volume), "out/new", "v", "c")
     assert info.value.message == 'failed to prepare subPath for volumeMount "v" of container "c"'
     assert not (tmp_path / "new").exists()
@@ -76,7 +77,7 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_fails_the_walk(
     (volume / "x" / "target").mkdir(parents=True)
     host = tmp_path / "host"
     (host / "target").mkdir(parents=True)
-    check = paths.resolve_subpath
+    check = subpaths.resolve_subpath
 
     def check_then_swap(base: str, sub: str, name: str, container: str) -> str:
         resolved = check(base, sub, name, container)
@@ -84,8 +85,8 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_fails_the_walk(
         (volume / "x").symlink_to(host)
         return resolved
 
-    monkeypatch.setattr(paths, "resolve_subpath", check_then_swap)
-    with pytest.raises(paths.SubPathError) as info:
+    monkeypatch.setattr(subpaths, "resolve_subpath", check_then_swap)
+    with pytest.raises(subpaths.SubPathError) as info:
         sm.open_subpath(str(volume), "x/target", "v", "c")
     assert "changed while it was opened" in info.value.detail
 
@@ -94,7 +95,7 @@ def test_a_last_component_swapped_for_a_symlink_is_refused(
     volume: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (volume / "target").mkdir()
-    check = paths.resolve_subpath
+    check = subpaths.resolve_subpath
 
     def check_then_swap(base: str, sub: str, name: str, container: str) -> str:
         resolved = check(base, sub, name, container)
@@ -102,8 +103,8 @@ def test_a_last_component_swapped_for_a_symlink_is_refused(
         (volume / "target").symlink_to(tmp_path)
         return resolved
 
-    monkeypatch.setattr(paths, "resolve_subpath", check_then_swap)
-    with pytest.raises(paths.SubPathError, match="failed to prepare subPath"):
+    monkeypatch.setattr(subpaths, "resolve_subpath", check_then_swap)
+    with pytest.raises(subpaths.SubPathError, match="failed to prepare subPath"):
         sm.open_subpath(str(volume), "target", "v", "c")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider import hostpaths as paths
+from vk_common import guarded_paths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.docker.labels import TERMINATION_MESSAGE_FILE
 from vk_provider.runtime.docker.pod_dirs import PodDirs

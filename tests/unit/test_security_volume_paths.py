@@ -2,7 +2,7 @@
 
 Item 1: a subPath (or an expanded subPathExpr) may not be absolute or hold `..`, on every
 volume type, and once its symlinks are resolved it must stay inside the volume's directory
-(`hostpaths`, used by `spec.volume_binds`; the walk and bind that keep it there after the
+(`runtime/subpaths`, used by `spec.volume_binds`; the walk and bind that keep it there after the
 check are tests/unit/test_runtime_subpath_mounts.py). Item 3: the volume files are
 reachable by no other host user (0700 directories above the volume) while inside the
 volume the pod's modes, and the kubelet's fsGroup / fsUser ownership, apply.
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from vk_provider import hostpaths as paths
+from vk_common import guarded_paths as paths
 from vk_provider.pods.volume_writer import write_atomically
 from vk_provider.pods.volumes import Fetched, TokenSource, VolumeFile, fs_user, volume_files
+from vk_provider.runtime import subpaths
 from vk_provider.runtime.docker import spec
 from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSandboxState
@@ -60,7 +61,7 @@ def joined(m: spec.SubPathMount) -> str:
 
 
 def checked(m: spec.SubPathMount) -> str:
-    return paths.resolve_subpath(m.source, m.sub, m.volume, m.container)
+    return subpaths.resolve_subpath(m.source, m.sub, m.volume, m.container)
 
 
 def binds(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = (), **kw: Any) -> list[str]:
@@ -77,30 +78,30 @@ def binds(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = (), **kw: Any)
 @pytest.mark.parametrize("sub", ["..", ESCAPE, "a/../../b", "a/..", "../x", "a\\..\\..\\b"])
 def test_a_subpath_with_a_backstep_is_refused(sub: str) -> None:
     with pytest.raises(ContainerConfigError) as info:
-        paths.check_subpath(sub)
+        subpaths.check_subpath(sub)
     assert info.value.message == f"unable to provision SubPath `{sub}`: must not contain '..'"
     assert info.value.reason == "CreateContainerConfigError"
 
 
 def test_an_absolute_subpath_is_refused() -> None:
     with pytest.raises(ContainerConfigError) as info:
-        paths.check_subpath("/etc")
+        subpaths.check_subpath("/etc")
     assert info.value.message == "error SubPath `/etc` must not be an absolute path"
 
 
 @pytest.mark.parametrize("sub", ["a", "a/b", "..data/key", "a..b", "..."])
 def test_plain_subpaths_pass(sub: str) -> None:
-    paths.check_subpath(sub)
+    subpaths.check_subpath(sub)
 
 
 def test_subpath_expr_is_expanded_from_the_environment_then_checked() -> None:
     env = (("POD", "web-0"), ("EVIL", "../../etc"), ("EMPTY", ""))
-    assert paths.subpath_of({"subPathExpr": "logs/$(POD)"}, env) == "logs/web-0"
-    assert paths.subpath_of({"subPathExpr": "$$(POD)"}, env) == "$(POD)"
+    assert subpaths.subpath_of({"subPathExpr": "logs/$(POD)"}, env) == "logs/web-0"
+    assert subpaths.subpath_of({"subPathExpr": "$$(POD)"}, env) == "$(POD)"
     with pytest.raises(ContainerConfigError, match=r"unable to provision SubPath `\.\./\.\./etc`"):
-        paths.subpath_of({"subPathExpr": "$(EVIL)"}, env)
+        subpaths.subpath_of({"subPathExpr": "$(EVIL)"}, env)
     with pytest.raises(ContainerConfigError) as info:
-        paths.subpath_of({"subPathExpr": "$(NOPE)/$(EMPTY)"}, env)
+        subpaths.subpath_of({"subPathExpr": "$(NOPE)/$(EMPTY)"}, env)
     assert info.value.message == "missing value for EMPTY, NOPE"
 
 
@@ -144,8 +145,8 @@ def test_a_symlink_to_outside_the_volume_is_refused(tmp_path: Path) -> None:
     (volume / "sub" / "up").symlink_to("../..")  # relative, two levels up: tmp_path
     (volume / "dangling").symlink_to(tmp_path / "missing" / "x")
     for sub in ("out", "etc", "sub/up", "sub/up/outside", "dangling", "out/file"):
-        with pytest.raises(paths.SubPathError) as info:
-            paths.resolve_subpath(str(volume), sub, "cfg", "main")
+        with pytest.raises(subpaths.SubPathError) as info:
+            subpaths.resolve_subpath(str(volume), sub, "cfg", "main")
         assert info.value.message == 'failed to prepare subPath for volumeMount "cfg" of container "main"'
         assert info.value.reason == "CreateContainerConfigError"
         assert "not within volume path" in info.value.detail
@@ -158,16 +159,16 @@ def test_a_symlink_inside_the_volume_is_followed(tmp_path: Path) -> None:
     (volume / "link").symlink_to("data/d")
     (volume / "self").symlink_to(".")
     real = os.path.realpath(volume)
-    assert paths.resolve_subpath(str(volume), "link/f", "v", "c") == f"{real}/data/d/f"
-    assert paths.resolve_subpath(str(volume), "self", "v", "c") == real
-    assert paths.resolve_subpath(str(volume), "new/dir", "v", "c") == f"{real}/new/dir"
+    assert subpaths.resolve_subpath(str(volume), "link/f", "v", "c") == f"{real}/data/d/f"
+    assert subpaths.resolve_subpath(str(volume), "self", "v", "c") == real
+    assert subpaths.resolve_subpath(str(volume), "new/dir", "v", "c") == f"{real}/new/dir"
 
 
 def test_the_volume_directory_may_itself_be_behind_a_symlink(tmp_path: Path) -> None:
     (tmp_path / "real" / "vol").mkdir(parents=True)
     (tmp_path / "real" / "vol" / "k").write_text("x")
     (tmp_path / "alias").symlink_to(tmp_path / "real")
-    resolved = paths.resolve_subpath(str(tmp_path / "alias" / "vol"), "k", "v", "c")
+    resolved = subpaths.resolve_subpath(str(tmp_path / "alias" / "vol"), "k", "v", "c")
     assert resolved == os.path.realpath(tmp_path / "real" / "vol" / "k")
 
 
@@ -192,7 +193,7 @@ def test_a_hostpath_subpath_through_a_symlink_to_outside_is_refused(tmp_path: Pa
     (tmp_path / "data" / "root").symlink_to("/")
     volume = {"name": "v", "hostPath": {"path": str(tmp_path / "data")}}
     pod = pod_with(volume, {"name": "v", "subPath": "root/etc"})
-    with pytest.raises(paths.SubPathError):
+    with pytest.raises(subpaths.SubPathError):
         binds(pod, resolve_subpath=checked)
 
 

@@ -39,8 +39,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from vk_common import guarded_paths
 from vk_common.logging import get_logger
-from vk_provider import hostpaths
 from vk_provider.config import Config
 from vk_provider.kube.certificates import (
     CsrDenied,
@@ -130,7 +130,7 @@ def parse_node_certificate(pem: bytes, node_name: str, now: datetime.datetime) -
 
 def write_private(path: Path, data: bytes) -> None:
     """`data` in `path`, mode 0600, whole or not at all (written aside, then renamed)."""
-    hostpaths.make_private_dir(path.parent)
+    guarded_paths.make_private_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -48,7 +48,7 @@ from vk_provider.kubeletapi.tls import KubeletTLSError, server_ssl_context
 from vk_provider.kubeletapi.webhook import WebhookAuth
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.protocol import Runtime
-from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure
+from vk_provider.runtime.types import ContainerNotFound, RuntimeFailure, running_counts
 
 log = get_logger("kubeletapi")
 
@@ -194,7 +194,7 @@ class KubeletServer:
 
     def _own_metrics(self, metrics: ProviderMetrics) -> Handler:
         async def own_metrics(_: web.Request) -> web.StreamResponse:
-            metrics.observe_pods((await self.runtime.list_pods()).values())
+            metrics.observe_running(*running_counts((await self.runtime.list_pods()).values()))
             return web.Response(body=metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
         return own_metrics

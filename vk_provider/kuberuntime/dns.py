@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_common.objects import format_pod, meta, spec
+from vk_provider.runtime.configs import ResolvConf
 
 # pkg/apis/core/validation/validation.go
 MAX_DNS_NAMESERVERS = 3
@@ -53,16 +54,6 @@ MISSING_CLUSTER_DNS_MESSAGE = (
 
 class ResolvConfError(ValueError):
     """The node's resolv.conf cannot be used: the pod's sandbox is not created (as GetPodDNS)."""
-
-
-@dataclass(frozen=True)
-class ResolvConf:
-    """A resolver configuration: a parsed resolv.conf, or what a pod's sandbox gets (the CRI's
-    DNSConfig). Options are `name` or `name:value`."""
-
-    servers: tuple[str, ...] = ()
-    searches: tuple[str, ...] = ()
-    options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,15 +247,3 @@ def pod_dns(
     if base is host and config == host:  # Default (or its fallback): the node's file unchanged
         return PodDNS(None, tuple(events))
     return PodDNS(config, tuple(events))
-
-
-def resolv_conf_text(config: ResolvConf) -> str:
-    """The pod's resolv.conf file, as dockershim wrote it over the sandbox's for a network the
-    engine would otherwise answer through its own resolver (docker_sandbox.go rewriteResolvFile,
-    k8s.io/kubernetes@v1.23: nameserver lines, one search line, one options line)."""
-    lines = [f"nameserver {s}" for s in config.servers]
-    if config.searches:
-        lines.append("search " + " ".join(config.searches))
-    if config.options:
-        lines.append("options " + " ".join(config.options))
-    return "".join(f"{line}\n" for line in lines)

@@ -1,7 +1,6 @@
 """Container environment resolution, as the kubelet does it before creating a container.
 
-What lives here: `expand` (the kubelet's `$(VAR)` expansion with `$$` escaping and unresolvable
-references kept as written), `resolve_container_env` (envFrom with prefix, env from value /
+What lives here: `resolve_container_env` (envFrom with prefix, env from value /
 fieldRef / resourceFieldRef / configMapKeyRef / secretKeyRef, then command and args expansion;
 the service variables of pods/service_env.py join last). ConfigMaps and Secrets come through an
 injected async getter, so this module needs no apiserver. A missing mandatory reference raises
@@ -9,8 +8,9 @@ injected async getter, so this module needs no apiserver. A missing mandatory re
 Must not: talk to the apiserver or Docker itself, or log values (they may be secrets).
 
 Upstream: pkg/kubelet/kubelet_pods.go (makeEnvironmentVariables,
-podFieldSelectorRuntimeValue), third_party/forked/golang/expansion/expand.go,
-pkg/api/v1/resource/helpers.go (ExtractContainerResourceValue).
+podFieldSelectorRuntimeValue),
+pkg/api/v1/resource/helpers.go (ExtractContainerResourceValue); the `$(VAR)` expansion is
+`vk_common.expansion`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from vk_common.expansion import expand
 from vk_common.objects import uid as uid_of
 from vk_common.quantity import parse_quantity
 from vk_provider.runtime.types import ContainerConfigError
@@ -32,42 +33,6 @@ from vk_provider.runtime.types import ContainerConfigError
 ObjectGetter = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
 
 _LABEL_PATH = re.compile(r"metadata\.(labels|annotations)\['(.*)'\]")
-
-
-def _wrap(name: str) -> str:
-    return f"$({name})"
-
-
-def expand(text: str, lookup: Callable[[str], str | None]) -> str:
-    """Expand `$(VAR)` references; `$$` is a literal `$`; unknown references stay as written."""
-    out: list[str] = []
-    checkpoint = 0
-    cursor = 0
-    while cursor < len(text):
-        if text[cursor] == "$" and cursor + 1 < len(text):
-            out.append(text[checkpoint:cursor])
-            nxt = text[cursor + 1]
-            if nxt == "$":
-                out.append("$")
-                advance = 1
-            elif nxt == "(":
-                close = text.find(")", cursor + 2)
-                if close == -1:
-                    out.append("$(")
-                    advance = 1
-                else:
-                    name = text[cursor + 2 : close]
-                    value = lookup(name)
-                    out.append(_wrap(name) if value is None else value)
-                    advance = close - cursor
-            else:
-                out.append("$" + nxt)
-                advance = 1
-            cursor += advance
-            checkpoint = cursor + 1
-        cursor += 1
-    out.append(text[checkpoint:])
-    return "".join(out)
 
 
 @dataclass(frozen=True)

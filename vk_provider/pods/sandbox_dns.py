@@ -18,13 +18,13 @@ from vk_common.objects import meta
 from vk_provider.kuberuntime.dns import (
     MAX_RESOLV_CONF_BYTES,
     NodeDNS,
-    ResolvConf,
     ResolvConfError,
     parse_resolv_conf,
     pod_dns,
     resolv_conf_error_message,
 )
 from vk_provider.pods.work import EventSink
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.types import RuntimeFailure
 
 

@@ -28,7 +28,6 @@ from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import restart_policy
 from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
-from vk_provider.kuberuntime.pod_cidrs import node_pod_cidrs
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import pod_prefix
 from vk_provider.pods.containers import ContainerPipeline
@@ -49,6 +48,7 @@ from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
 from vk_provider.pods.volumes import failed_mount_message
 from vk_provider.pods.work import MOUNT_RETRY_FIRST_SECONDS, PodWork, wake_in
+from vk_provider.runtime.pod_cidrs import node_pod_cidrs
 from vk_provider.runtime.types import (
     ContainerRunState,
     PodRejected,

@@ -36,10 +36,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from vk_common.guarded_paths import UnsafePathError, make_private_dirs, remove_under
 from vk_common.logging import get_logger
 from vk_common.objects import meta, parse_time
 from vk_common.objects import uid as uid_of
-from vk_provider.hostpaths import UnsafePathError, make_private_dirs, remove_under
 from vk_provider.kube.client import ApiStatusError, KubeClient
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.pod_certificates import CredentialsPending, PodCertificates

@@ -2,7 +2,7 @@
 
 What lives here: `build_runtime`, which returns the Docker implementation for the node's
 configuration (a second engine would be chosen here, and nowhere else), with the CNI invoker
-of `network.plugin: cni` (kuberuntime/cni; its result cache under `<docker.stateDir>/.cni/<node>`).
+of `network.plugin: cni` (runtime/cni; its result cache under `<docker.stateDir>/.cni/<node>`).
 Must not: start the runtime or be imported by anything but the app's wiring.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from vk_provider.config import Config
-from vk_provider.kuberuntime.cni.network import CNINetwork, CNISettings
 from vk_provider.metrics import ProviderMetrics
+from vk_provider.runtime.cni.network import CNINetwork, CNISettings
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.protocol import Runtime

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vk_provider.kube.keyring import Keyring
-from vk_provider.kuberuntime.dns import ResolvConf
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -122,7 +122,7 @@ class Runtime(Protocol):
     ) -> PodSandboxState:
         """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends.
         `dns` is its resolver configuration (kuberuntime/dns.py); None: the engine's own.
-        `pod_cidrs` are the Node's (kuberuntime/pod_cidrs.py): the pod's address comes from
+        `pod_cidrs` are the Node's (runtime/pod_cidrs.py): the pod's address comes from
         them where the runtime's network allows it."""
         ...
 

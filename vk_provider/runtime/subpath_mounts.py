@@ -20,7 +20,7 @@ removed; `detach_mounts_under` for any tree) and `probe_bind_mounts(state_dir)` 
 this process may mount at all: CAP_SYS_ADMIN in a mount namespace the engine shares,
 docs/security.md).
 Must not: follow a symlink inside a volume once the path is checked, mount anywhere but
-under a pod's `volume-subpaths/`, or remove a file (`hostpaths.remove_under` does, and
+under a pod's `volume-subpaths/`, or remove a file (`guarded_paths.remove_under` does, and
 refuses a tree that still holds a mount).
 
 Upstream: pkg/volume/util/subpath/subpath_linux.go (doBindSubPath, safeOpenSubPath,
@@ -35,7 +35,8 @@ import os
 import stat
 from pathlib import Path
 
-from vk_provider import hostpaths as paths
+from vk_common import guarded_paths as paths
+from vk_provider.runtime import subpaths
 
 SUBPATHS_DIR = "volume-subpaths"
 PROBE_DIR = ".subpath-probe"
@@ -76,8 +77,8 @@ def _detach_all(target: str) -> None:
     raise OSError(errno.EBUSY, f"more than {MAX_STACKED} mounts stacked", target)
 
 
-def _failed(volume: str, container: str, detail: str) -> paths.SubPathError:
-    return paths.SubPathError(
+def _failed(volume: str, container: str, detail: str) -> subpaths.SubPathError:
+    return subpaths.SubPathError(
         f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"', detail
     )
 
@@ -104,13 +105,13 @@ def open_subpath(base: str, sub: str, volume: str, container: str) -> int:
     following any symlink after the check; missing directories are made on the way with the
     mode of the volume's root (makeMounts: SafeMakeDir(subPath, volumePath, GetMode(volumePath))).
 
-    `sub` has passed `hostpaths.check_subpath`. Symlinks inside the volume that stay inside it
+    `sub` has passed `subpaths.check_subpath`. Symlinks inside the volume that stay inside it
     are allowed (they are resolved first, as the kubelet's EvalSymlinks does); SubPathError
     when the resolved path leaves the volume, or when anything on it changed before the walk
     (a component is now a symlink or not a directory). The caller closes the descriptor.
     """
     real_base = os.path.realpath(base)
-    resolved = paths.resolve_subpath(real_base, sub, volume, container)
+    resolved = subpaths.resolve_subpath(real_base, sub, volume, container)
     rel = os.path.relpath(resolved, real_base)
     try:
         fd = os.open(real_base, _DIR_FLAGS)

@@ -13,6 +13,7 @@ Must not: import Docker or talk to anything; these are values (the one import: a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -247,3 +248,15 @@ class PodRejected(PodSpecRefused):
     def __init__(self, reason: str, event_message: str) -> None:
         super().__init__(POD_REJECTED + event_message, reason)
         self.event_message = event_message
+
+
+def running_counts(pods: Iterable[PodRuntimeState]) -> tuple[int, dict[str, int]]:
+    """(pods with a running sandbox, containers by state with every state present) of the
+    runtime's pods: the kubelet's running_pods and running_containers gauges."""
+    running = 0
+    states = dict.fromkeys((state.value for state in ContainerRunState), 0)
+    for pod in pods:
+        running += pod.sandbox is not None and pod.sandbox.running
+        for container in pod.containers:
+            states[container.state.value] += 1
+    return running, states

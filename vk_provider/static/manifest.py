@@ -44,7 +44,7 @@ NO_EXECUTE_TOLERATION = {"operator": "Exists", "effect": "NoExecute"}
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # A UID given in the file names the pod's directory under docker.stateDir: one plain token
-# (vk_provider.hostpaths.is_safe_name applies the same rule again).
+# (vk_common.guarded_paths.is_safe_name applies the same rule again).
 _SAFE_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _SAFE_UID_MAX = 253
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")

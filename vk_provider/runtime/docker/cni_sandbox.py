@@ -1,13 +1,13 @@
 """CNI mode on Docker (`network.plugin: cni`): the engine's part of a sandbox's network.
 
 What lives here: `CNISandboxes`, the glue between a Docker sandbox and the runtime-neutral CNI
-invoker (kuberuntime/cni): `setup` runs ADD on the started sandbox's network namespace
+invoker (runtime/cni): `setup` runs ADD on the started sandbox's network namespace
 (`NetworkSettings.SandboxKey`) with the pod's hostPorts as `portMappings`, `ips` gives the
 addresses of its cached result (read once from disk after a restart, when the sandbox is
 adopted: CHECK then, as dockershim-era runtimes did on a restarted kubelet), `teardown` runs
 DEL before the sandbox container is stopped or removed. Sandboxes created with Docker's own networks (an
 earlier `docker` mode) have no cached result and are left alone.
-Must not: decide the plugins' arguments (kuberuntime/cni does) or block the event loop.
+Must not: decide the plugins' arguments (runtime/cni does) or block the event loop.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 from vk_common.logging import get_logger
 from vk_common.objects import pod_containers
-from vk_provider.kuberuntime.cni.invoke import CNIPluginError
-from vk_provider.kuberuntime.cni.network import CNINetwork, PodNetworkRequest
+from vk_provider.runtime.cni.invoke import CNIPluginError
+from vk_provider.runtime.cni.network import CNINetwork, PodNetworkRequest
 from vk_provider.runtime.types import RuntimeFailure
 
 log = get_logger("runtime.docker.cni")

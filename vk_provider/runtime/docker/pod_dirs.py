@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vk_common import guarded_paths as paths
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import uid as uid_of
-from vk_provider import hostpaths as paths
 from vk_provider.runtime import subpath_mounts
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb

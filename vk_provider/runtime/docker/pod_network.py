@@ -2,7 +2,7 @@
 
 What lives here: `pod_network_name` (`vk-pods-<node>`), `PodNetwork.ensure`, which finds or
 creates the engine's bridge network of this node whose subnet is the Node's IPv4 pod CIDR
-(kuberuntime/pod_cidrs.py), so a restarted provider reuses it and its pods keep their
+(runtime/pod_cidrs.py), so a restarted provider reuses it and its pods keep their
 addresses. A network of that name with another subnet is replaced only while no container
 is attached to it; otherwise, or when the engine refuses the subnet (a range another network
 holds), the sandbox is not created (`RuntimeFailure`: FailedCreatePodSandBox, retried).
@@ -21,10 +21,10 @@ from typing import Any
 from docker.errors import APIError, NotFound
 from docker.types import IPAMConfig, IPAMPool
 from vk_common.logging import get_logger
-from vk_provider.kuberuntime.pod_cidrs import ipv4_cidr
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.engine import Engine
 from vk_provider.runtime.docker.pull import engine_message
+from vk_provider.runtime.pod_cidrs import ipv4_cidr
 from vk_provider.runtime.types import RuntimeFailure
 
 log = get_logger("runtime.docker.network")

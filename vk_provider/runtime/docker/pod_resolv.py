@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vk_provider import hostpaths as paths
-from vk_provider.kuberuntime.dns import ResolvConf, resolv_conf_text
+from vk_common import guarded_paths as paths
+from vk_provider.runtime.configs import ResolvConf
 
 ETC_RESOLV_CONF = "/etc/resolv.conf"
 RESOLV_FILE = "resolv.conf"
@@ -51,3 +51,15 @@ def resolv_file(pod_dir: Path | None, container: Mapping[str, Any]) -> str | Non
         return None
     path = pod_dir / RESOLV_FILE
     return str(path) if path.is_file() else None
+
+
+def resolv_conf_text(config: ResolvConf) -> str:
+    """The pod's resolv.conf file, as dockershim wrote it over the sandbox's for a network the
+    engine would otherwise answer through its own resolver (docker_sandbox.go rewriteResolvFile,
+    k8s.io/kubernetes@v1.23: nameserver lines, one search line, one options line)."""
+    lines = [f"nameserver {s}" for s in config.servers]
+    if config.searches:
+        lines.append("search " + " ".join(config.searches))
+    if config.options:
+        lines.append("options " + " ".join(config.options))
+    return "".join(f"{line}\n" for line in lines)

@@ -34,15 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from docker.errors import APIError, ImageNotFound, NotFound
+from vk_common import guarded_paths as paths
 from vk_common.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import uid as uid_of
-from vk_provider import hostpaths as paths
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
-from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN, ResolvConf
 from vk_provider.metrics import ProviderMetrics
-from vk_provider.runtime import subpath_mounts
+from vk_provider.runtime import subpath_mounts, subpaths
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import security as sec
@@ -116,7 +116,7 @@ class DockerRuntime:
         node_name: str,
         metrics: ProviderMetrics | None = None,
         *,
-        cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
+        cluster_domain: str = "cluster.local",
         cni: CNISandboxes | None = None,
     ) -> None:
         """`cluster_domain` (config `pods.clusterDomain`) ends a pod's subdomain FQDN; `cni`:
@@ -540,7 +540,7 @@ class DockerRuntime:
             # One turn in the pool: the seccomp profile, the termination-log file, /etc/hosts
             # and a subPath's walk and bind mount are all on the host's filesystem.
             kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
-        except paths.SubPathError as exc:
+        except subpaths.SubPathError as exc:
             log.warning(
                 "container not created",
                 extra=pod_fields(launch.pod, container=name, err=exc.message, detail=exc.detail),

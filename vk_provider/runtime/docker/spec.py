@@ -36,14 +36,14 @@ from vk_common.objects import pod_containers
 from vk_common.quantity import parse_quantity
 from vk_common.sysctls import SYSCTL_FORBIDDEN, forbidden_sysctl
 from vk_provider.config import DockerAllow, DockerConfig
-from vk_provider.hostpaths import subpath_of
-from vk_provider.kuberuntime.dns import ResolvConf
+from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import hosts
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.mount_options import bind_options
 from vk_provider.runtime.docker.pod_resolv import ETC_RESOLV_CONF
 from vk_provider.runtime.docker.security import cap_name, security_kwargs
 from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.subpaths import subpath_of
 from vk_provider.runtime.types import (
     API_VOLUME_TYPES,
     ContainerConfigError,
@@ -68,7 +68,7 @@ class SubPathMount:
     """One volumeMount's sub-path, for the shell to turn into the host path the engine binds."""
 
     source: str  # the volume's directory on the engine's host
-    sub: str  # checked: relative, no `..` (hostpaths.subpath_of)
+    sub: str  # checked: relative, no `..` (subpaths.subpath_of)
     volume: str
     container: str
     index: int  # of the mount in the container's volumeMounts

@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vk_provider.kuberuntime.cni import cache
-from vk_provider.kuberuntime.cni.conf import (
+from vk_provider.runtime.cni import cache
+from vk_provider.runtime.cni.conf import (
     CNIConfigError,
     NetworkList,
     find_plugin,
@@ -39,7 +39,7 @@ from vk_provider.kuberuntime.cni.conf import (
     parse_network,
     plugin_dirs,
 )
-from vk_provider.kuberuntime.cni.invoke import CNIPluginError, PluginArgs, exec_plugin
+from vk_provider.runtime.cni.invoke import CNIPluginError, PluginArgs, exec_plugin
 
 IFNAME = "eth0"  # pkg/kubelet/dockershim/network/network.go DefaultInterfaceName
 NOT_READY_MESSAGE = (

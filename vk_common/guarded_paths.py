@@ -1,25 +1,16 @@
-"""Host paths under the state directory: the subPath rules and the guarded filesystem helpers.
+"""Guarded filesystem helpers for a directory this process owns (the provider's state directory).
 
-What lives here: the pure rules: `subpath_of(mount, env)` (a volumeMount's `subPath`, or its
-`subPathExpr` expanded from the container's environment, refused when absolute or holding a
-`..` component, with the kubelet's messages), `within(path, base)`, `is_safe_name(name)` (a
-pod UID, volume or container name usable as one path component), `mount_of(path,
-mountinfo)` (which filesystem holds a path) and `mounts_under(path, mountinfo)`. Then the
-few blocking helpers the shells run in threads: `read_mountinfo()`, `resolve_subpath(base, sub, …)`, where a
-subPath leads once every symlink is resolved, refused (`SubPathError`,
-CreateContainerConfigError) when it leaves the volume's directory (a check only: the path it
-returns can be swapped afterwards, so what a container gets is `runtime.subpath_mounts`'
-bind of the opened path); `remove_under(root, path)`, the one way anything under the state
-directory is removed, which refuses a path (or a symlink's target) that resolves outside
-`root`, and a tree that still holds a mount point; and `make_private_dirs(path)`, missing
-directories created 0700.
-Shared by the pod volume writer and the Docker runtime, so it belongs to neither layer.
-Must not: log, or act on anything outside the directory it was given.
+What lives here: `is_safe_name(name)` (a pod UID, volume or container name usable as one path
+component), `within(path, base)` / `strictly_within` (the mount-utils PathWithinBase),
+`mount_of(path, mountinfo)` (which filesystem holds a path) and `mounts_under(path, mountinfo)`;
+then the blocking helpers the shells run in threads: `read_mountinfo()`; `remove_under(root,
+path)`, the one way anything under the state directory is removed, which refuses a path (or a
+symlink's target) that resolves outside `root`, and a tree that still holds a mount point; and
+`make_private_dirs(path)` / `make_private_dir(path)`, missing directories created 0700.
+Must not: import the provider or the sandbox, log, or act on anything outside the directory it
+was given.
 
-Upstream: pkg/kubelet/kubelet_pods.go (makeMounts), pkg/volume/util/subpath/subpath_linux.go
-(doBindSubPath, safeOpenSubPath), k8s.io/mount-utils mount.go (PathWithinBase),
-pkg/volume/validation/pv_validation.go (ValidatePathNoBacksteps),
-pkg/kubelet/container/helpers.go (ExpandContainerVolumeMounts).
+Upstream: k8s.io/mount-utils mount.go (PathWithinBase).
 """
 
 from __future__ import annotations
@@ -27,75 +18,27 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from vk_provider.pods.env import expand
-from vk_provider.runtime.types import ContainerConfigError
 
 PRIVATE_DIR_MODE = 0o700
+
+
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+
+
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
 SAFE_NAME_MAX = 253
-
-
-class SubPathError(ContainerConfigError):
-    """A subPath that resolves outside its volume. `message` is the kubelet's (it names no
-    host path); `detail` says where it led, for the log only."""
-
-    def __init__(self, message: str, detail: str) -> None:
-        super().__init__(message)
-        self.detail = detail
 
 
 class UnsafePathError(ValueError):
     """A path under the state directory was refused: it would reach outside it."""
 
 
-# ---------------------------------------------------------------- pure rules
-
-
 def is_safe_name(name: str) -> bool:
     """A pod UID, volume or container name that is one plain path component (letters, digits, -)."""
     return len(name) <= SAFE_NAME_MAX and _SAFE_NAME.fullmatch(name) is not None
-
-
-def check_subpath(sub: str) -> None:
-    """makeMounts' checks: no absolute path, no `..` component (ValidatePathNoBacksteps)."""
-    if sub.startswith("/"):
-        raise ContainerConfigError(f"error SubPath `{sub}` must not be an absolute path")
-    if ".." in sub.replace("\\", "/").split("/"):
-        raise ContainerConfigError(f"unable to provision SubPath `{sub}`: must not contain '..'")
-
-
-def expand_subpath_expr(expr: str, env: Sequence[tuple[str, str]]) -> str:
-    """ExpandContainerVolumeMounts: `$(VAR)` from the container's environment; a missing or
-    empty variable is an error naming every such variable."""
-    values = dict(env)  # a later definition wins, as in envVarsToMap
-    missing: set[str] = set()
-
-    def lookup(name: str) -> str:
-        value = values.get(name, "")
-        if not value:
-            missing.add(name)
-        return value
-
-    expanded = expand(expr, lookup)
-    if missing:
-        raise ContainerConfigError(f"missing value for {', '.join(sorted(missing))}")
-    return expanded
-
-
-def subpath_of(mount: Mapping[str, Any], env: Sequence[tuple[str, str]]) -> str:
-    """The checked sub-path a volumeMount names ("" for the whole volume); subPathExpr wins."""
-    sub = str(mount.get("subPath") or "")
-    expr = str(mount.get("subPathExpr") or "")
-    if expr:
-        sub = expand_subpath_expr(expr, env)
-    if sub:
-        check_subpath(sub)
-    return sub
 
 
 def within(path: str, base: str) -> bool:
@@ -134,25 +77,6 @@ def mounts_under(path: str, mountinfo: str) -> list[str]:
     """The mount points strictly below the absolute `path`, deepest first (each once)."""
     below = {point for point, _ in _mount_points(mountinfo) if strictly_within(point, path)}
     return sorted(below, key=lambda p: (-p.count("/"), p))
-
-
-# ---------------------------------------------------------------- blocking helpers (run in threads)
-
-
-def resolve_subpath(base: str, sub: str, volume: str, container: str) -> str:
-    """The host path to bind for `sub` of the volume directory `base`, every symlink resolved.
-
-    `sub` has passed `check_subpath`. A path that does not exist (yet) resolves as far as it
-    exists. Refused with SubPathError when the result is not inside the resolved `base`.
-    """
-    real_base = os.path.realpath(base)
-    real = os.path.realpath(os.path.join(real_base, sub))
-    if not within(real, real_base):
-        raise SubPathError(
-            f'failed to prepare subPath for volumeMount "{volume}" of container "{container}"',
-            f"subpath {os.path.join(base, sub)!r} resolves to {real!r}, not within volume path {real_base!r}",
-        )
-    return real
 
 
 def _location(path: Path) -> str:
