@@ -168,7 +168,7 @@ def provider_pids(sandbox_pid: int) -> list[int]:
     for pid in child_pids(sandbox_pid):
         with contextlib.suppress(OSError):
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"vk_provider" in argv and b"run" in argv:
+            if b"vk_cli" in argv and b"run" in argv:
                 found.append(pid)
     return found
 

@@ -7,8 +7,8 @@ missing directory (0755, parents too), FileOrCreate a missing empty file (0644, 
 must exist), then the path must be of the type asked (Directory, File, Socket, CharDevice,
 BlockDevice); an unset type checks nothing. A failure raises `HostPathTypeError` with the
 kubelet's text, which the pod worker reports as the FailedMount Event's error.
-Must not: log, decide whether hostPath is allowed (runtime/docker/spec.check_pod_allowed does),
-or touch any path but the one given.
+Must not: log, decide whether hostPath is allowed (the provider's
+kuberuntime/admission.check_pod_allowed does), or touch any path but the one given.
 
 Upstream: pkg/volume/hostpath/host_path.go (hostPathMounter.SetUp, checkTypeInternal,
 typeMatchedOrError, makeDir, makeFile), pkg/volume/util/hostutil/hostutil.go (getFileType).

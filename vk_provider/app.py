@@ -140,6 +140,7 @@ class Provider:
             services=services,
             node_object=node.node_object,
             dns=NodeDNS(cfg.pods.cluster_dns, cfg.pods.cluster_domain, cfg.pods.resolv_conf),
+            docker=cfg.docker,
             metrics=self.metrics,
         )
         await self.workers.start()

@@ -25,12 +25,13 @@ import pytest
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import eventually
+from tests.support.runtime_calls import ensure_sandbox, start_container
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.runtime.docker import DockerRuntime
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerRole
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
@@ -92,9 +93,10 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
             status = ["patch", "pod", "web", "--subresource=status", "--type=merge"]
             code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
             assert code == 0, err  # kubectl port-forward wants a Running pod
-            sandbox_state = await runtime.ensure_sandbox(pod)
+            sandbox_state = await ensure_sandbox(runtime, pod)
             assert await runtime.image_id(BUSYBOX_IMAGE) is not None
-            await runtime.start_container(
+            await start_container(
+                runtime,
                 ContainerLaunch(
                     pod=pod,
                     container=pod["spec"]["containers"][0],
@@ -104,7 +106,7 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
                     command=("sh", "-c", SCRIPT),
                     args=None,
                     sandbox=sandbox_state,
-                )
+                ),
             )
             yield Cluster(sandbox, sandbox.kubeconfig, kubelet)
         finally:

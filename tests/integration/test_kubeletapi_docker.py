@@ -18,12 +18,13 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually
+from tests.support.runtime_calls import ensure_sandbox, start_container
 from vk_provider.config import DockerConfig, KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.podstate import KnownPods
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.config import PodConfig
 from vk_provider.runtime.docker import DockerRuntime
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
 from vk_sandbox.pki.authority import SandboxPKI
 
@@ -62,14 +63,15 @@ async def run_pod(
             "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
             "spec": {"containers": specs},
         }
-    sandbox = await rt.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(rt, pod)
     started = {}
     for c in pod["spec"]["containers"]:
         if c["name"] not in containers:
             continue
         script = containers[c["name"]]
         assert await rt.image_id(BUSYBOX_IMAGE) is not None
-        started[c["name"]] = await rt.start_container(
+        started[c["name"]] = await start_container(
+            rt,
             ContainerLaunch(
                 pod=pod,
                 container={**c, "command": ["sh", "-c", script]},
@@ -79,7 +81,7 @@ async def run_pod(
                 command=("sh", "-c", script),
                 args=None,
                 sandbox=sandbox,
-            )
+            ),
         )
     return pod, started
 

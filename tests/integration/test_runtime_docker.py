@@ -13,14 +13,16 @@ from typing import Any
 import pytest
 
 from bench.docker_engine import DockerCountingProxy
+from tests.support.docker_kwargs import sandbox_create_kwargs
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually, until
 from tests.support.ports import free_port
+from tests.support.runtime_calls import ensure_sandbox, start_container
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
+from vk_provider.kuberuntime.container_config import ContainerLaunch
+from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.runtime.docker import DockerRuntime
-from vk_provider.runtime.docker.spec import sandbox_create_kwargs
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerNotFound,
@@ -74,7 +76,8 @@ async def start(
 ) -> ContainerInstance:
     c = pod["spec"]["containers"][index]
     assert await rt.image_id(c["image"]) is not None
-    return await rt.start_container(
+    return await start_container(
+        rt,
         ContainerLaunch(
             pod=pod,
             container=c,
@@ -84,7 +87,7 @@ async def start(
             command=tuple(c["command"]) if c.get("command") else None,
             args=None,
             sandbox=sandbox,
-        )
+        ),
     )
 
 
@@ -135,7 +138,7 @@ async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: Dock
             container("client", "sh", "-c", f'echo "greeting=$GREETING"; {probe}'),
         ],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     assert sandbox.running and sandbox.ip
     server = await start(runtime, pod, sandbox, 0)
     client = await start(runtime, pod, sandbox, 1, env={"GREETING": "hello-env"})
@@ -150,7 +153,7 @@ async def test_pod_shares_localhost_and_is_reachable_from_the_host(runtime: Dock
     body = await asyncio.to_thread(http_get, f"http://{sandbox.ip}:8080/")
     assert "hello from vk-test/busybox" in body
 
-    again = await runtime.ensure_sandbox(pod)
+    again = await ensure_sandbox(runtime, pod)
     assert again.container_id == sandbox.container_id  # reused, not recreated
 
 
@@ -165,7 +168,7 @@ async def test_a_sandbox_created_but_never_started_is_replaced_and_removed(
         pod, node_name=node_name, config=runtime.config, attempt=0, dns=None, cluster_domain="cluster.local"
     )
     half_made = await asyncio.to_thread(docker_client.containers.create, **kwargs)
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     assert sandbox.running and sandbox.container_id != half_made.id
     uid = pod["metadata"]["uid"]
     left = docker_client.containers.list(all=True, filters={"label": f"io.vk-provider.pod.uid={uid}"})
@@ -184,7 +187,7 @@ async def test_memory_and_cpu_limits_are_applied(runtime: DockerRuntime, docker_
             )
         ],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     inst = await start(runtime, pod, sandbox, 0)
     host_config = docker_client.api.inspect_container(inst.container_id)["HostConfig"]
     assert host_config["Memory"] == 64 * 1024 * 1024
@@ -213,7 +216,7 @@ async def test_stop_kills_after_grace_and_trapping_process_exits_with_its_code(
             container("polite", "sh", "-c", 'trap "exit 7" TERM; while true; do sleep 0.2; done'),
         ],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     stubborn = await start(runtime, pod, sandbox, 0)
     polite = await start(runtime, pod, sandbox, 1)
     await asyncio.sleep(0.5)  # let the shells install their traps
@@ -237,7 +240,7 @@ async def test_fresh_runtime_rebuilds_the_same_state_from_labels(
     runtime: DockerRuntime, node_name: str, test_images: dict[str, str]
 ) -> None:
     pod = make_pod("rebuild", [container("app", "sleep", "300"), container("once", "true")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     app = await start(runtime, pod, sandbox, 0)
     await start(runtime, pod, sandbox, 1)
     await wait_exited(runtime, pod["metadata"]["uid"], "once")
@@ -259,7 +262,7 @@ async def test_fresh_runtime_rebuilds_the_same_state_from_labels(
 async def test_events_report_start_and_die_with_exit_code(runtime: DockerRuntime) -> None:
     events = runtime.events()
     pod = make_pod("events", [container("quitter", "sh", "-c", "sleep 0.5; exit 3")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     inst = await start(runtime, pod, sandbox, 0)
     seen: list[RuntimeEvent] = []
 
@@ -309,7 +312,7 @@ async def test_refused_specs_create_nothing(runtime: DockerRuntime, spec: dict[s
     pod = make_pod("refused", [container("x", "true")])
     pod["spec"].update(spec)
     with pytest.raises(PodSpecRefused) as info:
-        await runtime.ensure_sandbox(pod)
+        await ensure_sandbox(runtime, pod)
     assert info.value.message.startswith(f"{field}: ")
     assert await runtime.pod_state(pod["metadata"]["uid"]) is None
 
@@ -356,7 +359,7 @@ async def test_termination_message_is_read_back(runtime: DockerRuntime, tmp_path
             ),
         ],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     await start(runtime, pod, sandbox, 0)
     await start(runtime, pod, sandbox, 1)
     await start(runtime, pod, sandbox, 2)
@@ -384,7 +387,7 @@ async def test_fallback_to_logs_on_error(runtime: DockerRuntime) -> None:
             )
         ],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     await start(runtime, pod, sandbox, 0)
     done = await wait_exited(runtime, pod["metadata"]["uid"], "app")
     assert done.exit_code == 2
@@ -394,7 +397,7 @@ async def test_fallback_to_logs_on_error(runtime: DockerRuntime) -> None:
 async def test_prune_keeps_latest_and_previous_instance(runtime: DockerRuntime) -> None:
     pod = make_pod("prune", [container("app", "true")])
     uid = pod["metadata"]["uid"]
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     for attempt in range(3):
         await start(runtime, pod, sandbox, 0, attempt=attempt)
         await wait_exited(runtime, uid, "app", attempt)
@@ -409,7 +412,7 @@ async def test_prune_keeps_latest_and_previous_instance(runtime: DockerRuntime) 
 
 async def test_logs_follow_tail_and_timestamps(runtime: DockerRuntime) -> None:
     pod = make_pod("logs", [container("app", "sh", "-c", "echo one; echo two; sleep 1; echo three")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     inst = await start(runtime, pod, sandbox, 0)
     stream = await runtime.container_logs(
         inst.container_id, follow=True, timestamps=False, tail=None, since=None
@@ -427,7 +430,7 @@ async def test_logs_follow_tail_and_timestamps(runtime: DockerRuntime) -> None:
 
 async def test_exec_returns_code_and_output_and_times_out(runtime: DockerRuntime) -> None:
     pod = make_pod("exec", [container("app", "sleep", "300")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     inst = await start(runtime, pod, sandbox, 0)
     code, out = await runtime.exec_in_container(
         inst.container_id, ["sh", "-c", "echo out; echo err >&2; exit 4"], 10
@@ -452,7 +455,7 @@ async def test_engine_errors_reach_callers_as_runtime_neutral_errors(runtime: Do
         await runtime.open_attach(missing, stdin=False, stdout=True, stderr=True)
     assert await runtime.container_stats([missing]) == [None]
     pod = make_pod("seam", [container("app", "sleep", "300")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     inst = await start(runtime, pod, sandbox, 0)
     assert inst.container_uri == f"docker://{inst.container_id}"
     (stats,) = await runtime.container_stats([inst.container_id])
@@ -488,7 +491,7 @@ async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: Do
         hostAliases=[{"ip": "10.9.8.7", "hostnames": ["alias.example"]}],
         volumes=[{"name": "shared", "emptyDir": {}}],
     )
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     server = await start(runtime, pod, sandbox, 0)
     await start(runtime, pod, sandbox, 1)
     assert (await wait_exited(runtime, pod["metadata"]["uid"], "writer")).exit_code == 0
@@ -507,7 +510,7 @@ async def test_sandbox_hostname_aliases_hostport_and_shared_emptydir(runtime: Do
 
 async def test_start_failure_raises_and_shows_as_failed_run(runtime: DockerRuntime) -> None:
     pod = make_pod("nostart", [container("app", "/does-not-exist")])
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     with pytest.raises(ContainerStartError) as info:
         await start(runtime, pod, sandbox, 0)
     assert info.value.reason == "RunContainerError"
@@ -553,7 +556,7 @@ async def test_volumes_add_no_stray_mounts_and_leave_no_volume_behind(
         volumes=[{"name": "scratch", "emptyDir": {}}],
     )
     uid = pod["metadata"]["uid"]
-    sandbox = await runtime.ensure_sandbox(pod)
+    sandbox = await ensure_sandbox(runtime, pod)
     app = await start(runtime, pod, sandbox, 0)
     assert (await wait_exited(runtime, uid, "app")).exit_code == 0
     assert (await read_logs(runtime, app.container_id)).decode().split() == ["/data"]
@@ -589,7 +592,7 @@ async def test_an_unchanged_pods_state_comes_from_the_relist_and_a_kill_outside_
     try:
         pod = make_pod("resynced", [container("app", "sleep", "3600")])
         uid = pod["metadata"]["uid"]
-        app_id = (await start(rt, pod, await rt.ensure_sandbox(pod), 0)).container_id
+        app_id = (await start(rt, pod, await ensure_sandbox(rt, pod), 0)).container_id
         await asyncio.sleep(1.5)  # past the lag allowed for the events of our own start
         await rt.list_pods()
         proxy.counts.clear()
@@ -633,7 +636,7 @@ async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
         ]
         ids = {}
         for pod in pods:
-            sandbox = await rt.ensure_sandbox(pod)
+            sandbox = await ensure_sandbox(rt, pod)
             ids[pod["metadata"]["uid"]] = (await start(rt, pod, sandbox, 0)).container_id
             await start(rt, pod, sandbox, 1)
         await rt.list_pods()
@@ -647,7 +650,7 @@ async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
         uid, app_id = next(iter(ids.items()))
         pod = next(p for p in pods if p["metadata"]["uid"] == uid)
         resized = {**pod["spec"]["containers"][0], "resources": {"limits": {"memory": "64Mi"}}}
-        await rt.update_resources(app_id, resized, "spec.containers[0]")
+        await rt.update_resources(app_id, linux_resources(resized, "spec.containers[0]"))
         app = next(c for c in (await rt.list_pods())[uid].containers if c.container_id == app_id)
         assert app.resources is not None and app.resources.memory_limit == 64 * 1024 * 1024
 
@@ -681,7 +684,7 @@ async def test_new_pods_sandboxes_cost_a_create_start_and_inspect_each_and_one_i
         proxy.counts.clear()
         for pod in pods:
             assert await rt.pod_state(pod["metadata"]["uid"]) is None
-            assert (await rt.ensure_sandbox(pod)).running
+            assert (await ensure_sandbox(rt, pod)).running
         assert dict(proxy.counts) == {
             "GET /images/{name}/json": 1,
             "POST /containers/create": 3,
@@ -690,7 +693,7 @@ async def test_new_pods_sandboxes_cost_a_create_start_and_inspect_each_and_one_i
         }
 
         proxy.counts.clear()
-        again = await rt.ensure_sandbox(pods[0])  # the pod changed: its containers are listed
+        again = await ensure_sandbox(rt, pods[0])  # the pod changed: its containers are listed
         assert again.running and proxy.counts["GET /containers/json"] == 1
         assert proxy.counts["POST /containers/create"] == 0
     finally:

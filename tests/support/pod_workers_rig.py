@@ -3,8 +3,9 @@
 What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
 test ends one with `exit(uid, name, code)`; images are present, except `missing_images` (whose
 pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull); the sandbox
-of a pod in `refusals` is refused; its `spec_hash` is the container spec itself, so any change to
-it is a change), the `Statuses` and `Events`
+of a pod in `refusals` is refused; it is a runtime that is not Docker, so the workers, the
+kuberuntime layer and the kubelet API are driven here through the narrowed Runtime alone), the
+`Statuses` and `Events`
 sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as the workers
 see them), and `running_rig`: started PodWorkers on all of these, yielded as a `Rig`.
 Must not: decide anything the workers decide (the records only change when the workers call
@@ -27,8 +28,8 @@ from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.env import ObjectGetter
 from vk_provider.pods.workers import PodWorkers
-from vk_provider.runtime.configs import ResolvConf
-from vk_provider.runtime.protocol import ContainerLaunch, Runtime
+from vk_provider.runtime.configs import ContainerConfig, HostSecurity, SandboxConfig
+from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRunState,
@@ -62,6 +63,8 @@ class MemoryRuntime:
         self.state_reads: list[str] = []
         self.refusals: dict[str, PodSpecRefused] = {}  # pod uid -> what ensure_sandbox raises
         self.storage: set[str] = set()  # pods whose volumes or files are on disk
+        self.sandbox_configs: list[SandboxConfig] = []  # what ensure_sandbox was asked for
+        self.container_configs: list[ContainerConfig] = []  # what start_container was asked for
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -69,8 +72,11 @@ class MemoryRuntime:
     async def list_pods(self) -> dict[str, PodRuntimeState]:
         return dict(self.pods)
 
-    def spec_hash(self, container: Mapping[str, Any]) -> str:
-        return repr(sorted(container.items()))
+    def host_security(self) -> HostSecurity:
+        return HostSecurity()
+
+    async def image_user(self, image: str) -> str:
+        return ""
 
     async def pod_state(self, uid: str) -> PodRuntimeState | None:
         self.state_reads.append(uid)
@@ -93,38 +99,38 @@ class MemoryRuntime:
         self.pullable_images.discard(image)
         return PulledImage("sha256:" + image, 1234, 0.5)
 
-    async def ensure_sandbox(
-        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
-    ) -> PodSandboxState:
-        meta = pod["metadata"]
-        if meta["uid"] in self.refusals:
-            raise self.refusals[meta["uid"]]
-        state = self.pods.get(meta["uid"])
+    async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
+        meta = config.metadata
+        if meta.uid in self.refusals:
+            raise self.refusals[meta.uid]
+        self.sandbox_configs.append(config)
+        state = self.pods.get(meta.uid)
         if state is not None and state.sandbox is not None and state.sandbox.running:
             return state.sandbox
         sandbox = PodSandboxState(f"s{next(_ids)}", True, "172.30.0.9", _now())
         if state is None:
-            self.pods[meta["uid"]] = PodRuntimeState(meta["uid"], meta["namespace"], meta["name"], sandbox)
+            self.pods[meta.uid] = PodRuntimeState(meta.uid, meta.namespace, meta.name, sandbox)
         else:
-            self._put(meta["uid"], sandbox=sandbox)
+            self._put(meta.uid, sandbox=sandbox)
         return sandbox
 
-    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+    async def setup_host_paths(self, volumes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         return {}
 
-    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
-        uid = launch.pod["metadata"]["uid"]
+    async def start_container(self, config: ContainerConfig) -> ContainerInstance:
+        uid = config.metadata.uid
+        self.container_configs.append(config)
         inst = ContainerInstance(
-            name=launch.container["name"],
-            role=launch.role,
-            attempt=launch.attempt,
+            name=config.name,
+            role=config.role,
+            attempt=config.attempt,
             container_id=f"c{next(_ids)}",
-            image=launch.container["image"],
+            image=config.image,
             image_id="sha256:x",
             state=ContainerRunState.RUNNING,
             created_at=_now(),
             started_at=_now(),
-            spec_hash=self.spec_hash(launch.container),
+            spec_hash=config.spec_hash,
         )
         self._put(uid, containers=(*self.pods[uid].containers, inst))
         return inst

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.support import docker_kwargs
 from tests.support.status_generation import generate
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
-from vk_provider.runtime.docker import spec
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -87,13 +87,15 @@ def _launch(pod: dict[str, Any], target: str) -> ContainerLaunch:
 
 
 def test_the_target_s_pid_namespace_unless_the_pod_shares_one() -> None:
-    kw = spec.container_create_kwargs(_launch(_pod(DBG), "id-c"), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(
+        _launch(_pod(DBG), "id-c"), node_name="n", termination_file=None
+    )
     assert kw["pid_mode"] == "container:id-c" and kw["network_mode"] == "container:sb"
     assert kw["labels"]["io.vk-provider.role"] == "ephemeral"
     shared = _pod(DBG, shareProcessNamespace=True)
-    kw = spec.container_create_kwargs(_launch(shared, "id-c"), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(_launch(shared, "id-c"), node_name="n", termination_file=None)
     assert kw["pid_mode"] == "container:sb"
-    kw = spec.container_create_kwargs(_launch(_pod(DBG), ""), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(_launch(_pod(DBG), ""), node_name="n", termination_file=None)
     assert "pid_mode" not in kw
 
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from tests.support.status_generation import generate
+from vk_provider.kuberuntime.container_config import spec_hash
+from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.resize import ResizeAction, fit_message, pod_requests, resize_action, summary
 from vk_provider.runtime.docker import labels, spec
 from vk_provider.runtime.types import (
@@ -62,31 +64,31 @@ def _running(
 
 
 def test_spec_hash_leaves_the_resizable_fields_out() -> None:
-    base = spec.spec_hash(_container())
+    base = spec_hash(_container())
     resized = _container(resources={"limits": {"cpu": "1"}}, resizePolicy=[{"resourceName": "cpu"}])
-    assert spec.spec_hash(resized) == base
-    assert spec.spec_hash(_container(image="busybox:2")) != base
+    assert spec_hash(resized) == base
+    assert spec_hash(_container(image="busybox:2")) != base
 
 
 def test_docker_update_and_reported_limits_follow_the_create_formulas() -> None:
-    assert spec.update_kwargs(_container(), "spec.containers[0]") == {
+    assert spec.resource_kwargs(linux_resources(_container(), "spec.containers[0]")) == {
         "cpu_shares": 102,
         "cpu_quota": 20000,
         "cpu_period": 100000,
         "mem_limit": 64 * MI,
         "memswap_limit": 64 * MI,
     }
-    assert spec.update_kwargs({"name": "x", "resources": {"requests": {"cpu": "1"}}}, "f") == {
-        "cpu_shares": 1024
-    }
-    assert spec.linux_resources(_container(), "f") == LinuxResources(102, 20000, 100000, 64 * MI)
+    assert spec.resource_kwargs(
+        linux_resources({"name": "x", "resources": {"requests": {"cpu": "1"}}}, "f")
+    ) == {"cpu_shares": 1024}
+    assert linux_resources(_container(), "f") == LinuxResources(102, 20000, 100000, 64 * MI)
     inspect = {
         "Id": "c1",
         "Config": {"Labels": {labels.CONTAINER_NAME: "main"}},
         "State": {"Status": "running", "Running": True},
         "HostConfig": {"CpuShares": 102, "CpuQuota": 20000, "CpuPeriod": 100000, "Memory": 64 * MI},
     }
-    assert labels.instance_from_inspect(inspect).resources == spec.linux_resources(_container(), "f")
+    assert labels.instance_from_inspect(inspect).resources == linux_resources(_container(), "f")
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.volumes import (
     Fetched,
     TokenSource,
@@ -18,8 +20,6 @@ from vk_provider.pods.volumes import (
     token_sources,
     volume_files,
 )
-from vk_provider.runtime.docker import spec
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerRole, PodSandboxState
 
 
@@ -265,7 +265,7 @@ def test_docker_binds_of_api_volumes_are_read_only_with_subpath() -> None:
         args=None,
         sandbox=PodSandboxState(container_id="sb", running=True),
     )
-    kw = spec.container_create_kwargs(
+    kw = docker_kwargs.container_create_kwargs(
         launch,
         node_name="n",
         termination_file=None,

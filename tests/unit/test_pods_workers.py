@@ -28,16 +28,20 @@ from tests.support.pod_workers_rig import (
     running_rig,
 )
 from tests.support.polling import eventually
+from tests.support.runtime_calls import ensure_sandbox, start_container
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.backoff import Backoff
 from vk_provider.pods.config import PodConfig
 from vk_provider.pods.workers import PodWorkers, WorkerState
 from vk_provider.runtime.call_order import call_priority
-from vk_provider.runtime.protocol import ContainerLaunch, Runtime
+from vk_provider.runtime.configs import EmptyDirVolume, Mount, MountKind, SandboxConfig
+from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
     EventsResumed,
+    LinuxResources,
     PodRejected,
     PodRuntimeState,
     PodSandboxState,
@@ -195,9 +199,10 @@ async def test_adopt_keeps_known_pods_and_removes_vanished_ones(rig: Any) -> Non
     keep = make_pod("k1", [box("a")])
     gone = make_pod("g1", [box("a")])
     for pod in (keep, gone):
-        sandbox = await runtime.ensure_sandbox(pod)
-        await runtime.start_container(
-            ContainerLaunch(pod, pod["spec"]["containers"][0], ContainerRole.APP, 3, (), None, None, sandbox)
+        sandbox = await ensure_sandbox(runtime, pod)
+        await start_container(
+            runtime,
+            ContainerLaunch(pod, pod["spec"]["containers"][0], ContainerRole.APP, 3, (), None, None, sandbox),
         )
     before = runtime.pods["k1"].containers
     await workers.adopt(["k1"])
@@ -217,7 +222,7 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
         lambda: statuses.cache.get("live", {}).get("phase") == "Running", within=WITHIN, interval=POLL
     )
     stray = make_pod("stray", [box("a")])
-    await runtime.ensure_sandbox(stray)
+    await ensure_sandbox(runtime, stray)
     workers.start_housekeeping(0.05)
     await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert "live" not in runtime.removed
@@ -453,9 +458,9 @@ async def test_each_pods_runtime_calls_carry_its_arrival_and_syncs_go_oldest_fir
     seen: dict[str, int] = {}
     ensure_sandbox = runtime.ensure_sandbox
 
-    async def recording(pod: Any, dns: Any = None, pod_cidrs: Any = ()) -> PodSandboxState:
-        seen[pod["metadata"]["uid"]] = call_priority.get()
-        return cast(PodSandboxState, await ensure_sandbox(pod, dns, pod_cidrs))
+    async def recording(config: SandboxConfig) -> PodSandboxState:
+        seen[config.metadata.uid] = call_priority.get()
+        return cast(PodSandboxState, await ensure_sandbox(config))
 
     runtime.ensure_sandbox = recording
     for name in ("first", "second", "third"):
@@ -474,9 +479,9 @@ async def test_a_freed_sync_slot_goes_to_the_oldest_waiting_pod() -> None:
         synced: list[str] = []
         ensure_sandbox, pod_state = runtime.ensure_sandbox, runtime.pod_state
 
-        async def held(pod: Any, dns: Any = None, pod_cidrs: Any = ()) -> PodSandboxState:
+        async def held(config: SandboxConfig) -> PodSandboxState:
             await gate.wait()  # `holder` keeps the only sync slot while the others queue
-            return cast(PodSandboxState, await ensure_sandbox(pod, dns, pod_cidrs))
+            return cast(PodSandboxState, await ensure_sandbox(config))
 
         async def recording(uid: str) -> PodRuntimeState | None:
             synced.append(uid)  # the first thing each sync does
@@ -495,3 +500,48 @@ async def test_a_freed_sync_slot_goes_to_the_oldest_waiting_pod() -> None:
         await eventually(lambda: "young" in statuses.cache and "old" in synced, within=WITHIN, interval=POLL)
         waiting = [uid for uid in synced if uid in ("old", "young")]
         assert waiting[:2] == ["old", "young"]
+
+
+async def test_a_runtime_that_is_not_docker_is_handed_the_pod_compiled(rig: Any) -> None:
+    """The workers admit and compile the pod (kuberuntime) before the runtime sees it: the
+    in-memory runtime, which knows no Kubernetes rule, gets the kubelet's hostname, user and
+    groups, cgroup limits, mounts with their checked sub-path and the managed /etc/hosts."""
+    runtime, statuses, _, _, cfg = rig
+    app = box(
+        "a",
+        resources={"limits": {"cpu": "500m", "memory": "64Mi"}},
+        volumeMounts=[{"name": "data", "mountPath": "/data", "subPathExpr": "$(DIR)/x"}],
+        env=[{"name": "DIR", "value": "logs"}],
+    )
+    pod = make_pod(
+        "compiled",
+        [app],
+        hostname="h",
+        subdomain="s",
+        securityContext={"runAsUser": 1000, "fsGroup": 2000},
+        volumes=[{"name": "data", "emptyDir": {}}],
+    )
+    cfg.upsert("api", pod)
+    await eventually(
+        lambda: statuses.cache.get("compiled", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    (sandbox,) = [c for c in runtime.sandbox_configs if c.metadata.uid == "compiled"]
+    assert sandbox.hostname == "h"
+    assert sandbox.empty_dirs == (EmptyDirVolume("data", False, None, 0o2777, 2000),)
+    (container,) = [c for c in runtime.container_configs if c.metadata.uid == "compiled"]
+    assert container.field == "spec.containers[0]" and container.env == (("DIR", "logs"),)
+    assert container.security.user == "1000" and container.security.groups == ("2000",)
+    assert container.resources == LinuxResources(512, 50000, 100000, 64 * 1024 * 1024)
+    assert container.mounts == (
+        Mount(
+            MountKind.EMPTY_DIR,
+            "data",
+            "/data",
+            False,
+            0,
+            "spec.containers[0].volumeMounts[0]",
+            sub_path="logs/x",
+        ),
+    )
+    assert container.hosts_file is not None
+    assert "172.30.0.9\th.s.default.svc.cluster.local\th\n" in container.hosts_file

@@ -1,5 +1,6 @@
 """DockerRuntime.setup_host_paths without an engine: what the checks make and answer on this host,
-what a remote engine answers, and that a pod the node refuses gets nothing made for it."""
+what a remote engine answers, and that a pod the node refuses gets nothing made for it (the pod
+workers ask for the hostPaths `pods/runtime_configs.allowed_host_paths` gives)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vk_provider.config import DockerAllow, DockerConfig
+from vk_provider.pods.runtime_configs import allowed_host_paths
 from vk_provider.runtime.docker.runtime import DockerRuntime
 
 
@@ -20,19 +22,24 @@ def runtime(host: str, tmp_path: Path, *, host_path: bool = True) -> DockerRunti
     return DockerRuntime(DockerConfig(host=host, state_dir=str(tmp_path / "state"), allow=allow), "n1")
 
 
+async def set_up(rt: DockerRuntime, pod: dict[str, Any]) -> dict[str, str]:
+    """As the pod workers ask: the hostPaths of a pod the allowances admit."""
+    return await rt.setup_host_paths(allowed_host_paths(pod, rt.config.allow))
+
+
 async def test_a_local_engine_checks_and_creates_on_this_host(tmp_path: Path) -> None:
     local = runtime("unix:///nonexistent/docker.sock", tmp_path)
-    assert await local.setup_host_paths(pod(tmp_path / "made", "DirectoryOrCreate")) == {}
+    assert await set_up(local, pod(tmp_path / "made", "DirectoryOrCreate")) == {}
     assert (tmp_path / "made").is_dir()
-    assert await local.setup_host_paths(pod(tmp_path / "made", "File")) == {
+    assert await set_up(local, pod(tmp_path / "made", "File")) == {
         "h": f"hostPath type check failed: {tmp_path}/made is not a file, it's a Directory"
     }
 
 
 async def test_a_remote_engines_typed_host_path_cannot_be_checked(tmp_path: Path) -> None:
     remote = runtime("tcp://127.0.0.1:9", tmp_path)
-    assert await remote.setup_host_paths(pod(tmp_path / "x", "")) == {}
-    assert await remote.setup_host_paths(pod(tmp_path / "x", "DirectoryOrCreate")) == {
+    assert await set_up(remote, pod(tmp_path / "x", "")) == {}
+    assert await set_up(remote, pod(tmp_path / "x", "DirectoryOrCreate")) == {
         "h": f"hostPath type check failed: {tmp_path}/x is on the engine's host, which is not this one "
         "(tcp://127.0.0.1:9): type DirectoryOrCreate cannot be checked"
     }
@@ -41,7 +48,7 @@ async def test_a_remote_engines_typed_host_path_cannot_be_checked(tmp_path: Path
 
 async def test_nothing_is_made_for_a_pod_the_node_refuses(tmp_path: Path) -> None:
     not_allowed = runtime("unix:///nonexistent/docker.sock", tmp_path, host_path=False)
-    assert await not_allowed.setup_host_paths(pod(tmp_path / "a", "DirectoryOrCreate")) == {}
+    assert await set_up(not_allowed, pod(tmp_path / "a", "DirectoryOrCreate")) == {}
     allowed = runtime("unix:///nonexistent/docker.sock", tmp_path)
-    assert await allowed.setup_host_paths(pod(tmp_path / "b", "DirectoryOrCreate", hostNetwork=True)) == {}
+    assert await set_up(allowed, pod(tmp_path / "b", "DirectoryOrCreate", hostNetwork=True)) == {}
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -1,10 +1,11 @@
 from datetime import UTC, datetime
 from typing import Any
 
+from vk_provider.runtime.configs import PodMetadata
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.types import ContainerRole, ContainerRunState
 
-POD = {"metadata": {"name": "web", "namespace": "shop", "uid": "u-1"}}
+POD = PodMetadata(name="web", namespace="shop", uid="u-1")
 
 
 def test_container_and_sandbox_names() -> None:

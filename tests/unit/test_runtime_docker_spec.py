@@ -5,10 +5,15 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
 from vk_provider.config import DockerAllow, DockerConfig
+from vk_provider.kuberuntime import hosts as kuberuntime_hosts
+from vk_provider.kuberuntime import resources
+from vk_provider.kuberuntime.admission import check_pod_allowed
+from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
+from vk_provider.kuberuntime.sandbox_config import emptydir_root
 from vk_provider.runtime.configs import ResolvConf
-from vk_provider.runtime.docker import hosts, spec
-from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.runtime.docker import spec
 from vk_provider.runtime.types import (
     ContainerConfigError,
     ContainerRole,
@@ -40,7 +45,7 @@ def launch(pod: dict[str, Any], index: int = 0, **kw: Any) -> ContainerLaunch:
 
 def test_container_joins_sandbox_namespaces_and_carries_labels() -> None:
     pod = make_pod()
-    kw = spec.container_create_kwargs(launch(pod), node_name="n1", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(launch(pod), node_name="n1", termination_file=None)
     assert kw["name"] == "k8s_app_web_ns_u1_1"
     assert kw["network_mode"] == "container:sb"
     assert kw["ipc_mode"] == "container:sb"
@@ -48,15 +53,17 @@ def test_container_joins_sandbox_namespaces_and_carries_labels() -> None:
     assert kw["environment"] == ["A=1"]
     assert kw["labels"]["io.vk-provider.node"] == "n1"
     assert kw["labels"]["io.vk-provider.container.attempt"] == "1"
-    assert kw["labels"]["io.vk-provider.spec-hash"] == spec.spec_hash(pod["spec"]["containers"][0])
+    assert kw["labels"]["io.vk-provider.spec-hash"] == spec_hash(pod["spec"]["containers"][0])
     assert "entrypoint" not in kw and "command" not in kw
 
 
 def test_command_overrides_entrypoint_and_clears_cmd_args_only_replace_cmd() -> None:
     pod = make_pod()
-    kw = spec.container_create_kwargs(launch(pod, command=("sh", "-c")), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(
+        launch(pod, command=("sh", "-c")), node_name="n", termination_file=None
+    )
     assert kw["entrypoint"] == ["sh", "-c"] and kw["command"] == []
-    kw = spec.container_create_kwargs(launch(pod, args=("x",)), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(launch(pod, args=("x",)), node_name="n", termination_file=None)
     assert "entrypoint" not in kw and kw["command"] == ["x"]
 
 
@@ -70,25 +77,25 @@ def test_resources_follow_kubelet_formulas() -> None:
             }
         ]
     )
-    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
     assert kw["mem_limit"] == 64 * 1024 * 1024
     assert kw["cpu_quota"] == 50000 and kw["cpu_period"] == 100000
     assert kw["cpu_shares"] == 256
 
 
 def test_cpu_shares_defaults() -> None:
-    assert spec.cpu_shares(0) == 2
-    assert spec.cpu_shares(1) == 2
-    assert spec.cpu_shares(1000) == 1024
-    assert spec.cpu_quota(1) == 1000
-    kw = spec.resource_kwargs({"resources": {"limits": {"cpu": "2"}}}, "spec.containers[0]")
+    assert resources.cpu_shares(0) == 2
+    assert resources.cpu_shares(1) == 2
+    assert resources.cpu_shares(1000) == 1024
+    assert resources.cpu_quota(1) == 1000
+    kw = docker_kwargs.resource_kwargs({"resources": {"limits": {"cpu": "2"}}}, "spec.containers[0]")
     assert kw["cpu_shares"] == 2048  # requests default to limits
-    assert spec.resource_kwargs({}, "x")["cpu_shares"] == 2
+    assert docker_kwargs.resource_kwargs({}, "x")["cpu_shares"] == 2
 
 
 def test_bad_quantity_is_a_config_error_naming_the_field() -> None:
     with pytest.raises(ContainerConfigError, match=r"spec.containers\[0\].resources"):
-        spec.resource_kwargs({"resources": {"limits": {"memory": "lots"}}}, "spec.containers[0]")
+        docker_kwargs.resource_kwargs({"resources": {"limits": {"memory": "lots"}}}, "spec.containers[0]")
 
 
 def test_security_context_merges_pod_and_container() -> None:
@@ -107,7 +114,7 @@ def test_security_context_merges_pod_and_container() -> None:
             }
         ],
     )
-    kw = spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
+    kw = docker_kwargs.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
     assert kw["user"] == "2000:3000"
     assert kw["group_add"] == ["4000"]
     assert kw["read_only"] is True
@@ -123,12 +130,12 @@ def test_privileged_refused_by_default_with_field_path() -> None:
         ]
     )
     with pytest.raises(PodSpecRefused) as info:
-        spec.check_pod_allowed(pod, DockerAllow())
+        check_pod_allowed(pod, DockerAllow())
     assert info.value.message == (
         "spec.containers[1].securityContext.privileged: privileged containers are not allowed "
         "on this node (docker.allow.privileged)"
     )
-    spec.check_pod_allowed(pod, DockerAllow(privileged=True))
+    check_pod_allowed(pod, DockerAllow(privileged=True))
 
 
 @pytest.mark.parametrize(
@@ -142,7 +149,7 @@ def test_privileged_refused_by_default_with_field_path() -> None:
 )
 def test_host_namespaces_and_hostpath_refused(fields: dict[str, Any], path: str) -> None:
     with pytest.raises(PodSpecRefused, match=f"^{re.escape(path)}: "):
-        spec.check_pod_allowed(make_pod(**fields), DockerAllow())
+        check_pod_allowed(make_pod(**fields), DockerAllow())
 
 
 def test_added_capabilities_need_allowance() -> None:
@@ -154,8 +161,8 @@ def test_added_capabilities_need_allowance() -> None:
     with pytest.raises(
         PodSpecRefused, match=r"spec.initContainers\[0\].securityContext.capabilities.add\[0\]"
     ):
-        spec.check_pod_allowed(pod, DockerAllow())
-    spec.check_pod_allowed(pod, DockerAllow(capabilities=("CAP_NET_ADMIN",)))
+        check_pod_allowed(pod, DockerAllow())
+    check_pod_allowed(pod, DockerAllow(capabilities=("CAP_NET_ADMIN",)))
 
 
 def test_sandbox_kwargs() -> None:
@@ -172,7 +179,7 @@ def test_sandbox_kwargs() -> None:
     )
     config = DockerConfig(sandbox_image="vk-test/pause:1", network="mynet")
     dns = ResolvConf(("1.1.1.1",), (), ("ndots:2", "edns0"))
-    kw = spec.sandbox_create_kwargs(
+    kw = docker_kwargs.sandbox_create_kwargs(
         pod, node_name="n", config=config, attempt=0, dns=dns, cluster_domain="cluster.local"
     )
     assert kw["image"] == "vk-test/pause:1"
@@ -201,7 +208,7 @@ def test_the_engines_own_resolver_configuration_is_no_dns_kwargs() -> None:
 def test_hostname_truncated_like_kubelet() -> None:
     pod = make_pod()
     pod["metadata"]["name"] = "a" * 62 + "-b" + "c" * 10
-    assert hosts.kernel_hostname(pod, "cluster.local") == "a" * 62
+    assert kuberuntime_hosts.kernel_hostname(pod, "cluster.local") == "a" * 62
 
 
 def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
@@ -226,7 +233,7 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
             }
         ],
     )
-    kw = spec.container_create_kwargs(
+    kw = docker_kwargs.container_create_kwargs(
         launch(pod),
         node_name="n",
         termination_file="/state/tl",
@@ -239,7 +246,7 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
         "k8s_u1_cfg:/cfg:ro,nocopy",  # no volumes_root (a remote engine): the shipped volume
         "/state/tl:/tmp/msg:rw",
     ]
-    vols = spec.emptydir_volumes(pod, "n")
+    vols = docker_kwargs.emptydir_volumes(pod, "n")
     assert [v.docker_name for v in vols] == ["k8s_u1_scratch", "k8s_u1_mem"]
     assert vols[1].driver_opts == {
         "type": "tmpfs",
@@ -253,10 +260,10 @@ def test_volumes_emptydir_and_hostpath_binds_and_termination_file() -> None:
 def test_emptydir_root_is_0777_or_setgid_fsgroup_like_the_kubelet() -> None:
     volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
     pod = make_pod(volumes=volumes)
-    assert spec.emptydir_root(pod) == (0o777, 0)
+    assert emptydir_root(pod) == (0o777, 0)
     pod["spec"]["securityContext"] = {"runAsUser": 1234, "runAsGroup": 2345, "fsGroup": 3456}
-    assert spec.emptydir_root(pod) == (0o2777, 3456)
-    disk, mem = spec.emptydir_volumes(pod, "n")
+    assert emptydir_root(pod) == (0o2777, 3456)
+    disk, mem = docker_kwargs.emptydir_volumes(pod, "n")
     assert (disk.memory, disk.mode, disk.gid, disk.driver_opts) == (False, 0o2777, 3456, {})
     assert mem.driver_opts["o"] == "mode=2777,uid=0,gid=3456"
 
@@ -264,7 +271,7 @@ def test_emptydir_root_is_0777_or_setgid_fsgroup_like_the_kubelet() -> None:
 def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
     config = DockerConfig(sandbox_image="vk-test/pause:1")
     volumes = [{"name": "scratch", "emptyDir": {}}, {"name": "mem", "emptyDir": {"medium": "Memory"}}]
-    kw = spec.sandbox_create_kwargs(
+    kw = docker_kwargs.sandbox_create_kwargs(
         make_pod(volumes=volumes),
         node_name="n",
         config=config,
@@ -273,7 +280,7 @@ def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
         cluster_domain="cluster.local",
     )
     assert kw["volumes"] == [f"k8s_u1_mem:{spec.SANDBOX_MEMORY_PATH}/mem:rw,nocopy"]
-    kw = spec.sandbox_create_kwargs(
+    kw = docker_kwargs.sandbox_create_kwargs(
         make_pod(volumes=volumes[:1]),
         node_name="n",
         config=config,
@@ -287,7 +294,7 @@ def test_the_sandbox_holds_the_memory_emptydirs_only() -> None:
 def test_root_entry_tar_holds_the_volume_root_with_its_mode_and_group() -> None:
     pod = make_pod(volumes=[{"name": "scratch", "emptyDir": {}}])
     pod["spec"]["securityContext"] = {"fsGroup": 3456}
-    (vol,) = spec.emptydir_volumes(pod, "n")
+    (vol,) = docker_kwargs.emptydir_volumes(pod, "n")
     with tarfile.open(fileobj=io.BytesIO(spec.root_entry_tar(vol))) as tar:
         (entry,) = tar.getmembers()
     assert (entry.name, entry.isdir(), entry.mode, entry.uid, entry.gid) == (
@@ -307,4 +314,4 @@ def test_mount_of_undefined_volume_is_a_config_error() -> None:
         containers=[{"name": "app", "image": "b", "volumeMounts": [{"name": "x", "mountPath": "/x"}]}]
     )
     with pytest.raises(ContainerConfigError, match=r"spec.containers\[0\].volumeMounts\[0\].name"):
-        spec.container_create_kwargs(launch(pod), node_name="n", termination_file=None)
+        docker_kwargs.container_create_kwargs(launch(pod), node_name="n", termination_file=None)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import docker_kwargs
 from tests.support.kubeconfigs import write_kubeconfig
 from vk_cli.main import main
 from vk_common.quantity import (
@@ -23,7 +24,6 @@ from vk_common.quantity import (
     parse_duration,
     parse_quantity,
 )
-from vk_provider.runtime.docker import spec
 from vk_provider.runtime.types import ContainerConfigError
 from vk_provider.status.qos import pod_qos_class
 
@@ -228,7 +228,7 @@ def test_durations_are_bounded_as_go_time_duration() -> None:
 def test_an_out_of_range_memory_limit_is_a_container_config_error() -> None:
     container = {"name": "c", "resources": {"limits": {"memory": "1e1000000", "cpu": "1"}}}
     with pytest.raises(ContainerConfigError) as refused:
-        spec.resource_kwargs(container, "spec.containers[0]")
+        docker_kwargs.resource_kwargs(container, "spec.containers[0]")
     assert refused.value.reason == "CreateContainerConfigError"
     assert refused.value.message == (
         "spec.containers[0].resources: quantity out of range (at most 9223372036854775807): '1e1000000'"

@@ -1,4 +1,5 @@
-"""The securityContext → Docker mapping and its refusals (issue 14, item 3): runtime/docker/security.py."""
+"""The securityContext → Docker mapping and its refusals (issue 14, item 3): kuberuntime/security.py
+resolves it, runtime/docker/security_options.py translates it."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
 from vk_provider.config import DockerAllow, DockerConfig
-from vk_provider.runtime.docker import security
-from vk_provider.runtime.docker.security import HostSecurity
+from vk_provider.kuberuntime import security
+from vk_provider.runtime.configs import HostSecurity
+from vk_provider.runtime.docker import security_options
 from vk_provider.runtime.types import ContainerConfigError, PodSpecRefused
 
 C0 = "spec.containers[0]"
@@ -27,7 +30,7 @@ def pod(
 
 
 def kwargs(p: Any, seccomp_json: str | None = None) -> dict[str, Any]:
-    return security.security_kwargs(p, p["spec"]["containers"][0], C0, None, seccomp_json)
+    return docker_kwargs.security_kwargs(p, p["spec"]["containers"][0], C0, None, seccomp_json)
 
 
 def check(p: Any, *, host: HostSecurity | None = None, **docker: Any) -> None:
@@ -190,6 +193,6 @@ def test_the_kubelets_admission_rejections(p: Any, reason: str, message: str) ->
 
 def test_host_security_from_docker_info() -> None:
     info = {"SecurityOptions": ["name=apparmor", "name=seccomp,profile=builtin", "name=userns"]}
-    assert security.host_security(info) == HostSecurity(apparmor=True, selinux=False, userns=True)
-    assert security.host_security({"SecurityOptions": ["name=selinux"]}) == HostSecurity(selinux=True)
-    assert security.host_security({}) == HostSecurity()
+    assert security_options.host_security(info) == HostSecurity(apparmor=True, selinux=False, userns=True)
+    assert security_options.host_security({"SecurityOptions": ["name=selinux"]}) == HostSecurity(selinux=True)
+    assert security_options.host_security({}) == HostSecurity()

@@ -1,4 +1,5 @@
-"""runAsNonRoot as the kubelet enforces it (issue 13, item 4): the pure rule in runtime/docker/security.py.
+"""runAsNonRoot as the kubelet enforces it (issue 13, item 4): the pure rule in kuberuntime/security.py,
+translated by runtime/docker/security_options.py.
 
 Upstream: pkg/kubelet/kuberuntime/security_context_others.go (verifyRunAsNonRoot),
 pkg/securitycontext/util.go (DetermineEffectiveSecurityContext), kuberuntime/helpers.go
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from vk_provider.runtime.docker import security
+from tests.support import docker_kwargs
+from vk_provider.kuberuntime import security
 from vk_provider.runtime.types import ContainerConfigError
 
 WHERE = '(pod: "web_default(u-1)", container: app)'
@@ -130,12 +132,12 @@ def test_the_image_user_is_needed_only_when_it_decides() -> None:
 def test_security_kwargs_refuse_a_root_user_with_create_container_config_error() -> None:
     p = pod(sc={"runAsNonRoot": True})
     with pytest.raises(ContainerConfigError) as refused:
-        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "")
+        docker_kwargs.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "")
     assert refused.value.reason == "CreateContainerConfigError"
     assert refused.value.message == ROOT
     allowed = pod(sc={"runAsNonRoot": True, "runAsUser": 1234})
     assert (
-        security.security_kwargs(allowed, allowed["spec"]["containers"][0], "spec.containers[0]", None)[
+        docker_kwargs.security_kwargs(allowed, allowed["spec"]["containers"][0], "spec.containers[0]", None)[
             "user"
         ]
         == "1234"
@@ -149,7 +151,7 @@ def test_security_kwargs_refuse_a_root_user_with_create_container_config_error()
 def test_a_group_without_a_user_keeps_the_images_user(image_user: str | None, docker_user: str) -> None:
     p = pod(sc={"runAsGroup": 7})
     assert (
-        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", image_user)["user"]
+        docker_kwargs.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", image_user)["user"]
         == docker_user
     )
 
@@ -158,6 +160,6 @@ def test_a_non_root_image_user_with_a_group_does_not_become_root() -> None:
     """runAsNonRoot + runAsGroup on an image whose user is 1234: Docker gets 1234:7, not 0:7."""
     p = pod(sc={"runAsNonRoot": True, "runAsGroup": 7})
     assert (
-        security.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "1234")["user"]
+        docker_kwargs.security_kwargs(p, p["spec"]["containers"][0], "spec.containers[0]", "1234")["user"]
         == "1234:7"
     )

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
 from vk_common import sysctls as policy
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
-from vk_provider.runtime.docker import spec
+from vk_provider.kuberuntime.admission import check_pod_allowed
 from vk_provider.runtime.types import PodSpecRefused
 
 # safe_sysctls.go safeSysctls, in its order.
@@ -142,15 +143,15 @@ def test_allowed_unsafe_patterns_are_checked_as_new_allowlist_does(pattern: str,
 
 def test_the_runtime_refuses_the_pod_with_sysctl_forbidden_before_anything_else() -> None:
     with pytest.raises(PodSpecRefused) as refused:
-        spec.check_pod_allowed(pod("kernel.msgmax", hostNetwork=True), DockerAllow(host_network=True))
+        check_pod_allowed(pod("kernel.msgmax", hostNetwork=True), DockerAllow(host_network=True))
     assert refused.value.reason == "SysctlForbidden"
     assert refused.value.message == 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted'
-    spec.check_pod_allowed(pod("kernel.msgmax"), DockerAllow(unsafe_sysctls=("kernel.msg*",)))
-    spec.check_pod_allowed(pod("net.ipv4.ping_group_range"), DockerAllow())
+    check_pod_allowed(pod("kernel.msgmax"), DockerAllow(unsafe_sysctls=("kernel.msg*",)))
+    check_pod_allowed(pod("net.ipv4.ping_group_range"), DockerAllow())
 
 
 def test_admitted_sysctls_reach_the_sandbox() -> None:
-    kwargs = spec.sandbox_create_kwargs(
+    kwargs = docker_kwargs.sandbox_create_kwargs(
         pod("net.ipv4.ping_group_range"),
         node_name="n",
         config=DockerConfig(),

@@ -2,8 +2,8 @@
 
 Item 1: a subPath (or an expanded subPathExpr) may not be absolute or hold `..`, on every
 volume type, and once its symlinks are resolved it must stay inside the volume's directory
-(`runtime/subpaths`, used by `spec.volume_binds`; the walk and bind that keep it there after the
-check are tests/unit/test_runtime_subpath_mounts.py). Item 3: the volume files are
+(`runtime/subpaths`, used by `kuberuntime/mounts.py`; the walk and bind that keep it there after
+the check are tests/unit/test_runtime_subpath_mounts.py). Item 3: the volume files are
 reachable by no other host user (0700 directories above the volume) while inside the
 volume the pod's modes, and the kubelet's fsGroup / fsUser ownership, apply.
 """
@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
 from vk_common import guarded_paths as paths
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.volume_writer import write_atomically
 from vk_provider.pods.volumes import Fetched, TokenSource, VolumeFile, fs_user, volume_files
 from vk_provider.runtime import subpaths
 from vk_provider.runtime.docker import spec
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSandboxState
 
 ESCAPE = "../../../../../../etc"
@@ -66,7 +67,7 @@ def checked(m: spec.SubPathMount) -> str:
 
 def binds(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = (), **kw: Any) -> list[str]:
     kw.setdefault("resolve_subpath", joined)
-    kwargs = spec.container_create_kwargs(
+    kwargs = docker_kwargs.container_create_kwargs(
         launch_of(pod, env), node_name="n", termination_file=None, volumes_root="/st/u1/volumes", **kw
     )
     return list(kwargs.get("volumes") or [])
@@ -176,7 +177,7 @@ def test_binds_of_an_atomically_written_volume_resolve_to_the_payload(tmp_path: 
     root = tmp_path / "volumes"
     write_atomically(root / "v", [VolumeFile("app.conf", b"x", 0o644)])
     pod = pod_with(VOLUME_TYPES["configMap"], {"name": "v", "subPath": "app.conf"})
-    kwargs = spec.container_create_kwargs(
+    kwargs = docker_kwargs.container_create_kwargs(
         launch_of(pod),
         node_name="n",
         termination_file=None,

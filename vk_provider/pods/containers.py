@@ -23,6 +23,7 @@ from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_pod, is_sidecar, restart_policy, should_restart, spec
+from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
 from vk_provider.pods.backoff import container_key, crash_loop_message
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import PodAddresses, resolve_container_env
@@ -39,10 +40,10 @@ from vk_provider.pods.policy import (
     now,
 )
 from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer, ResizeAction
+from vk_provider.pods.runtime_configs import container_config_for
 from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.work import PodWork, wake_in
 from vk_provider.probes import messages as probe_messages
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -203,9 +204,9 @@ class ContainerPipeline:
         )
 
     def _changed(self, container: Mapping[str, Any], instance: ContainerInstance) -> bool:
-        """Whether a running container's spec changed since it was created (`Runtime.spec_hash`);
-        an instance without a recorded hash never counts as changed."""
-        return bool(instance.spec_hash) and instance.spec_hash != self._deps.runtime.spec_hash(container)
+        """Whether a running container's spec changed since it was created (`spec_hash`); an
+        instance without a recorded hash never counts as changed."""
+        return bool(instance.spec_hash) and instance.spec_hash != spec_hash(container)
 
     async def _replace(
         self,
@@ -240,7 +241,7 @@ class ContainerPipeline:
         fp = field_path(role, name)
         # The kubelet's key holds the container's hash (GetStableKey with HashContainer): a new
         # image starts a fresh back-off instead of waiting out the old one.
-        key = container_key(pod, name, self._deps.runtime.spec_hash(container))
+        key = container_key(pod, name, spec_hash(container))
         finished = (instance.finished_at or instance.created_at or now()).timestamp()
         left = self._deps.backoff.remaining(key, finished)
         if left > 0:
@@ -312,7 +313,9 @@ class ContainerPipeline:
                 target_container_id=target,
             )
             work.runtime_changed = True
-            instance = await self._deps.runtime.start_container(launch)
+            deps = self._deps
+            config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)
+            instance = await self._deps.runtime.start_container(config)
         except RuntimeFailure as exc:
             log.info(
                 "container not started",

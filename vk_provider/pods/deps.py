@@ -4,16 +4,18 @@ What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the containe
 (`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
 the crash-loop / image backoff, the object getter, the node's addresses, allocatable
 and Node object, the TokenRequest poster, the services (for the service environment
-variables), the node's DNS settings and the metrics image pulls are counted in. PodWorkers builds it once.
+variables), the node's DNS settings, the Docker allowances pods are admitted against and the
+metrics image pulls are counted in. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
@@ -45,4 +47,7 @@ class SyncDeps:
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
     active_pods: Callable[[], Sequence[Mapping[str, Any]]] = tuple  # admitted and not terminated
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf
+    # The allowances (docker.allow) and the Localhost seccomp profiles' root pods are admitted
+    # and compiled against (kuberuntime).
+    docker: DockerConfig = field(default_factory=DockerConfig)
     metrics: ProviderMetrics | None = None  # image pulls are counted here

@@ -32,6 +32,7 @@ from typing import Any
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_time, is_sidecar, meta, spec
 from vk_common.quantity import parse_quantity, quantity_or_zero
+from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import now
 from vk_provider.pods.work import PodWork
@@ -247,7 +248,7 @@ class PodResizer:
         """What the running instance needs to run with the (allocated) container's resources."""
         if instance.resources is None:
             return ResizeAction.NONE
-        want = self._deps.runtime.linux_resources(container, field_path)
+        want = linux_resources(container, field_path)
         have = instance.resources
         cpu = (want.cpu_shares, want.cpu_quota, want.cpu_period) != (
             have.cpu_shares,
@@ -263,7 +264,7 @@ class PodResizer:
         pod = work.pod
         try:
             await self._check_memory_decrease(container, instance, fp)
-            await self._deps.runtime.update_resources(instance.container_id, container, fp)
+            await self._deps.runtime.update_resources(instance.container_id, linux_resources(container, fp))
         except RuntimeFailure as exc:
             generation = int(meta(pod).get("generation") or 0)
             old = work.resize.in_progress
@@ -286,7 +287,7 @@ class PodResizer:
     ) -> None:
         """A memory limit may not go below what the container uses now (validateMemoryResizes
         in kuberuntime_manager.go); the resize stays in progress with the error and is retried."""
-        want = self._deps.runtime.linux_resources(container, fp).memory_limit
+        want = linux_resources(container, fp).memory_limit
         have = instance.resources.memory_limit if instance.resources is not None else 0
         if want == 0 or (have != 0 and want >= have):
             return

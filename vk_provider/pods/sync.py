@@ -43,6 +43,7 @@ from vk_provider.pods.policy import (
     jitter,
     now,
 )
+from vk_provider.pods.runtime_configs import allowed_host_paths, sandbox_config_for
 from vk_provider.pods.sandbox_dns import sandbox_dns
 from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
@@ -201,7 +202,9 @@ class PodSync:
         ran cannot be set up: it stays ContainerCreating, retried soon. Running containers keep
         the volume's last content."""
         failed = unsupported_volumes(work.pod)
-        failed.update(await self._runtime.setup_host_paths(work.pod))
+        failed.update(
+            await self._runtime.setup_host_paths(allowed_host_paths(work.pod, self._deps.docker.allow))
+        )
         failed.update(await self._volumes.setup(work.pod))
         if not failed:
             work.volumes_mounted = True
@@ -246,7 +249,10 @@ class PodSync:
                 node_object=self._deps.node_object(),
                 node_ip=self._deps.host_ip(),
             )
-            sandbox = await self._runtime.ensure_sandbox(pod, dns, node_pod_cidrs(self._deps.node_object()))
+            deps = self._deps
+            cidrs = node_pod_cidrs(deps.node_object())
+            config = sandbox_config_for(deps.runtime, deps.docker, pod, dns, cidrs, deps.dns.cluster_domain)
+            sandbox = await self._runtime.ensure_sandbox(config)
         except PodSpecRefused as exc:
             log.warning("pod refused", extra=pod_fields(pod, err=exc.message))
             if isinstance(exc, PodRejected):

@@ -6,7 +6,7 @@ cannot mount (persistentVolumeClaim, csi, ephemeral, nfs, iscsi, ...), which the
 reports as the FailedMount Event (`volumes.failed_mount_message`) while the pod stays
 Pending in ContainerCreating, as a kubelet whose volume plugin cannot set a volume up
 leaves it. Mounted here: emptyDir, hostPath, configMap, secret, downwardAPI, projected;
-`image` volumes are refused by the runtime with the field path (`runtime/docker/spec.py`).
+`image` volumes are refused at admission with the field path (`kuberuntime/admission.py`).
 Must not: look at the filesystem or the engine.
 
 Upstream: pkg/kubelet/volumemanager/volume_manager.go (WaitForAttachAndMount keeps the pod

@@ -29,6 +29,7 @@ from vk_common.logging import get_logger, pod_fields, pod_ref
 from vk_common.objects import meta
 from vk_common.objects import uid as uid_of
 from vk_common.tasks import cancel_and_wait
+from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.dns import NO_CLUSTER_DNS, NodeDNS
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.pods.backoff import Backoff
@@ -93,6 +94,7 @@ class PodWorkers:
         services: ServiceSource | None = None,
         node_object: Callable[[], Mapping[str, Any]] = dict,
         dns: NodeDNS = NO_CLUSTER_DNS,
+        docker: DockerConfig | None = None,
         metrics: ProviderMetrics | None = None,
     ) -> None:
         """The keyword parts other than the sync limits and `metrics` become the syncer's `SyncDeps`."""
@@ -124,6 +126,7 @@ class PodWorkers:
                 node_object=node_object,
                 active_pods=self._admitted_pods,
                 dns=dns,
+                docker=docker or DockerConfig(),
                 metrics=self._metrics,
             )
         )

@@ -29,6 +29,4 @@ def build_runtime(config: Config, metrics: ProviderMetrics | None = None) -> Run
         cni = CNISandboxes(
             CNINetwork(CNISettings(net.cni_conf_dir, net.cni_bin_dir, cache_dir, net.cni_timeout))
         )
-    return DockerRuntime(
-        config.docker, config.node.name, metrics, cluster_domain=config.pods.cluster_domain, cni=cni
-    )
+    return DockerRuntime(config.docker, config.node.name, metrics, cni=cni)

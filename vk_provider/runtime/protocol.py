@@ -1,22 +1,23 @@
 """The Runtime protocol: what pod workers, the node agent and the kubelet API need from a container engine.
 
-What lives here: the `Runtime` protocol (pod lifecycle, logs, stats, the spec hash, the
-pod's dial address for port-forward, and interactive exec/attach sessions),
-`InteractiveSession`, one such open session, and `ContainerLaunch`, the fully resolved
-request to start one container. Everything outside `vk_provider/runtime/<engine>/` depends
-on this module and `runtime.types` only; the one place that picks an engine is
-`runtime/build.py`. Must not: contain an implementation or import a specific engine's SDK.
+What lives here: the `Runtime` protocol, engine verbs over the configurations the kuberuntime
+layer compiled (`runtime/configs.py`: make a sandbox, start a container, update its resources),
+images, the pod lifecycle the engine holds (list, inspect, stop, remove), logs, stats, the pod's
+dial address for port-forward and interactive exec/attach sessions, and `InteractiveSession`, one
+such open session. Everything outside `vk_provider/runtime/<engine>/` depends on this module,
+`runtime.configs` and `runtime.types` only; the one place that picks an engine is
+`runtime/build.py`. Must not: contain an implementation, a Kubernetes rule, or import a specific
+engine's SDK.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from vk_provider.kube.keyring import Keyring
-from vk_provider.runtime.configs import ResolvConf
+from vk_provider.runtime.configs import ContainerConfig, HostSecurity, SandboxConfig
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -32,28 +33,6 @@ from vk_provider.runtime.types import (
 )
 
 STDOUT, STDERR = 1, 2  # the stream numbers InteractiveSession.output yields
-
-
-@dataclass(frozen=True)
-class ContainerLaunch:
-    """One container to create and start, with everything resolved by the caller.
-
-    `pod` and `container` are the API objects as dicts (JSON shape). `command` and
-    `args` are already `$(VAR)`-expanded and `env` already resolved (fieldRefs,
-    ConfigMap and Secret keys), so the runtime needs no apiserver.
-    """
-
-    pod: Mapping[str, Any]
-    container: Mapping[str, Any]
-    role: ContainerRole
-    attempt: int
-    env: tuple[tuple[str, str], ...]
-    command: tuple[str, ...] | None  # None: the image's entrypoint
-    args: tuple[str, ...] | None  # None: the image's cmd
-    sandbox: PodSandboxState
-    # An ephemeral container's targetContainerName, running: the runtime id whose PID
-    # namespace it joins (empty: the pod's own rules).
-    target_container_id: str = ""
 
 
 class InteractiveSession(Protocol):
@@ -117,20 +96,26 @@ class Runtime(Protocol):
         second caller waits for the first's result. Raises ImagePullError (ErrImagePull)."""
         ...
 
-    async def ensure_sandbox(
-        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
-    ) -> PodSandboxState:
-        """Create and start (or reuse) the pod's sandbox; raises PodSpecRefused and friends.
-        `dns` is its resolver configuration (kuberuntime/dns.py); None: the engine's own.
-        `pod_cidrs` are the Node's (runtime/pod_cidrs.py): the pod's address comes from
-        them where the runtime's network allows it."""
+    def host_security(self) -> HostSecurity:
+        """What the engine's host enforces (AppArmor, SELinux, user namespaces), known once
+        started: the pod's security admission reads it (kuberuntime/security.py)."""
         ...
 
-    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
-        """Set up the pod's hostPath volumes as the kubelet's hostPath plugin does (the `type`
-        checks, DirectoryOrCreate / FileOrCreate made on the engine's host); the failed ones as
-        volume name -> error text. Nothing is checked or made when hostPath is not allowed
-        (ensure_sandbox refuses such a pod)."""
+    async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
+        """Create and start (or reuse) the pod's sandbox as `config` says (its DNS, host
+        namespaces, ports, emptyDir volumes; the pod's address from `config.pod_cidrs` where the
+        runtime's network allows it); raises RuntimeFailure (ContainerCreateError, ImagePullError)."""
+        ...
+
+    async def setup_host_paths(self, volumes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
+        """Set up hostPath volumes, (name, path, type), as the kubelet's hostPath plugin does (the
+        `type` checks, DirectoryOrCreate / FileOrCreate made on the engine's host); the failed
+        ones as volume name -> error text."""
+        ...
+
+    async def image_user(self, image: str) -> str:
+        """The image's own user (its `Config.User`, "" when unset), against which runAsNonRoot is
+        verified; raises ContainerConfigError when the image cannot be inspected."""
         ...
 
     async def volume_usage(self) -> dict[tuple[str, str], int]:
@@ -154,8 +139,9 @@ class Runtime(Protocol):
         raises RuntimeFailure."""
         ...
 
-    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
-        """Create and start one container; raises ContainerConfigError / Create / Start errors."""
+    async def start_container(self, config: ContainerConfig) -> ContainerInstance:
+        """Create and start one container as `config` says, its sub-paths bound safely on the
+        engine's host first; raises ContainerConfigError / Create / Start errors."""
         ...
 
     async def stop_container(
@@ -201,19 +187,9 @@ class Runtime(Protocol):
         for all of the node's at once); None for one the engine cannot say."""
         ...
 
-    def spec_hash(self, container: Mapping[str, Any]) -> str:
-        """The hash recorded as `ContainerInstance.spec_hash` (a change means recreate); the
-        resizable fields (resources, resizePolicy) are not part of it."""
-        ...
-
-    def linux_resources(self, container: Mapping[str, Any], field: str) -> LinuxResources:
-        """The cgroup limits the container's resources give, as `ContainerInstance.resources`
-        reports them; raises ContainerConfigError naming `field` for bad quantities."""
-        ...
-
-    async def update_resources(self, container_id: str, container: Mapping[str, Any], field: str) -> None:
-        """Apply the container's resources to the running container in place (no restart);
-        raises ContainerNotFound, or RuntimeFailure with the engine's message."""
+    async def update_resources(self, container_id: str, resources: LinuxResources) -> None:
+        """Apply `resources` to the running container in place (no restart); raises
+        ContainerNotFound, or RuntimeFailure with the engine's message."""
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """Where the pod's ports are dialled from here; "" when it shares the node's network."""

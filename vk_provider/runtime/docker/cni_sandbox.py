@@ -16,30 +16,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger
-from vk_common.objects import pod_containers
 from vk_provider.runtime.cni.invoke import CNIPluginError
 from vk_provider.runtime.cni.network import CNINetwork, PodNetworkRequest
+from vk_provider.runtime.configs import SandboxConfig
 from vk_provider.runtime.types import RuntimeFailure
 
 log = get_logger("runtime.docker.cni")
 
 
-def port_mappings(pod: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def port_mappings(config: SandboxConfig) -> tuple[dict[str, Any], ...]:
     """The pod's hostPorts as the portMappings capability (dockershim buildCNIRuntimeConf)."""
-    out: list[dict[str, Any]] = []
-    for _, c in pod_containers(pod):
-        for p in c.get("ports") or []:
-            if int(p.get("hostPort") or 0) <= 0:
-                continue
-            out.append(
-                {
-                    "hostPort": int(p["hostPort"]),
-                    "containerPort": int(p["containerPort"]),
-                    "protocol": str(p.get("protocol") or "TCP").lower(),
-                    "hostIP": str(p.get("hostIP") or ""),
-                }
-            )
-    return tuple(out)
+    return tuple(
+        {
+            "hostPort": p.host_port,
+            "containerPort": p.container_port,
+            "protocol": p.protocol.lower(),
+            "hostIP": p.host_ip,
+        }
+        for p in config.port_mappings
+    )
 
 
 def netns_of(inspect: Mapping[str, Any]) -> str:
@@ -58,27 +53,26 @@ class CNISandboxes:
     async def not_ready(self) -> str | None:
         return await self.network.status()
 
-    async def setup(self, pod: Mapping[str, Any], inspect: Mapping[str, Any]) -> tuple[str, ...]:
+    async def setup(self, config: SandboxConfig, inspect: Mapping[str, Any]) -> tuple[str, ...]:
         """ADD; raises RuntimeFailure (the invoker has undone what it did)."""
-        meta = pod.get("metadata") or {}
         sandbox_id = str(inspect.get("Id", ""))
         netns = netns_of(inspect)
         if not netns:
             raise RuntimeFailure(f"sandbox {sandbox_id[:12]} has no network namespace")
         request = PodNetworkRequest(
-            namespace=str(meta.get("namespace", "")),
-            name=str(meta.get("name", "")),
-            uid=str(meta.get("uid", "")),
+            namespace=config.metadata.namespace,
+            name=config.metadata.name,
+            uid=config.metadata.uid,
             sandbox_id=sandbox_id,
             netns=netns,
-            port_mappings=port_mappings(pod),
+            port_mappings=port_mappings(config),
         )
         try:
             ips = await self.network.add(request)
         except CNIPluginError as exc:
             raise RuntimeFailure(
                 f'failed to set up sandbox container "{sandbox_id[:12]}" network for pod '
-                f'"{meta.get("name")}": {exc.message}'
+                f'"{config.metadata.name}": {exc.message}'
             ) from exc
         self._ips[sandbox_id] = ips
         return ips

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from vk_common.objects import meta, parse_time, uid
+from vk_common.objects import parse_time
+from vk_provider.runtime.configs import PodMetadata
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -50,19 +51,13 @@ def pod_filter(node_name: str, uid: str) -> dict[str, list[str]]:
     return {"label": [f"{NODE}={node_name}", f"{POD_UID}={uid}"]}
 
 
-def pod_labels(node_name: str, pod: Mapping[str, Any]) -> dict[str, str]:
-    metadata = meta(pod)
-    return {
-        NODE: node_name,
-        POD_UID: uid(pod),
-        POD_NAME: str(metadata.get("name", "")),
-        POD_NAMESPACE: str(metadata.get("namespace", "default")),
-    }
+def pod_labels(node_name: str, pod: PodMetadata) -> dict[str, str]:
+    return {NODE: node_name, POD_UID: pod.uid, POD_NAME: pod.name, POD_NAMESPACE: pod.namespace}
 
 
 def container_labels(
     node_name: str,
-    pod: Mapping[str, Any],
+    pod: PodMetadata,
     name: str,
     role: ContainerRole,
     attempt: int,
@@ -79,24 +74,22 @@ def container_labels(
     }
 
 
-def sandbox_labels(node_name: str, pod: Mapping[str, Any], attempt: int, image: str) -> dict[str, str]:
+def sandbox_labels(node_name: str, pod: PodMetadata, attempt: int, image: str) -> dict[str, str]:
     return container_labels(node_name, pod, SANDBOX_CONTAINER_NAME, ContainerRole.SANDBOX, attempt, image, "")
 
 
-def container_name(pod: Mapping[str, Any], name: str, attempt: int) -> str:
+def container_name(pod: PodMetadata, name: str, attempt: int) -> str:
     """`k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`, as the kubelet's dockershim named them."""
-    metadata = meta(pod)
-    pod_name, namespace = metadata.get("name", ""), metadata.get("namespace", "default")
-    return f"k8s_{name}_{pod_name}_{namespace}_{uid(pod)}_{attempt}"
+    return f"k8s_{name}_{pod.name}_{pod.namespace}_{pod.uid}_{attempt}"
 
 
-def sandbox_name(pod: Mapping[str, Any], attempt: int) -> str:
+def sandbox_name(pod: PodMetadata, attempt: int) -> str:
     return container_name(pod, SANDBOX_CONTAINER_NAME, attempt)
 
 
-def volume_name(pod: Mapping[str, Any], volume: str) -> str:
+def volume_name(pod: PodMetadata, volume: str) -> str:
     """`k8s_<uid>_<volume>`, as emptyDirs are named: the Docker volume of a shipped API-backed volume."""
-    return f"k8s_{uid(pod)}_{volume}"
+    return f"k8s_{pod.uid}_{volume}"
 
 
 def docker_time(value: str | None) -> datetime | None:

@@ -17,13 +17,11 @@ import contextlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from vk_common import guarded_paths as paths
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import uid as uid_of
 from vk_provider.runtime import subpath_mounts
-from vk_provider.runtime.docker import hosts
+from vk_provider.runtime.configs import PodMetadata
 from vk_provider.runtime.docker import labels as lb
 
 log = get_logger("runtime.docker")
@@ -86,10 +84,10 @@ class PodDirs:
         """Where the pod's API-backed volumes live: `<root>/<uid>/volumes/<name>`."""
         return self.pod_dir(uid) / "volumes"
 
-    def termination_file(self, pod: Mapping[str, Any], name: str, attempt: int) -> str | None:
+    def termination_file(self, pod: PodMetadata, name: str, attempt: int) -> str | None:
         """Create the empty termination-message file bind-mounted into this container instance."""
         try:
-            pod_dir = self.pod_dir(uid_of(pod))
+            pod_dir = self.pod_dir(pod.uid)
             if not paths.is_safe_name(name):
                 raise paths.UnsafePathError(f"container name {name!r} cannot be a directory name")
             path = pod_dir / f"{name}_{attempt}" / "termination-log"
@@ -100,27 +98,23 @@ class PodDirs:
             # it 0666 (pkg/kubelet/kuberuntime/kuberuntime_container.go, makeMounts).
             path.chmod(0o666)
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no termination message file", extra=pod_fields(pod, container=name, err=str(exc)))
+            log.warning(
+                "no termination message file", extra=pod_fields(pod.as_object(), container=name, err=str(exc))
+            )
             return None
         return str(path)
 
-    def hosts_file(self, pod: Mapping[str, Any], ip: str, cluster_domain: str) -> str | None:
+    def hosts_file(self, pod: PodMetadata, content: str) -> str | None:
         """Write the pod's kubelet-managed /etc/hosts, `<root>/<uid>/etc-hosts` (kubelet:
-        makeHostsMount): for a host-network pod, this host's /etc/hosts with the pod's
-        hostAliases (nodeHostsFileContent); none for a sandbox without an IP, where Docker's own
-        file (with the sandbox's extra_hosts) stays."""
-        host_network = bool((pod.get("spec") or {}).get("hostNetwork"))
-        if not (ip or host_network):
-            return None
+        makeHostsMount), with the content the kuberuntime layer made."""
         try:
-            pod_dir = self.pod_dir(uid_of(pod))
+            pod_dir = self.pod_dir(pod.uid)
             paths.make_private_dirs(pod_dir)
             path = pod_dir / "etc-hosts"
-            node_hosts = Path(hosts.ETC_HOSTS).read_text(errors="replace") if host_network else ""
-            path.write_text(hosts.pod_hosts_file(pod, [ip] if ip else [], cluster_domain, node_hosts))
+            path.write_text(content)
             path.chmod(0o644)
         except (OSError, paths.UnsafePathError) as exc:
-            log.warning("no managed /etc/hosts", extra=pod_fields(pod, err=str(exc)))
+            log.warning("no managed /etc/hosts", extra=pod_fields(pod.as_object(), err=str(exc)))
             return None
         return str(path)
 

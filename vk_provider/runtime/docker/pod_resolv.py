@@ -15,9 +15,7 @@ Must not: decide the DNS rules (kuberuntime/dns.py does) or write outside the po
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from vk_common import guarded_paths as paths
 from vk_provider.runtime.configs import ResolvConf
@@ -42,12 +40,9 @@ def write_resolv_file(pod_dir: Path | None, dns: ResolvConf | None, network: str
     path.chmod(0o644)
 
 
-def resolv_file(pod_dir: Path | None, container: Mapping[str, Any]) -> str | None:
-    """The pod's file to mount over the container's /etc/resolv.conf (None: Docker's own, or
-    a volume the container mounts there itself)."""
-    if pod_dir is None or any(
-        m.get("mountPath") == ETC_RESOLV_CONF for m in container.get("volumeMounts") or []
-    ):
+def resolv_file(pod_dir: Path | None) -> str | None:
+    """The pod's file to mount over a container's /etc/resolv.conf (None: Docker's own)."""
+    if pod_dir is None:
         return None
     path = pod_dir / RESOLV_FILE
     return str(path) if path.is_file() else None

@@ -35,17 +35,15 @@ from typing import Any
 
 from docker.errors import APIError, ImageNotFound, NotFound
 from vk_common import guarded_paths as paths
-from vk_common.hostpath_types import HostPathTypeError, check_host_path, host_path_volumes
+from vk_common.hostpath_types import HostPathTypeError, check_host_path
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import uid as uid_of
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts, subpaths
-from vk_provider.runtime.configs import ResolvConf
+from vk_provider.runtime.configs import ContainerConfig, HostSecurity, MountKind, SandboxConfig
 from vk_provider.runtime.docker import images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.docker import security as sec
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.cgroup_stats import CgroupStats
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
@@ -58,12 +56,11 @@ from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
+from vk_provider.runtime.docker.security_options import host_security
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
-from vk_provider.runtime.docker.unsupported import check_pod_supported
 from vk_provider.runtime.docker.volume_usage import volume_usage
-from vk_provider.runtime.protocol import ContainerLaunch
 from vk_provider.runtime.types import (
     ContainerConfigError,
     ContainerCreateError,
@@ -77,7 +74,6 @@ from vk_provider.runtime.types import (
     LinuxResources,
     PodRuntimeState,
     PodSandboxState,
-    PodSpecRefused,
     PulledImage,
     RuntimeEvent,
     RuntimeFailure,
@@ -116,14 +112,11 @@ class DockerRuntime:
         node_name: str,
         metrics: ProviderMetrics | None = None,
         *,
-        cluster_domain: str = "cluster.local",
         cni: CNISandboxes | None = None,
     ) -> None:
-        """`cluster_domain` (config `pods.clusterDomain`) ends a pod's subdomain FQDN; `cni`:
-        CNI mode (`network.plugin: cni`), the sandboxes' networks set up by its plugins."""
+        """`cni`: CNI mode (`network.plugin: cni`), the sandboxes' networks set up by its plugins."""
         self.config = config
         self.node_name = node_name
-        self.cluster_domain = cluster_domain
         self._engine = Engine(config, metrics)
         self._streams = DockerStreams(self._engine)
         self._shipped = ShippedVolumes(  # API-backed volumes when the engine is not local
@@ -146,7 +139,7 @@ class DockerRuntime:
         self._states = PodStates(self._engine, node_name, cni, self._cgroups)
         # Why a subPath cannot be bind-mounted here (None: it can), found at start.
         self._subpath_refusal: str | None = "the state directory is not prepared yet"
-        self._host_security = sec.HostSecurity()  # from `info`, at start
+        self._host_security = HostSecurity()  # from `info`, at start
 
     # --- connection ---
 
@@ -179,7 +172,7 @@ class DockerRuntime:
             info = await self._engine.call(self._engine.client.info)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
-        self._host_security = sec.host_security(info)
+        self._host_security = host_security(info)
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage)
 
@@ -213,12 +206,12 @@ class DockerRuntime:
 
     # --- sandbox ---
 
-    async def _ensure_volumes(self, pod: Mapping[str, Any]) -> None:
+    async def _ensure_volumes(self, config: SandboxConfig) -> None:
         """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
         group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
         container restart finds the volume as the pod left it."""
         api = self._engine.client.api
-        for vol in sp.emptydir_volumes(pod, self.node_name):
+        for vol in sp.emptydir_volumes(config, self.node_name):
             try:
                 await self._engine.call(api.inspect_volume, vol.docker_name)
                 continue
@@ -269,21 +262,19 @@ class DockerRuntime:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
         self._sandbox_image_seen = time.monotonic()
 
-    async def ensure_sandbox(
-        self, pod: Mapping[str, Any], dns: ResolvConf | None = None, pod_cidrs: Sequence[str] = ()
-    ) -> PodSandboxState:
-        try:
-            return await self._ensure_sandbox(pod, dns, pod_cidrs)
-        finally:
-            self._states.listing.changed(uid_of(pod))  # whatever it made, the latest list does not show
+    def host_security(self) -> HostSecurity:
+        return self._host_security
 
-    async def _ensure_sandbox(
-        self, pod: Mapping[str, Any], dns: ResolvConf | None, pod_cidrs: Sequence[str]
-    ) -> PodSandboxState:
-        check_pod_supported(pod)
-        sp.check_pod_allowed(pod, self.config.allow)
-        sec.check_security(pod, self.config, self._host_security)
-        uid = uid_of(pod)
+    async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
+        try:
+            return await self._ensure_sandbox(config)
+        finally:
+            self._states.listing.changed(
+                config.metadata.uid
+            )  # whatever it made, the latest list does not show
+
+    async def _ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
+        uid = config.metadata.uid
         rows = await self._states.pod_rows(uid)  # the pod's state was just read: no second list for it
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
@@ -295,27 +286,21 @@ class DockerRuntime:
             attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
         try:
             await self._ensure_sandbox_image()
-            await self._ensure_volumes(pod)
-            if (pod.get("spec") or {}).get("hostNetwork"):
+            await self._ensure_volumes(config)
+            if config.host_network:
                 network = "host"
             elif self._cni is not None:
                 network = "none"  # the plugins set it up once the sandbox runs
             else:
-                network = await self._pod_network.ensure(pod_cidrs)
+                network = await self._pod_network.ensure(config.pod_cidrs)
             try:
-                await self._engine.call(pod_resolv.write_resolv_file, self._pod_dir(uid), dns, network)
+                await self._engine.call(pod_resolv.write_resolv_file, self._pod_dir(uid), config.dns, network)
             except (OSError, paths.UnsafePathError) as exc:
                 raise ContainerCreateError(
                     f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
                 ) from exc
             kwargs = sp.sandbox_create_kwargs(
-                pod,
-                node_name=self.node_name,
-                config=self.config,
-                attempt=attempt,
-                dns=dns,
-                cluster_domain=self.cluster_domain,
-                network=network,
+                config, node_name=self.node_name, docker=self.config, attempt=attempt, network=network
             )
             container = await self._engine.call(create_container, self._engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
@@ -329,7 +314,7 @@ class DockerRuntime:
                 await self._engine.call(container.remove, force=True)
             raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
         if network == "none" and self._cni is not None:
-            await self._cni_setup(pod, str(container.id))
+            await self._cni_setup(config, str(container.id))
         state = await self._states.sandbox_state(str(container.id))
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
@@ -338,30 +323,29 @@ class DockerRuntime:
         await asyncio.gather(
             *(self._remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
         )
-        log.info("started sandbox", extra=pod_fields(pod, sandboxID=container.id[:12], ip=state.ip))
+        log.info(
+            "started sandbox",
+            extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
+        )
         return state
 
-    async def _cni_setup(self, pod: Mapping[str, Any], container_id: str) -> None:
+    async def _cni_setup(self, config: SandboxConfig, container_id: str) -> None:
         """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
         assert self._cni is not None
         try:
             inspect = await self._states.inspect(container_id)
-            await self._cni.setup(pod, inspect or {"Id": container_id})
+            await self._cni.setup(config, inspect or {"Id": container_id})
         except (RuntimeFailure, *EngineErrors) as exc:
             with contextlib.suppress(*EngineErrors):
                 await self._remove(container_id)
             message = exc.message if isinstance(exc, RuntimeFailure) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
 
-    async def setup_host_paths(self, pod: Mapping[str, Any]) -> dict[str, str]:
+    async def setup_host_paths(self, volumes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The `type` checks run on this host for a local engine (in the pool: they stat and may
         create); a remote engine's paths cannot be checked from here, so a typed one fails."""
-        try:
-            sp.check_pod_allowed(pod, self.config.allow)
-        except PodSpecRefused:
-            return {}  # ensure_sandbox refuses the pod: nothing is made on the host for it
         failed: dict[str, str] = {}
-        for name, path, path_type in host_path_volumes(pod):
+        for name, path, path_type in volumes:
             if self._dirs is None:
                 if path_type:
                     failed[name] = (
@@ -409,12 +393,8 @@ class DockerRuntime:
     def _volumes_root(self, uid: str) -> Path | None:
         return None if self._dirs is None else self._dirs.volumes_root(uid)
 
-    async def _image_user(self, launch: ContainerLaunch) -> str | None:
-        """The image's `Config.User` when the securityContext needs it (`sp.needs_image_user`):
-        runAsNonRoot is verified against it, as the kubelet does with the CRI's image status."""
-        if not sec.needs_image_user(launch.pod, launch.container):
-            return None
-        image = str(launch.container.get("image", ""))
+    async def image_user(self, image: str) -> str:
+        """The image's `Config.User`, as the kubelet reads it from the CRI's image status."""
         try:
             ref = images.parse_image(image).normalized()
             inspect: dict[str, Any] = await self._engine.call(self._engine.client.api.inspect_image, ref)
@@ -423,16 +403,14 @@ class DockerRuntime:
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
         return str((inspect.get("Config") or {}).get("User") or "")
 
-    def _seccomp_json(self, launch: ContainerLaunch) -> str | None:
-        """The container's Localhost seccomp profile, read from `docker.seccompProfileRoot` on
-        this host and sent as text, as the Docker CLI sends `--security-opt seccomp=<file>`."""
-        field = sp.container_field_path(launch.pod, launch.role, str(launch.container.get("name", "")))
-        found = sec.seccomp_localhost_file(
-            launch.pod, launch.container, field, self.config.seccomp_profile_root
-        )
-        if found is None:
+    def _seccomp_json(self, config: ContainerConfig) -> str | None:
+        """The container's Localhost seccomp profile, read from its file on this host (under
+        `docker.seccompProfileRoot`) and sent as text, as the Docker CLI sends
+        `--security-opt seccomp=<file>`."""
+        profile = config.security.seccomp
+        if profile is None or profile.type != "Localhost":
             return None
-        where, path = found
+        where, path = profile.field, profile.localhost
         try:
             with open(path, encoding="utf-8") as f:
                 text = f.read(SECCOMP_PROFILE_MAX_BYTES + 1)
@@ -446,28 +424,24 @@ class DockerRuntime:
         except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
             raise ContainerConfigError(f'{where}: seccomp profile "{path}" is not JSON: {exc}') from exc
 
-    def _create_kwargs(
-        self, launch: ContainerLaunch, root: Path | None, image_user: str | None
-    ) -> dict[str, Any]:
+    def _create_kwargs(self, config: ContainerConfig, root: Path | None) -> dict[str, Any]:
         """The container's `containers.create` arguments, with the files on this host they
         point at made first (a bad seccomp profile fails before any is). Blocking: in the pool."""
-        seccomp_json = self._seccomp_json(launch)
-        name = str(launch.container.get("name", ""))
+        seccomp_json = self._seccomp_json(config)
+        dirs = self._dirs
+        hosts = config.hosts_file
         return sp.container_create_kwargs(
-            launch,
+            config,
             node_name=self.node_name,
             termination_file=None
-            if self._dirs is None
-            else self._dirs.termination_file(launch.pod, name, launch.attempt),
+            if dirs is None
+            else dirs.termination_file(config.metadata, config.name, config.attempt),
             volumes_root=None if root is None else str(root),
-            image_user=image_user,
-            resolve_subpath=None if root is None else self._subpath_source(uid_of(launch.pod)),
+            resolve_subpath=None if root is None else self._subpath_source(config.metadata.uid),
             seccomp_json=seccomp_json,
-            hosts_file=None
-            if self._dirs is None
-            else self._dirs.hosts_file(launch.pod, launch.sandbox.ip, self.cluster_domain),
-            emptydir_dirs=None if root is None else self._emptydir_dirs(launch),
-            resolv_file=pod_resolv.resolv_file(self._pod_dir(uid_of(launch.pod)), launch.container),
+            hosts_file=None if dirs is None or hosts is None else dirs.hosts_file(config.metadata, hosts),
+            emptydir_dirs=None if root is None else self._emptydir_dirs(config),
+            resolv_file=pod_resolv.resolv_file(self._pod_dir(config.metadata.uid)),
         )
 
     def _subpath_source(self, uid: str) -> sp.SubPathResolver:
@@ -499,51 +473,42 @@ class DockerRuntime:
 
         return source
 
-    def _emptydir_dirs(self, launch: ContainerLaunch) -> dict[str, str]:
+    def _emptydir_dirs(self, config: ContainerConfig) -> dict[str, str]:
         """The host directories of the disk emptyDir volumes this container mounts with a
-        subPath: their Docker volume's Mountpoint, when this process sees it (a local engine
+        sub-path: their Docker volume's Mountpoint, when this process sees it (a local engine
         whose data root is on this filesystem). Blocking: in the pool."""
-        wanted = {
-            str(m.get("name"))
-            for m in launch.container.get("volumeMounts") or []
-            if m.get("subPath") or m.get("subPathExpr")
-        }
         found: dict[str, str] = {}
-        for vol in sp.emptydir_volumes(launch.pod, self.node_name):
-            if vol.pod_volume not in wanted or vol.memory:
+        for m in config.mounts:
+            if m.kind != MountKind.EMPTY_DIR or not m.sub_path or m.memory or m.volume in found:
                 continue
+            docker_name = sp.emptydir_docker_prefix(config.metadata.uid) + m.volume
             with contextlib.suppress(*EngineErrors):
-                point = str(self._engine.client.api.inspect_volume(vol.docker_name).get("Mountpoint") or "")
+                point = str(self._engine.client.api.inspect_volume(docker_name).get("Mountpoint") or "")
                 if point and os.path.isdir(point):
-                    found[vol.pod_volume] = point
+                    found[m.volume] = point
         return found
 
-    async def start_container(self, launch: ContainerLaunch) -> ContainerInstance:
+    async def start_container(self, config: ContainerConfig) -> ContainerInstance:
         try:
-            return await self._start_container(launch)
+            return await self._start_container(config)
         finally:
-            self._states.listing.changed(uid_of(launch.pod))  # as in ensure_sandbox
+            self._states.listing.changed(config.metadata.uid)  # as in ensure_sandbox
 
-    async def _start_container(self, launch: ContainerLaunch) -> ContainerInstance:
-        name = str(launch.container.get("name", ""))
-        if launch.role == ContainerRole.EPHEMERAL:
-            # Added after the sandbox passed the checks: checked again before it starts.
-            check_pod_supported(launch.pod)
-            sp.check_pod_allowed(launch.pod, self.config.allow)
-            sec.check_security(launch.pod, self.config, self._host_security)
-        image_user = await self._image_user(launch)
+    async def _start_container(self, config: ContainerConfig) -> ContainerInstance:
         try:
-            root = self._volumes_root(uid_of(launch.pod))
+            root = self._volumes_root(config.metadata.uid)
         except paths.UnsafePathError as exc:
             raise ContainerConfigError(str(exc)) from exc
         try:
             # One turn in the pool: the seccomp profile, the termination-log file, /etc/hosts
             # and a subPath's walk and bind mount are all on the host's filesystem.
-            kwargs = await self._engine.call(self._create_kwargs, launch, root, image_user)
+            kwargs = await self._engine.call(self._create_kwargs, config, root)
         except subpaths.SubPathError as exc:
             log.warning(
                 "container not created",
-                extra=pod_fields(launch.pod, container=name, err=exc.message, detail=exc.detail),
+                extra=pod_fields(
+                    config.metadata.as_object(), container=config.name, err=exc.message, detail=exc.detail
+                ),
             )
             raise
         try:
@@ -658,17 +623,11 @@ class DockerRuntime:
 
     # --- for the kubelet API ---
 
-    def spec_hash(self, container: Mapping[str, Any]) -> str:
-        return sp.spec_hash(container)
-
-    def linux_resources(self, container: Mapping[str, Any], field: str) -> LinuxResources:
-        return sp.linux_resources(container, field)
-
-    async def update_resources(self, container_id: str, container: Mapping[str, Any], field: str) -> None:
+    async def update_resources(self, container_id: str, resources: LinuxResources) -> None:
         """`docker update` of the running container's cpu and memory limits (in-place resize)."""
         if await self._states.owned_inspect(container_id) is None:
             raise ContainerNotFound(f'container "{container_id}" not found on this node')
-        kwargs = sp.update_kwargs(container, field)
+        kwargs = sp.resource_kwargs(resources)
         try:
             await self._engine.call(self._engine.client.api.update_container, container_id, **kwargs)
         except EngineErrors as exc:

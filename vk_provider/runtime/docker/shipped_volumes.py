@@ -22,6 +22,7 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 from vk_common.objects import uid as uid_of
+from vk_provider.runtime.configs import PodMetadata
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.create import create_container
@@ -67,8 +68,8 @@ class ShippedVolumes:
             return False
         vol = sp.VolumeSpec(
             pod_volume=name,
-            docker_name=lb.volume_name(pod, name),
-            labels=lb.pod_labels(self._node, pod),
+            docker_name=lb.volume_name(PodMetadata.of(pod), name),
+            labels=lb.pod_labels(self._node, PodMetadata.of(pod)),
             driver_opts={},
         )
         self._states.pop(key, None)  # unknown until this succeeds

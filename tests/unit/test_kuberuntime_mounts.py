@@ -1,4 +1,5 @@
-"""mountPropagation and recursiveReadOnly in the bind strings Docker gets (spec.volume_binds)."""
+"""mountPropagation and recursiveReadOnly in the bind strings Docker gets (kuberuntime/mounts.py
+compiled, runtime/docker/spec.volume_binds translated)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
 from vk_provider.runtime.docker.spec import volume_binds
-from vk_provider.runtime.types import ContainerConfigError
+from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSandboxState
 
 FIELD = "spec.containers[0]"
 
@@ -23,7 +25,9 @@ def _binds(mount: dict[str, Any], privileged: bool = False) -> list[str]:
         "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
         "spec": {"containers": [container], "volumes": [{"name": "host", "hostPath": {"path": "/srv"}}]},
     }
-    return volume_binds(pod, container, FIELD, "node")
+    sandbox = PodSandboxState(container_id="sb", running=True)
+    launch = ContainerLaunch(pod, container, ContainerRole.APP, 0, (), None, None, sandbox)
+    return volume_binds(container_config(launch))
 
 
 @pytest.mark.parametrize(

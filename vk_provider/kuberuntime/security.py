@@ -1,17 +1,22 @@
-"""A pod's securityContext → Docker (pure): admission, refusals and the container's create kwargs.
+"""A pod's securityContext as the kubelet reads it (pure): admission, profiles, resolved security.
 
-What lives here: the host's security facts from Docker's `info` (`host_security`: AppArmor,
-SELinux, userns-remap); the admission of a pod's security fields as the kubelet admits them
-or as Docker can honour them (`check_security`: supplementalGroupsPolicy Strict, AppArmor on
-a host without it, hostUsers false, procMount Unmasked, Unconfined and Localhost seccomp /
-AppArmor profiles against `docker.allow.unconfined` and `docker.seccompProfileRoot`; raising
-`PodSpecRefused` with the field path or the kubelet's rejection reason); the kubelet's
-effective securityContext of a container (the container's over the pod's) and the profiles
-it picks (`seccomp_profile`, `apparmor_profile`, `seccomp_localhost_file`); runAsNonRoot
-verified as the kubelet does against the image's user (`verify_run_as_non_root`); and one
-container's security kwargs of docker-py's `containers.create` (`security_kwargs`: user and
-groups, capabilities, read-only rootfs, privileged, `security_opt`). Must not: call Docker or
-touch the filesystem; the shell reads a Localhost seccomp profile and passes its text in.
+What lives here: the admission of a pod's security fields as the kubelet admits them or as the
+runtime can honour them (`check_security`: supplementalGroupsPolicy Strict, AppArmor on a host
+without it, hostUsers false without user namespaces, procMount Unmasked, Unconfined and
+Localhost seccomp / AppArmor profiles against `docker.allow.unconfined` and
+`docker.seccompProfileRoot`; raising `PodSpecRefused` with the field path or the kubelet's
+rejection reason); the kubelet's effective securityContext of a container (the container's
+over the pod's) and the profiles it picks (`seccomp_profile`, `apparmor_profile`,
+`seccomp_localhost_file`: the profile's path under the root); runAsNonRoot verified as the
+kubelet does against the image's user (`verify_run_as_non_root`); and one container's
+`ContainerSecurity` (`container_security`: user and groups, capabilities in the API's spelling
+without `CAP_`, read-only rootfs, privileged, no-new-privileges, profiles, SELinux labels,
+unmasked /proc). Must not: call an engine or touch the filesystem: the runtime reads a
+Localhost seccomp profile from the path given, and the image's user comes in.
+
+Upstream: pkg/kubelet/kuberuntime/security_context.go, security_context_others.go,
+helpers.go (getSeccompProfile), pkg/securitycontext/util.go, pkg/security/apparmor/,
+pkg/kubelet/lifecycle/predicate.go.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ import json
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from vk_common.objects import annotations_of, pod_containers
 from vk_common.objects import spec as spec_of
 from vk_provider.config import DockerConfig
+from vk_provider.runtime.configs import ContainerSecurity, HostSecurity
+from vk_provider.runtime.configs import SecurityProfile as Profile
 from vk_provider.runtime.types import ContainerConfigError, PodRejected, PodSpecRefused
 
 # pkg/kubelet/lifecycle/predicate.go and handlers.go: the kubelet's admission reasons.
@@ -51,32 +57,11 @@ _CONTAINER_SC_FIELDS = (
 )
 MAX_USER_ID = 2**31 - 1  # apimachinery validation IsValidUserID: 0..math.MaxInt32
 _NUMERIC_USER = re.compile(r"[+-]?[0-9]{1,19}")  # strconv.ParseInt(user, 10, 64)
-# SELinuxOptions field → the `label=` key of Docker's security options.
-_SELINUX_LABELS = (("user", "user"), ("role", "role"), ("type", "type"), ("level", "level"))
-
-
-@dataclass(frozen=True)
-class HostSecurity:
-    """What the engine's host enforces, from Docker's `info` `SecurityOptions`."""
-
-    apparmor: bool = False
-    selinux: bool = False
-    userns: bool = False
-
-
-def host_security(info: Mapping[str, Any]) -> HostSecurity:
-    """`SecurityOptions` entries look like `name=apparmor`, `name=seccomp,profile=builtin`."""
-    names = set()
-    for option in info.get("SecurityOptions") or []:
-        for part in str(option).split(","):
-            key, _, value = part.partition("=")
-            if key == "name":
-                names.add(value)
-    return HostSecurity(apparmor="apparmor" in names, selinux="selinux" in names, userns="userns" in names)
+SELINUX_KEYS = ("user", "role", "type", "level")  # the SELinuxOptions fields, in the CRI's order
 
 
 def cap_name(cap: str) -> str:
-    """A capability as Docker takes it: `NET_ADMIN` (the API's spelling; `CAP_` dropped), `ALL`."""
+    """A capability in the API's spelling: `NET_ADMIN` (`CAP_` dropped, upper case), `ALL`."""
     upper = cap.upper()
     return upper[4:] if upper.startswith("CAP_") else upper
 
@@ -94,15 +79,6 @@ def effective_security_context(pod: Mapping[str, Any], container: Mapping[str, A
     out = {k: pod_sc[k] for k in _POD_SC_FIELDS if pod_sc.get(k) is not None}
     out.update({k: (sc or {})[k] for k in _CONTAINER_SC_FIELDS if (sc or {}).get(k) is not None})
     return out
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A seccomp or AppArmor profile as the kubelet picks it, and the field it came from."""
-
-    type: str
-    localhost: str
-    field: str
 
 
 def seccomp_profile(pod: Mapping[str, Any], container: Mapping[str, Any], path: str) -> Profile | None:
@@ -299,84 +275,76 @@ def verify_run_as_non_root(
     return None
 
 
-def _user_kwargs(pod: Mapping[str, Any], sc: Mapping[str, Any], image_user: str | None) -> dict[str, Any]:
-    """runAsUser/runAsGroup as Docker's `user`; fsGroup and supplementalGroups as `group_add`.
+def _user_and_groups(
+    pod: Mapping[str, Any], sc: Mapping[str, Any], image_user: str | None
+) -> tuple[str, tuple[str, ...]]:
+    """runAsUser/runAsGroup as the user to run as ("" the image's); fsGroup and
+    supplementalGroups as the supplementary groups.
 
-    Docker adds the groups the image's /etc/group gives the user, as the kubelet's default
+    The runtime adds the groups the image's /etc/group gives the user, as the kubelet's default
     supplementalGroupsPolicy Merge (security_context.go determineEffectiveSecurityContext).
     """
-    out: dict[str, Any] = {}
     user = None if sc.get("runAsUser") is None else int(sc["runAsUser"])
     group = None if sc.get("runAsGroup") is None else int(sc["runAsGroup"])
+    spelled = ""
     if user is not None:
-        out["user"] = f"{user}:{group}" if group is not None else str(user)
+        spelled = f"{user}:{group}" if group is not None else str(user)
     elif group is not None:
         uid, username = image_user_id(image_user)
-        out["user"] = f"{uid if uid is not None else username}:{group}"
+        spelled = f"{uid if uid is not None else username}:{group}"
     pod_sc = _pod_sc(pod)
     groups = [str(pod_sc["fsGroup"])] if pod_sc.get("fsGroup") is not None else []
     groups += [str(g) for g in pod_sc.get("supplementalGroups") or []]
-    if groups:
-        out["group_add"] = groups
-    return out
+    return spelled, tuple(groups)
 
 
-def _security_opts(
-    pod: Mapping[str, Any], container: Mapping[str, Any], path: str, seccomp_json: str | None
-) -> list[str]:
-    """Docker's `security_opt`: no-new-privileges, seccomp, apparmor, SELinux labels, /proc paths."""
-    sc = effective_security_context(pod, container)
-    opts = []
-    # securitycontext.AddNoNewPrivileges: only an explicit false, never for a privileged one.
-    if sc.get("allowPrivilegeEscalation") is False and not sc.get("privileged"):
-        opts.append("no-new-privileges")
+def _resolved_seccomp(
+    pod: Mapping[str, Any], container: Mapping[str, Any], path: str, root: str
+) -> Profile | None:
+    """Unconfined, or Localhost with the profile file's path; None: the engine's default."""
     seccomp = seccomp_profile(pod, container, path)
-    if seccomp is not None and seccomp.type == UNCONFINED:
-        opts.append("seccomp=unconfined")
-    elif seccomp is not None and seccomp.type == LOCALHOST and seccomp_json is not None:
-        opts.append(f"seccomp={seccomp_json}")
-    apparmor = apparmor_profile(pod, container, path)
-    if apparmor is not None and apparmor.type == UNCONFINED:
-        opts.append("apparmor=unconfined")
-    elif apparmor is not None and apparmor.type == LOCALHOST:
-        opts.append(f"apparmor={apparmor.localhost}")
-    # Docker applies SELinux labels on an SELinux host and ignores them elsewhere, as the CRI does.
-    selinux = sc.get("seLinuxOptions") or {}
-    opts += [f"label={key}:{selinux[field]}" for field, key in _SELINUX_LABELS if selinux.get(field)]
-    if sc.get("procMount") == "Unmasked":
-        opts.append("systempaths=unconfined")  # no masked nor read-only /proc paths
-    return opts
+    if seccomp is None or seccomp.type not in (UNCONFINED, LOCALHOST):
+        return None  # RuntimeDefault, or none: the engine's default profile
+    found = seccomp_localhost_file(pod, container, path, root)
+    if found is None:
+        return seccomp
+    field, file = found
+    return Profile(LOCALHOST, file, field)
 
 
-def security_kwargs(
+def container_security(
     pod: Mapping[str, Any],
     container: Mapping[str, Any],
     path: str,
     image_user: str | None = None,
-    seccomp_json: str | None = None,
-) -> dict[str, Any]:
-    """The effective securityContext of the container at field `path` as create kwargs.
+    seccomp_root: str = "",
+) -> ContainerSecurity:
+    """The effective securityContext of the container at field `path`, resolved.
 
-    Raises ContainerConfigError when runAsNonRoot forbids the user. A runAsGroup without a
-    runAsUser goes with the image's user (`image_user`), as the kubelet sets it.
-    `seccomp_json` is the text of its Localhost seccomp profile, read by the shell.
-    windowsOptions is ignored on Linux, as the kubelet does.
+    Raises ContainerConfigError when runAsNonRoot forbids the user, or for a Localhost seccomp
+    profile whose name is empty or leaves `seccomp_root` (`seccomp_localhost_file`). A
+    runAsGroup without a runAsUser goes with the image's user (`image_user`), as the kubelet
+    sets it. windowsOptions is ignored on Linux, as the kubelet does.
     """
     problem = verify_run_as_non_root(pod, container, image_user)
     if problem is not None:
         raise ContainerConfigError(problem)
     sc = effective_security_context(pod, container)
-    out = _user_kwargs(pod, sc, image_user)
-    if sc.get("readOnlyRootFilesystem"):
-        out["read_only"] = True
-    if sc.get("privileged"):
-        out["privileged"] = True
+    user, groups = _user_and_groups(pod, sc, image_user)
     caps = sc.get("capabilities") or {}
-    if caps.get("add"):
-        out["cap_add"] = [cap_name(c) for c in caps["add"]]
-    if caps.get("drop"):
-        out["cap_drop"] = [cap_name(c) for c in caps["drop"]]
-    opts = _security_opts(pod, container, path, seccomp_json)
-    if opts:
-        out["security_opt"] = opts
-    return out
+    apparmor = apparmor_profile(pod, container, path)
+    selinux = sc.get("seLinuxOptions") or {}
+    return ContainerSecurity(
+        user=user,
+        groups=groups,
+        cap_add=tuple(cap_name(c) for c in caps.get("add") or []),
+        cap_drop=tuple(cap_name(c) for c in caps.get("drop") or []),
+        privileged=bool(sc.get("privileged")),
+        read_only_rootfs=bool(sc.get("readOnlyRootFilesystem")),
+        # securitycontext.AddNoNewPrivileges: only an explicit false, never for a privileged one.
+        no_new_privileges=sc.get("allowPrivilegeEscalation") is False and not sc.get("privileged"),
+        seccomp=_resolved_seccomp(pod, container, path, seccomp_root),
+        apparmor=apparmor if apparmor is not None and apparmor.type in (UNCONFINED, LOCALHOST) else None,
+        selinux=tuple((key, str(selinux[key])) for key in SELINUX_KEYS if selinux.get(key)),
+        unmasked_proc=sc.get("procMount") == "Unmasked",
+    )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.runtime.docker.unsupported import check_pod_supported
+from vk_provider.kuberuntime.admission import check_pod_supported
 from vk_provider.runtime.types import PodSpecRefused
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.support import docker_kwargs
 from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
 from vk_provider.config import DockerConfig
-from vk_provider.runtime.docker import hosts, spec
-from vk_provider.runtime.protocol import ContainerLaunch
+from vk_provider.kuberuntime import hosts
+from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.runtime.types import ContainerCreateError, ContainerRole, PodSandboxState
 
 
@@ -48,7 +49,7 @@ def test_an_fqdn_past_64_characters_is_the_kubelets_error() -> None:
     at_limit = pod(hostname="h" * 39, subdomain="sub", setHostnameAsFQDN=True)
     assert len(hosts.kernel_hostname(at_limit, "cluster.local")) == 64
     with pytest.raises(ContainerCreateError, match="is too long"):
-        spec.sandbox_create_kwargs(
+        docker_kwargs.sandbox_create_kwargs(
             long, node_name="vk", config=DockerConfig(), attempt=0, dns=None, cluster_domain="cluster.local"
         )
 
@@ -105,13 +106,13 @@ def _launch(p: dict[str, Any]) -> ContainerLaunch:
 
 def test_the_hosts_file_is_mounted_unless_the_container_mounts_its_own() -> None:
     p = pod()
-    kw = spec.container_create_kwargs(
+    kw = docker_kwargs.container_create_kwargs(
         _launch(p), node_name="vk", termination_file=None, hosts_file="/s/etc-hosts"
     )
     assert "/s/etc-hosts:/etc/hosts:rw" in kw["volumes"]
     p = pod(volumes=[{"name": "h", "emptyDir": {}}])
     p["spec"]["containers"][0]["volumeMounts"] = [{"name": "h", "mountPath": "/etc/hosts"}]
-    kw = spec.container_create_kwargs(
+    kw = docker_kwargs.container_create_kwargs(
         _launch(p), node_name="vk", termination_file=None, volumes_root="/v", hosts_file="/s/etc-hosts"
     )
     assert not any(b.startswith("/s/etc-hosts") for b in kw.get("volumes") or [])

@@ -1,0 +1,44 @@
+"""A runtime driven the way the pod workers drive it: admit and compile the pod, then the engine verbs.
+
+What lives here: `ensure_sandbox(runtime, pod, ...)` and `start_container(runtime, launch, ...)`,
+for tests that call a Runtime directly: the pod is admitted and compiled into its configurations
+(`pods/runtime_configs.py`, the same calls the workers make) with the runtime's own Docker
+settings when it has them (`DockerRuntime.config`), then handed to the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vk_provider.config import DockerConfig
+from vk_provider.kuberuntime.container_config import ContainerLaunch
+from vk_provider.pods.runtime_configs import container_config_for, sandbox_config_for
+from vk_provider.runtime.configs import ResolvConf
+from vk_provider.runtime.protocol import Runtime
+from vk_provider.runtime.types import ContainerInstance, PodSandboxState
+
+CLUSTER_DOMAIN = "cluster.local"
+
+
+def _docker(runtime: Any) -> DockerConfig:
+    config = getattr(runtime, "config", None)
+    return config if isinstance(config, DockerConfig) else DockerConfig()
+
+
+async def ensure_sandbox(
+    runtime: Runtime,
+    pod: Mapping[str, Any],
+    dns: ResolvConf | None = None,
+    pod_cidrs: Sequence[str] = (),
+    cluster_domain: str = CLUSTER_DOMAIN,
+) -> PodSandboxState:
+    config = sandbox_config_for(runtime, _docker(runtime), pod, dns, pod_cidrs, cluster_domain)
+    return await runtime.ensure_sandbox(config)
+
+
+async def start_container(
+    runtime: Runtime, launch: ContainerLaunch, cluster_domain: str = CLUSTER_DOMAIN
+) -> ContainerInstance:
+    config = await container_config_for(runtime, _docker(runtime), launch, cluster_domain)
+    return await runtime.start_container(config)
