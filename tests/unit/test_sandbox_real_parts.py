@@ -12,7 +12,7 @@ from cryptography.x509.oid import NameOID
 
 from vk_common.kube_version import KUBE_VERSION
 from vk_sandbox.kubeconfig import Credentials, kubeconfig_dict
-from vk_sandbox.real import identities
+from vk_sandbox.real import coredns, identities
 from vk_sandbox.real.cluster import default_kube_bin, missing_binaries
 from vk_sandbox.real.components import (
     DNS_SERVICE_IP,
@@ -206,3 +206,9 @@ def test_coredns_is_kubeadms_add_on_behind_kube_dns_at_the_tenth_service_address
         "resources": ["endpointslices"],
         "verbs": ["list", "watch"],
     } in rules
+
+
+def test_the_sandbox_finds_the_chart_and_the_coredns_script_of_its_checkout() -> None:
+    """Both are found relative to the package: a move of the package must move the path too."""
+    assert (identities.CHART_DIR / "Chart.yaml").is_file()
+    assert coredns.ENSURE_COREDNS_SCRIPT.is_file()

@@ -26,6 +26,8 @@ from vk_common.vocabulary import PROVIDER_TAINT_EFFECT, PROVIDER_TAINT_KEY
 from vk_sandbox.real.admin import AdminAPI
 from vk_sandbox.real.components import CLUSTER_DOMAIN, DNS_SERVICE_IP
 
+# In a source checkout: scripts/ensure-coredns.sh beside this package.
+ENSURE_COREDNS_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ensure-coredns.sh"
 NAMESPACE = "kube-system"
 NAME = "coredns"
 LABELS = {"k8s-app": "kube-dns"}
@@ -60,7 +62,7 @@ def default_coredns_image() -> str | None:
     builds when the local engine has it (its `--print`: nothing is built), else None (blocking)."""
     if os.environ.get("VK_COREDNS_IMAGE"):
         return os.environ["VK_COREDNS_IMAGE"]
-    script = Path(__file__).resolve().parents[3] / "scripts" / "ensure-coredns.sh"
+    script = ENSURE_COREDNS_SCRIPT
     if not script.is_file():
         return None
     found = subprocess.run(["bash", str(script), "--print"], capture_output=True, text=True, check=False)

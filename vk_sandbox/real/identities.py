@@ -41,6 +41,10 @@ RELEASE = "vk"
 TOKEN_SECONDS = 7 * 24 * 3600
 
 
+# In a source checkout: the Helm chart beside this package.
+CHART_DIR = Path(__file__).resolve().parents[2] / "charts" / "vk-provider"
+
+
 class IdentityError(Exception):
     """The chart's RBAC could not be rendered or applied."""
 
@@ -53,7 +57,7 @@ class ChartTools:
 
 def find_chart_tools() -> ChartTools | None:
     """The chart of this source tree and a helm binary (PATH, or next to this Python)."""
-    chart = Path(__file__).resolve().parents[3] / "charts" / "vk-provider"
+    chart = CHART_DIR
     helm = shutil.which("helm") or str(Path(sys.executable).parent / "helm")
     if (chart / "Chart.yaml").is_file() and os.access(helm, os.X_OK):
         return ChartTools(chart, Path(helm))

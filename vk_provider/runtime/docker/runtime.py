@@ -1,25 +1,23 @@
-"""`DockerRuntime`: the Runtime protocol on one Docker engine.
+"""`DockerRuntime`: the Runtime protocol on one Docker engine, over the configurations it is given.
 
-What lives here: the I/O shell that turns the pure mappings (labels, spec, images) into
-Docker calls, each through the engine's bounded pool (streams get their own threads),
-reads this node's containers back from their labels (`pod_states`: the event pump, the caches
-and the reads), and serves the kubelet API's needs
-(logs, stats, exec/attach sessions through `interactive.DockerStreams`), and ships the files of
-API-backed volumes to an engine that is not local (`shipped_volumes`). docker-py's
-errors are translated here into the runtime-neutral ones of `runtime.types`. Its files live under
-`docker.stateDir/<node>` (0700, `pod_dirs`): only UIDs and names that are one plain path component
-become directories there, a subPath is opened without following a swapped symlink and
-bind-mounted under the pod's directory before the engine binds it (`subpath_mounts`: the
-kubelet's way; refused on a volume pods can write when this process may not mount), those
-mounts are detached before a pod's files go, and everything is removed through
-`paths.remove_under`. A
-container's Localhost seccomp profile is read here from `docker.seccompProfileRoot` and sent
-to the engine as text; the host's AppArmor / SELinux / userns facts come from `info`. A sandbox
-joins the node's pod network (`pod_network`, the Node's podCIDR) or `docker.network`, with the
-pod's own resolv.conf where Docker would answer (`pod_resolv`); in CNI mode it has no network
-and `cni_sandbox` runs the plugins on it (ADD after start, DEL before stop and removal).
-Must not: touch containers without this node's label, remove anything outside the node's
-state directory, or block the event loop.
+What lives here: the I/O shell of the engine verbs. It makes sandboxes through `sandboxes.SandboxMaker`
+(a `SandboxConfig` in), creates and starts containers from their `ContainerConfig` (`spec`'s create
+kwargs, with the files on this host they bind made first: a Localhost seccomp profile read from
+its path and sent as text, the termination-log file, the managed /etc/hosts, the pod's
+resolv.conf, and each sub-path opened without following a swapped symlink and bind-mounted under
+the pod's directory before the engine binds it: `subpath_mounts`, the kubelet's way, refused on
+a volume pods can write when this process may not mount), stops and removes through
+`removal.Removal`, reads this node's containers back from their labels (`pod_states`: the event
+pump, the caches and the reads), serves the kubelet API's needs (logs, stats, exec/attach
+sessions through `interactive.DockerStreams`) and ships the files of API-backed volumes to an
+engine that is not local (`shipped_volumes`). Every engine call goes through the engine's
+bounded pool (streams get their own threads); docker-py's errors are translated into the
+runtime-neutral ones of `runtime.types`. Its files live under `docker.stateDir/<node>` (0700,
+`pod_dirs`): only UIDs and names that are one plain path component become directories there,
+and everything is removed through `guarded_paths.remove_under`. The host's AppArmor / SELinux /
+userns facts come from `info`.
+Must not: decide anything about a pod (the kuberuntime layer did), touch containers without this
+node's label, remove anything outside the node's state directory, or block the event loop.
 """
 
 from __future__ import annotations
@@ -28,12 +26,11 @@ import asyncio
 import contextlib
 import json
 import os
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from docker.errors import APIError, ImageNotFound, NotFound
+from docker.errors import ImageNotFound
 from vk_common import guarded_paths as paths
 from vk_common.hostpath_types import HostPathTypeError, check_host_path
 from vk_common.logging import get_logger, pod_fields
@@ -56,6 +53,8 @@ from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
+from vk_provider.runtime.docker.removal import Removal
+from vk_provider.runtime.docker.sandboxes import SandboxMaker
 from vk_provider.runtime.docker.security_options import host_security
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
@@ -84,11 +83,7 @@ from vk_provider.runtime.types import (
 
 log = get_logger("runtime.docker")
 
-KILL_WAIT_SECONDS = 30.0
-EXIT_POLL_SECONDS = 2.0
-REMOVAL_POLL_SECONDS = 0.2  # waiting out a removal the engine already has under way
 SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
-SANDBOX_IMAGE_RECHECK_SECONDS = 60.0  # the sandbox image, once seen, is not looked up again for a while
 
 
 def _storage_bytes(root_dir: str) -> int:
@@ -98,11 +93,6 @@ def _storage_bytes(root_dir: str) -> int:
     except OSError:
         return 0
     return st.f_blocks * st.f_frsize
-
-
-def _signal_of(inspect: Mapping[str, Any]) -> str:
-    """The container's stop signal (Docker copies the image's STOPSIGNAL into its config)."""
-    return str((inspect.get("Config") or {}).get("StopSignal") or "SIGTERM")
 
 
 class DockerRuntime:
@@ -123,20 +113,31 @@ class DockerRuntime:
             self._engine,
             node_name,
             config.sandbox_image,
-            lambda pod: self._ensure_sandbox_image(),
+            lambda pod: self._sandboxes.ensure_sandbox_image(),
         )
         self._puller = ImagePuller(self._engine)
         self._pod_network = PodNetwork(self._engine, node_name, config.network)
         self._cni = cni
-        # When the sandbox image was last seen in the engine: a burst of pods checks it once,
-        # not once per pod; a create that fails checks it again.
-        self._sandbox_image_seen: float | None = None
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
         # The pods' files on this host (termination logs, /etc/hosts, API volumes, sub-paths).
         self._dirs = PodDirs(Path(config.state_dir) / node_name) if local else None
         self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
         # What the engine holds of this node's pods: the event pump, the caches, the reads.
         self._states = PodStates(self._engine, node_name, cni, self._cgroups)
+        self._removal = Removal(
+            self._engine, self._states, node_name, cni=cni, dirs=self._dirs, shipped=self._shipped
+        )
+        self._sandboxes = SandboxMaker(
+            self._engine,
+            self._states,
+            config,
+            node_name,
+            images=self,
+            removal=self._removal,
+            pod_network=self._pod_network,
+            cni=cni,
+            dirs=self._dirs,
+        )
         # Why a subPath cannot be bind-mounted here (None: it can), found at start.
         self._subpath_refusal: str | None = "the state directory is not prepared yet"
         self._host_security = HostSecurity()  # from `info`, at start
@@ -206,140 +207,15 @@ class DockerRuntime:
 
     # --- sandbox ---
 
-    async def _ensure_volumes(self, config: SandboxConfig) -> None:
-        """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
-        group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
-        container restart finds the volume as the pod left it."""
-        api = self._engine.client.api
-        for vol in sp.emptydir_volumes(config, self.node_name):
-            try:
-                await self._engine.call(api.inspect_volume, vol.docker_name)
-                continue
-            except NotFound:
-                pass
-            await self._engine.call(
-                api.create_volume,
-                vol.docker_name,
-                driver="local",
-                driver_opts=vol.driver_opts or None,
-                labels=vol.labels,
-            )
-            if vol.memory:
-                continue  # the tmpfs mount options carry the mode and group
-            try:
-                await self._engine.call(self._set_volume_root, vol)
-            except EngineErrors:
-                # Not left half made: the next attempt creates it again.
-                with contextlib.suppress(*EngineErrors):
-                    await self._engine.call(api.remove_volume, vol.docker_name, force=True)
-                raise
-
-    def _set_volume_root(self, vol: sp.VolumeSpec) -> None:
-        """Give a new disk volume's root the kubelet's mode and group through the Docker API
-        (so also for an engine whose filesystem this process does not see): extract the root's
-        tar entry into a never-started container that mounts the volume, then remove it."""
-        kwargs = sp.volume_root_kwargs(vol, self.config.sandbox_image)
-        container = create_container(self._engine.client, **kwargs)
-        try:
-            if not container.put_archive("/", sp.root_entry_tar(vol)):
-                raise APIError(f"cannot set the mode of volume {vol.docker_name}")
-        finally:
-            with contextlib.suppress(NotFound):
-                container.remove(force=True, v=True)
-
-    async def _ensure_sandbox_image(self) -> None:
-        """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
-        containers of shipped volumes are made from it. A failure names the image, as the
-        kubelet's `failed to get sandbox image "<image>": ...`."""
-        image = self.config.sandbox_image
-        seen = self._sandbox_image_seen
-        if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
-            return
-        try:
-            if await self.image_id(image) is None:
-                await self.pull_image(image, Keyring())
-        except ImagePullError as exc:
-            raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
-        self._sandbox_image_seen = time.monotonic()
-
     def host_security(self) -> HostSecurity:
         return self._host_security
 
     async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
         try:
-            return await self._ensure_sandbox(config)
+            return await self._sandboxes.ensure(config)
         finally:
-            self._states.listing.changed(
-                config.metadata.uid
-            )  # whatever it made, the latest list does not show
-
-    async def _ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
-        uid = config.metadata.uid
-        rows = await self._states.pod_rows(uid)  # the pod's state was just read: no second list for it
-        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
-        attempt = 0
-        if sandboxes:
-            latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
-            state = await self._states.sandbox_state(str(latest["Id"]))
-            if state is not None and state.running:
-                return state
-            attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
-        try:
-            await self._ensure_sandbox_image()
-            await self._ensure_volumes(config)
-            if config.host_network:
-                network = "host"
-            elif self._cni is not None:
-                network = "none"  # the plugins set it up once the sandbox runs
-            else:
-                network = await self._pod_network.ensure(config.pod_cidrs)
-            try:
-                await self._engine.call(pod_resolv.write_resolv_file, self._pod_dir(uid), config.dns, network)
-            except (OSError, paths.UnsafePathError) as exc:
-                raise ContainerCreateError(
-                    f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
-                ) from exc
-            kwargs = sp.sandbox_create_kwargs(
-                config, node_name=self.node_name, docker=self.config, attempt=attempt, network=network
-            )
-            container = await self._engine.call(create_container, self._engine.client, **kwargs)
-        except (ImagePullError, *EngineErrors) as exc:
-            self._sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
-            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
-            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
-        try:
-            await self._engine.call(container.start)
-        except EngineErrors as exc:
-            with contextlib.suppress(*EngineErrors):
-                await self._engine.call(container.remove, force=True)
-            raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
-        if network == "none" and self._cni is not None:
-            await self._cni_setup(config, str(container.id))
-        state = await self._states.sandbox_state(str(container.id))
-        if state is None:
-            raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
-        # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
-        # the dead one it replaces, or one a provider killed before its start left created.
-        await asyncio.gather(
-            *(self._remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
-        )
-        log.info(
-            "started sandbox",
-            extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
-        )
-        return state
-
-    async def _cni_setup(self, config: SandboxConfig, container_id: str) -> None:
-        """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
-        assert self._cni is not None
-        try:
-            inspect = await self._states.inspect(container_id)
-            await self._cni.setup(config, inspect or {"Id": container_id})
-        except (RuntimeFailure, *EngineErrors) as exc:
-            with contextlib.suppress(*EngineErrors):
-                await self._remove(container_id)
-            message = exc.message if isinstance(exc, RuntimeFailure) else _engine_message(exc)
-            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
+            # Whatever it made, the latest list does not show.
+            self._states.listing.changed(config.metadata.uid)
 
     async def setup_host_paths(self, volumes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
         """The `type` checks run on this host for a local engine (in the pool: they stat and may
@@ -529,47 +405,7 @@ class DockerRuntime:
     async def stop_container(
         self, container_id: str, grace_seconds: float, signal: str | None = None
     ) -> None:
-        inspect = await self._states.owned_inspect(container_id)
-        if inspect is None or not (inspect.get("State") or {}).get("Running"):
-            return
-        if (
-            self._cni is not None
-            and lb.role_of((inspect.get("Config") or {}).get("Labels") or {}) == ContainerRole.SANDBOX
-        ):
-            await self._cni.teardown(container_id, inspect)  # the kubelet's StopPodSandbox: network first
-        sig = signal or _signal_of(inspect)
-        if grace_seconds > 0 and await self._signal_and_wait(container_id, sig, grace_seconds):
-            return
-        await self._signal_and_wait(container_id, "SIGKILL", KILL_WAIT_SECONDS)
-
-    async def _signal_and_wait(self, container_id: str, sig: str, seconds: float) -> bool:
-        """Send `sig`; True once the container has exited within `seconds`."""
-        pump = self._states.pump
-        exited = pump.wait_exit(container_id) if pump is not None else None
-        try:
-            try:
-                await self._engine.call(self._engine.client.api.kill, container_id, signal=sig)
-            except APIError as exc:
-                if exc.status_code in (404, 409):  # gone, or not running any more
-                    return True
-                raise
-            deadline = time.monotonic() + seconds
-            while (remaining := deadline - time.monotonic()) > 0:
-                if exited is not None:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(asyncio.shield(exited), min(remaining, EXIT_POLL_SECONDS))
-                        return True
-                else:
-                    await asyncio.sleep(min(remaining, EXIT_POLL_SECONDS))
-                # The event stream may have been reconnecting: look directly too.
-                inspect = await self._states.inspect(container_id)
-                if inspect is None or not (inspect.get("State") or {}).get("Running"):
-                    return True
-            return False
-        finally:
-            self._states.forget_running(container_id)
-            if exited is not None and pump is not None:
-                pump.forget(container_id, exited)
+        await self._removal.stop(container_id, grace_seconds, signal)
 
     async def exec_in_container(
         self, container_id: str, command: list[str], timeout_seconds: float
@@ -683,87 +519,11 @@ class DockerRuntime:
 
     # --- clean-up ---
 
-    async def _remove(self, container_id: str) -> None:
-        api = self._engine.client.api
-        try:
-            await self._engine.call(api.remove_container, container_id, force=True, v=True)
-        except NotFound:
-            pass
-        except APIError as exc:
-            if exc.status_code != 409:
-                raise
-            # "removal of container ... is already in progress": the engine goes on with a
-            # removal whose caller went away (a provider stopped mid-deletion); wait for it.
-            await self._wait_removed(container_id, exc)
-        finally:
-            self._states.removed(container_id)
-
-    async def _remove_sandbox(self, container_id: str) -> None:
-        """CNI mode: DEL its network first (a failure keeps it, to be removed again later)."""
-        if self._cni is not None:
-            await self._cni.teardown(container_id, await self._states.inspect(container_id))
-        await self._remove(container_id)
-
-    async def _wait_removed(self, container_id: str, conflict: APIError) -> None:
-        loop = asyncio.get_running_loop()
-        end = loop.time() + KILL_WAIT_SECONDS
-        while loop.time() < end:
-            try:
-                await self._engine.call(self._engine.client.api.inspect_container, container_id)
-            except NotFound:
-                return
-            await asyncio.sleep(REMOVAL_POLL_SECONDS)
-        raise RuntimeFailure(f"container {container_id[:12]} is still being removed: {conflict}")
-
     async def prune_pod(self, uid: str) -> None:
-        rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in rows:
-            labels = r.get("Labels") or {}
-            groups.setdefault((labels.get(lb.ROLE, ""), labels.get(lb.CONTAINER_NAME, "")), []).append(r)
-        doomed = []
-        for (role, _), members in groups.items():
-            keep = 1 if role == ContainerRole.SANDBOX.value else 2
-            members.sort(key=lambda r: lb.attempt_of(r.get("Labels") or {}), reverse=True)
-            doomed += [r for r in members[keep:] if r.get("State") != "running"]
-        sandbox = ContainerRole.SANDBOX.value
-        await asyncio.gather(
-            *(
-                (self._remove_sandbox if (r.get("Labels") or {}).get(lb.ROLE) == sandbox else self._remove)(
-                    str(r["Id"])
-                )
-                for r in doomed
-            )
-        )
-        if self._dirs is not None:
-            for r in doomed:
-                await self._engine.call(self._dirs.drop_container_dir, uid, r.get("Labels") or {})
+        await self._removal.prune_pod(uid)
 
     async def remove_pod(self, uid: str) -> None:
-        try:
-            await self._remove_pod(uid)
-        except EngineErrors as exc:
-            # A RuntimeFailure, so that `vk-provider clean` logs this pod and goes on with the rest.
-            raise RuntimeFailure(f"removing pod {uid}: {exc}") from exc
-
-    async def _remove_pod(self, uid: str) -> None:
-        rows = await self._states.list_rows(lb.pod_filter(self.node_name, uid))
-        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
-        others = [r for r in rows if r not in sandboxes]
-        await asyncio.gather(*(self._remove(str(r["Id"])) for r in others))
-        await asyncio.gather(*(self._remove_sandbox(str(r["Id"])) for r in sandboxes))
-        if self._dirs is not None:  # before the volumes and files whose paths they hold
-            await self._engine.call(self._dirs.clean_subpaths, uid)
-        api = self._engine.client.api
-        volumes = await self._engine.call(
-            api.volumes, filters={"label": [f"{lb.NODE}={self.node_name}", f"{lb.POD_UID}={uid}"]}
-        )
-        for vol in (volumes or {}).get("Volumes") or []:
-            with contextlib.suppress(NotFound):
-                await self._engine.call(api.remove_volume, vol["Name"], force=True)
-        self._shipped.forget(uid)
-        if self._dirs is not None:
-            await self._engine.call(self._dirs.drop_pod_dir, uid)
+        await self._removal.remove_pod(uid)
 
     async def remove_node_resources(self) -> list[str]:
         removed = await self._pod_network.remove()

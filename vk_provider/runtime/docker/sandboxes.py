@@ -1,0 +1,212 @@
+"""Making a pod's sandbox on Docker from its `SandboxConfig`.
+
+What lives here: `SandboxMaker`: `ensure(config)` (the pod's running sandbox, or a new one: the
+sandbox image (`ensure_sandbox_image`, pulled anonymously when missing, looked up again at most
+once a minute), the pod's emptyDir Docker volumes (a new disk one gets its root's mode and group
+through a never-started helper container), the network (the host's, none for CNI, or the node's
+pod network over the Node's pod CIDRs), the pod's resolv.conf file, the container created and
+started, CNI ADD on it in CNI mode, and the pod's older sandboxes removed, as the kubelet's
+container GC keeps a live pod's latest sandbox alone). Failures are `ContainerCreateError`s
+whose message starts as the kubelet's "Failed to create pod sandbox: ".
+Must not: decide anything about the pod (its `SandboxConfig` says it all) or block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Protocol
+
+from docker.errors import APIError, NotFound
+from vk_common import guarded_paths as paths
+from vk_common.logging import get_logger, pod_fields
+from vk_provider.config import DockerConfig
+from vk_provider.kube.keyring import Keyring
+from vk_provider.runtime.configs import SandboxConfig
+from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker import pod_resolv
+from vk_provider.runtime.docker import spec as sp
+from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
+from vk_provider.runtime.docker.create import create_container
+from vk_provider.runtime.docker.engine import Engine, EngineErrors
+from vk_provider.runtime.docker.pod_dirs import PodDirs
+from vk_provider.runtime.docker.pod_network import PodNetwork
+from vk_provider.runtime.docker.pod_states import PodStates
+from vk_provider.runtime.docker.pull import engine_message as _engine_message
+from vk_provider.runtime.docker.removal import Removal
+from vk_provider.runtime.types import (
+    ContainerCreateError,
+    ContainerRole,
+    ImagePullError,
+    PodSandboxState,
+    PulledImage,
+    RuntimeFailure,
+)
+
+log = get_logger("runtime.docker")
+
+SANDBOX_IMAGE_RECHECK_SECONDS = 60.0  # the sandbox image, once seen, is not looked up again for a while
+
+
+class Images(Protocol):
+    async def image_id(self, image: str) -> str | None: ...
+
+    async def pull_image(self, image: str, keyring: Keyring) -> PulledImage: ...
+
+
+class SandboxMaker:
+    def __init__(
+        self,
+        engine: Engine,
+        states: PodStates,
+        config: DockerConfig,
+        node_name: str,
+        *,
+        images: Images,
+        removal: Removal,
+        pod_network: PodNetwork,
+        cni: CNISandboxes | None,
+        dirs: PodDirs | None,
+    ) -> None:
+        self._engine = engine
+        self._states = states
+        self._config = config
+        self._node = node_name
+        self._images = images
+        self._removal = removal
+        self._pod_network = pod_network
+        self._cni = cni
+        self._dirs = dirs
+        # When the sandbox image was last seen in the engine: a burst of pods checks it once,
+        # not once per pod; a create that fails checks it again.
+        self._sandbox_image_seen: float | None = None
+
+    async def _ensure_volumes(self, config: SandboxConfig) -> None:
+        """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
+        group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
+        container restart finds the volume as the pod left it."""
+        api = self._engine.client.api
+        for vol in sp.emptydir_volumes(config, self._node):
+            try:
+                await self._engine.call(api.inspect_volume, vol.docker_name)
+                continue
+            except NotFound:
+                pass
+            await self._engine.call(
+                api.create_volume,
+                vol.docker_name,
+                driver="local",
+                driver_opts=vol.driver_opts or None,
+                labels=vol.labels,
+            )
+            if vol.memory:
+                continue  # the tmpfs mount options carry the mode and group
+            try:
+                await self._engine.call(self._set_volume_root, vol)
+            except EngineErrors:
+                # Not left half made: the next attempt creates it again.
+                with contextlib.suppress(*EngineErrors):
+                    await self._engine.call(api.remove_volume, vol.docker_name, force=True)
+                raise
+
+    def _set_volume_root(self, vol: sp.VolumeSpec) -> None:
+        """Give a new disk volume's root the kubelet's mode and group through the Docker API
+        (so also for an engine whose filesystem this process does not see): extract the root's
+        tar entry into a never-started container that mounts the volume, then remove it."""
+        kwargs = sp.volume_root_kwargs(vol, self._config.sandbox_image)
+        container = create_container(self._engine.client, **kwargs)
+        try:
+            if not container.put_archive("/", sp.root_entry_tar(vol)):
+                raise APIError(f"cannot set the mode of volume {vol.docker_name}")
+        finally:
+            with contextlib.suppress(NotFound):
+                container.remove(force=True, v=True)
+
+    async def ensure_sandbox_image(self) -> None:
+        """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
+        containers of shipped volumes are made from it. A failure names the image, as the
+        kubelet's `failed to get sandbox image "<image>": ...`."""
+        image = self._config.sandbox_image
+        seen = self._sandbox_image_seen
+        if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
+            return
+        try:
+            if await self._images.image_id(image) is None:
+                await self._images.pull_image(image, Keyring())
+        except ImagePullError as exc:
+            raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
+        self._sandbox_image_seen = time.monotonic()
+
+    async def ensure(self, config: SandboxConfig) -> PodSandboxState:
+        uid = config.metadata.uid
+        rows = await self._states.pod_rows(uid)  # the pod's state was just read: no second list for it
+        sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
+        attempt = 0
+        if sandboxes:
+            latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
+            state = await self._states.sandbox_state(str(latest["Id"]))
+            if state is not None and state.running:
+                return state
+            attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
+        try:
+            await self.ensure_sandbox_image()
+            await self._ensure_volumes(config)
+            if config.host_network:
+                network = "host"
+            elif self._cni is not None:
+                network = "none"  # the plugins set it up once the sandbox runs
+            else:
+                network = await self._pod_network.ensure(config.pod_cidrs)
+            try:
+                await self._engine.call(
+                    pod_resolv.write_resolv_file,
+                    None if self._dirs is None else self._dirs.pod_dir(uid),
+                    config.dns,
+                    network,
+                )
+            except (OSError, paths.UnsafePathError) as exc:
+                raise ContainerCreateError(
+                    f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
+                ) from exc
+            kwargs = sp.sandbox_create_kwargs(
+                config, node_name=self._node, docker=self._config, attempt=attempt, network=network
+            )
+            container = await self._engine.call(create_container, self._engine.client, **kwargs)
+        except (ImagePullError, *EngineErrors) as exc:
+            self._sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
+            message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
+        try:
+            await self._engine.call(container.start)
+        except EngineErrors as exc:
+            with contextlib.suppress(*EngineErrors):
+                await self._engine.call(container.remove, force=True)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
+        if network == "none" and self._cni is not None:
+            await self._cni_setup(config, str(container.id))
+        state = await self._states.sandbox_state(str(container.id))
+        if state is None:
+            raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
+        # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
+        # the dead one it replaces, or one a provider killed before its start left created.
+        await asyncio.gather(
+            *(self._removal.remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
+        )
+        log.info(
+            "started sandbox",
+            extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
+        )
+        return state
+
+    async def _cni_setup(self, config: SandboxConfig, container_id: str) -> None:
+        """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
+        assert self._cni is not None
+        try:
+            inspect = await self._states.inspect(container_id)
+            await self._cni.setup(config, inspect or {"Id": container_id})
+        except (RuntimeFailure, *EngineErrors) as exc:
+            with contextlib.suppress(*EngineErrors):
+                await self._removal.remove(container_id)
+            message = exc.message if isinstance(exc, RuntimeFailure) else _engine_message(exc)
+            raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
