@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ssl
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +47,17 @@ def kubelet_serving_csr(node_name: str, node_ip: str) -> tuple[bytes, bytes]:
     return node_key_and_csr(node_name, node_sans(node_name, node_ip))
 
 
+@dataclass(eq=False)
 class ServingCertificate:
     """Keeps `ctx` serving a certificate issued through a CSR; `run()` is the background loop."""
 
-    def __init__(
-        self, client: CsrClient, node_name: str, node_ip: str, ctx: ssl.SSLContext, scratch: Path
-    ) -> None:
-        self.client = client
-        self.node_name = node_name
-        self.node_ip = node_ip
-        self.ctx = ctx
-        self.scratch = scratch
-        self.issued = asyncio.Event()  # set once a cluster-signed certificate is being served
+    client: CsrClient
+    node_name: str
+    node_ip: str
+    ctx: ssl.SSLContext
+    scratch: Path
+    # Set once a cluster-signed certificate is being served.
+    issued: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     async def run(self) -> None:
         while True:

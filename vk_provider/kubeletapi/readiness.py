@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 from vk_common.logging import get_logger
 from vk_provider.metrics import ProviderMetrics
@@ -36,28 +36,22 @@ class Check:
     failure: str | None  # None: the check passes
 
 
+@dataclass(eq=False)
 class Readiness:
-    def __init__(
-        self,
-        runtime: Runtime,
-        metrics: ProviderMetrics,
-        node_registered: Callable[[], bool],
-        ask_apiserver: Callable[[], Awaitable[object]],
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._runtime = runtime
-        self._metrics = metrics
-        self._node_registered = node_registered
-        self._ask_apiserver = ask_apiserver
-        self._clock = clock
-        self._answers = 0.0  # the answered-request count last seen, and when it last grew
-        self._answered_at = float("-inf")
-        self._last_failures: dict[str, str] = {}
+    runtime: Runtime
+    metrics: ProviderMetrics
+    node_registered: Callable[[], bool]
+    ask_apiserver: Callable[[], Awaitable[object]]
+    _: KW_ONLY
+    clock: Callable[[], float] = time.monotonic
+    # The answered-request count last seen, and when it last grew.
+    _answers: float = field(default=0.0, init=False)
+    _answered_at: float = field(default=float("-inf"), init=False)
+    _last_failures: dict[str, str] = field(default_factory=dict, init=False)
 
     async def _engine(self) -> str | None:
         try:
-            await asyncio.wait_for(self._runtime.ping(), ENGINE_TIMEOUT)
+            await asyncio.wait_for(self.runtime.ping(), ENGINE_TIMEOUT)
         except RuntimeFailure as exc:
             return exc.message
         except TimeoutError:
@@ -65,23 +59,23 @@ class Readiness:
         return None
 
     def _answered_recently(self) -> bool:
-        answers = self._metrics.apiserver_answers()
+        answers = self.metrics.apiserver_answers()
         if answers != self._answers:
-            self._answers, self._answered_at = answers, self._clock()
-        return self._clock() - self._answered_at < FRESH_SECONDS
+            self._answers, self._answered_at = answers, self.clock()
+        return self.clock() - self._answered_at < FRESH_SECONDS
 
     async def _apiserver(self) -> str | None:
         if self._answered_recently():
             return None
         try:
-            await asyncio.wait_for(self._ask_apiserver(), APISERVER_TIMEOUT)
+            await asyncio.wait_for(self.ask_apiserver(), APISERVER_TIMEOUT)
         except Exception as exc:  # an error status is an answer too, but not a healthy one
             return f"no answer from the apiserver in {FRESH_SECONDS:.0f}s: {type(exc).__name__}: {exc}"
         self._answered_recently()
         return None
 
     def _node(self) -> str | None:
-        return None if self._node_registered() else "the Node is not registered"
+        return None if self.node_registered() else "the Node is not registered"
 
     async def checks(self) -> list[Check]:
         engine, apiserver = await asyncio.gather(self._engine(), self._apiserver())

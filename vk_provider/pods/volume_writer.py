@@ -31,7 +31,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -231,37 +231,28 @@ def _ttl(answer: Mapping[str, Any], asked: int, now: float) -> float:
 # ---------------------------------------------------------------- per pod
 
 
+@dataclass(eq=False)
 class PodVolumes:
     """Sets up the configMap, secret, downwardAPI and projected volumes of pods."""
 
-    def __init__(
-        self,
-        volume_dir: VolumeDir,
-        getter: ObjectGetter,
-        request_token: TokenRequester | None,
-        node_allocatable: Callable[[], Mapping[str, str]],
-        clock: Callable[[], float] = time.time,
-        ship: VolumeShipper | None = None,
-        trust_bundles: TrustBundleLister | None = None,
-        pod_certificates: PodCertificates | None = None,
-    ) -> None:
-        self._volume_dir = volume_dir
-        self._trust_bundles = trust_bundles
-        self._pod_certificates = pod_certificates
-        self._ship = ship
-        self._getter = getter
-        self._request_token = request_token
-        self._node_allocatable = node_allocatable
-        self._clock = clock
-        self._tokens: dict[tuple[str, TokenSource], _Token] = {}  # (pod uid, source) -> token
-        self._ownership: bool | None = None  # may files get another owner? (asked once)
+    volume_dir: VolumeDir
+    getter: ObjectGetter
+    request_token: TokenRequester | None
+    node_allocatable: Callable[[], Mapping[str, str]]
+    clock: Callable[[], float] = time.time
+    ship: VolumeShipper | None = None
+    trust_bundles: TrustBundleLister | None = None
+    pod_certificates: PodCertificates | None = None
+    # The tokens by (pod uid, source); whether files may get another owner (asked once).
+    _tokens: dict[tuple[str, TokenSource], _Token] = field(default_factory=dict, init=False)
+    _ownership: bool | None = field(default=None, init=False)
 
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its cached tokens and certificates."""
         for key in [k for k in self._tokens if k[0] == uid]:
             del self._tokens[key]
-        if self._pod_certificates is not None:
-            self._pod_certificates.forget(uid)
+        if self.pod_certificates is not None:
+            self.pod_certificates.forget(uid)
 
     async def setup(self, pod: Mapping[str, Any]) -> dict[str, str]:
         """Write every API-backed volume of the pod; the failed ones as volume name -> error text."""
@@ -273,12 +264,12 @@ class PodVolumes:
         except ApiStatusError as exc:
             return {str(v.get("name", "")): exc.message for v in volumes}
         uid = uid_of(pod)
-        allocatable = self._node_allocatable()
+        allocatable = self.node_allocatable()
         failed: dict[str, str] = {}
         for volume in volumes:
             name = str(volume.get("name", ""))
             try:
-                target = self._volume_dir(uid, name)
+                target = self.volume_dir(uid, name)
                 if target is None:
                     await self._ship_files(pod, volume, fetched, allocatable)
                     continue
@@ -303,12 +294,12 @@ class PodVolumes:
     ) -> None:
         """An engine without our filesystem: the runtime ships the files, owners included (the
         engine extracts them as root, so ownership always applies)."""
-        if self._ship is None:
+        if self.ship is None:
             raise VolumeSetupError("the container engine is not local: no host directory for volumes")
         files = volume_files(pod, volume, fetched, allocatable, ownership=True)
         for f in files:
             _check_path(f.path)
-        await self._ship(pod, str(volume.get("name", "")), files, fs_group(pod))
+        await self.ship(pod, str(volume.get("name", "")), files, fs_group(pod))
 
     async def _may_chown(self) -> bool:
         if self._ownership is None:
@@ -323,7 +314,7 @@ class PodVolumes:
     async def _fetch(self, pod: Mapping[str, Any], volumes: Sequence[Mapping[str, Any]]) -> Fetched:
         namespace = str(meta(pod).get("namespace", ""))
         refs = sorted(set().union(*(referenced_objects(v) for v in volumes)))
-        found = await asyncio.gather(*(self._getter(kind, namespace, name) for kind, name in refs))
+        found = await asyncio.gather(*(self.getter(kind, namespace, name) for kind, name in refs))
         tokens: dict[TokenSource, str] = {}
         errors: dict[TokenSource, str] = {}
         for source in {s for v in volumes for s in token_sources(pod, v)}:
@@ -334,11 +325,11 @@ class PodVolumes:
         bundles: dict[TrustBundleQuery, Sequence[Mapping[str, Any]]] = {}
         bundle_errors: dict[TrustBundleQuery, str] = {}
         for query in {q for v in volumes for q in trust_bundle_queries(v)}:
-            if self._trust_bundles is None:
+            if self.trust_bundles is None:
                 bundle_errors[query] = "no ClusterTrustBundle client: the node has no apiserver"
                 continue
             try:
-                bundles[query] = await self._trust_bundles(query)
+                bundles[query] = await self.trust_bundles(query)
             except ApiStatusError as exc:
                 bundle_errors[query] = f"while getting ClusterTrustBundles: {exc.message}"
         certificates: dict[tuple[str, int], tuple[bytes, bytes]] = {}
@@ -346,11 +337,11 @@ class PodVolumes:
         for volume in volumes:
             name = str(volume.get("name", ""))
             for index, projection in pod_certificate_sources(volume):
-                if self._pod_certificates is None:
+                if self.pod_certificates is None:
                     certificate_errors[(name, index)] = "no pod certificate client: the node has no apiserver"
                     continue
                 try:
-                    certificates[(name, index)] = await self._pod_certificates.credentials(
+                    certificates[(name, index)] = await self.pod_certificates.credentials(
                         pod, name, index, projection
                     )
                 except CredentialsPending as exc:
@@ -369,15 +360,15 @@ class PodVolumes:
 
     async def _token(self, pod: Mapping[str, Any], source: TokenSource) -> str:
         key = (uid_of(pod), source)
-        now = self._clock()
+        now = self.clock()
         cached = self._tokens.get(key)
         if cached is not None and not cached.needs_refresh(now):
             return cached.token
-        if self._request_token is None:
+        if self.request_token is None:
             raise ApiStatusError(0, "ServiceUnavailable", "no TokenRequest client configured")
         body = token_request_body(pod, source)
         try:
-            answer = await self._request_token(
+            answer = await self.request_token(
                 str(meta(pod).get("namespace", "")), source.service_account, body
             )
         except ApiStatusError:

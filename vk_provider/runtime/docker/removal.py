@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from docker.errors import APIError, NotFound
@@ -36,33 +37,24 @@ def _signal_of(inspect: Mapping[str, Any]) -> str:
     return str((inspect.get("Config") or {}).get("StopSignal") or "SIGTERM")
 
 
+@dataclass(frozen=True)
 class Removal:
-    def __init__(
-        self,
-        engine: Engine,
-        states: PodStates,
-        node_name: str,
-        *,
-        cni: CNISandboxes | None,
-        dirs: PodDirs | None,
-        shipped: ShippedVolumes,
-    ) -> None:
-        self._engine = engine
-        self._states = states
-        self._node = node_name
-        self._cni = cni
-        self._dirs = dirs
-        self._shipped = shipped
+    engine: Engine
+    states: PodStates
+    node_name: str
+    cni: CNISandboxes | None
+    dirs: PodDirs | None
+    shipped: ShippedVolumes
 
     async def stop(self, container_id: str, grace_seconds: float, signal: str | None = None) -> None:
-        inspect = await self._states.owned_inspect(container_id)
+        inspect = await self.states.owned_inspect(container_id)
         if inspect is None or not (inspect.get("State") or {}).get("Running"):
             return
         if (
-            self._cni is not None
+            self.cni is not None
             and lb.role_of((inspect.get("Config") or {}).get("Labels") or {}) == ContainerRole.SANDBOX
         ):
-            await self._cni.teardown(container_id, inspect)  # the kubelet's StopPodSandbox: network first
+            await self.cni.teardown(container_id, inspect)  # the kubelet's StopPodSandbox: network first
         sig = signal or _signal_of(inspect)
         if grace_seconds > 0 and await self._signal_and_wait(container_id, sig, grace_seconds):
             return
@@ -70,11 +62,11 @@ class Removal:
 
     async def _signal_and_wait(self, container_id: str, sig: str, seconds: float) -> bool:
         """Send `sig`; True once the container has exited within `seconds`."""
-        pump = self._states.pump
+        pump = self.states.pump
         exited = pump.wait_exit(container_id) if pump is not None else None
         try:
             try:
-                await self._engine.call(self._engine.client.api.kill, container_id, signal=sig)
+                await self.engine.call(self.engine.client.api.kill, container_id, signal=sig)
             except APIError as exc:
                 if exc.status_code in (404, 409):  # gone, or not running any more
                     return True
@@ -88,19 +80,19 @@ class Removal:
                 else:
                     await asyncio.sleep(min(remaining, EXIT_POLL_SECONDS))
                 # The event stream may have been reconnecting: look directly too.
-                inspect = await self._states.inspect(container_id)
+                inspect = await self.states.inspect(container_id)
                 if inspect is None or not (inspect.get("State") or {}).get("Running"):
                     return True
             return False
         finally:
-            self._states.forget_running(container_id)
+            self.states.forget_running(container_id)
             if exited is not None and pump is not None:
                 pump.forget(container_id, exited)
 
     async def remove(self, container_id: str) -> None:
-        api = self._engine.client.api
+        api = self.engine.client.api
         try:
-            await self._engine.call(api.remove_container, container_id, force=True, v=True)
+            await self.engine.call(api.remove_container, container_id, force=True, v=True)
         except NotFound:
             pass
         except APIError as exc:
@@ -110,12 +102,12 @@ class Removal:
             # removal whose caller went away (a provider stopped mid-deletion); wait for it.
             await self._wait_removed(container_id, exc)
         finally:
-            self._states.removed(container_id)
+            self.states.removed(container_id)
 
     async def remove_sandbox(self, container_id: str) -> None:
         """CNI mode: DEL its network first (a failure keeps it, to be removed again later)."""
-        if self._cni is not None:
-            await self._cni.teardown(container_id, await self._states.inspect(container_id))
+        if self.cni is not None:
+            await self.cni.teardown(container_id, await self.states.inspect(container_id))
         await self.remove(container_id)
 
     async def _wait_removed(self, container_id: str, conflict: APIError) -> None:
@@ -123,14 +115,14 @@ class Removal:
         end = loop.time() + KILL_WAIT_SECONDS
         while loop.time() < end:
             try:
-                await self._engine.call(self._engine.client.api.inspect_container, container_id)
+                await self.engine.call(self.engine.client.api.inspect_container, container_id)
             except NotFound:
                 return
             await asyncio.sleep(REMOVAL_POLL_SECONDS)
         raise RuntimeFailure(f"container {container_id[:12]} is still being removed: {conflict}")
 
     async def prune_pod(self, uid: str) -> None:
-        rows = await self._states.list_rows(lb.pod_filter(self._node, uid))
+        rows = await self.states.list_rows(lb.pod_filter(self.node_name, uid))
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for r in rows:
             labels = r.get("Labels") or {}
@@ -149,9 +141,9 @@ class Removal:
                 for r in doomed
             )
         )
-        if self._dirs is not None:
+        if self.dirs is not None:
             for r in doomed:
-                await self._engine.call(self._dirs.drop_container_dir, uid, r.get("Labels") or {})
+                await self.engine.call(self.dirs.drop_container_dir, uid, r.get("Labels") or {})
 
     async def remove_pod(self, uid: str) -> None:
         try:
@@ -161,20 +153,20 @@ class Removal:
             raise RuntimeFailure(f"removing pod {uid}: {exc}") from exc
 
     async def _remove_pod(self, uid: str) -> None:
-        rows = await self._states.list_rows(lb.pod_filter(self._node, uid))
+        rows = await self.states.list_rows(lb.pod_filter(self.node_name, uid))
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         others = [r for r in rows if r not in sandboxes]
         await asyncio.gather(*(self.remove(str(r["Id"])) for r in others))
         await asyncio.gather(*(self.remove_sandbox(str(r["Id"])) for r in sandboxes))
-        if self._dirs is not None:  # before the volumes and files whose paths they hold
-            await self._engine.call(self._dirs.clean_subpaths, uid)
-        api = self._engine.client.api
-        volumes = await self._engine.call(
-            api.volumes, filters={"label": [f"{lb.NODE}={self._node}", f"{lb.POD_UID}={uid}"]}
+        if self.dirs is not None:  # before the volumes and files whose paths they hold
+            await self.engine.call(self.dirs.clean_subpaths, uid)
+        api = self.engine.client.api
+        volumes = await self.engine.call(
+            api.volumes, filters={"label": [f"{lb.NODE}={self.node_name}", f"{lb.POD_UID}={uid}"]}
         )
         for vol in (volumes or {}).get("Volumes") or []:
             with contextlib.suppress(NotFound):
-                await self._engine.call(api.remove_volume, vol["Name"], force=True)
-        self._shipped.forget(uid)
-        if self._dirs is not None:
-            await self._engine.call(self._dirs.drop_pod_dir, uid)
+                await self.engine.call(api.remove_volume, vol["Name"], force=True)
+        self.shipped.forget(uid)
+        if self.dirs is not None:
+            await self.engine.call(self.dirs.drop_pod_dir, uid)

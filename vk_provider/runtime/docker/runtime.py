@@ -124,9 +124,7 @@ class DockerRuntime:
         self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
         # What the engine holds of this node's pods: the event pump, the caches, the reads.
         self._states = PodStates(self._engine, node_name, cni, self._cgroups)
-        self._removal = Removal(
-            self._engine, self._states, node_name, cni=cni, dirs=self._dirs, shipped=self._shipped
-        )
+        self._removal = Removal(self._engine, self._states, node_name, cni, self._dirs, self._shipped)
         self._sandboxes = SandboxMaker(
             self._engine,
             self._states,

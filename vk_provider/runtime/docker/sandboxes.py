@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from docker.errors import APIError, NotFound
@@ -55,45 +56,33 @@ class Images(Protocol):
     async def pull_image(self, image: str, keyring: Keyring) -> PulledImage: ...
 
 
+@dataclass
 class SandboxMaker:
-    def __init__(
-        self,
-        engine: Engine,
-        states: PodStates,
-        config: DockerConfig,
-        node_name: str,
-        *,
-        images: Images,
-        removal: Removal,
-        pod_network: PodNetwork,
-        cni: CNISandboxes | None,
-        dirs: PodDirs | None,
-    ) -> None:
-        self._engine = engine
-        self._states = states
-        self._config = config
-        self._node = node_name
-        self._images = images
-        self._removal = removal
-        self._pod_network = pod_network
-        self._cni = cni
-        self._dirs = dirs
-        # When the sandbox image was last seen in the engine: a burst of pods checks it once,
-        # not once per pod; a create that fails checks it again.
-        self._sandbox_image_seen: float | None = None
+    engine: Engine
+    states: PodStates
+    config: DockerConfig
+    node_name: str
+    images: Images
+    removal: Removal
+    pod_network: PodNetwork
+    cni: CNISandboxes | None
+    dirs: PodDirs | None
+    # When the sandbox image was last seen in the engine: a burst of pods checks it once, not
+    # once per pod; a create that fails checks it again.
+    sandbox_image_seen: float | None = field(default=None, init=False)
 
     async def _ensure_volumes(self, config: SandboxConfig) -> None:
         """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
         group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
         container restart finds the volume as the pod left it."""
-        api = self._engine.client.api
-        for vol in sp.emptydir_volumes(config, self._node):
+        api = self.engine.client.api
+        for vol in sp.emptydir_volumes(config, self.node_name):
             try:
-                await self._engine.call(api.inspect_volume, vol.docker_name)
+                await self.engine.call(api.inspect_volume, vol.docker_name)
                 continue
             except NotFound:
                 pass
-            await self._engine.call(
+            await self.engine.call(
                 api.create_volume,
                 vol.docker_name,
                 driver="local",
@@ -103,19 +92,19 @@ class SandboxMaker:
             if vol.memory:
                 continue  # the tmpfs mount options carry the mode and group
             try:
-                await self._engine.call(self._set_volume_root, vol)
+                await self.engine.call(self._set_volume_root, vol)
             except EngineErrors:
                 # Not left half made: the next attempt creates it again.
                 with contextlib.suppress(*EngineErrors):
-                    await self._engine.call(api.remove_volume, vol.docker_name, force=True)
+                    await self.engine.call(api.remove_volume, vol.docker_name, force=True)
                 raise
 
     def _set_volume_root(self, vol: sp.VolumeSpec) -> None:
         """Give a new disk volume's root the kubelet's mode and group through the Docker API
         (so also for an engine whose filesystem this process does not see): extract the root's
         tar entry into a never-started container that mounts the volume, then remove it."""
-        kwargs = sp.volume_root_kwargs(vol, self._config.sandbox_image)
-        container = create_container(self._engine.client, **kwargs)
+        kwargs = sp.volume_root_kwargs(vol, self.config.sandbox_image)
+        container = create_container(self.engine.client, **kwargs)
         try:
             if not container.put_archive("/", sp.root_entry_tar(vol)):
                 raise APIError(f"cannot set the mode of volume {vol.docker_name}")
@@ -127,25 +116,25 @@ class SandboxMaker:
         """The sandbox (pause) image, pulled anonymously when missing: sandboxes and the helper
         containers of shipped volumes are made from it. A failure names the image, as the
         kubelet's `failed to get sandbox image "<image>": ...`."""
-        image = self._config.sandbox_image
-        seen = self._sandbox_image_seen
+        image = self.config.sandbox_image
+        seen = self.sandbox_image_seen
         if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
             return
         try:
-            if await self._images.image_id(image) is None:
-                await self._images.pull_image(image, Keyring())
+            if await self.images.image_id(image) is None:
+                await self.images.pull_image(image, Keyring())
         except ImagePullError as exc:
             raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
-        self._sandbox_image_seen = time.monotonic()
+        self.sandbox_image_seen = time.monotonic()
 
     async def ensure(self, config: SandboxConfig) -> PodSandboxState:
         uid = config.metadata.uid
-        rows = await self._states.pod_rows(uid)  # the pod's state was just read: no second list for it
+        rows = await self.states.pod_rows(uid)  # the pod's state was just read: no second list for it
         sandboxes = [r for r in rows if lb.role_of(r.get("Labels") or {}) == ContainerRole.SANDBOX]
         attempt = 0
         if sandboxes:
             latest = max(sandboxes, key=lambda r: lb.attempt_of(r.get("Labels") or {}))
-            state = await self._states.sandbox_state(str(latest["Id"]))
+            state = await self.states.sandbox_state(str(latest["Id"]))
             if state is not None and state.running:
                 return state
             attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
@@ -154,14 +143,14 @@ class SandboxMaker:
             await self._ensure_volumes(config)
             if config.host_network:
                 network = "host"
-            elif self._cni is not None:
+            elif self.cni is not None:
                 network = "none"  # the plugins set it up once the sandbox runs
             else:
-                network = await self._pod_network.ensure(config.pod_cidrs)
+                network = await self.pod_network.ensure(config.pod_cidrs)
             try:
-                await self._engine.call(
+                await self.engine.call(
                     pod_resolv.write_resolv_file,
-                    None if self._dirs is None else self._dirs.pod_dir(uid),
+                    None if self.dirs is None else self.dirs.pod_dir(uid),
                     config.dns,
                     network,
                 )
@@ -170,28 +159,28 @@ class SandboxMaker:
                     f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
                 ) from exc
             kwargs = sp.sandbox_create_kwargs(
-                config, node_name=self._node, docker=self._config, attempt=attempt, network=network
+                config, node_name=self.node_name, docker=self.config, attempt=attempt, network=network
             )
-            container = await self._engine.call(create_container, self._engine.client, **kwargs)
+            container = await self.engine.call(create_container, self.engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
-            self._sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
+            self.sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
         try:
-            await self._engine.call(container.start)
+            await self.engine.call(container.start)
         except EngineErrors as exc:
             with contextlib.suppress(*EngineErrors):
-                await self._engine.call(container.remove, force=True)
+                await self.engine.call(container.remove, force=True)
             raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
-        if network == "none" and self._cni is not None:
+        if network == "none" and self.cni is not None:
             await self._cni_setup(config, str(container.id))
-        state = await self._states.sandbox_state(str(container.id))
+        state = await self.states.sandbox_state(str(container.id))
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
         # the dead one it replaces, or one a provider killed before its start left created.
         await asyncio.gather(
-            *(self._removal.remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
+            *(self.removal.remove_sandbox(str(r["Id"])) for r in sandboxes if r.get("State") != "running")
         )
         log.info(
             "started sandbox",
@@ -201,12 +190,12 @@ class SandboxMaker:
 
     async def _cni_setup(self, config: SandboxConfig, container_id: str) -> None:
         """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""
-        assert self._cni is not None
+        assert self.cni is not None
         try:
-            inspect = await self._states.inspect(container_id)
-            await self._cni.setup(config, inspect or {"Id": container_id})
+            inspect = await self.states.inspect(container_id)
+            await self.cni.setup(config, inspect or {"Id": container_id})
         except (RuntimeFailure, *EngineErrors) as exc:
             with contextlib.suppress(*EngineErrors):
-                await self._removal.remove(container_id)
+                await self.removal.remove(container_id)
             message = exc.message if isinstance(exc, RuntimeFailure) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
