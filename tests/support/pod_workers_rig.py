@@ -183,6 +183,9 @@ class Statuses:
     def get_pod_status(self, uid: str) -> dict[str, Any] | None:
         return self.cache.get(uid)
 
+    def cached_status(self, uid: str) -> Mapping[str, Any] | None:
+        return self.cache.get(uid)
+
     def terminate_pod(self, pod: Mapping[str, Any]) -> None:
         self.terminated.append(pod["metadata"]["uid"])
 

@@ -363,6 +363,10 @@ async def test_get_pod_status_is_a_copy_and_resolves_mirror_uid() -> None:
     got["phase"] = "Failed"
     assert sm.get_pod_status("static-uid")["phase"] == "Running"  # type: ignore[index]
     assert sm.get_pod_status("unknown") is None
+    # The pod sync reads the cache itself (it copies nothing of it twice in one pass).
+    assert sm.cached_status("mirror-uid") is sm.cached_status("static-uid")
+    assert sm.cached_status("static-uid") == sm.get_pod_status("static-uid")
+    assert sm.cached_status("unknown") is None
 
 
 async def test_status_set_again_after_remove_is_written() -> None:

@@ -116,7 +116,7 @@ class PodSync:
             state,
             waiting=work.waiting,
             pod_is_terminal=terminal,
-            old_status=self._status.get_pod_status(work.uid),
+            old_status=self._status.cached_status(work.uid),
             readiness=readiness,
             started=started,
             host_ip=self._deps.host_ip(),
@@ -138,7 +138,7 @@ class PodSync:
     def _arm_deadline(self, work: PodWork) -> float | None:
         """Seconds left before the pod's active deadline (None: none to enforce); a sync is
         due by then at the latest."""
-        left = active_deadline_left(work.pod, self._status.get_pod_status(work.uid), time.time())
+        left = active_deadline_left(work.pod, self._status.cached_status(work.uid), time.time())
         if left is not None:
             wake_in(work, left)
         return left

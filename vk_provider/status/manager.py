@@ -113,10 +113,16 @@ class StatusManager:
 
     def get_pod_status(self, uid: str) -> dict[str, Any] | None:
         """A copy of the cached status; a mirror pod's UID resolves to its static pod."""
+        status = self.cached_status(uid)
+        return copy.deepcopy(dict(status)) if status is not None else None
+
+    def cached_status(self, uid: str) -> Mapping[str, Any] | None:
+        """The cached status itself, not to be changed: for the pod sync, which reads it to make
+        the next status (generate copies what it keeps) and copies nothing of it twice."""
         entry = self._statuses.get(uid)
         if entry is None:
             entry = next((e for e in self._statuses.values() if self._api_uid(e) == uid), None)
-        return copy.deepcopy(entry.status) if entry is not None else None
+        return entry.status if entry is not None else None
 
     def terminate_pod(self, pod: Mapping[str, Any]) -> None:
         """The pod worker is done with `pod`: mark it finished so its final delete may follow."""
