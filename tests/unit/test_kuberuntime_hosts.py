@@ -9,10 +9,11 @@ import pytest
 
 from tests.support import docker_kwargs
 from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
+from tests.support.launches import launch
 from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime import hosts
 from vk_provider.kuberuntime.container_config import ContainerLaunch
-from vk_provider.runtime.types import ContainerCreateError, ContainerRole, PodSandboxState
+from vk_provider.runtime.types import ContainerCreateError
 
 
 def pod(name: str = "web", **fields: Any) -> dict[str, Any]:
@@ -92,16 +93,7 @@ def test_the_fqdn_ends_with_the_nodes_cluster_domain() -> None:
 
 
 def _launch(p: dict[str, Any]) -> ContainerLaunch:
-    return ContainerLaunch(
-        pod=p,
-        container=p["spec"]["containers"][0],
-        role=ContainerRole.APP,
-        attempt=0,
-        env=(),
-        command=None,
-        args=None,
-        sandbox=PodSandboxState(container_id="sb", running=True, ip="172.17.0.3"),
-    )
+    return launch(p, ip="172.17.0.3")
 
 
 def test_the_hosts_file_is_mounted_unless_the_container_mounts_its_own() -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
+from tests.support.launches import launch
+from vk_provider.kuberuntime.container_config import container_config
 from vk_provider.runtime.docker.spec import volume_binds
-from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSandboxState
+from vk_provider.runtime.types import ContainerConfigError
 
 FIELD = "spec.containers[0]"
 
@@ -25,9 +26,7 @@ def _binds(mount: dict[str, Any], privileged: bool = False) -> list[str]:
         "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
         "spec": {"containers": [container], "volumes": [{"name": "host", "hostPath": {"path": "/srv"}}]},
     }
-    sandbox = PodSandboxState(container_id="sb", running=True)
-    launch = ContainerLaunch(pod, container, ContainerRole.APP, 0, (), None, None, sandbox)
-    return volume_binds(container_config(launch))
+    return volume_binds(container_config(launch(pod)))
 
 
 @pytest.mark.parametrize(

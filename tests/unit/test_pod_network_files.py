@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
+from tests.support.launches import launch
+from vk_provider.kuberuntime.container_config import container_config
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker.pod_resolv import resolv_conf_text, resolv_file, write_resolv_file
 from vk_provider.runtime.pod_cidrs import ipv4_cidr, node_pod_cidrs
-from vk_provider.runtime.types import ContainerRole, PodSandboxState
 
 CLUSTER = ResolvConf(("10.96.0.10",), ("ns.svc.cluster.local", "svc.cluster.local"), ("ndots:5",))
 
@@ -40,11 +40,12 @@ def test_the_file_is_written_for_a_user_defined_network_only_and_mounted_unless_
     assert resolv_file(pod_dir) == str(pod_dir / "resolv.conf")
     plain = {"name": "c", "image": "x"}
     own = {**plain, "volumeMounts": [{"name": "v", "mountPath": "/etc/resolv.conf"}]}
-    pod = {"metadata": {"name": "p", "uid": "u"}, "spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}
-    sandbox = PodSandboxState("sb", True)
     for container, mounted in ((plain, True), (own, False)):  # a volume of its own there: kept
-        launch = ContainerLaunch(pod, container, ContainerRole.APP, 0, (), None, None, sandbox)
-        assert container_config(launch).mount_resolv_conf is mounted
+        pod = {
+            "metadata": {"name": "p"},
+            "spec": {"containers": [container], "volumes": [{"name": "v", "emptyDir": {}}]},
+        }
+        assert container_config(launch(pod)).mount_resolv_conf is mounted
     # A later sandbox on the default bridge (Docker writes the file itself) or with the engine's
     # own configuration: the old file goes.
     write_resolv_file(pod_dir, CLUSTER, "bridge")

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.support import docker_kwargs
+from tests.support.launches import launch
 from tests.support.status_generation import generate
 from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
@@ -73,17 +74,7 @@ def test_the_target_must_be_running() -> None:
 
 
 def _launch(pod: dict[str, Any], target: str) -> ContainerLaunch:
-    return ContainerLaunch(
-        pod=pod,
-        container=pod["spec"]["ephemeralContainers"][0],
-        role=ContainerRole.EPHEMERAL,
-        attempt=0,
-        env=(),
-        command=None,
-        args=None,
-        sandbox=PodSandboxState(container_id="sb", running=True, ip="10.0.0.2"),
-        target_container_id=target,
-    )
+    return launch(pod, role=ContainerRole.EPHEMERAL, ip="10.0.0.2", target=target)
 
 
 def test_the_target_s_pid_namespace_unless_the_pod_shares_one() -> None:

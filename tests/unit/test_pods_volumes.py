@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.support import docker_kwargs
-from vk_provider.kuberuntime.container_config import ContainerLaunch
+from tests.support.launches import launch
 from vk_provider.pods.volumes import (
     Fetched,
     TokenSource,
@@ -20,7 +20,6 @@ from vk_provider.pods.volumes import (
     token_sources,
     volume_files,
 )
-from vk_provider.runtime.types import ContainerRole, PodSandboxState
 
 
 def b64(text: str | bytes) -> str:
@@ -255,18 +254,8 @@ def test_docker_binds_of_api_volumes_are_read_only_with_subpath() -> None:
             }
         ],
     )
-    launch = ContainerLaunch(
-        pod=pod,
-        container=pod["spec"]["containers"][0],
-        role=ContainerRole.APP,
-        attempt=0,
-        env=(),
-        command=None,
-        args=None,
-        sandbox=PodSandboxState(container_id="sb", running=True),
-    )
     kw = docker_kwargs.container_create_kwargs(
-        launch,
+        launch(pod),
         node_name="n",
         termination_file=None,
         volumes_root="/st/u1/volumes",

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, launches
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.kuberuntime import hosts as kuberuntime_hosts
 from vk_provider.kuberuntime import resources
@@ -16,8 +16,6 @@ from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import spec
 from vk_provider.runtime.types import (
     ContainerConfigError,
-    ContainerRole,
-    PodSandboxState,
     PodSpecRefused,
 )
 
@@ -29,18 +27,7 @@ def make_pod(**spec_fields: Any) -> dict[str, Any]:
 
 
 def launch(pod: dict[str, Any], index: int = 0, **kw: Any) -> ContainerLaunch:
-    fields: dict[str, Any] = {
-        "pod": pod,
-        "container": pod["spec"]["containers"][index],
-        "role": ContainerRole.APP,
-        "attempt": 1,
-        "env": (("A", "1"),),
-        "command": None,
-        "args": None,
-        "sandbox": PodSandboxState(container_id="sb", running=True, ip="10.0.0.2"),
-    }
-    fields.update(kw)
-    return ContainerLaunch(**fields)
+    return launches.launch(pod, index, **{"attempt": 1, "env": (("A", "1"),), "ip": "10.0.0.2", **kw})
 
 
 def test_container_joins_sandbox_namespaces_and_carries_labels() -> None:

@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 
 from tests.support import docker_kwargs
+from tests.support.launches import launch
 from vk_common import guarded_paths as paths
 from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.pods.volume_writer import write_atomically
 from vk_provider.pods.volumes import Fetched, TokenSource, VolumeFile, fs_user, volume_files
 from vk_provider.runtime import subpaths
 from vk_provider.runtime.docker import spec
-from vk_provider.runtime.types import ContainerConfigError, ContainerRole, PodSandboxState
+from vk_provider.runtime.types import ContainerConfigError
 
 ESCAPE = "../../../../../../etc"
 
@@ -45,16 +46,7 @@ def pod_with(volume: dict[str, Any], mount: dict[str, Any], **spec_extra: Any) -
 
 
 def launch_of(pod: dict[str, Any], env: tuple[tuple[str, str], ...] = ()) -> ContainerLaunch:
-    return ContainerLaunch(
-        pod=pod,
-        container=pod["spec"]["containers"][0],
-        role=ContainerRole.APP,
-        attempt=0,
-        env=env,
-        command=None,
-        args=None,
-        sandbox=PodSandboxState(container_id="sb", running=True),
-    )
+    return launch(pod, env=env)
 
 
 def joined(m: spec.SubPathMount) -> str:
