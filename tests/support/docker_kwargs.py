@@ -17,13 +17,14 @@ from typing import Any
 
 from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
+from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.kuberuntime.security import container_security
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import security_options, spec
 
-CLUSTER_DOMAIN = "cluster.local"
+CLUSTER_DOMAIN = DEFAULT_CLUSTER_DOMAIN
 
 
 def container_create_kwargs(

@@ -13,12 +13,13 @@ from typing import Any
 
 from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.container_config import ContainerLaunch
+from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
 from vk_provider.pods.runtime_configs import container_config_for, sandbox_config_for
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerInstance, PodSandboxState
 
-CLUSTER_DOMAIN = "cluster.local"
+CLUSTER_DOMAIN = DEFAULT_CLUSTER_DOMAIN
 
 
 def _docker(runtime: Any) -> DockerConfig:

@@ -29,14 +29,14 @@ from typing import Any
 
 from vk_common.objects import spec
 from vk_provider.kuberuntime import hosts
+from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
 from vk_provider.kuberuntime.mounts import container_mounts
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.kuberuntime.security import container_security
-from vk_provider.runtime.configs import ContainerConfig, PidNamespace, PodMetadata
+from vk_provider.runtime.configs import ETC_HOSTS, ETC_RESOLV_CONF, ContainerConfig, PidNamespace, PodMetadata
 from vk_provider.runtime.types import ContainerRole, PodSandboxState, spec_list
 
 DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
-ETC_RESOLV_CONF = "/etc/resolv.conf"
 # What an in-place resize changes without recreating the container (the resize subresource's
 # fields, pkg/registry/core/pod/strategy.go dropNonResizeUpdatesForContainers); upstream's
 # HashContainer (pkg/kubelet/container/helpers.go) leaves them out as well.
@@ -101,7 +101,7 @@ def _hosts_file(launch: ContainerLaunch, cluster_domain: str, node_hosts_text: s
     """makeHostsMount: none when the container mounts its own /etc/hosts, or for a sandbox with
     no IP on its own network (the engine's own file, with the host aliases, stays)."""
     host_network = bool(spec(launch.pod).get("hostNetwork"))
-    if _mounts_at(launch.container, hosts.ETC_HOSTS) or not (launch.sandbox.ip or host_network):
+    if _mounts_at(launch.container, ETC_HOSTS) or not (launch.sandbox.ip or host_network):
         return None
     ips = [launch.sandbox.ip] if launch.sandbox.ip else []
     return hosts.pod_hosts_file(launch.pod, ips, cluster_domain, node_hosts_text)
@@ -112,7 +112,7 @@ def container_config(
     *,
     image_user: str | None = None,
     seccomp_root: str = "",
-    cluster_domain: str = "cluster.local",
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN,
     node_hosts_text: str = "",
 ) -> ContainerConfig:
     """`image_user`: the image's `Config.User` where `security.needs_image_user` (runAsNonRoot

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vk_common.objects import meta, spec
+from vk_provider.runtime.configs import ETC_HOSTS
 from vk_provider.runtime.types import ContainerCreateError
 
 HOSTNAME_MAX = 63  # truncatePodHostnameIfNeeded: 64 bytes with the terminating NUL
 FQDN_MAX = 64  # GetNodenameForKernel: the kernel's nodename field
-ETC_HOSTS = "/etc/hosts"
 MANAGED_HOSTS_HEADER = "# Kubernetes-managed hosts file.\n"
 MANAGED_HOSTS_HEADER_HOST_NETWORK = "# Kubernetes-managed hosts file (host network).\n"
 

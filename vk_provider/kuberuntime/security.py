@@ -30,7 +30,13 @@ from typing import Any
 from vk_common.objects import annotations_of, pod_containers
 from vk_common.objects import spec as spec_of
 from vk_provider.config import DockerConfig
-from vk_provider.runtime.configs import ContainerSecurity, HostSecurity
+from vk_provider.runtime.configs import (
+    LOCALHOST,
+    RUNTIME_DEFAULT,
+    UNCONFINED,
+    ContainerSecurity,
+    HostSecurity,
+)
 from vk_provider.runtime.configs import SecurityProfile as Profile
 from vk_provider.runtime.types import ContainerConfigError, PodRejected, PodSpecRefused
 
@@ -42,7 +48,6 @@ APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 APPARMOR_ANNOTATION_RUNTIME_DEFAULT = "runtime/default"
 APPARMOR_ANNOTATION_UNCONFINED = "unconfined"
 APPARMOR_ANNOTATION_LOCALHOST = "localhost/"
-RUNTIME_DEFAULT, UNCONFINED, LOCALHOST = "RuntimeDefault", "Unconfined", "Localhost"
 
 # pkg/securitycontext/util.go DetermineEffectiveSecurityContext: the pod's fields a container
 # inherits, and the container's fields that replace them.

@@ -24,10 +24,9 @@ from vk_common.objects import spec
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.kuberuntime.admission import admit_pod, check_pod_allowed
 from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
-from vk_provider.kuberuntime.hosts import ETC_HOSTS
 from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.kuberuntime.security import needs_image_user
-from vk_provider.runtime.configs import ContainerConfig, ResolvConf, SandboxConfig
+from vk_provider.runtime.configs import ETC_HOSTS, ContainerConfig, ResolvConf, SandboxConfig
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRole, PodSpecRefused
 

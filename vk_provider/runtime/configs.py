@@ -25,6 +25,12 @@ from typing import Any
 
 from vk_provider.runtime.types import ContainerRole, LinuxResources, PodSandboxState
 
+# Where a container gets the pod's managed files (ContainerConfig.hosts_file, mount_resolv_conf).
+ETC_HOSTS = "/etc/hosts"
+ETC_RESOLV_CONF = "/etc/resolv.conf"
+# The types of a SecurityProfile.
+RUNTIME_DEFAULT, UNCONFINED, LOCALHOST = "RuntimeDefault", "Unconfined", "Localhost"
+
 
 @dataclass(frozen=True)
 class PodMetadata:

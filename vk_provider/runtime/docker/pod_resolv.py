@@ -20,7 +20,6 @@ from pathlib import Path
 from vk_common import guarded_paths as paths
 from vk_provider.runtime.configs import ResolvConf
 
-ETC_RESOLV_CONF = "/etc/resolv.conf"
 RESOLV_FILE = "resolv.conf"
 ENGINE_RESOLVED_NETWORKS = ("bridge", "default", "host")
 

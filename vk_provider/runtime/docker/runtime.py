@@ -38,7 +38,7 @@ from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts, subpaths
-from vk_provider.runtime.configs import ContainerConfig, HostSecurity, MountKind, SandboxConfig
+from vk_provider.runtime.configs import LOCALHOST, ContainerConfig, HostSecurity, MountKind, SandboxConfig
 from vk_provider.runtime.docker import images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
@@ -282,7 +282,7 @@ class DockerRuntime:
         `docker.seccompProfileRoot`) and sent as text, as the Docker CLI sends
         `--security-opt seccomp=<file>`."""
         profile = config.security.seccomp
-        if profile is None or profile.type != "Localhost":
+        if profile is None or profile.type != LOCALHOST:
             return None
         where, path = profile.field, profile.localhost
         try:

@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vk_provider.runtime.configs import ContainerSecurity, HostSecurity
-
-UNCONFINED, LOCALHOST = "Unconfined", "Localhost"
+from vk_provider.runtime.configs import LOCALHOST, UNCONFINED, ContainerSecurity, HostSecurity
 
 
 def host_security(info: Mapping[str, Any]) -> HostSecurity:

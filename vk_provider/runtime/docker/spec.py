@@ -26,6 +26,8 @@ from typing import Any
 
 from vk_provider.config import DockerConfig
 from vk_provider.runtime.configs import (
+    ETC_HOSTS,
+    ETC_RESOLV_CONF,
     ContainerConfig,
     Mount,
     MountKind,
@@ -36,11 +38,9 @@ from vk_provider.runtime.configs import (
     SandboxConfig,
 )
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.docker.pod_resolv import ETC_RESOLV_CONF
 from vk_provider.runtime.docker.security_options import security_kwargs
 from vk_provider.runtime.types import ContainerConfigError, LinuxResources
 
-ETC_HOSTS = "/etc/hosts"
 # Where the runtime mounts a new disk emptyDir in the never-started container that sets its root.
 VOLUME_ROOT_PATH = "vk-volume-root"
 SANDBOX_MEMORY_PATH = "/vk-memory-volumes"  # where the sandbox holds the Memory emptyDirs
