@@ -1,7 +1,7 @@
 """The parts a pod sync is built from, in one object.
 
-What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the container pipeline
-(`pods/containers.py`) share: the runtime, the status and Event sinks, the probe manager,
+What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the steps it calls (images,
+resize) are built from: the runtime, the status and Event sinks, the probe manager,
 the crash-loop / image backoff, the object getter, the node's addresses, allocatable
 and Node object, the TokenRequest poster, the services (for the service environment
 variables), the node's DNS settings, the Docker allowances pods are admitted against and the

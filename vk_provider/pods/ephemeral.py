@@ -6,7 +6,7 @@ started once and never restarted, `computePodActions` in
 pkg/kubelet/kuberuntime/kuberuntime_manager.go) and `ephemeral_target` (the running
 `targetContainerName` whose PID namespace it joins, or the kubelet's error when that container
 is not running: `startSpec.getTargetID` in pkg/kubelet/kuberuntime/kuberuntime_container.go).
-Starting one is `ContainerPipeline.sync_ephemeral_containers`'.
+The plan (`pods/plan.py`) uses both; the pod sync starts them.
 Must not: touch the runtime, the apiserver or the event loop; keep state.
 """
 

@@ -27,15 +27,15 @@ from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import default_pull_policy, meta
+from vk_common.objects import uid as uid_of
 from vk_provider.kube.keyring import BadPullSecret, Keyring, RegistryAuth, make_keyring
 from vk_provider.metrics import image_size_bucket
 from vk_provider.pods.backoff import image_backoff_message, image_key
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import ERROR_RETRY_SECONDS, field_path, jitter
 from vk_provider.pods.pull_records import PullRecords
-from vk_provider.pods.work import PodWork, wake_in
+from vk_provider.pods.work import SyncPass
 from vk_provider.runtime.types import ContainerRole, ImagePullError, PulledImage
-from vk_provider.status.fields import ContainerWaiting
 
 log = get_logger("pods.workers")
 
@@ -88,8 +88,15 @@ class ImageManager:
     def __init__(self, deps: SyncDeps) -> None:
         self._deps = deps
         self._records = PullRecords()
+        # pod uid -> image -> (epoch, message) of the image's last failed pull
+        self._failures: dict[str, dict[str, tuple[float, str]]] = {}
 
-    async def ensure(self, work: PodWork, container: Mapping[str, Any], role: ContainerRole) -> bool:
+    def forget(self, uid: str) -> None:
+        self._failures.pop(uid, None)
+
+    async def ensure(
+        self, sync: SyncPass, pod: Mapping[str, Any], container: Mapping[str, Any], role: ContainerRole
+    ) -> bool:
         """True when the image is present; else the container's waiting reason is set and the
         pod's timer armed (the back-off's end, or the kubelet's retry of a failed sync)."""
         name = container["name"]
@@ -99,65 +106,76 @@ class ImageManager:
         try:
             present = await self._deps.runtime.image_id(image)
         except ImagePullError as exc:  # InvalidImageName, ImageInspectError
-            self._event(work, "Warning", "InspectFailed", exc.message, fp)
-            return self._failed(work, name, fp, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))
+            self._event(pod, "Warning", "InspectFailed", exc.message, fp)
+            return self._failed(sync, pod, name, fp, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))
         if present is not None and policy != PULL_ALWAYS:
             credentials: tuple[RegistryAuth, ...] = ()
             if self._records.tracked(present, image):  # only then do the pod's secrets matter
-                found = await self._credentials(work, name, fp)
+                found = await self._credentials(sync, pod, name, fp)
                 if found is None:
                     return False
                 credentials = found[0].lookup_image(image)
             if not self._records.must_pull(present, image, credentials):
-                self._event(work, "Normal", "Pulled", present_message(image), fp)
+                self._event(pod, "Normal", "Pulled", present_message(image), fp)
                 return True
         if policy == PULL_NEVER:
             message = never_pull_message(image)
-            self._event(work, "Warning", "ErrImageNeverPull", message, fp)
-            return self._failed(work, name, fp, "ErrImageNeverPull", message, jitter(ERROR_RETRY_SECONDS))
-        return await self._pull(work, name, fp, image)
+            self._event(pod, "Warning", "ErrImageNeverPull", message, fp)
+            return self._failed(
+                sync, pod, name, fp, "ErrImageNeverPull", message, jitter(ERROR_RETRY_SECONDS)
+            )
+        return await self._pull(sync, pod, name, fp, image)
 
-    async def _credentials(self, work: PodWork, name: str, fp: str) -> tuple[Keyring, tuple[str, ...]] | None:
+    async def _credentials(
+        self, sync: SyncPass, pod: Mapping[str, Any], name: str, fp: str
+    ) -> tuple[Keyring, tuple[str, ...]] | None:
         """The pod's keyring and its missing secrets; None when a secret is not the JSON of its
         type (the container waits with the parse error)."""
-        secrets = await self._pull_secrets(work.pod)
+        secrets = await self._pull_secrets(pod)
         try:
             return make_keyring(secrets.found), secrets.missing
         except BadPullSecret as exc:
-            self._failed(work, name, fp, "ErrImagePull", str(exc), jitter(ERROR_RETRY_SECONDS))
+            self._failed(sync, pod, name, fp, "ErrImagePull", str(exc), jitter(ERROR_RETRY_SECONDS))
             return None
 
-    async def _pull(self, work: PodWork, name: str, fp: str, image: str) -> bool:
-        key = image_key(work.pod, image)
-        failure = work.image_failures.get(image)
+    async def _pull(self, sync: SyncPass, pod: Mapping[str, Any], name: str, fp: str, image: str) -> bool:
+        key = image_key(pod, image)
+        failure = self._failures.get(uid_of(pod), {}).get(image)
         if failure is not None:
             left = self._deps.backoff.remaining(key, failure[0])
             if left > 0:
-                self._event(work, "Normal", "BackOff", image_backoff_message(image), fp)
+                self._event(pod, "Normal", "BackOff", image_backoff_message(image), fp)
                 message = f"{image_backoff_message(image)}: ErrImagePull: {failure[1]}"
-                return self._failed(work, name, fp, "ImagePullBackOff", message, left)
-        found = await self._credentials(work, name, fp)
+                return self._failed(sync, pod, name, fp, "ImagePullBackOff", message, left)
+        found = await self._credentials(sync, pod, name, fp)
         if found is None:
             return False
-        return await self._pull_with(work, name, fp, image, *found)
+        return await self._pull_with(sync, pod, name, fp, image, *found)
 
     async def _pull_with(
-        self, work: PodWork, name: str, fp: str, image: str, keyring: Keyring, missing: tuple[str, ...]
+        self,
+        sync: SyncPass,
+        pod: Mapping[str, Any],
+        name: str,
+        fp: str,
+        image: str,
+        keyring: Keyring,
+        missing: tuple[str, ...],
     ) -> bool:
-        pod, key = work.pod, image_key(work.pod, image)
-        self._event(work, "Normal", "Pulling", f'Pulling image "{image}"', fp)
+        key = image_key(pod, image)
+        self._event(pod, "Normal", "Pulling", f'Pulling image "{image}"', fp)
         began = time.monotonic()
         try:
             pulled = await self._deps.runtime.pull_image(image, keyring)
         except ImagePullError as exc:
             self._count_pull("failure")
             at = time.time()
-            self._event(work, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', fp)
+            self._event(pod, "Warning", "Failed", f'Failed to pull image "{image}": {exc.message}', fp)
             delay = self._deps.backoff.next(key, at)
-            work.image_failures[image] = (at, exc.message)
+            self._failures.setdefault(uid_of(pod), {})[image] = (at, exc.message)
             if missing:
                 self._event(
-                    work,
+                    pod,
                     "Warning",
                     "FailedToRetrieveImagePullSecret",
                     f"Unable to retrieve some image pull secrets ({', '.join(missing)}); "
@@ -165,15 +183,15 @@ class ImageManager:
                     "",
                 )
             # The next sync, within the back-off window, shows ImagePullBackOff.
-            return self._failed(work, name, fp, exc.reason, exc.message, min(1.0, delay / 2))
+            return self._failed(sync, pod, name, fp, exc.reason, exc.message, min(1.0, delay / 2))
         self._count_pull("success")
         if self._deps.metrics is not None:
             bucket = image_size_bucket(pulled.size_bytes)
             self._deps.metrics.image_pull_duration.labels(bucket).observe(time.monotonic() - began)
         self._records.record(pulled.image_id, image, pulled.auth)
-        if work.image_failures.pop(image, None) is not None:
+        if self._failures.get(uid_of(pod), {}).pop(image, None) is not None:
             self._deps.backoff.reset(key)
-        self._event(work, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
+        self._event(pod, "Normal", "Pulled", pulled_message(image, pulled, time.monotonic() - began), fp)
         log.info("pulled image", extra=pod_fields(pod, image=image, bytes=pulled.size_bytes))
         return True
 
@@ -202,13 +220,21 @@ class ImageManager:
                 found.append(secret)
         return PullSecrets(tuple(found), tuple(missing))
 
-    def _event(self, work: PodWork, type_: str, reason: str, message: str, fp: str) -> None:
-        self._deps.recorder.event(work.pod, type_, reason, message, field_path=fp)
+    def _event(self, pod: Mapping[str, Any], type_: str, reason: str, message: str, fp: str) -> None:
+        self._deps.recorder.event(pod, type_, reason, message, field_path=fp)
 
-    def _failed(self, work: PodWork, name: str, fp: str, reason: str, message: str, retry: float) -> bool:
+    def _failed(
+        self,
+        sync: SyncPass,
+        pod: Mapping[str, Any],
+        name: str,
+        fp: str,
+        reason: str,
+        message: str,
+        retry: float,
+    ) -> bool:
         """The container waits with `reason`; kuberuntime's `Error: <reason>` Event; a timer."""
-        log.info("image not ready", extra=pod_fields(work.pod, container=name, reason=reason, detail=message))
-        work.waiting[name] = ContainerWaiting(reason, message)
-        self._event(work, "Warning", "Failed", f"Error: {reason}", fp)
-        wake_in(work, retry)
+        log.info("image not ready", extra=pod_fields(pod, container=name, reason=reason, detail=message))
+        sync.wait(name, reason, message, retry)
+        self._event(pod, "Warning", "Failed", f"Error: {reason}", fp)
         return False

@@ -9,16 +9,16 @@ status_manager.go (the PodResizePending / PodResizeInProgress conditions, with t
 generation as observedGeneration) and pkg/kubelet/events/resize.go (the Events' messages).
 
 What lives here: the pure rules (`container_resources`, `pod_requests`, `fit_message`,
-`resize_action`, `summary`) and `PodResizer`, the shell the container pipeline calls each
-sync: `allocate` (admit the desired resources or defer them), `allocated_container` (the
-container as allocated: what a (re)start uses), `needed` (what one running container needs:
-nothing, an update in place or a restart), `update` (the `Runtime.update_resources` call, a
-memory limit below the current usage refused first) and `finish` (clear
-PodResizeInProgress once every running container runs with its allocation); `forget` frees a
-terminated pod's allocation.
-Must not: talk to an engine except through the Runtime, write pod status (the pod status is
-generated from the PodWork's `ResizeState` by status/generate.py) or start and stop containers (the
-container pipeline does, `pods/containers.py`).
+`resize_action`, `summary`; for the plan, `allocated_container`, the container as allocated:
+what a (re)start uses, and `resize_needed`, what one running container needs: nothing, an
+update in place or a restart), `ResizeState` (one pod's allocation and resize conditions) and
+`PodResizer`, which keeps each pod's state and which the pod sync calls: `allocate` (admit the
+desired resources or defer them, before the sync plans), `update` (the
+`Runtime.update_resources` call, a memory limit below the current usage refused first),
+`finish` (clear PodResizeInProgress once every running container runs with its allocation),
+`release` (a terminated pod's allocation no longer counts) and `forget`.
+Must not: talk to an engine except through the Runtime, write pod status (the pod sync
+generates it from the `ResizeState`) or start and stop containers (the pod sync does).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -34,8 +35,7 @@ from vk_common.objects import format_time, is_sidecar, meta, spec
 from vk_common.quantity import parse_quantity, quantity_or_zero
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
-from vk_provider.pods.policy import now
-from vk_provider.pods.work import PodWork
+from vk_provider.pods.policy import field_path, now
 from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
 from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
 
@@ -182,26 +182,73 @@ def _condition(
     return cond
 
 
+def allocated_container(
+    allocated: Mapping[str, Mapping[str, Any]], container: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """The container with its allocated resources (`allocated`: container name -> resources): a
+    deferred resize does not start with the desired ones."""
+    resources = allocated.get(str(container["name"]))
+    if resources is None or resources == dict(container.get("resources") or {}):
+        return container
+    return {**container, "resources": dict(resources)}
+
+
+def resize_needed(container: Mapping[str, Any], instance: ContainerInstance, field_path: str) -> ResizeAction:
+    """What the running instance needs to run with the (allocated) container's resources."""
+    if instance.resources is None:
+        return ResizeAction.NONE
+    want = linux_resources(container, field_path)
+    have = instance.resources
+    cpu = (want.cpu_shares, want.cpu_quota, want.cpu_period) != (
+        have.cpu_shares,
+        have.cpu_quota,
+        have.cpu_period,
+    )
+    return resize_action(container, cpu, want.memory_limit != have.memory_limit)
+
+
+@dataclass
+class ResizeState:
+    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
+
+    allocated: dict[str, dict[str, Any]] | None = None
+    pending: dict[str, Any] | None = None
+    in_progress: dict[str, Any] | None = None
+
+    def conditions(self) -> list[dict[str, Any]]:
+        return [c for c in (self.pending, self.in_progress) if c is not None]
+
+
 class PodResizer:
-    """Allocation across the node's pods and actuation of one pod's resize."""
+    """Allocation across the node's pods and actuation of one pod's resize; it keeps each pod's
+    `ResizeState` until the pod is forgotten."""
 
     def __init__(self, deps: SyncDeps) -> None:
         self._deps = deps
+        self._states: dict[str, ResizeState] = {}
         self._requests: dict[str, tuple[int, int]] = {}  # uid -> allocated (milli-CPU, bytes)
 
-    def forget(self, uid: str) -> None:
+    def state(self, uid: str) -> ResizeState:
+        return self._states.setdefault(uid, ResizeState())
+
+    def release(self, uid: str) -> None:
         """The pod terminated: its allocation no longer counts against the node."""
         self._requests.pop(uid, None)
+
+    def forget(self, uid: str) -> None:
+        """The pod is gone: drop its allocation and conditions."""
+        self.release(uid)
+        self._states.pop(uid, None)
 
     def _used_by_others(self, uid: str) -> tuple[int, int]:
         others = [r for u, r in self._requests.items() if u != uid]
         return sum(r[0] for r in others), sum(r[1] for r in others)
 
-    def allocate(self, work: PodWork) -> float | None:
+    def allocate(self, uid: str, pod: Mapping[str, Any]) -> float | None:
         """Admit the pod's desired resources when they fit beside the other pods' allocations,
         else keep the old allocation and set PodResizePending (handlePodResourcesResize).
         Returns in how many seconds to try a deferred resize again (None: nothing pending)."""
-        state, pod = work.resize, work.pod
+        state = self.state(uid)
         desired = container_resources(pod)
         generation = int(meta(pod).get("generation") or 0)
         if state.allocated is None:  # admission (or the provider restarted): the spec is allocated
@@ -210,10 +257,10 @@ class PodResizer:
             state.pending = None  # nothing (left) to resize: a pending resize was reverted
         else:
             message = fit_message(
-                pod_requests(pod, desired), self._used_by_others(work.uid), self._deps.node_allocatable()
+                pod_requests(pod, desired), self._used_by_others(uid), self._deps.node_allocatable()
             )
             if message:
-                self._defer(work, message, generation)
+                self._defer(state, pod, message, generation)
             else:
                 state.allocated, state.pending = desired, None
                 state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, None, "", "", generation)
@@ -221,11 +268,10 @@ class PodResizer:
                     pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
                 )
                 log.info("resize started", extra=pod_fields(pod, generation=generation))
-        self._requests[work.uid] = pod_requests(pod, state.allocated)
+        self._requests[uid] = pod_requests(pod, state.allocated)
         return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
-    def _defer(self, work: PodWork, message: str, generation: int) -> None:
-        state, pod = work.resize, work.pod
+    def _defer(self, state: ResizeState, pod: Mapping[str, Any], message: str, generation: int) -> None:
         old = state.pending
         if old is not None and old.get("observedGeneration") == generation and old.get("message") == message:
             return
@@ -234,44 +280,22 @@ class PodResizer:
         self._deps.recorder.event(pod, "Warning", RESIZE_DEFERRED, text)
         log.info("resize deferred", extra=pod_fields(pod, detail=message))
 
-    def allocated_container(self, work: PodWork, container: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The container with its allocated resources (a deferred resize does not start with
-        the desired ones)."""
-        allocated = (work.resize.allocated or {}).get(str(container["name"]))
-        if allocated is None or allocated == dict(container.get("resources") or {}):
-            return container
-        return {**container, "resources": allocated}
-
-    def needed(
-        self, container: Mapping[str, Any], instance: ContainerInstance, field_path: str
-    ) -> ResizeAction:
-        """What the running instance needs to run with the (allocated) container's resources."""
-        if instance.resources is None:
-            return ResizeAction.NONE
-        want = linux_resources(container, field_path)
-        have = instance.resources
-        cpu = (want.cpu_shares, want.cpu_quota, want.cpu_period) != (
-            have.cpu_shares,
-            have.cpu_quota,
-            have.cpu_period,
-        )
-        return resize_action(container, cpu, want.memory_limit != have.memory_limit)
-
     async def update(
-        self, work: PodWork, container: Mapping[str, Any], instance: ContainerInstance, fp: str
+        self, uid: str, pod: Mapping[str, Any], container: Mapping[str, Any], instance: ContainerInstance
     ) -> bool:
         """Apply the resources in place; a failure is PodResizeInProgress with reason Error."""
-        pod = work.pod
+        fp = field_path(instance.role, str(container["name"]))
         try:
             await self._check_memory_decrease(container, instance, fp)
             await self._deps.runtime.update_resources(instance.container_id, linux_resources(container, fp))
         except RuntimeFailure as exc:
+            state = self.state(uid)
             generation = int(meta(pod).get("generation") or 0)
-            old = work.resize.in_progress
+            old = state.in_progress
             message = exc.message
             if old is None or old.get("message") != message:
-                work.resize.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
-                text = f"Pod resize error: {summary(pod, work.resize.allocated or {}, generation, message)}"
+                state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
+                text = f"Pod resize error: {summary(pod, state.allocated or {}, generation, message)}"
                 self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
             log.info(
                 "resize of container failed",
@@ -279,7 +303,6 @@ class PodResizer:
             )
             return False
         log.info("resized container in place", extra=pod_fields(pod, container=container["name"]))
-        work.runtime_changed = True
         return True
 
     async def _check_memory_decrease(
@@ -301,9 +324,9 @@ class PodResizer:
                 f"below current usage ({stats.memory_usage_bytes})"
             )
 
-    def finish(self, work: PodWork, actuated: bool) -> None:
+    def finish(self, uid: str, pod: Mapping[str, Any], actuated: bool) -> None:
         """Every running container runs with its allocation: the resize is complete."""
-        state, pod = work.resize, work.pod
+        state = self.state(uid)
         if not actuated or state.in_progress is None:
             return
         generation = int(state.in_progress.get("observedGeneration") or 0)

@@ -1,21 +1,24 @@
 """PodSync: one pod's sync and termination, as the kubelet's SyncPod / SyncTerminatingPod do them.
 
 What lives here: `PodSync`, the syncer the pod workers' state machine (`pods/workers.py`)
-calls. `sync` admits a pod that never ran here (`pods/admission.py`), compares the pod's
-spec with the runtime's observed `PodRuntimeState` (read once, and again only when the sync
-started or stopped something) and does the next steps:
-activeDeadlineSeconds (also armed as a timer, so a pod past it is killed without waiting
-for a resync), the volumes (FailedMount Events while one cannot be set up: an unsupported
-type, a failed hostPath type check, the API-backed volumes' files), the sandbox (with its DNS
-configuration, `pods/sandbox_dns.py`), then the
-containers through the `ContainerPipeline` of `pods/containers.py`; it publishes the
-generated status to the StatusManager with the ProbeManager's readiness / startup results.
-`terminate` kills the containers (preStop, grace period) and the sandbox, then publishes the
-terminal status; `cleanup` forgets a removed pod (its containers, volumes, status and
-backoff). Built from one `SyncDeps`.
-Must not: decide when a pod syncs or terminates (the workers do), act on one container
-itself (the pipeline does), write to the apiserver (StatusManager and EventRecorder do),
-or know about Docker.
+calls with a read-only `PodTask`; each call hands back a `SyncResult` the worker records
+(`pods/work.py`). `sync` checks activeDeadlineSeconds (also armed as a timer, so a pod past it
+is killed without waiting for a resync), admits a pod that never ran here
+(`pods/admission.py`), sets up its volumes (FailedMount Events while one cannot be: an
+unsupported type, a failed hostPath type check, the API-backed volumes' files), allocates its
+resources (`pods/resize.py`), reads the runtime's `PodRuntimeState` once, has
+`pods/plan.compute_pod_actions` plan from that snapshot what to do, then executes the plan: the
+sandbox (with its DNS configuration, `pods/sandbox_dns.py`), then each container action in
+order (pull through `pods/images.py`, resolve the environment, compile with the kuberuntime
+layer, start; postStart; restart after the crash-loop back-off; replace; resize in place; kill
+with preStop and the grace period). It publishes the generated status to the StatusManager
+with the ProbeManager's readiness / startup results, reading the runtime's state again only
+when the pass started or stopped something. `terminate` kills the containers and the sandbox,
+then publishes the terminal status; `cleanup` forgets a removed pod (its containers, volumes,
+status, back-off and what this syncer kept of it).
+Must not: decide when a pod syncs or terminates (the workers do), decide what to do with a
+container (the plan does), write to the apiserver (StatusManager and EventRecorder do), or know
+about Docker.
 """
 
 from __future__ import annotations
@@ -25,30 +28,35 @@ import time
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import restart_policy
+from vk_common.objects import format_pod, spec
 from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
+from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
 from vk_provider.pods.admission import admit
-from vk_provider.pods.backoff import pod_prefix
-from vk_provider.pods.containers import ContainerPipeline
+from vk_provider.pods.backoff import container_key, crash_loop_message, pod_prefix
 from vk_provider.pods.deps import SyncDeps
+from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.pods.grace import effective_grace_period
+from vk_provider.pods.images import ImageManager
+from vk_provider.pods.lifecycle import ContainerLifecycle
+from vk_provider.pods.plan import ContainerAction, PodActions, PodSnapshot, Step, compute_pod_actions
 from vk_provider.pods.pod_certificates import PodCertificates
 from vk_provider.pods.policy import (
     DEADLINE_EXCEEDED,
     ERROR_RETRY_SECONDS,
     SANDBOX_STOP_SECONDS,
     active_deadline_left,
-    finished,
     jitter,
     now,
 )
-from vk_provider.pods.runtime_configs import allowed_host_paths, sandbox_config_for
+from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer
+from vk_provider.pods.runtime_configs import allowed_host_paths, container_config_for, sandbox_config_for
 from vk_provider.pods.sandbox_dns import sandbox_dns
+from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
 from vk_provider.pods.volumes import failed_mount_message
-from vk_provider.pods.work import MOUNT_RETRY_FIRST_SECONDS, PodWork, wake_in
+from vk_provider.pods.work import PodTask, SyncPass, SyncResult
 from vk_provider.runtime.pod_cidrs import node_pod_cidrs
 from vk_provider.runtime.types import (
     ContainerRunState,
@@ -58,10 +66,12 @@ from vk_provider.runtime.types import (
     PodSpecRefused,
     RuntimeFailure,
 )
-from vk_provider.status.fields import TERMINAL_PHASES
+from vk_provider.status.fields import TERMINAL_PHASES, ContainerWaiting
 from vk_provider.status.generate import generate_pod_status
 
 log = get_logger("pods.workers")
+
+MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
 
 
 class PodSync:
@@ -84,163 +94,200 @@ class PodSync:
                 else PodCertificates(deps.pod_certificate_api, deps.node_object)
             ),
         )
-        self._containers = ContainerPipeline(deps)
+        self._images = ImageManager(deps)
+        self._lifecycle = ContainerLifecycle(deps.runtime, deps.recorder)
+        self._resizer = PodResizer(deps)
+        # What this syncer keeps of each pod between its syncs, by UID: whether it was seen (its
+        # first sync adopted what already ran) and admitted, whether its API-backed volumes were
+        # set up once, the next volume retry, the last pass's waiting reasons (for the terminal
+        # status).
+        self._seen: set[str] = set()
+        self._admitted: set[str] = set()
+        self._volumes_ready: set[str] = set()
+        self._mount_retry: dict[str, float] = {}
+        self._waiting: dict[str, dict[str, ContainerWaiting]] = {}
+
+    def admitted(self, uid: str) -> bool:
+        """Whether the pod passed admission here (at its first sync; one at a time, so the next
+        pod's admission sees it)."""
+        return uid in self._admitted
 
     # ------------------------------------------------------------------ syncing
 
-    async def sync(self, work: PodWork) -> bool:
-        """Desired against observed, one pass; True when the pod reached a terminal phase.
+    async def sync(self, task: PodTask) -> SyncResult:
+        """Desired against observed, one pass; terminal when the pod reached a terminal phase.
 
         The deadline is checked first (nothing starts once it passed: the kubelet's SyncPod
         generates the status, with ShouldEvict, before it acts) and again once the status was
         published, which gives a pod seen for the first time its startTime and so its timer.
         A sync that fails still arms the deadline's timer: a failing sync does not hold it back.
         """
-        work.waiting = {}
-        work.wake_at = None
+        run = SyncPass()
         try:
-            if self._deadline_exceeded(work):
-                return True
-            terminal = await self._sync_pod(work)
-            return terminal or self._deadline_exceeded(work)
-        except Exception:
-            work.wake_at = None
-            wake_in(work, jitter(ERROR_RETRY_SECONDS))
-            self._arm_deadline(work)
-            raise
+            terminal = self._deadline_exceeded(task, run) or await self._sync_pod(task, run)
+            terminal = terminal or self._deadline_exceeded(task, run)
+        except Exception as exc:
+            failed = SyncPass()
+            failed.wake_in(jitter(ERROR_RETRY_SECONDS))
+            self._arm_deadline(task, failed)
+            return SyncResult(wake_in=failed.wake, error=exc)
+        finally:
+            self._waiting[task.uid] = run.waiting
+        return SyncResult(terminal, run.terminal_reason, run.wake, run.quiet_for)
 
-    def _publish(self, work: PodWork, state: PodRuntimeState | None, terminal: bool) -> dict[str, Any]:
-        readiness, started = self._probes.pod_results(work.pod, state)
+    def _publish(
+        self, task: PodTask, run: SyncPass, state: PodRuntimeState | None, terminal: bool
+    ) -> dict[str, Any]:
+        readiness, started = self._probes.pod_results(task.pod, state)
+        resize = self._resizer.state(task.uid)
         status = generate_pod_status(
-            work.pod,
+            task.pod,
             state,
-            waiting=work.waiting,
+            waiting=run.waiting,
             pod_is_terminal=terminal,
-            old_status=self._status.cached_status(work.uid),
+            old_status=self._status.cached_status(task.uid),
             readiness=readiness,
             started=started,
             host_ip=self._deps.host_ip(),
             now=now(),
-            terminal_reason=work.terminal_reason,
-            allocated=work.resize.allocated,
-            resize_conditions=work.resize.conditions(),
+            terminal_reason=run.terminal_reason or task.terminal_reason,
+            allocated=resize.allocated,
+            resize_conditions=resize.conditions(),
         )
-        self._status.set_pod_status(work.pod, status)
+        self._status.set_pod_status(task.pod, status)
         return status
 
-    async def _current(self, work: PodWork, state: PodRuntimeState | None) -> PodRuntimeState | None:
+    async def _current(
+        self, uid: str, run: SyncPass, state: PodRuntimeState | None
+    ) -> PodRuntimeState | None:
         """`state` as it is now: read again only when this pass started or stopped something."""
-        if not work.runtime_changed:
+        if not run.runtime_changed:
             return state
-        work.runtime_changed = False
-        return await self._runtime.pod_state(work.uid)
+        run.runtime_changed = False
+        return await self._runtime.pod_state(uid)
 
-    def _arm_deadline(self, work: PodWork) -> float | None:
+    def _arm_deadline(self, task: PodTask, run: SyncPass) -> float | None:
         """Seconds left before the pod's active deadline (None: none to enforce); a sync is
         due by then at the latest."""
-        left = active_deadline_left(work.pod, self._status.cached_status(work.uid), time.time())
+        left = active_deadline_left(task.pod, self._status.cached_status(task.uid), time.time())
         if left is not None:
-            wake_in(work, left)
+            run.wake_in(left)
         return left
 
-    def _deadline_exceeded(self, work: PodWork) -> bool:
+    def _deadline_exceeded(self, task: PodTask, run: SyncPass) -> bool:
         """The kubelet's active deadline check (`policy.active_deadline_left`): True once the pod is
         past spec.activeDeadlineSeconds, with its terminal reason set and the Event recorded;
         otherwise a timer is armed for the moment it will be, so it fires without a resync."""
-        left = self._arm_deadline(work)
+        left = self._arm_deadline(task, run)
         if left is None or left > 0:
             return False
-        work.terminal_reason = DEADLINE_EXCEEDED
-        log.info("active deadline exceeded, terminating", extra=pod_fields(work.pod))
+        run.terminal_reason = DEADLINE_EXCEEDED
+        log.info("active deadline exceeded, terminating", extra=pod_fields(task.pod))
         # Normal, as activeDeadlineHandler.ShouldEvict records it.
-        self._recorder.event(work.pod, "Normal", DEADLINE_EXCEEDED[0], DEADLINE_EXCEEDED[1])
+        self._recorder.event(task.pod, "Normal", DEADLINE_EXCEEDED[0], DEADLINE_EXCEEDED[1])
         return True
 
-    async def _sync_pod(self, work: PodWork) -> bool:
-        pod = work.pod
+    async def _sync_pod(self, task: PodTask, run: SyncPass) -> bool:
+        pod, uid = task.pod, task.uid
         self._probes.add_pod(pod)
-        work.runtime_changed = False
-        state = await self._runtime.pod_state(work.uid)
-        if not work.adopted:
-            work.adopted = True
+        state = await self._runtime.pod_state(uid)
+        if uid not in self._seen:
+            self._seen.add(uid)
             running = [
                 c.name for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING
             ]
             if running:
                 log.info("adopted running containers", extra=pod_fields(pod, containers=running))
-            if state is None and self._rejected(work):
+            if state is None and self._rejected(task, run):
                 return True
-        if not await self._mount_volumes(work, state):
-            self._publish(work, state, terminal=False)
+            self._admitted.add(uid)
+        if not await self._mount_volumes(task, run, state):
+            self._publish(task, run, state, terminal=False)
             return False
-        sandbox = await self._ensure_sandbox(work, state)
+        retry = self._resizer.allocate(uid, pod)
+        if retry is not None:
+            run.wake_in(retry)
+        actions = compute_pod_actions(self._snapshot(task, state))
+        sandbox = await self._sandbox(task, run, actions)
         if sandbox is not None:
-            await self._containers.sync_ephemeral_containers(work, state, sandbox)
-            await self._containers.sync_pod_containers(work, state, sandbox)
-        if work.terminal_reason is not None:
+            actuated = await self._act(task, run, actions, sandbox)
+            self._resizer.finish(uid, pod, actuated)
+        if run.terminal_reason is not None:
             return True
-        status = self._publish(work, await self._current(work, state), terminal=False)
+        status = self._publish(task, run, await self._current(uid, run, state), terminal=False)
         return status.get("phase") in TERMINAL_PHASES
 
-    def _rejected(self, work: PodWork) -> bool:
+    def _snapshot(self, task: PodTask, state: PodRuntimeState | None) -> PodSnapshot:
+        """What the plan reads: the pod, its runtime state, its allocation and the probes' verdicts
+        on its running instances."""
+        uid = task.uid
+        running = [c for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING]
+        failed = {c.container_id: self._probes.failed_probe(uid, c.name, c.container_id) for c in running}
+        return PodSnapshot(
+            task.pod,
+            state,
+            allocated=self._resizer.state(uid).allocated or {},
+            started=frozenset(
+                c.container_id for c in running if self._probes.started(uid, c.name, c.container_id)
+            ),
+            failed_probes={cid: failure for cid, failure in failed.items() if failure is not None},
+        )
+
+    def _rejected(self, task: PodTask, run: SyncPass) -> bool:
         """The kubelet's admission (`pods/admission.py`) of a pod that never ran here: True when
         it is rejected (its terminal reason set, the kubelet's rejectPod Event recorded)."""
-        others = [p for p in self._deps.active_pods() if uid_of(p) != work.uid]
-        rejection = admit(work.pod, self._deps.node_object(), others)
+        others = [p for p in self._deps.active_pods() if uid_of(p) != task.uid]
+        rejection = admit(task.pod, self._deps.node_object(), others)
         if rejection is None:
             return False
         reason, message = rejection
-        log.warning("pod rejected", extra=pod_fields(work.pod, reason=reason, detail=message))
-        self._recorder.event(work.pod, "Warning", reason, message)
-        work.terminal_reason = (reason, POD_REJECTED + message)
+        log.warning("pod rejected", extra=pod_fields(task.pod, reason=reason, detail=message))
+        self._recorder.event(task.pod, "Warning", reason, message)
+        run.terminal_reason = (reason, POD_REJECTED + message)
         return True
 
-    async def _mount_volumes(self, work: PodWork, state: PodRuntimeState | None) -> bool:
+    async def _mount_volumes(self, task: PodTask, run: SyncPass, state: PodRuntimeState | None) -> bool:
         """Set up the pod's volumes: none of a type the node cannot mount (`volume_sources`), the
         hostPath type checks (the runtime's), the configMap, secret, downwardAPI and projected
         files (again: their content follows the API). False while a volume of a pod that never
         ran cannot be set up: it stays ContainerCreating, retried soon. Running containers keep
         the volume's last content."""
-        failed = unsupported_volumes(work.pod)
-        failed.update(
-            await self._runtime.setup_host_paths(allowed_host_paths(work.pod, self._deps.docker.allow))
-        )
-        failed.update(await self._volumes.setup(work.pod))
+        pod, uid = task.pod, task.uid
+        failed = unsupported_volumes(pod)
+        failed.update(await self._runtime.setup_host_paths(allowed_host_paths(pod, self._deps.docker.allow)))
+        failed.update(await self._volumes.setup(pod))
         if not failed:
-            work.volumes_mounted = True
-            work.mount_retry = MOUNT_RETRY_FIRST_SECONDS
+            self._volumes_ready.add(uid)
+            self._mount_retry.pop(uid, None)
             return True
         for name, error in failed.items():
             message = failed_mount_message(name, error)
             log.info(
                 "volume not mounted",
-                extra=pod_fields(work.pod, reason="FailedMount", volume=name, detail=message),
+                extra=pod_fields(pod, reason="FailedMount", volume=name, detail=message),
             )
-            self._recorder.event(work.pod, "Warning", "FailedMount", message)
-        wake_in(work, work.mount_retry)
-        work.mount_retry = min(work.mount_retry * 2, ERROR_RETRY_SECONDS)
-        return work.volumes_mounted or (state is not None and bool(state.containers))
+            self._recorder.event(pod, "Warning", "FailedMount", message)
+        retry = self._mount_retry.get(uid, MOUNT_RETRY_FIRST_SECONDS)
+        run.wake_in(retry)
+        self._mount_retry[uid] = min(retry * 2, ERROR_RETRY_SECONDS)
+        return uid in self._volumes_ready or (state is not None and bool(state.containers))
 
-    async def _ensure_sandbox(self, work: PodWork, state: PodRuntimeState | None) -> PodSandboxState | None:
-        if state is not None and state.sandbox is not None and state.sandbox.running:
-            return state.sandbox
-        pod = work.pod
-        if state is not None and state.containers and finished(pod, state):
-            return None  # a pod whose containers are all done does not get a new sandbox
-        work.runtime_changed = True
-        if state is not None and state.sandbox is not None:
-            # The sandbox died: containers still running in its namespaces go with it, and
-            # restart in the new one per restartPolicy (the kubelet's podSandboxChanged).
-            stale = [c for c in state.containers if c.state == ContainerRunState.RUNNING]
-            if stale:
-                log.info("pod sandbox is gone; stopping containers", extra=pod_fields(pod, count=len(stale)))
+    # ------------------------------------------------------------------ executing the plan
+
+    async def _sandbox(self, task: PodTask, run: SyncPass, actions: PodActions) -> PodSandboxState | None:
+        """The sandbox the containers join: the running one, or a new one (after the containers
+        of a dead one are stopped); None when there is none (a refusal, a failure, or none is due)."""
+        pod = task.pod
+        if actions.stop:
+            log.info(
+                "pod sandbox is gone; stopping containers", extra=pod_fields(pod, count=len(actions.stop))
+            )
             grace = effective_grace_period(None, pod)
-            await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in stale))
-            if restart_policy(pod) == "Never" and state.containers:
-                # As the kubelet's computePodActions: no new sandbox for a Never pod that ran; it
-                # ends Failed. One with no container yet (a provider killed between creating its
-                # sandbox and starting it) gets another sandbox and runs.
-                return None
+            await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in actions.stop))
+        if actions.stop or actions.create_sandbox:
+            run.runtime_changed = True
+        if not actions.create_sandbox:
+            return actions.sandbox
         try:
             dns = await sandbox_dns(
                 pod,
@@ -252,7 +299,7 @@ class PodSync:
             deps = self._deps
             cidrs = node_pod_cidrs(deps.node_object())
             config = sandbox_config_for(deps.runtime, deps.docker, pod, dns, cidrs, deps.dns.cluster_domain)
-            sandbox = await self._runtime.ensure_sandbox(config)
+            return await self._runtime.ensure_sandbox(config)
         except PodSpecRefused as exc:
             log.warning("pod refused", extra=pod_fields(pod, err=exc.message))
             if isinstance(exc, PodRejected):
@@ -260,8 +307,7 @@ class PodSync:
                 self._recorder.event(pod, "Warning", exc.reason, exc.event_message)
             else:
                 self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
-            work.terminal_reason = (exc.reason, exc.message)
-            return None
+            run.terminal_reason = (exc.reason, exc.message)
         except RuntimeFailure as exc:
             log.warning("could not create the pod sandbox", extra=pod_fields(pod, err=exc.message))
             message = exc.message
@@ -269,22 +315,179 @@ class PodSync:
                 message = f"Failed to create pod sandbox: {message}"
             self._recorder.event(pod, "Warning", "FailedCreatePodSandBox", message)
             retry = jitter(ERROR_RETRY_SECONDS)
-            wake_in(work, retry)
+            run.wake_in(retry)
             # The failed attempt's container create and remove are engine events of this pod;
             # without this they would start the next attempt at once, ten a second.
-            work.events_quiet_until = asyncio.get_running_loop().time() + retry
-            return None
-        return sandbox
+            run.quiet_for = retry
+        return None
+
+    async def _act(self, task: PodTask, run: SyncPass, actions: PodActions, sandbox: PodSandboxState) -> bool:
+        """Execute the container actions in order; a failed gate ends them. True when every
+        container the plan looked at runs with its allocated resources (the resize is done)."""
+        actuated = True
+        for action in actions.containers:
+            done = await self._execute(task, run, action, sandbox)
+            if action.step == Step.RESIZE:
+                actuated = actuated and done
+            if action.gate and not done:
+                break
+        return actuated
+
+    async def _execute(
+        self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
+    ) -> bool:
+        """One action; False when it did not happen (a start failed, a back-off holds it, ...)."""
+        pod, instance = task.pod, action.instance
+        if action.step == Step.START:
+            return await self._start(task, run, action, sandbox)
+        if action.step == Step.BLOCKED:
+            reason = "CreateContainerConfigError"
+            log.info(
+                "ephemeral container not started",
+                extra=pod_fields(pod, container=action.name, reason=reason, detail=action.message),
+            )
+            run.wait(action.name, reason, action.message, jitter(ERROR_RETRY_SECONDS))
+            self._recorder.event(
+                pod, "Warning", "Failed", f"Error: {action.message}", field_path=action.field_path
+            )
+            return False
+        assert instance is not None, action
+        if action.step == Step.RESTART:
+            return await self._restart(task, run, action, sandbox)
+        if action.step == Step.REPLACE:
+            return await self._replace(task, run, action, sandbox)
+        if action.step == Step.RESIZE:
+            if await self._resizer.update(task.uid, pod, action.container, instance):
+                run.runtime_changed = True
+                return True
+            run.wake_in(RESIZE_RETRY_SECONDS)
+            return False
+        log.info(
+            "container unhealthy",
+            extra=pod_fields(pod, container=action.name, reason="Unhealthy", detail=action.message),
+        )
+        run.runtime_changed = True
+        await self._lifecycle.kill(pod, instance, action.grace, sandbox.ip, action.message)
+        return True
+
+    async def _replace(
+        self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
+    ) -> bool:
+        """The container's spec changed (e.g. its image), or a resize needs a restart: stop it
+        and start the new definition, one restart more."""
+        pod, instance = task.pod, action.instance
+        assert instance is not None
+        log.info("restarting container", extra=pod_fields(pod, container=action.name, detail=action.message))
+        self._recorder.event(pod, "Normal", "Killing", action.message, field_path=action.field_path)
+        run.runtime_changed = True
+        await self._runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
+        if not await self._start(task, run, action, sandbox):
+            return False
+        await self._runtime.prune_pod(task.uid)
+        return True
+
+    async def _restart(
+        self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
+    ) -> bool:
+        pod, name, instance = task.pod, action.name, action.instance
+        assert instance is not None
+        # The kubelet's key holds the container's hash (GetStableKey with HashContainer): a new
+        # image starts a fresh back-off instead of waiting out the old one.
+        key = container_key(pod, name, spec_hash(action.container))
+        finished = (instance.finished_at or instance.created_at or now()).timestamp()
+        left = self._deps.backoff.remaining(key, finished)
+        if left > 0:
+            message = crash_loop_message(self._deps.backoff.current(key), name, pod)
+            run.wait(name, "CrashLoopBackOff", message, left)
+            self._recorder.event(
+                pod,
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {name} in pod {format_pod(pod)}",
+                field_path=action.field_path,
+            )
+            log.info(
+                "container in back-off",
+                extra=pod_fields(pod, container=name, reason="CrashLoopBackOff", detail=message),
+            )
+            return False
+        self._deps.backoff.next(key, finished)
+        log.info(
+            "restarting container",
+            extra=pod_fields(pod, container=name, exitCode=instance.exit_code, attempt=action.attempt),
+        )
+        if not await self._start(task, run, action, sandbox):
+            return False
+        await self._runtime.prune_pod(task.uid)
+        return True
+
+    async def _start(
+        self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
+    ) -> bool:
+        """Pull, resolve, create and start one container; failures become its waiting reason.
+
+        True when the container was started (it may have exited already)."""
+        pod, container, name, fp = task.pod, action.container, action.name, action.field_path
+        if not await self._images.ensure(run, pod, container, action.role):
+            return False
+        deps = self._deps
+        host_ip = deps.host_ip()
+        # A host-network pod's IPs are the node's (generateAPIPodStatus), for status.podIP
+        # in the downward API as in the status.
+        pod_ip = sandbox.ip or (host_ip if spec(pod).get("hostNetwork") else "")
+        try:
+            resolved = await resolve_container_env(
+                pod,
+                container,
+                getter=deps.getter,
+                addresses=PodAddresses(
+                    pod_ips=(pod_ip,) if pod_ip else (), host_ips=(host_ip,) if host_ip else ()
+                ),
+                node_allocatable=deps.node_allocatable(),
+                service_env=pod_service_env(pod, deps.services),
+            )
+            launch = ContainerLaunch(
+                pod=pod,
+                container=container,
+                role=action.role,
+                attempt=action.attempt,
+                env=resolved.env,
+                command=resolved.command,
+                args=resolved.args,
+                sandbox=sandbox,
+                target_container_id=action.target,
+            )
+            run.runtime_changed = True
+            config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)
+            instance = await self._runtime.start_container(config)
+        except RuntimeFailure as exc:
+            log.info(
+                "container not started",
+                extra=pod_fields(pod, container=name, reason=exc.reason, detail=exc.message),
+            )
+            run.wait(name, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))
+            self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}", field_path=fp)
+            return False
+        role = action.role.value
+        log.info(
+            "started container", extra=pod_fields(pod, container=name, role=role, attempt=action.attempt)
+        )
+        self._recorder.event(pod, "Normal", "Created", f"Created container: {name}", field_path=fp)
+        self._recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
+        post_start = (container.get("lifecycle") or {}).get("postStart")
+        if post_start and instance.state == ContainerRunState.RUNNING:
+            return await self._lifecycle.post_start(pod, container, instance, post_start, sandbox.ip)
+        return True
 
     # ------------------------------------------------------------------ termination
 
-    async def terminate(self, work: PodWork) -> None:
+    async def terminate(self, task: PodTask) -> None:
         """Kill the containers (preStop, grace period) and the sandbox; publish the terminal status."""
-        pod = work.pod
-        await self._probes.stop_liveness_and_startup(work.uid)
-        work.grace = effective_grace_period(work.grace, pod)
-        work.runtime_changed = False
-        state = await self._runtime.pod_state(work.uid)
+        pod, uid = task.pod, task.uid
+        run = SyncPass(waiting=self._waiting.get(uid, {}))
+        await self._probes.stop_liveness_and_startup(uid)
+        grace = effective_grace_period(task.grace, pod)
+        state = await self._runtime.pod_state(uid)
         running = [
             c
             for c in (state.containers if state is not None else ())
@@ -292,24 +495,31 @@ class PodSync:
         ]
         if running:
             log.info(
-                "stopping containers",
-                extra=pod_fields(pod, count=len(running), gracePeriodSeconds=work.grace),
+                "stopping containers", extra=pod_fields(pod, count=len(running), gracePeriodSeconds=grace)
             )
         pod_ip = state.sandbox.ip if state is not None and state.sandbox is not None else ""
-        await asyncio.gather(*(self._containers.kill(work, c, work.grace, pod_ip) for c in running))
+        await asyncio.gather(*(self._lifecycle.kill(pod, c, grace, pod_ip) for c in running))
+        run.runtime_changed = bool(running)
         if state is not None and state.sandbox is not None and state.sandbox.running:
-            work.runtime_changed = True
+            run.runtime_changed = True
             await self._runtime.stop_container(state.sandbox.container_id, SANDBOX_STOP_SECONDS)
-        self._publish(work, await self._current(work, state), terminal=True)
-        await self._probes.remove_pod(work.uid)
-        self._containers.resizer.forget(work.uid)  # a terminated pod's resources are free
+        self._publish(task, run, await self._current(uid, run, state), terminal=True)
+        await self._probes.remove_pod(uid)
+        self._resizer.release(uid)  # a terminated pod's resources are free
         self._status.terminate_pod(pod)
         log.info("pod terminated", extra=pod_fields(pod))
 
-    async def cleanup(self, work: PodWork) -> None:
+    async def cleanup(self, task: PodTask) -> None:
         """The pod left its source and is terminated: delete its containers, forget the rest."""
-        await self._runtime.remove_pod(work.uid)
-        self._volumes.forget(work.uid)
-        self._status.remove_pod(work.uid)
-        self._deps.backoff.forget_prefix(pod_prefix(work.pod))
-        log.info("pod removed, containers deleted", extra=pod_fields(work.pod))
+        uid = task.uid
+        await self._runtime.remove_pod(uid)
+        self._volumes.forget(uid)
+        self._status.remove_pod(uid)
+        self._deps.backoff.forget_prefix(pod_prefix(task.pod))
+        self._images.forget(uid)
+        self._resizer.forget(uid)
+        for kept in (self._seen, self._admitted, self._volumes_ready):
+            kept.discard(uid)
+        self._mount_retry.pop(uid, None)
+        self._waiting.pop(uid, None)
+        log.info("pod removed, containers deleted", extra=pod_fields(task.pod))

@@ -1,10 +1,14 @@
-"""The per-pod work record shared by the pod workers, the pod sync and the container pipeline.
+"""What passes between a pod's worker and its syncer.
 
-What lives here: `PodWork` (one pod UID's worker state: its pod, doorbell, state-machine
-state, waiting reasons, image failures, next timer, its `ResizeState`: the allocated resources
-and resize conditions that pods/resize.py keeps), `WorkerState`, `wake_in` (arm a pod's
-timer-driven sync), and the `StatusSink` / `EventSink` protocols both depend on.
-Must not: act on the runtime, the apiserver or Events; it only holds and arms state.
+What lives here: `PodWork`, one pod UID's worker record (its pod, doorbell, state-machine
+state, kill request, terminal reason, next timer), which only the pod workers
+(`pods/workers.py`) write; `PodTask`, the read-only view of it a syncer is handed;
+`SyncResult`, what one sync hands back for the worker to record (terminal or not, the terminal
+reason, when to sync again, how long the engine's events of the pod stay quiet, or the error);
+`SyncPass`, one sync's own scratch (the containers' waiting reasons, the earliest retry, whether
+the pass started or stopped something, a terminal reason), which the syncer and the steps it calls write and
+nothing outlives; and the `StatusSink` / `EventSink` protocols.
+Must not: act on the runtime, the apiserver or Events; it only holds state.
 """
 
 from __future__ import annotations
@@ -16,8 +20,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from vk_provider.status.fields import ContainerWaiting
-
-MOUNT_RETRY_FIRST_SECONDS = 1.0  # a failed volume set-up is retried soon, doubling up to ERROR_RETRY
 
 
 class StatusSink(Protocol):
@@ -39,26 +41,65 @@ class EventSink(Protocol):
     ) -> None: ...
 
 
-@dataclass
-class ResizeState:
-    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
-
-    allocated: dict[str, dict[str, Any]] | None = None
-    pending: dict[str, Any] | None = None
-    in_progress: dict[str, Any] | None = None
-
-    def conditions(self) -> list[dict[str, Any]]:
-        return [c for c in (self.pending, self.in_progress) if c is not None]
-
-
 class WorkerState(StrEnum):
     SYNCING = "syncing"
     TERMINATING = "terminating"
     TERMINATED = "terminated"
 
 
+@dataclass(frozen=True)
+class PodTask:
+    """The pod a syncer works on, as its worker knows it: read-only.
+
+    `grace`: the grace period a kill asked for (None: the pod's own); `terminal_reason`: why the
+    pod is terminating (evicted, past its deadline, rejected), for its terminal status."""
+
+    uid: str
+    pod: Mapping[str, Any]
+    grace: int | None = None
+    terminal_reason: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """One sync's outcome. `wake_in`: seconds until the pod must sync again at the latest (None:
+    only on a trigger or the resync); `quiet_for`: seconds during which the pod's own engine
+    events do not wake it (a sandbox that could not be made is retried on its timer, not on the
+    events of its own failed attempt); `error`: the sync failed (FailedSync, retried)."""
+
+    terminal: bool = False
+    terminal_reason: tuple[str, str] | None = None
+    wake_in: float | None = None
+    quiet_for: float = 0.0
+    error: Exception | None = None
+
+
+@dataclass
+class SyncPass:
+    """One sync's scratch: the syncer and its steps (images, resize) write it, the result is made
+    from it, and it is dropped with the sync."""
+
+    waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
+    wake: float | None = None  # seconds until the next sync at the latest
+    runtime_changed: bool = False  # this pass started or stopped something: its state is stale
+    terminal_reason: tuple[str, str] | None = None  # the pod is to end (deadline, rejected, refused)
+    quiet_for: float = 0.0  # SyncResult.quiet_for
+
+    def wake_in(self, seconds: float) -> None:
+        """Sync again within `seconds` at the latest (the earliest timer wins)."""
+        seconds = max(seconds, 0.0)
+        self.wake = seconds if self.wake is None else min(self.wake, seconds)
+
+    def wait(self, name: str, reason: str, message: str, retry: float) -> None:
+        """Container `name` waits with `reason`; the pod syncs again within `retry`."""
+        self.waiting[name] = ContainerWaiting(reason, message)
+        self.wake_in(retry)
+
+
 @dataclass
 class PodWork:
+    """The worker's record of one pod UID (pods/workers.py alone writes it)."""
+
     uid: str
     pod: Mapping[str, Any]
     arrival: int = 0  # the order its worker was made in (1: the first): `runtime.call_order`
@@ -68,22 +109,10 @@ class PodWork:
     removed: bool = False  # gone from its source: clean up once terminated
     grace: int | None = None
     terminal_reason: tuple[str, str] | None = None
-    waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake_at: float | None = None  # loop time of the next timer-driven sync
-    # Loop time until which the engine's events of this pod do not wake it: a sandbox that could
-    # not be created is retried on its timer, not on the events of its own failed attempt.
+    # Loop time until which the engine's events of this pod do not wake it (SyncResult.quiet_for).
     events_quiet_until: float = 0.0
-    # image -> (epoch, message) of the last failed pull
-    image_failures: dict[str, tuple[float, str]] = field(default_factory=dict)
-    adopted: bool = False  # the first sync looked at what already ran
-    volumes_mounted: bool = False  # the API-backed volumes were set up once
-    mount_retry: float = MOUNT_RETRY_FIRST_SECONDS
-    runtime_changed: bool = False  # this sync started or stopped something: its state is stale
-    resize: ResizeState = field(default_factory=ResizeState)  # allocation and resize conditions
     task: asyncio.Task[None] | None = None
 
-
-def wake_in(work: PodWork, seconds: float) -> None:
-    """Sync `work` again within `seconds` at the latest (the earliest timer wins)."""
-    at = asyncio.get_running_loop().time() + max(seconds, 0.0)
-    work.wake_at = at if work.wake_at is None else min(work.wake_at, at)
+    def as_task(self) -> PodTask:
+        return PodTask(self.uid, self.pod, self.grace, self.terminal_reason)

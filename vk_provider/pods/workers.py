@@ -5,14 +5,16 @@ What lives here: `PodWorkers`, the per-UID state machine (the kubelet's podWorke
 receives PodConfig updates, runtime events (after a gap in them, every pod syncs), probe
 changes, timers and resyncs, and per pod runs syncing -> terminating -> terminated, calling its
 `PodSyncer` (`sync`, `terminate`, `cleanup`: `pods/sync.py`, as pkg/kubelet/pod_workers.go calls
-its podSyncer) for the work of each state. A failed step records FailedSync and is retried.
+its podSyncer) for the work of each state with a read-only `PodTask`, and recording the
+`SyncResult` a sync hands back: the per-pod record (`pods/work.PodWork`) is written here alone.
+A failed step records FailedSync and is retried.
 `adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
 vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
 backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
 `kubelet_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
-per-pod record is `pods/work.py`, the pure rules `pods/policy.py`.
+pure rules are `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
 (StatusManager and EventRecorder do), or know about Docker.
 """
@@ -43,7 +45,7 @@ from vk_provider.pods.policy import ERROR_RETRY_SECONDS, jitter
 from vk_provider.pods.service_env import ServiceSource
 from vk_provider.pods.sync import PodSync
 from vk_provider.pods.volume_writer import TokenRequester, TrustBundleLister
-from vk_provider.pods.work import EventSink, PodWork, StatusSink, WorkerState, wake_in
+from vk_provider.pods.work import EventSink, PodTask, PodWork, StatusSink, SyncResult, WorkerState
 from vk_provider.probes.manager import ProbeManager
 from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.protocol import Runtime
@@ -60,18 +62,22 @@ HOUSEKEEPING_SECONDS = 10.0  # the kubelet's HandlePodCleanups runs every 2 s; D
 
 class PodSyncer(Protocol):
     """The work of each state, as pod_workers.go's podSyncer (SyncPod, SyncTerminatingPod,
-    SyncTerminatedPod)."""
+    SyncTerminatedPod); each gets the pod read-only, the worker records what comes back."""
 
-    async def sync(self, work: PodWork) -> bool:
-        """One sync of a running pod; True when it reached a terminal phase."""
+    async def sync(self, task: PodTask) -> SyncResult:
+        """One sync of a running pod."""
         ...
 
-    async def terminate(self, work: PodWork) -> None:
+    async def terminate(self, task: PodTask) -> None:
         """Stop the pod's containers and publish its terminal status."""
         ...
 
-    async def cleanup(self, work: PodWork) -> None:
+    async def cleanup(self, task: PodTask) -> None:
         """Forget a terminated pod that left its source."""
+        ...
+
+    def admitted(self, uid: str) -> bool:
+        """Whether the pod passed admission (its first sync)."""
         ...
 
 
@@ -234,7 +240,10 @@ class PodWorkers:
         return [
             w.pod
             for w in self._work.values()
-            if w.state == WorkerState.SYNCING and not w.kill and w.adopted and w.terminal_reason is None
+            if w.state == WorkerState.SYNCING
+            and not w.kill
+            and w.terminal_reason is None
+            and self._syncer.admitted(w.uid)
         ]
 
     def _running_pods(self) -> list[Mapping[str, Any]]:
@@ -304,8 +313,17 @@ class PodWorkers:
                 log.exception("error syncing pod", extra=pod_fields(work.pod))
                 self._recorder.event(work.pod, "Warning", "FailedSync", f"error syncing pod: {exc}")
                 if work.state != WorkerState.SYNCING:  # a failed sync set its own retry and deadline
-                    work.wake_at = None
-                    wake_in(work, jitter(ERROR_RETRY_SECONDS))
+                    work.wake_at = loop.time() + jitter(ERROR_RETRY_SECONDS)
+
+    @staticmethod
+    def _record(work: PodWork, result: SyncResult) -> None:
+        """What one sync handed back: its terminal reason, its next timer, its quiet time."""
+        loop = asyncio.get_running_loop()
+        if result.terminal_reason is not None:
+            work.terminal_reason = result.terminal_reason
+        work.wake_at = None if result.wake_in is None else loop.time() + result.wake_in
+        if result.quiet_for:
+            work.events_quiet_until = loop.time() + result.quiet_for
 
     async def _step(self, work: PodWork) -> bool:
         """One turn of the state machine; True when the worker is done for good."""
@@ -313,20 +331,23 @@ class PodWorkers:
             await self._syncs.acquire(work.arrival)
             try:
                 with self._metrics.pod_worker_duration.labels("sync").time():
-                    terminal = await self._syncer.sync(work)
+                    result = await self._syncer.sync(work.as_task())
             finally:
                 self._syncs.release()
-            if terminal:
+            self._record(work, result)
+            if result.error is not None:
+                raise result.error
+            if result.terminal:
                 work.kill = True
         if work.state == WorkerState.SYNCING and work.kill:
             work.state = WorkerState.TERMINATING
         if work.state == WorkerState.TERMINATING:
             with self._metrics.pod_worker_duration.labels("terminate").time():
-                await self._syncer.terminate(work)
+                await self._syncer.terminate(work.as_task())
             work.state = WorkerState.TERMINATED
         if work.state == WorkerState.TERMINATED and work.removed:
             with self._metrics.pod_worker_duration.labels("cleanup").time():
-                await self._syncer.cleanup(work)
+                await self._syncer.cleanup(work.as_task())
             self._work.pop(work.uid, None)
             return True
         return False
