@@ -60,8 +60,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The engine, with crun and runsc registered for the RuntimeClass tests.
 docker:
 	bash scripts/ensure-docker.sh
+	bash scripts/ensure-oci-runtimes.sh
 
 images: docker
 	bash scripts/build-test-images.sh

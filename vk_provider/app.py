@@ -6,9 +6,10 @@ SIGINT, and `clean_node(config)`, which removes what the node's pods left in the
 Start order: the node's client certificate with `kubernetes.credentials: node`
 (`kube.node_credentials`, renewed in the background), the runtime (`runtime.build`), the
 event recorder, the kubelet API server (its bound port is what the Node advertises), node
-registration, the status manager, the services reflector (`kube.services`), the pod
-workers, mirror pods, the pod sources (`pods.sources`: the static pods, then adoption and
-the API source once the apiserver answers), and last the health endpoints
+registration, the status manager, the services and RuntimeClasses reflectors (`kube.services`,
+`kube.runtime_classes`), the pod workers, mirror pods, the pod sources (`pods.sources`: the
+static pods, then adoption and the API source once the apiserver answers), and last the health
+endpoints
 (`kubeletServer.healthzListen`: /healthz, and /readyz from `kubeletapi.readiness`). Stop is
 the reverse and never stops the pods' containers. Must not: contain pod, node or status logic
 of its own, or know which container engine runs the pods.
@@ -32,6 +33,7 @@ from vk_provider.kube.client import KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder
 from vk_provider.kube.node_credentials import NodeCredentials, NodeCredentialsError
 from vk_provider.kube.permissions import PermissionReporter
+from vk_provider.kube.runtime_classes import RuntimeClassLister
 from vk_provider.kube.services import ServiceLister
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.healthz import HealthzServer
@@ -76,6 +78,7 @@ class Provider:
         self.node: NodeAgent | None = None
         self.status: StatusManager | None = None
         self.services: ServiceLister | None = None
+        self.runtime_classes: RuntimeClassLister | None = None
         self.workers: PodWorkers | None = None
         self.mirrors: MirrorPods | None = None
         self.sources: PodSources | None = None
@@ -125,6 +128,8 @@ class Provider:
         await self.status.start()
         self.services = services = ServiceLister(client)
         await services.start()
+        self.runtime_classes = runtime_classes = RuntimeClassLister(client)
+        await runtime_classes.start()
         self.workers = PodWorkers(
             runtime,
             self.status,
@@ -138,6 +143,7 @@ class Provider:
             trust_bundles=make_trust_bundle_lister(client),
             pod_certificate_api=make_pod_certificate_api(client),
             services=services,
+            runtime_classes=runtime_classes.handler,
             node_object=node.node_object,
             dns=NodeDNS(cfg.pods.cluster_dns, cfg.pods.cluster_domain, cfg.pods.resolv_conf),
             docker=cfg.docker,
@@ -177,6 +183,7 @@ class Provider:
             self.workers,
             self.status,
             self.services,
+            self.runtime_classes,
             self.kubelet,
             self.node,
             self.recorder,

@@ -85,6 +85,9 @@ class DockerConfig:
     # Where Localhost seccomp profiles are read (the kubelet's <root-dir>/seccomp); empty: refused.
     seccomp_profile_root: str = ""
     allow: DockerAllow = field(default_factory=DockerAllow)
+    # RuntimeClass handler -> the engine's runtime (`docker info` Runtimes) that runs its pods;
+    # the handler "" (no runtimeClassName) is always the engine's default runtime.
+    runtimes: dict[str, str] = field(default_factory=lambda: {"runc": "runc"})
 
 
 @dataclass(frozen=True)

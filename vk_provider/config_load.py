@@ -120,6 +120,20 @@ class _ComponentLevels(StrMap):
         return _LOG_LEVEL.json_schema()
 
 
+class _RuntimeHandlers(StrMap):
+    """`docker.runtimes`: a RuntimeClass handler (a DNS-1123 label, as RuntimeClass validation
+    wants it) -> the engine runtime that runs it."""
+
+    what = "a mapping of RuntimeClass handlers to engine runtimes"
+
+    def entry(self, key: Any, value: Any, where: str) -> str:
+        if not isinstance(key, str) or len(key) > 63 or not re.fullmatch(_DNS1123_LABEL, key):
+            raise Invalid(where, f"expected a RuntimeClass handler (a DNS-1123 label), got {show(key)}")
+        if not isinstance(value, str) or not value.strip():
+            raise Invalid(where, f"expected the name of one of the engine's runtimes, got {show(value)}")
+        return value
+
+
 def _dns_subdomain_problem(value: str) -> str | None:
     if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
         return (
@@ -347,6 +361,7 @@ _SCHEMA = Section(
                             ],
                         ),
                     ),
+                    ("runtimes", "runtimes", _RuntimeHandlers()),
                 ],
             ),
         ),

@@ -90,21 +90,6 @@ async def test_a_host_port_another_pod_holds_is_rejected_and_free_again_once_tha
     await harness.wait_for("third", lambda p: phase(p) == "Running")
 
 
-async def _ensure_runtime_class(harness: ProviderHarness, name: str) -> None:
-    """A RuntimeClass of that name (cluster-scoped: another test may have made it already)."""
-    body = {
-        "apiVersion": "node.k8s.io/v1",
-        "kind": "RuntimeClass",
-        "metadata": {"name": name},
-        "handler": name,
-    }
-    try:
-        await harness.api.create("/apis/node.k8s.io/v1/runtimeclasses", body)
-    except ApiStatusError as exc:
-        if exc.status != 409:
-            raise
-
-
 async def test_a_pod_naming_a_missing_runtime_class_is_refused_by_the_apiserver(
     harness: ProviderHarness,
 ) -> None:
@@ -117,12 +102,6 @@ async def test_a_pod_naming_a_missing_runtime_class_is_refused_by_the_apiserver(
 @pytest.mark.parametrize(
     ("name", "spec", "message"),
     [
-        (
-            "runtimeclass",
-            {"runtimeClassName": "gvisor"},
-            'spec.runtimeClassName: RuntimeClass "gvisor" is not supported on this node '
-            "(the container engine's default runtime only)",
-        ),
         (
             "claims",
             {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
@@ -140,8 +119,6 @@ async def test_a_pod_naming_a_missing_runtime_class_is_refused_by_the_apiserver(
 async def test_what_the_runtime_cannot_honour_is_refused_by_path(
     harness: ProviderHarness, name: str, spec: dict[str, Any], message: str
 ) -> None:
-    if "runtimeClassName" in spec:  # the apiserver's RuntimeClass admission wants it to exist
-        await _ensure_runtime_class(harness, spec["runtimeClassName"])
     await harness.create(harness.manifest(name, [MAIN], **spec))
     pod = await harness.wait_for(name, lambda p: phase(p) == "Failed")
     assert (pod["status"]["reason"], pod["status"]["message"]) == ("Forbidden", message)

@@ -64,6 +64,12 @@ NEEDED: list[Call] = [
     *_calls("", "secrets", "get", ("pods/api_source.py", 'get(f"/api/v1/namespaces/{namespace}/{_PLURAL')),
     *_calls("", "services", "list watch", ("kube/services.py", "Reflector(client, SERVICES_PATH")),
     *_calls(
+        "node.k8s.io",
+        "runtimeclasses",
+        "list watch",
+        ("kube/runtime_classes.py", "Reflector(client, RUNTIME_CLASSES_PATH"),
+    ),
+    *_calls(
         "",
         "serviceaccounts/token",
         "create",

@@ -151,6 +151,15 @@ def test_values_are_read_into_the_dataclasses() -> None:
             {"kubeletServer": {"healthzListen": "127.0.0.1:10250"}},
             "kubeletServer.healthzListen: port 10250 is the kubelet API's (listen)",
         ),
+        (
+            {"docker": {"runtimes": {"Kata_1": "kata"}}},
+            'docker.runtimes["Kata_1"]: expected a RuntimeClass handler',
+        ),
+        (
+            {"docker": {"runtimes": {"crun": ""}}},
+            'docker.runtimes["crun"]: expected the name of one of the engine',
+        ),
+        ({"docker": {"runtimes": ["crun"]}}, "docker.runtimes: expected a mapping of RuntimeClass handlers"),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
         ({"\n\n  ": None}, "unknown key, not shown as it is not a key name (known keys here: node,"),

@@ -39,7 +39,6 @@ def test_pod_level_requests_alone_are_supported() -> None:
             },
             "spec.ephemeralContainers[0].volumeDevices: raw block devices are not supported on this node",
         ),
-        ({"runtimeClassName": "kata"}, 'spec.runtimeClassName: RuntimeClass "kata" is not supported'),
         (
             {"resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}},
             "spec.resources.limits: pod-level resource limits are not supported on this node",

@@ -80,6 +80,16 @@ def test_built_node_has_labels_taint_provider_id_capacity_addresses_port_and_inf
     # on a node that does not declare it
     features = status["declaredFeatures"]
     assert features == sorted(features) and "InPlacePodVerticalScalingInitContainers" in features
+    # the engine's default handler only (INFO lists no other)
+    assert status["runtimeHandlers"] == [
+        {"name": "", "features": {"recursiveReadOnlyMounts": False, "userNamespaces": False}}
+    ]
+
+
+def test_the_node_reports_each_runtime_class_handler_it_can_run() -> None:
+    info = dataclasses.replace(INFO, runtime_handlers=("", "crun", "runc"))
+    status = build_node(config(), info, "10.0.0.5", [])["status"]
+    assert [h["name"] for h in status["runtimeHandlers"]] == ["", "crun", "runc"]
 
 
 def test_configured_capacity_wins_and_unknown_auto_is_left_out() -> None:

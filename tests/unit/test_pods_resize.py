@@ -340,3 +340,6 @@ def test_pod_requests_count_the_init_phase_peak_and_the_sidecars_beside_the_app(
     assert pod_requests(pod, resources) == (2000, 272 * MI)
     resources["setup"] = _requests("100m", "1Mi")
     assert pod_requests(pod, resources) == (1200, 272 * MI)
+    # a RuntimeClass's overhead (spec.overhead, set by its admission plugin) counts on top
+    pod["spec"]["overhead"] = {"cpu": "250m", "memory": "120Mi"}
+    assert pod_requests(pod, resources) == (1450, 392 * MI)

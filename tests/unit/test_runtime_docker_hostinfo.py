@@ -16,7 +16,7 @@ def test_runtime_info_maps_docker_info_to_node_facts() -> None:
         "ServerVersion": "20.10.24",
         "Name": "host-1",
     }
-    ri = runtime_info(info, storage_bytes=100)
+    ri = runtime_info(info, storage_bytes=100, runtimes={})
     assert ri.cpus == 4
     assert ri.memory_bytes == 8 * 1024**3
     assert ri.storage_bytes == 100
@@ -24,6 +24,13 @@ def test_runtime_info_maps_docker_info_to_node_facts() -> None:
     assert ri.runtime_version == "docker://20.10.24"
     assert ri.os_image.startswith("Debian")
     assert ri.hostname == "host-1"
+
+
+def test_the_handlers_reported_are_the_configured_ones_the_engine_has_a_runtime_for() -> None:
+    info = {"Runtimes": {"runc": {"path": "runc"}, "crun": {"path": "/usr/bin/crun"}}}
+    configured = {"runc": "runc", "fast": "crun", "gvisor": "runsc"}
+    assert runtime_info(info, 0, configured).runtime_handlers == ("", "fast", "runc")
+    assert runtime_info(info, 0, {}).runtime_handlers == ("",)
 
 
 def test_goarch_spelling() -> None:

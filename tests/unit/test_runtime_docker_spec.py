@@ -11,11 +11,12 @@ from vk_provider.kuberuntime import hosts as kuberuntime_hosts
 from vk_provider.kuberuntime import resources
 from vk_provider.kuberuntime.admission import check_pod_allowed
 from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
-from vk_provider.kuberuntime.sandbox_config import emptydir_root
+from vk_provider.kuberuntime.sandbox_config import emptydir_root, sandbox_config
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import spec
 from vk_provider.runtime.types import (
     ContainerConfigError,
+    ContainerCreateError,
     PodSpecRefused,
 )
 
@@ -180,6 +181,21 @@ def test_sandbox_kwargs() -> None:
     assert kw["dns_opt"] == ["ndots:2", "edns0"]
     assert kw["dns_search"] == ["."]  # none: not the engine's
     assert kw["labels"]["io.vk-provider.role"] == "sandbox"
+
+
+def test_a_runtime_class_handler_runs_under_its_engine_runtime_and_an_unknown_one_fails() -> None:
+    config = DockerConfig(sandbox_image="vk-test/pause:1", runtimes={"runc": "runc", "fast": "crun"})
+    sandbox = sandbox_config(make_pod(), None, (), "cluster.local", runtime_handler="fast")
+    kw = spec.sandbox_create_kwargs(sandbox, node_name="n", docker=config, attempt=0)
+    assert kw["runtime"] == "crun"
+    assert kw["labels"]["io.vk-provider.runtime-handler"] == "fast"
+    default = spec.sandbox_create_kwargs(
+        sandbox_config(make_pod(), None, (), "cluster.local"), node_name="n", docker=config, attempt=0
+    )
+    assert "runtime" not in default and "io.vk-provider.runtime-handler" not in default["labels"]
+    with pytest.raises(ContainerCreateError) as refused:
+        spec.engine_runtime(config, "kata")
+    assert refused.value.message == 'failed to get sandbox runtime: no runtime for "kata" is configured'
 
 
 def test_the_engines_own_resolver_configuration_is_no_dns_kwargs() -> None:

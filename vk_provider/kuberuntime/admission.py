@@ -8,8 +8,7 @@ namespaces, hostPath volumes, privileged containers and added capabilities again
 `docker.allow`; image volumes, which no engine here mounts), `check_pod_supported` (what no
 allowance turns on: dynamic resource allocation (`spec.resourceClaims`, `resources.claims`: no
 DRA driver serves this node), raw block devices (`volumeDevices`), the RestartAllContainers
-action of a container's restartPolicyRules, `spec.runtimeClassName` (the engine's default
-runtime is the only handler), pod-level limits (`spec.resources.limits`: no pod cgroup could
+action of a container's restartPolicyRules, pod-level limits (`spec.resources.limits`: no pod cgroup could
 enforce them; pod-level requests only make the QoS class, status/qos.py) and a
 `mountPropagation` other than None on a volume that is not a hostPath (emptyDir and the API
 volumes are engine volumes or provider-made directories, which take no propagation; a hostPath's
@@ -74,12 +73,6 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
         raise PodSpecRefused(
             "spec.resources.limits: pod-level resource limits are not supported on this node "
             "(no pod cgroup; set limits on the containers)"
-        )
-    handler = spec.get("runtimeClassName")
-    if handler:
-        raise PodSpecRefused(
-            f'spec.runtimeClassName: RuntimeClass "{handler}" is not supported on this node '
-            "(the container engine's default runtime only)"
         )
 
 

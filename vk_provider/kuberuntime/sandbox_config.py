@@ -68,11 +68,17 @@ def port_mappings(pod: Mapping[str, Any]) -> tuple[PortMapping, ...]:
 
 
 def sandbox_config(
-    pod: Mapping[str, Any], dns: ResolvConf | None, pod_cidrs: Sequence[str], cluster_domain: str
+    pod: Mapping[str, Any],
+    dns: ResolvConf | None,
+    pod_cidrs: Sequence[str],
+    cluster_domain: str,
+    *,
+    runtime_handler: str = "",
 ) -> SandboxConfig:
     """`dns`: the pod's resolver configuration (None: the engine's copy of its host's);
-    `cluster_domain` ends a setHostnameAsFQDN pod's hostname. Raises ContainerCreateError for
-    an FQDN too long for the kernel."""
+    `cluster_domain` ends a setHostnameAsFQDN pod's hostname; `runtime_handler` is its
+    RuntimeClass's handler ("": the default). Raises ContainerCreateError for an FQDN too long
+    for the kernel."""
     pod_spec = spec(pod)
     host_network = bool(pod_spec.get("hostNetwork"))
     sysctls = (pod_spec.get("securityContext") or {}).get("sysctls") or []
@@ -92,4 +98,5 @@ def sandbox_config(
         sysctls=tuple((str(s["name"]), str(s.get("value", ""))) for s in sysctls),
         empty_dirs=emptydir_volumes(pod),
         pod_cidrs=tuple(pod_cidrs),
+        runtime_handler=runtime_handler,
     )

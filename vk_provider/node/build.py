@@ -185,6 +185,15 @@ def node_info(info: RuntimeInfo | None) -> dict[str, str]:
     return result
 
 
+def runtime_handlers(info: RuntimeInfo | None) -> list[dict[str, Any]]:
+    """status.runtimeHandlers (the kubelet's RuntimeHandlers setter, from the runtime's status):
+    each handler the engine can run, "" its default; neither recursive read-only mounts nor user
+    namespaces are offered here."""
+    handlers = info.runtime_handlers if info is not None else ("",)
+    features = {"recursiveReadOnlyMounts": False, "userNamespaces": False}
+    return [{"name": name, "features": dict(features)} for name in handlers]
+
+
 def desired_status(
     config: Config, info: RuntimeInfo | None, node_ip: str, conditions: list[dict[str, str]]
 ) -> dict[str, Any]:
@@ -197,6 +206,7 @@ def desired_status(
         "addresses": node_addresses(node_ip, config.node.name),
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port(config.kubelet_server.listen)}},
         "nodeInfo": node_info(info),
+        "runtimeHandlers": runtime_handlers(info),
         "declaredFeatures": list(DECLARED_FEATURES),
     }
 

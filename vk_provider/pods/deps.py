@@ -4,8 +4,8 @@ What lives here: `SyncDeps`, what the pod sync (`pods/sync.py`) and the steps it
 resize) are built from: the runtime, the status and Event sinks, the probe manager,
 the crash-loop / image backoff, the object getter, the node's addresses, allocatable
 and Node object, the TokenRequest poster, the services (for the service environment
-variables), the node's DNS settings, the Docker allowances pods are admitted against and the
-metrics image pulls are counted in. PodWorkers builds it once.
+variables), the RuntimeClasses' handlers, the node's DNS settings, the Docker allowances pods
+are admitted against and the metrics image pulls are counted in. PodWorkers builds it once.
 Must not: act on anything; it only holds the parts.
 """
 
@@ -44,6 +44,9 @@ class SyncDeps:
     trust_bundles: TrustBundleLister | None = None  # clusterTrustBundle projections
     pod_certificate_api: PodCertificateApi | None = None  # podCertificate projections
     services: ServiceSource | None = None  # None: no service environment variables
+    # A RuntimeClass name -> its handler (raises RuntimeClassNotFound); None: every pod runs
+    # under the default handler.
+    runtime_classes: Callable[[str], str] | None = None
     node_object: Callable[[], Mapping[str, Any]] = dict  # the Node as last seen, for admission
     active_pods: Callable[[], Sequence[Mapping[str, Any]]] = tuple  # admitted and not terminated
     dns: NodeDNS = NO_CLUSTER_DNS  # clusterDNS, clusterDomain, resolvConf

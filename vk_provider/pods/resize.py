@@ -84,7 +84,8 @@ def _container_requests(resources: Mapping[str, Any]) -> tuple[int, int]:
 def pod_requests(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
     """(milli-CPU, memory bytes) the pod requests with its containers' `resources` (by name):
     per resource, the larger of the app containers plus the sidecars, and the peak of the
-    init phase (each init container beside the sidecars started before it).
+    init phase (each init container beside the sidecars started before it), plus the pod's
+    `spec.overhead` (its RuntimeClass's, set by the RuntimeClass admission plugin).
 
     Upstream: k8s.io/component-helpers/resource/helpers.go (PodRequests), which the
     allocation manager's fit check uses.
@@ -104,7 +105,11 @@ def pod_requests(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, An
                 init_peak[i] = max(init_peak[i], sidecars[i])
             else:
                 init_peak[i] = max(init_peak[i], own[i] + sidecars[i])
-    return max(running[0], init_peak[0]), max(running[1], init_peak[1])
+    overhead = s.get("overhead") or {}
+    return (
+        max(running[0], init_peak[0]) + _request(overhead.get("cpu"), 1000),
+        max(running[1], init_peak[1]) + _request(overhead.get("memory"), 1),
+    )
 
 
 def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: Mapping[str, str]) -> str:

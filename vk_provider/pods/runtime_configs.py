@@ -50,11 +50,13 @@ def sandbox_config_for(
     dns: ResolvConf | None,
     pod_cidrs: Sequence[str],
     cluster_domain: str,
+    *,
+    runtime_handler: str = "",
 ) -> SandboxConfig:
     """Raises PodSpecRefused (PodRejected) for a pod the node does not admit, ContainerCreateError
-    for a hostname the kernel cannot take."""
+    for a hostname the kernel cannot take. `runtime_handler`: its RuntimeClass's handler."""
     admit_pod(pod, docker, runtime.host_security())
-    return sandbox_config(pod, dns, pod_cidrs, cluster_domain)
+    return sandbox_config(pod, dns, pod_cidrs, cluster_domain, runtime_handler=runtime_handler)
 
 
 async def _node_hosts(pod: Mapping[str, Any]) -> str:

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_pod, spec
 from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
+from vk_provider.kube.runtime_classes import RuntimeClassNotFound
 from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import container_key, crash_loop_message, pod_prefix
@@ -298,7 +300,15 @@ class PodSync:
             )
             deps = self._deps
             cidrs = node_pod_cidrs(deps.node_object())
-            config = sandbox_config_for(deps.runtime, deps.docker, pod, dns, cidrs, deps.dns.cluster_domain)
+            config = sandbox_config_for(
+                deps.runtime,
+                deps.docker,
+                pod,
+                dns,
+                cidrs,
+                deps.dns.cluster_domain,
+                runtime_handler=self._runtime_handler(pod),
+            )
             return await self._runtime.ensure_sandbox(config)
         except PodSpecRefused as exc:
             log.warning("pod refused", extra=pod_fields(pod, err=exc.message))
@@ -320,6 +330,18 @@ class PodSync:
             # without this they would start the next attempt at once, ten a second.
             run.quiet_for = retry
         return None
+
+    def _runtime_handler(self, pod: Mapping[str, Any]) -> str:
+        """The handler of the pod's RuntimeClass (the kubelet's LookupRuntimeHandler); a
+        RuntimeClass that cannot be found fails the sandbox's creation, retried."""
+        name = str(spec(pod).get("runtimeClassName") or "")
+        lookup = self._deps.runtime_classes
+        if lookup is None or not name:
+            return ""
+        try:
+            return lookup(name)
+        except RuntimeClassNotFound as exc:
+            raise RuntimeFailure(str(exc)) from exc
 
     async def _act(self, task: PodTask, run: SyncPass, actions: PodActions, sandbox: PodSandboxState) -> bool:
         """Execute the container actions in order; a failed gate ends them. True when every

@@ -107,6 +107,7 @@ class SandboxConfig:
     sysctls: tuple[tuple[str, str], ...] = ()
     empty_dirs: tuple[EmptyDirVolume, ...] = ()
     pod_cidrs: tuple[str, ...] = ()  # the Node's, for a network the runtime makes
+    runtime_handler: str = ""  # the pod's RuntimeClass handler ("": the engine's default runtime)
 
 
 class PidNamespace(StrEnum):

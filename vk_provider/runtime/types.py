@@ -100,6 +100,7 @@ class PodSandboxState:
     ip: str = ""
     created_at: datetime | None = None
     ips: tuple[str, ...] = ()  # every address (both families in CNI mode); () means (ip,)
+    runtime_handler: str = ""  # the RuntimeClass handler it runs under; its containers too
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,9 @@ class RuntimeInfo:
     os_image: str
     runtime_version: str  # docker://<engine version>
     hostname: str = ""
+    # The RuntimeClass handlers the engine can run ("" first: its default runtime), for the
+    # Node's status.runtimeHandlers.
+    runtime_handlers: tuple[str, ...] = ("",)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Host facts from Docker's `info`: pure mapping to `RuntimeInfo`.
 
-What lives here: `runtime_info(info, storage_bytes)` and the machine → GOARCH spelling.
+What lives here: `runtime_info(info, storage_bytes, runtimes)` (with `runtime_handlers`, the
+RuntimeClass handlers the engine has a runtime for) and the machine → GOARCH spelling.
 Must not: call Docker or the filesystem (the caller measures the storage).
 """
 
@@ -32,7 +33,15 @@ def goarch(machine: str) -> str:
     return _GOARCH.get(machine.lower(), machine.lower())
 
 
-def runtime_info(info: Mapping[str, Any], storage_bytes: int) -> RuntimeInfo:
+def runtime_handlers(info: Mapping[str, Any], runtimes: Mapping[str, str]) -> tuple[str, ...]:
+    """The RuntimeClass handlers the engine can run: "" (its default runtime), then each
+    configured handler (`docker.runtimes`) whose runtime `info`'s Runtimes lists, sorted."""
+    known = info.get("Runtimes") or {}
+    return ("", *sorted(h for h, runtime in runtimes.items() if runtime in known))
+
+
+def runtime_info(info: Mapping[str, Any], storage_bytes: int, runtimes: Mapping[str, str]) -> RuntimeInfo:
+    """`runtimes`: the configured RuntimeClass handlers and their engine runtimes."""
     return RuntimeInfo(
         cpus=int(info.get("NCPU") or 0),
         memory_bytes=int(info.get("MemTotal") or 0),
@@ -43,4 +52,5 @@ def runtime_info(info: Mapping[str, Any], storage_bytes: int) -> RuntimeInfo:
         os_image=str(info.get("OperatingSystem") or ""),
         runtime_version=f"docker://{info.get('ServerVersion') or 'unknown'}",
         hostname=str(info.get("Name") or ""),
+        runtime_handlers=runtime_handlers(info, runtimes),
     )

@@ -38,6 +38,7 @@ SPEC_HASH = PREFIX + "spec-hash"
 CONTAINER_URI_SCHEME = "docker://"  # a ContainerInstance's container_uri: the status's containerID
 TERMINATION_MESSAGE_FILE = PREFIX + "termination-message-file"
 TERMINATION_MESSAGE_POLICY = PREFIX + "termination-message-policy"
+RUNTIME_HANDLER = PREFIX + "runtime-handler"  # a sandbox's RuntimeClass handler, when not the default
 
 SANDBOX_CONTAINER_NAME = "POD"
 
@@ -74,8 +75,15 @@ def container_labels(
     }
 
 
-def sandbox_labels(node_name: str, pod: PodMetadata, attempt: int, image: str) -> dict[str, str]:
-    return container_labels(node_name, pod, SANDBOX_CONTAINER_NAME, ContainerRole.SANDBOX, attempt, image, "")
+def sandbox_labels(
+    node_name: str, pod: PodMetadata, attempt: int, image: str, runtime_handler: str = ""
+) -> dict[str, str]:
+    labels = container_labels(
+        node_name, pod, SANDBOX_CONTAINER_NAME, ContainerRole.SANDBOX, attempt, image, ""
+    )
+    if runtime_handler:
+        labels[RUNTIME_HANDLER] = runtime_handler
+    return labels
 
 
 def container_name(pod: PodMetadata, name: str, attempt: int) -> str:
@@ -186,9 +194,11 @@ def sandbox_from_inspect(inspect: Mapping[str, Any]) -> PodSandboxState:
     network = "bridge" if mode in ("", "default") else mode
     ip = str((networks.get(network) or {}).get("IPAddress", ""))
     running = _run_state(state) == ContainerRunState.RUNNING
+    labels = (inspect.get("Config") or {}).get("Labels") or {}
     return PodSandboxState(
         container_id=str(inspect.get("Id", "")),
         running=running,
         ip=ip if running else "",
         created_at=docker_time(inspect.get("Created")),
+        runtime_handler=str(labels.get(RUNTIME_HANDLER) or ""),
     )

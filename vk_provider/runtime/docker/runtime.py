@@ -173,7 +173,7 @@ class DockerRuntime:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
         self._host_security = host_security(info)
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
-        return runtime_info(info, storage)
+        return runtime_info(info, storage, self.config.runtimes)
 
     def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
         return self._states.events()
@@ -316,6 +316,7 @@ class DockerRuntime:
             hosts_file=None if dirs is None or hosts is None else dirs.hosts_file(config.metadata, hosts),
             emptydir_dirs=None if root is None else self._emptydir_dirs(config),
             resolv_file=pod_resolv.resolv_file(self._pod_dir(config.metadata.uid)),
+            runtime=sp.engine_runtime(self.config, config.sandbox.runtime_handler),
         )
 
     def _subpath_source(self, uid: str) -> sp.SubPathResolver:

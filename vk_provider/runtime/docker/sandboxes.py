@@ -4,7 +4,8 @@ What lives here: `SandboxMaker`: `ensure(config)` (the pod's running sandbox, or
 sandbox image (`ensure_sandbox_image`, pulled anonymously when missing, looked up again at most
 once a minute), the pod's emptyDir Docker volumes (a new disk one gets its root's mode and group
 through a never-started helper container), the network (the host's, none for CNI, or the node's
-pod network over the Node's pod CIDRs), the pod's resolv.conf file, the container created and
+pod network over the Node's pod CIDRs), the pod's resolv.conf file, the container created under
+the engine runtime of its RuntimeClass handler (`docker.runtimes`) and
 started, CNI ADD on it in CNI mode, and the pod's older sandboxes removed, as the kubelet's
 container GC keeps a live pod's latest sandbox alone). Failures are `ContainerCreateError`s
 whose message starts as the kubelet's "Failed to create pod sandbox: ".
@@ -138,6 +139,10 @@ class SandboxMaker:
             if state is not None and state.running:
                 return state
             attempt = lb.attempt_of(latest.get("Labels") or {}) + 1
+        try:
+            sp.engine_runtime(self.config, config.runtime_handler)  # a handler the node lacks fails first
+        except ContainerCreateError as exc:
+            raise ContainerCreateError(f"Failed to create pod sandbox: {exc.message}") from exc
         try:
             await self.ensure_sandbox_image()
             await self._ensure_volumes(config)

@@ -39,7 +39,7 @@ from vk_provider.runtime.configs import (
 )
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.security_options import security_kwargs
-from vk_provider.runtime.types import ContainerConfigError, LinuxResources
+from vk_provider.runtime.types import ContainerConfigError, ContainerCreateError, LinuxResources
 
 # Where the runtime mounts a new disk emptyDir in the never-started container that sets its root.
 VOLUME_ROOT_PATH = "vk-volume-root"
@@ -139,6 +139,17 @@ def emptydir_volumes(config: SandboxConfig, node_name: str) -> list[VolumeSpec]:
     return out
 
 
+def engine_runtime(docker: DockerConfig, handler: str) -> str:
+    """The engine runtime that runs RuntimeClass handler `handler` (`docker.runtimes`; "": the
+    engine's default). A handler the node lacks fails as containerd's RunPodSandbox does."""
+    if not handler:
+        return ""
+    runtime = docker.runtimes.get(handler)
+    if runtime is None:
+        raise ContainerCreateError(f'failed to get sandbox runtime: no runtime for "{handler}" is configured')
+    return runtime
+
+
 def sandbox_create_kwargs(
     config: SandboxConfig, *, node_name: str, docker: DockerConfig, attempt: int, network: str = ""
 ) -> dict[str, Any]:
@@ -147,10 +158,15 @@ def sandbox_create_kwargs(
     kwargs: dict[str, Any] = {
         "image": docker.sandbox_image,
         "name": lb.sandbox_name(config.metadata, attempt),
-        "labels": lb.sandbox_labels(node_name, config.metadata, attempt, docker.sandbox_image),
+        "labels": lb.sandbox_labels(
+            node_name, config.metadata, attempt, docker.sandbox_image, config.runtime_handler
+        ),
         "ipc_mode": "host" if config.host_ipc else "shareable",
         **dns_kwargs(config.dns),
     }
+    runtime = engine_runtime(docker, config.runtime_handler)
+    if runtime:
+        kwargs["runtime"] = runtime
     if config.host_network:
         kwargs["network_mode"] = "host"
     else:
@@ -308,13 +324,15 @@ def container_create_kwargs(
     hosts_file: str | None = None,
     emptydir_dirs: Mapping[str, str] | None = None,
     resolv_file: str | None = None,
+    runtime: str = "",
 ) -> dict[str, Any]:
     """docker-py create kwargs for one container instance joining its pod's sandbox.
 
     `hosts_file` is the file the shell wrote the config's managed /etc/hosts to; `resolv_file`
     the pod's resolv.conf (`pod_resolv.resolv_file`), mounted over /etc/resolv.conf when the
     config asks; `seccomp_json` the text of its Localhost seccomp profile, read by the shell;
-    `resolve_subpath` is volume_binds'.
+    `resolve_subpath` is volume_binds'; `runtime` the engine runtime of its sandbox's handler
+    (`engine_runtime`; "": the default).
     """
     sandbox = config.sandbox.container_id
     kwargs: dict[str, Any] = {
@@ -335,6 +353,8 @@ def container_create_kwargs(
         "tty": config.tty,
         "stdin_open": config.stdin,
     }
+    if runtime:
+        kwargs["runtime"] = runtime
     if config.stdin and not config.stdin_once:
         # docker-py sets StdinOnce (the engine closes the container's stdin when the first
         # attach session's stdin ends) to `stdin_open and not detach`: only for `stdinOnce`,
