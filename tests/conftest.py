@@ -29,6 +29,8 @@ import pytest
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.pod_cgroups import CGROUP_MOUNT
 
 pytest_plugins = ["tests.support.fixtures_sandbox", "tests.support.chart"]
 
@@ -137,6 +139,17 @@ def provider_image(docker_client: object) -> str:
     return built.stdout.strip().splitlines()[-1]
 
 
+def remove_node_cgroups(node: str) -> None:
+    """The node's cgroups (its pods' and its own, `docker.cgroupRoot`/<node>) in every hierarchy,
+    deepest first, once its containers are gone: a test's pods that were never deleted."""
+    for hierarchy in CGROUP_MOUNT.iterdir() if CGROUP_MOUNT.is_dir() else ():
+        for directory, _, _ in reversed(
+            list(os.walk(hierarchy / DockerConfig().cgroup_root.strip("/") / node))
+        ):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
 def _remove_labelled(client: object, label: str) -> None:
     """Containers, then Docker volumes (a failed test's pods leave their emptyDirs) and networks
     (a node's pod network), with `label`."""
@@ -165,3 +178,4 @@ def node_name(docker_client: object) -> Iterator[str]:
     name = f"vk-test-{uuid.uuid4().hex[:8]}"
     yield name
     _remove_labelled(docker_client, f"{NODE_LABEL}={name}")
+    remove_node_cgroups(name)

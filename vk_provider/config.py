@@ -88,6 +88,10 @@ class DockerConfig:
     # RuntimeClass handler -> the engine's runtime (`docker info` Runtimes) that runs its pods;
     # the handler "" (no runtimeClassName) is always the engine's default runtime.
     runtimes: dict[str, str] = field(default_factory=lambda: {"runc": "runc"})
+    # A cgroup per pod under <cgroupRoot>/<node> (the kubelet's cgroupsPerQOS), where the engine
+    # is local and the provider may write the host's cgroups (else off, with a warning at start).
+    pod_cgroups: bool = True
+    cgroup_root: str = "/vk-provider"
 
 
 @dataclass(frozen=True)

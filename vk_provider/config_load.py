@@ -120,6 +120,17 @@ class _ComponentLevels(StrMap):
         return _LOG_LEVEL.json_schema()
 
 
+def _cgroup_root_problem(value: str) -> str | None:
+    parts = value.split("/")
+    if not value.startswith("/") or any(p in (".", "..") for p in parts) or value.rstrip("/") == "":
+        return f"expected an absolute cgroup path other than / (e.g. /vk-provider), got {value!r}"
+    if parts[1] == "kubepods" or parts[1].startswith("kubepods."):
+        return (
+            "must not be the kubelet's kubepods: a kubelet on the same host removes cgroups it does not know"
+        )
+    return None
+
+
 class _RuntimeHandlers(StrMap):
     """`docker.runtimes`: a RuntimeClass handler (a DNS-1123 label, as RuntimeClass validation
     wants it) -> the engine runtime that runs it."""
@@ -362,6 +373,8 @@ _SCHEMA = Section(
                         ),
                     ),
                     ("runtimes", "runtimes", _RuntimeHandlers()),
+                    ("podCgroups", "pod_cgroups", Bool()),
+                    ("cgroupRoot", "cgroup_root", Str(_cgroup_root_problem)),
                 ],
             ),
         ),

@@ -108,12 +108,6 @@ async def test_a_pod_naming_a_missing_runtime_class_is_refused_by_the_apiserver(
             "spec.resourceClaims: resource claims are not supported on this node "
             "(no dynamic resource allocation driver)",
         ),
-        (
-            "podlimits",
-            {"resources": {"limits": {"cpu": "1", "memory": "128Mi"}}},
-            "spec.resources.limits: pod-level resource limits are not supported on this node "
-            "(no pod cgroup; set limits on the containers)",
-        ),
     ],
 )
 async def test_what_the_runtime_cannot_honour_is_refused_by_path(

@@ -160,6 +160,8 @@ def test_values_are_read_into_the_dataclasses() -> None:
             'docker.runtimes["crun"]: expected the name of one of the engine',
         ),
         ({"docker": {"runtimes": ["crun"]}}, "docker.runtimes: expected a mapping of RuntimeClass handlers"),
+        ({"docker": {"cgroupRoot": "vk"}}, "docker.cgroupRoot: expected an absolute cgroup path"),
+        ({"docker": {"cgroupRoot": "/kubepods/x"}}, "docker.cgroupRoot: must not be the kubelet's kubepods"),
         ({"dokcer": {}}, "dokcer: unknown key"),
         ({"docker": {"allow": {"hostpath": True}}}, "docker.allow.hostpath: unknown key"),
         ({"\n\n  ": None}, "unknown key, not shown as it is not a key name (known keys here: node,"),

@@ -19,8 +19,18 @@ def test_a_plain_pod_is_supported() -> None:
 
 
 def test_pod_level_requests_alone_are_supported() -> None:
-    # they only make the QoS class (status/qos.py)
+    # they only make the QoS class (vk_common/qos.py)
     check_pod_supported(_pod(resources={"requests": {"cpu": "500m", "memory": "64Mi"}}))
+
+
+def test_pod_level_limits_need_the_runtimes_pod_cgroups() -> None:
+    pod = _pod(resources={"limits": {"cpu": "1", "memory": "128Mi"}})
+    check_pod_supported(pod, pod_cgroups=True)
+    with pytest.raises(PodSpecRefused) as refused:
+        check_pod_supported(pod, pod_cgroups=False)
+    assert refused.value.message.startswith(
+        "spec.resources.limits: pod-level resource limits are not supported on this node (no pod cgroup"
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,9 @@ import pytest
 
 from tests.support.status_generation import generate
 from vk_provider.kuberuntime.container_config import spec_hash
+from vk_provider.kuberuntime.pod_resources import pod_requests
 from vk_provider.kuberuntime.resources import linux_resources
-from vk_provider.pods.resize import ResizeAction, fit_message, pod_requests, resize_action, summary
+from vk_provider.pods.resize import ResizeAction, fit_message, resize_action, summary, widened
 from vk_provider.runtime.docker import labels, spec
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -343,3 +344,12 @@ def test_pod_requests_count_the_init_phase_peak_and_the_sidecars_beside_the_app(
     # a RuntimeClass's overhead (spec.overhead, set by its admission plugin) counts on top
     pod["spec"]["overhead"] = {"cpu": "250m", "memory": "120Mi"}
     assert pod_requests(pod, resources) == (1450, 392 * MI)
+
+
+def test_the_pod_cgroup_is_widened_before_its_containers_are_resized() -> None:
+    old = LinuxResources(cpu_shares=204, cpu_quota=20000, cpu_period=100000, memory_limit=64 * MI)
+    new = LinuxResources(cpu_shares=307, cpu_quota=30000, cpu_period=100000, memory_limit=32 * MI)
+    assert widened(old, new) == LinuxResources(307, 30000, 100000, 64 * MI)
+    # no limit is the largest; an unknown old one lifts the limits while the containers change
+    assert widened(LinuxResources(204), new) == LinuxResources(cpu_shares=307)
+    assert widened(None, new) == LinuxResources(cpu_shares=307)

@@ -16,6 +16,7 @@ import pytest
 from tests.support import docker_kwargs
 from tests.support.kubeconfigs import write_kubeconfig
 from vk_cli.main import main
+from vk_common.qos import pod_qos_class
 from vk_common.quantity import (
     MAX_DURATION_NANOS,
     MAX_QUANTITY,
@@ -25,7 +26,6 @@ from vk_common.quantity import (
     parse_quantity,
 )
 from vk_provider.runtime.types import ContainerConfigError
-from vk_provider.status.qos import pod_qos_class
 
 NINES = "9" * 400
 

@@ -11,6 +11,7 @@ from typing import Any
 from tests.support.pod_status import cond
 from tests.support.status_generation import generate
 from vk_common.objects import format_time
+from vk_common.qos import pod_qos_class
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -21,7 +22,6 @@ from vk_provider.runtime.types import (
 from vk_provider.status.conditions import need_to_reconcile_pod_readiness
 from vk_provider.status.fields import ContainerWaiting
 from vk_provider.status.phase import get_phase
-from vk_provider.status.qos import pod_qos_class
 
 NOW = datetime(2026, 11, 30, 1, 2, 3, 456789, tzinfo=UTC)
 T0 = datetime(2026, 11, 30, 1, 0, 0, tzinfo=UTC)

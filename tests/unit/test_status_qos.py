@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from vk_provider.status.qos import pod_qos_class
+from vk_common.qos import pod_qos_class
 
 GUARANTEED = {"limits": {"cpu": "1", "memory": "1Gi"}}
 BURSTABLE = {"requests": {"cpu": "100m"}}

@@ -8,8 +8,8 @@ namespaces, hostPath volumes, privileged containers and added capabilities again
 `docker.allow`; image volumes, which no engine here mounts), `check_pod_supported` (what no
 allowance turns on: dynamic resource allocation (`spec.resourceClaims`, `resources.claims`: no
 DRA driver serves this node), raw block devices (`volumeDevices`), the RestartAllContainers
-action of a container's restartPolicyRules, pod-level limits (`spec.resources.limits`: no pod cgroup could
-enforce them; pod-level requests only make the QoS class, status/qos.py) and a
+action of a container's restartPolicyRules, pod-level limits (`spec.resources.limits`) where
+the runtime keeps no pod cgroup to enforce them (`HostSecurity.pod_cgroups`) and a
 `mountPropagation` other than None on a volume that is not a hostPath (emptyDir and the API
 volumes are engine volumes or provider-made directories, which take no propagation; a hostPath's
 is `mounts.propagation_of`')), and `security.check_security` (the securityContext fields).
@@ -43,8 +43,9 @@ def _check_propagation(spec: Mapping[str, Any], where: str, container: Mapping[s
             )
 
 
-def check_pod_supported(pod: Mapping[str, Any]) -> None:
-    """Refuse the first field of `pod` this runtime cannot honour, naming its path."""
+def check_pod_supported(pod: Mapping[str, Any], pod_cgroups: bool = False) -> None:
+    """Refuse the first field of `pod` this runtime cannot honour, naming its path; `pod_cgroups`:
+    the runtime keeps a cgroup per pod (pod-level limits go there)."""
     spec: Mapping[str, Any] = pod.get("spec") or {}
     if spec.get("resourceClaims"):
         raise PodSpecRefused(
@@ -66,13 +67,14 @@ def check_pod_supported(pod: Mapping[str, Any]) -> None:
         _check_propagation(spec, where, container)
         if container.get("volumeDevices"):
             raise PodSpecRefused(f"{where}.volumeDevices: raw block devices are not supported on this node")
-    if (spec.get("resources") or {}).get("limits"):
+    if (spec.get("resources") or {}).get("limits") and not pod_cgroups:
         # PodLevelResources (beta, on since 1.34): the kubelet sets them on the pod's cgroup
         # (pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod); a limit silently not
         # enforced would be worse than a refusal.
         raise PodSpecRefused(
             "spec.resources.limits: pod-level resource limits are not supported on this node "
-            "(no pod cgroup; set limits on the containers)"
+            "(no pod cgroup: the engine is not on this host or docker.podCgroups is off; "
+            "set limits on the containers)"
         )
 
 
@@ -121,6 +123,6 @@ def check_pod_allowed(pod: Mapping[str, Any], allow: DockerAllow) -> None:
 
 def admit_pod(pod: Mapping[str, Any], docker: DockerConfig, host: HostSecurity) -> None:
     """Everything above, in the order the runtime used to check it before making the sandbox."""
-    check_pod_supported(pod)
+    check_pod_supported(pod, host.pod_cgroups)
     check_pod_allowed(pod, docker.allow)
     check_security(pod, docker, host)

@@ -19,9 +19,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vk_common.objects import pod_containers, spec
+from vk_common.qos import pod_qos_class
 from vk_common.quantity import parse_quantity
 from vk_provider.kuberuntime.hosts import kernel_hostname
-from vk_provider.runtime.configs import EmptyDirVolume, PodMetadata, PortMapping, ResolvConf, SandboxConfig
+from vk_provider.kuberuntime.pod_resources import Resources, pod_cgroup_resources
+from vk_provider.runtime.configs import (
+    EmptyDirVolume,
+    PodCgroup,
+    PodMetadata,
+    PortMapping,
+    ResolvConf,
+    SandboxConfig,
+)
 
 # Upstream: pkg/volume/emptydir/empty_dir.go (setupDir: perm 0777) and pkg/volume/volume_linux.go
 # (changeFilePermission: an fsGroup's directory gets group fsGroup, setgid, rwMask | execMask).
@@ -74,11 +83,13 @@ def sandbox_config(
     cluster_domain: str,
     *,
     runtime_handler: str = "",
+    allocated: Resources | None = None,
 ) -> SandboxConfig:
     """`dns`: the pod's resolver configuration (None: the engine's copy of its host's);
     `cluster_domain` ends a setHostnameAsFQDN pod's hostname; `runtime_handler` is its
-    RuntimeClass's handler ("": the default). Raises ContainerCreateError for an FQDN too long
-    for the kernel."""
+    RuntimeClass's handler ("": the default); `allocated` the containers' allocated resources by
+    name (None: the spec's), for the pod cgroup's limits. Raises ContainerCreateError for an FQDN
+    too long for the kernel."""
     pod_spec = spec(pod)
     host_network = bool(pod_spec.get("hostNetwork"))
     sysctls = (pod_spec.get("securityContext") or {}).get("sysctls") or []
@@ -99,4 +110,5 @@ def sandbox_config(
         empty_dirs=emptydir_volumes(pod),
         pod_cidrs=tuple(pod_cidrs),
         runtime_handler=runtime_handler,
+        cgroup=PodCgroup(pod_qos_class(pod), pod_cgroup_resources(pod, allocated)),
     )

@@ -8,14 +8,16 @@ container's resizePolicy says update in place or restart), pkg/kubelet/status/
 status_manager.go (the PodResizePending / PodResizeInProgress conditions, with the pod's
 generation as observedGeneration) and pkg/kubelet/events/resize.go (the Events' messages).
 
-What lives here: the pure rules (`container_resources`, `pod_requests`, `fit_message`,
+What lives here: the pure rules (`container_resources`, `fit_message`,
 `resize_action`, `summary`; for the plan, `allocated_container`, the container as allocated:
 what a (re)start uses, and `resize_needed`, what one running container needs: nothing, an
 update in place or a restart), `ResizeState` (one pod's allocation and resize conditions) and
 `PodResizer`, which keeps each pod's state and which the pod sync calls: `allocate` (admit the
-desired resources or defer them, before the sync plans), `update` (the
+desired resources or defer them, before the sync plans, by the pod's requests:
+`kuberuntime/pod_resources.pod_requests`), `update` (the
 `Runtime.update_resources` call, a memory limit below the current usage refused first),
-`finish` (clear PodResizeInProgress once every running container runs with its allocation),
+`pod_cgroup` (the pod cgroup's limits around the containers' resize), `finish` (clear
+PodResizeInProgress once every running container runs with its allocation),
 `release` (a terminated pod's allocation no longer counts) and `forget`.
 Must not: talk to an engine except through the Runtime, write pod status (the pod sync
 generates it from the `ResizeState`) or start and stop containers (the pod sync does).
@@ -31,12 +33,15 @@ from enum import Enum
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import format_time, is_sidecar, meta, spec
-from vk_common.quantity import parse_quantity, quantity_or_zero
+from vk_common.objects import format_time, meta, spec
+from vk_common.qos import pod_qos_class
+from vk_common.quantity import parse_quantity
+from vk_provider.kuberuntime.pod_resources import pod_cgroup_resources, pod_requests
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import field_path, now
-from vk_provider.runtime.types import ContainerInstance, RuntimeFailure
+from vk_provider.runtime.configs import PodCgroup
+from vk_provider.runtime.types import ContainerInstance, LinuxResources, RuntimeFailure
 from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
 
 log = get_logger("pods.workers")
@@ -64,52 +69,6 @@ def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     s = spec(pod)
     containers = [*(s.get("initContainers") or []), *(s.get("containers") or [])]
     return {str(c["name"]): dict(c.get("resources") or {}) for c in containers}
-
-
-def _request(value: Any, scale: int) -> int:
-    """A request in milli-units (scale 1000) or units; 0 for one that is not a quantity or is
-    out of range: such a container never starts (CreateContainerConfigError names the field)."""
-    return math.ceil(quantity_or_zero(value) * scale)
-
-
-def _container_requests(resources: Mapping[str, Any]) -> tuple[int, int]:
-    """(milli-CPU, memory bytes) one container requests (a request defaults to its limit)."""
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    return (
-        _request(requests.get("cpu", limits.get("cpu")), 1000),
-        _request(requests.get("memory", limits.get("memory")), 1),
-    )
-
-
-def pod_requests(pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
-    """(milli-CPU, memory bytes) the pod requests with its containers' `resources` (by name):
-    per resource, the larger of the app containers plus the sidecars, and the peak of the
-    init phase (each init container beside the sidecars started before it), plus the pod's
-    `spec.overhead` (its RuntimeClass's, set by the RuntimeClass admission plugin).
-
-    Upstream: k8s.io/component-helpers/resource/helpers.go (PodRequests), which the
-    allocation manager's fit check uses.
-    """
-    s = spec(pod)
-    running = [0, 0]  # the app containers and the sidecars, which run beside them
-    for c in s.get("containers") or []:
-        for i, value in enumerate(_container_requests(resources.get(str(c["name"])) or {})):
-            running[i] += value
-    sidecars, init_peak = [0, 0], [0, 0]
-    for c in s.get("initContainers") or []:
-        own = _container_requests(resources.get(str(c["name"])) or {})
-        for i in (0, 1):
-            if is_sidecar(c):
-                running[i] += own[i]
-                sidecars[i] += own[i]
-                init_peak[i] = max(init_peak[i], sidecars[i])
-            else:
-                init_peak[i] = max(init_peak[i], own[i] + sidecars[i])
-    overhead = s.get("overhead") or {}
-    return (
-        max(running[0], init_peak[0]) + _request(overhead.get("cpu"), 1000),
-        max(running[1], init_peak[1]) + _request(overhead.get("memory"), 1),
-    )
 
 
 def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: Mapping[str, str]) -> str:
@@ -212,6 +171,24 @@ def resize_needed(container: Mapping[str, Any], instance: ContainerInstance, fie
     return resize_action(container, cpu, want.memory_limit != have.memory_limit)
 
 
+def widened(old: LinuxResources | None, new: LinuxResources) -> LinuxResources:
+    """Per limit the larger of `old` and `new` (0, no limit, being the largest; `old` None: not
+    known, so none); the shares are the new ones (they weigh, they do not cap)."""
+    if old is None:
+        return LinuxResources(cpu_shares=new.cpu_shares)
+
+    def larger(a: int, b: int) -> int:
+        return 0 if 0 in (a, b) else max(a, b)
+
+    quota = larger(old.cpu_quota, new.cpu_quota)
+    return LinuxResources(
+        cpu_shares=new.cpu_shares,
+        cpu_quota=quota,
+        cpu_period=new.cpu_period or old.cpu_period if quota else 0,
+        memory_limit=larger(old.memory_limit, new.memory_limit),
+    )
+
+
 @dataclass
 class ResizeState:
     """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
@@ -219,6 +196,7 @@ class ResizeState:
     allocated: dict[str, dict[str, Any]] | None = None
     pending: dict[str, Any] | None = None
     in_progress: dict[str, Any] | None = None
+    cgroup: LinuxResources | None = None  # the pod cgroup's limits last set (None: not known)
 
     def conditions(self) -> list[dict[str, Any]]:
         return [c for c in (self.pending, self.in_progress) if c is not None]
@@ -328,6 +306,23 @@ class PodResizer:
                 f'cannot decrease memory limits: attempting to set container "{name}" memory limit ({want}) '
                 f"below current usage ({stats.memory_usage_bytes})"
             )
+
+    async def pod_cgroup(self, uid: str, pod: Mapping[str, Any], *, lift: bool) -> None:
+        """The pod cgroup's limits where the runtime keeps one, set when they differ from those
+        last set: before the containers are resized (`lift`) to the larger of the old and the new
+        ones (`widened`), so that no container's new limit is refused under the old ones; once
+        they are, to the allocation's (ResourceConfigForPod), as doPodResizeAction orders its
+        writes (a resize that failed keeps the widened ones)."""
+        if not self._deps.runtime.host_security().pod_cgroups:
+            return
+        state = self.state(uid)
+        wanted = pod_cgroup_resources(pod, state.allocated)
+        if state.cgroup == wanted:
+            return
+        if lift:
+            wanted = widened(state.cgroup, wanted)
+        await self._deps.runtime.update_pod_resources(uid, PodCgroup(pod_qos_class(pod), wanted))
+        state.cgroup = wanted
 
     def finish(self, uid: str, pod: Mapping[str, Any], actuated: bool) -> None:
         """Every running container runs with its allocation: the resize is complete."""

@@ -24,6 +24,7 @@ from vk_common.objects import spec
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.kuberuntime.admission import admit_pod, check_pod_allowed
 from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
+from vk_provider.kuberuntime.pod_resources import Resources
 from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.kuberuntime.security import needs_image_user
 from vk_provider.runtime.configs import ETC_HOSTS, ContainerConfig, ResolvConf, SandboxConfig
@@ -52,11 +53,15 @@ def sandbox_config_for(
     cluster_domain: str,
     *,
     runtime_handler: str = "",
+    allocated: Resources | None = None,
 ) -> SandboxConfig:
     """Raises PodSpecRefused (PodRejected) for a pod the node does not admit, ContainerCreateError
-    for a hostname the kernel cannot take. `runtime_handler`: its RuntimeClass's handler."""
+    for a hostname the kernel cannot take. `runtime_handler`: its RuntimeClass's handler;
+    `allocated`: its containers' allocated resources (its pod cgroup's limits follow them)."""
     admit_pod(pod, docker, runtime.host_security())
-    return sandbox_config(pod, dns, pod_cidrs, cluster_domain, runtime_handler=runtime_handler)
+    return sandbox_config(
+        pod, dns, pod_cidrs, cluster_domain, runtime_handler=runtime_handler, allocated=allocated
+    )
 
 
 async def _node_hosts(pod: Mapping[str, Any]) -> str:

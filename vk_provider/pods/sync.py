@@ -212,7 +212,11 @@ class PodSync:
         actions = compute_pod_actions(self._snapshot(task, state))
         sandbox = await self._sandbox(task, run, actions)
         if sandbox is not None:
+            if any(action.step == Step.RESIZE for action in actions.containers):
+                await self._resizer.pod_cgroup(uid, pod, lift=True)
             actuated = await self._act(task, run, actions, sandbox)
+            if actuated:
+                await self._resizer.pod_cgroup(uid, pod, lift=False)
             self._resizer.finish(uid, pod, actuated)
         if run.terminal_reason is not None:
             return True
@@ -308,6 +312,7 @@ class PodSync:
                 cidrs,
                 deps.dns.cluster_domain,
                 runtime_handler=self._runtime_handler(pod),
+                allocated=self._resizer.state(task.uid).allocated,
             )
             return await self._runtime.ensure_sandbox(config)
         except PodSpecRefused as exc:

@@ -64,11 +64,21 @@ class ResolvConf:
 
 @dataclass(frozen=True)
 class HostSecurity:
-    """What the engine's host enforces: AppArmor, SELinux, user namespaces (userns-remap)."""
+    """What the engine's host enforces: AppArmor, SELinux, user namespaces (userns-remap), pod
+    cgroups."""
 
     apparmor: bool = False
     selinux: bool = False
     userns: bool = False
+    pod_cgroups: bool = False  # the runtime keeps a cgroup per pod (pod-level limits are enforced)
+
+
+@dataclass(frozen=True)
+class PodCgroup:
+    """The pod's cgroup: its QoS class (where it lives) and its limits (0: not set)."""
+
+    qos: str  # Guaranteed | Burstable | BestEffort
+    resources: LinuxResources
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class SandboxConfig:
     empty_dirs: tuple[EmptyDirVolume, ...] = ()
     pod_cidrs: tuple[str, ...] = ()  # the Node's, for a network the runtime makes
     runtime_handler: str = ""  # the pod's RuntimeClass handler ("": the engine's default runtime)
+    cgroup: PodCgroup | None = None  # the pod cgroup's class and limits (the CRI's cgroup_parent)
 
 
 class PidNamespace(StrEnum):

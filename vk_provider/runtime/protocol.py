@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vk_provider.kube.keyring import Keyring
-from vk_provider.runtime.configs import ContainerConfig, HostSecurity, SandboxConfig
+from vk_provider.runtime.configs import ContainerConfig, HostSecurity, PodCgroup, SandboxConfig
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -97,8 +97,8 @@ class Runtime(Protocol):
         ...
 
     def host_security(self) -> HostSecurity:
-        """What the engine's host enforces (AppArmor, SELinux, user namespaces), known once
-        started: the pod's security admission reads it (kuberuntime/security.py)."""
+        """What the engine's host enforces (AppArmor, SELinux, user namespaces, pod cgroups), known
+        once started: the pod's admission reads it (kuberuntime/admission.py, security.py)."""
         ...
 
     async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
@@ -190,6 +190,10 @@ class Runtime(Protocol):
     async def update_resources(self, container_id: str, resources: LinuxResources) -> None:
         """Apply `resources` to the running container in place (no restart); raises
         ContainerNotFound, or RuntimeFailure with the engine's message."""
+
+    async def update_pod_resources(self, pod_uid: str, cgroup: PodCgroup) -> None:
+        """Set the pod cgroup's limits (an in-place resize); nothing where the runtime keeps no
+        pod cgroups (`host_security().pod_cgroups`); raises RuntimeFailure."""
 
     def pod_address(self, pod: PodRuntimeState) -> str:
         """Where the pod's ports are dialled from here; "" when it shares the node's network."""

@@ -101,6 +101,7 @@ class PodSandboxState:
     created_at: datetime | None = None
     ips: tuple[str, ...] = ()  # every address (both families in CNI mode); () means (ip,)
     runtime_handler: str = ""  # the RuntimeClass handler it runs under; its containers too
+    cgroup_parent: str = ""  # the pod cgroup it runs in ("": none); its containers too
 
 
 @dataclass(frozen=True)

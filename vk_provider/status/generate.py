@@ -3,7 +3,7 @@
 What lives here: `generate_pod_status` (the kubelet's `generateAPIPodStatus`,
 `pkg/kubelet/kubelet_pods.go`) and the container statuses it is built from
 (`container_statuses`: `convertToAPIContainerStatuses`). The phase is `status/phase.py`, the
-conditions `status/conditions.py`, the QoS class `status/qos.py`, a container's resources
+conditions `status/conditions.py`, the QoS class `vk_common/qos.py`, a container's resources
 `status/resources.py`, the shared names
 `status/fields.py`. Everything works on plain dicts in the API's JSON shape.
 Must not: do I/O, read the clock (callers pass `now`), or keep state.
@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from vk_common.objects import format_time, is_deleting, is_sidecar, should_restart
+from vk_common.qos import pod_qos_class
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -48,7 +49,6 @@ from vk_provider.status.fields import (
     is_terminal_phase,
 )
 from vk_provider.status.phase import get_phase
-from vk_provider.status.qos import pod_qos_class
 from vk_provider.status.resources import status_resources
 
 

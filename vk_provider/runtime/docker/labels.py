@@ -195,10 +195,12 @@ def sandbox_from_inspect(inspect: Mapping[str, Any]) -> PodSandboxState:
     ip = str((networks.get(network) or {}).get("IPAddress", ""))
     running = _run_state(state) == ContainerRunState.RUNNING
     labels = (inspect.get("Config") or {}).get("Labels") or {}
+    host_config = inspect.get("HostConfig") or {}
     return PodSandboxState(
         container_id=str(inspect.get("Id", "")),
         running=running,
         ip=ip if running else "",
         created_at=docker_time(inspect.get("Created")),
         runtime_handler=str(labels.get(RUNTIME_HANDLER) or ""),
+        cgroup_parent=str(host_config.get("CgroupParent") or ""),
     )

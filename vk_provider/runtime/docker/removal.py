@@ -14,18 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from docker.errors import APIError, NotFound
+from vk_common.logging import get_logger
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.engine import Engine, EngineErrors
 from vk_provider.runtime.docker.pod_dirs import PodDirs
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
+from vk_provider.runtime.pod_cgroups import PodCgroups
 from vk_provider.runtime.types import ContainerRole, RuntimeFailure
+
+log = get_logger("runtime.docker")
 
 KILL_WAIT_SECONDS = 30.0
 EXIT_POLL_SECONDS = 2.0
@@ -45,6 +49,7 @@ class Removal:
     cni: CNISandboxes | None
     dirs: PodDirs | None
     shipped: ShippedVolumes
+    cgroups: Callable[[], PodCgroups | None] = lambda: None  # the node's pod cgroups, once known
 
     async def stop(self, container_id: str, grace_seconds: float, signal: str | None = None) -> None:
         inspect = await self.states.owned_inspect(container_id)
@@ -168,5 +173,8 @@ class Removal:
             with contextlib.suppress(NotFound):
                 await self.engine.call(api.remove_volume, vol["Name"], force=True)
         self.shipped.forget(uid)
+        cgroups = self.cgroups()
+        if cgroups is not None and not await self.engine.call(cgroups.remove, uid):
+            log.info("pod cgroup still busy; removed later", extra={"uid": uid})
         if self.dirs is not None:
             await self.engine.call(self.dirs.drop_pod_dir, uid)

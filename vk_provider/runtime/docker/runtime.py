@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -38,7 +39,14 @@ from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts, subpaths
-from vk_provider.runtime.configs import LOCALHOST, ContainerConfig, HostSecurity, MountKind, SandboxConfig
+from vk_provider.runtime.configs import (
+    LOCALHOST,
+    ContainerConfig,
+    HostSecurity,
+    MountKind,
+    PodCgroup,
+    SandboxConfig,
+)
 from vk_provider.runtime.docker import images, pod_resolv
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
@@ -60,6 +68,7 @@ from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.docker.volume_usage import volume_usage
+from vk_provider.runtime.pod_cgroups import CgroupDriver, PodCgroups
 from vk_provider.runtime.types import (
     ContainerConfigError,
     ContainerCreateError,
@@ -124,7 +133,9 @@ class DockerRuntime:
         self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
         # What the engine holds of this node's pods: the event pump, the caches, the reads.
         self._states = PodStates(self._engine, node_name, cni, self._cgroups)
-        self._removal = Removal(self._engine, self._states, node_name, cni, self._dirs, self._shipped)
+        self._removal = Removal(
+            self._engine, self._states, node_name, cni, self._dirs, self._shipped, lambda: self._pod_cgroups
+        )
         self._sandboxes = SandboxMaker(
             self._engine,
             self._states,
@@ -135,10 +146,12 @@ class DockerRuntime:
             pod_network=self._pod_network,
             cni=cni,
             dirs=self._dirs,
+            cgroups=lambda: self._pod_cgroups,
         )
         # Why a subPath cannot be bind-mounted here (None: it can), found at start.
         self._subpath_refusal: str | None = "the state directory is not prepared yet"
         self._host_security = HostSecurity()  # from `info`, at start
+        self._pod_cgroups: PodCgroups | None = None  # the pods' cgroups, once found writable at start
 
     # --- connection ---
 
@@ -148,7 +161,32 @@ class DockerRuntime:
         await self.info()
         if self._dirs is not None:
             self._subpath_refusal = await self._engine.call(self._dirs.prepare)
+        await self._start_pod_cgroups()
         self._states.start()
+
+    async def _start_pod_cgroups(self) -> None:
+        """A cgroup per pod (docker.podCgroups) where the engine is on this host and its cgroups
+        can be written here; otherwise off, with one warning (pod-level limits are then refused)."""
+        if not self.config.pod_cgroups:
+            return
+        info = await self._engine.call(self._engine.client.info)
+        cgroups = PodCgroups(
+            root=f"{self.config.cgroup_root.rstrip('/')}/{self.node_name}",
+            driver=CgroupDriver(str(info.get("CgroupDriver") or "cgroupfs")),
+            version=int(info.get("CgroupVersion") or 1),
+        )
+        reason = "the engine is not on this host" if self._dirs is None else ""
+        if not reason:
+            try:
+                await self._engine.call(cgroups.prepare)
+            except (OSError, ValueError) as exc:
+                reason = f"cannot write the host's cgroups: {exc}"
+        if reason:
+            log.warning("pod cgroups off", extra={"reason": reason, "cgroupRoot": cgroups.root})
+            return
+        self._pod_cgroups = cgroups
+        self._host_security = dataclasses.replace(self._host_security, pod_cgroups=True)
+        log.info("pod cgroups on", extra={"cgroupRoot": cgroups.root, "driver": cgroups.driver.value})
 
     async def close(self) -> None:
         self._states.close()
@@ -171,7 +209,9 @@ class DockerRuntime:
             info = await self._engine.call(self._engine.client.info)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
-        self._host_security = host_security(info)
+        self._host_security = dataclasses.replace(
+            host_security(info), pod_cgroups=self._pod_cgroups is not None
+        )
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage, self.config.runtimes)
 
@@ -470,6 +510,10 @@ class DockerRuntime:
         finally:
             self._states.forget_running(container_id)  # its limits changed: inspect it again
 
+    async def update_pod_resources(self, pod_uid: str, cgroup: PodCgroup) -> None:
+        if self._pod_cgroups is not None:
+            await self._engine.call(self._pod_cgroups.update, cgroup.qos, pod_uid, cgroup.resources)
+
     def pod_address(self, pod: PodRuntimeState) -> str:
         """The sandbox's address on the Docker network ("" with host networking)."""
         return pod.sandbox.ip if pod.sandbox is not None else ""
@@ -526,7 +570,10 @@ class DockerRuntime:
 
     async def remove_node_resources(self) -> list[str]:
         removed = await self._pod_network.remove()
-        return [] if removed is None else [f"network {removed}"]
+        names = [] if removed is None else [f"network {removed}"]
+        if self._pod_cgroups is not None and await self._engine.call(self._pod_cgroups.remove_root):
+            names.append(f"cgroup {self._pod_cgroups.root}")
+        return names
 
     async def list_pod_storage(self) -> set[str]:
         api = self._engine.client.api
@@ -538,4 +585,6 @@ class DockerRuntime:
         }
         if self._dirs is not None:
             uids |= await self._engine.call(self._dirs.pod_uids)
+        if self._pod_cgroups is not None:
+            uids |= await self._engine.call(self._pod_cgroups.pod_uids)
         return uids

@@ -4,7 +4,8 @@ What lives here: `SandboxMaker`: `ensure(config)` (the pod's running sandbox, or
 sandbox image (`ensure_sandbox_image`, pulled anonymously when missing, looked up again at most
 once a minute), the pod's emptyDir Docker volumes (a new disk one gets its root's mode and group
 through a never-started helper container), the network (the host's, none for CNI, or the node's
-pod network over the Node's pod CIDRs), the pod's resolv.conf file, the container created under
+pod network over the Node's pod CIDRs), the pod's resolv.conf file, its pod cgroup with its
+limits (`runtime/pod_cgroups.py`, where the node keeps them), the container created under
 the engine runtime of its RuntimeClass handler (`docker.runtimes`) and
 started, CNI ADD on it in CNI mode, and the pod's older sandboxes removed, as the kubelet's
 container GC keeps a live pod's latest sandbox alone). Failures are `ContainerCreateError`s
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,6 +39,7 @@ from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.removal import Removal
+from vk_provider.runtime.pod_cgroups import PodCgroups
 from vk_provider.runtime.types import (
     ContainerCreateError,
     ContainerRole,
@@ -68,6 +71,7 @@ class SandboxMaker:
     pod_network: PodNetwork
     cni: CNISandboxes | None
     dirs: PodDirs | None
+    cgroups: Callable[[], PodCgroups | None] = lambda: None  # the node's pod cgroups, once known
     # When the sandbox image was last seen in the engine: a burst of pods checks it once, not
     # once per pod; a create that fails checks it again.
     sandbox_image_seen: float | None = field(default=None, init=False)
@@ -164,7 +168,12 @@ class SandboxMaker:
                     f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
                 ) from exc
             kwargs = sp.sandbox_create_kwargs(
-                config, node_name=self.node_name, docker=self.config, attempt=attempt, network=network
+                config,
+                node_name=self.node_name,
+                docker=self.config,
+                attempt=attempt,
+                network=network,
+                cgroup_parent=await self._pod_cgroup(config),
             )
             container = await self.engine.call(create_container, self.engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
@@ -192,6 +201,18 @@ class SandboxMaker:
             extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
         )
         return state
+
+    async def _pod_cgroup(self, config: SandboxConfig) -> str:
+        """The pod's cgroup made with its limits; its CgroupParent ("" with no pod cgroups)."""
+        cgroups = self.cgroups()
+        if cgroups is None or config.cgroup is None:
+            return ""
+        try:
+            return await self.engine.call(
+                cgroups.ensure, config.cgroup.qos, config.metadata.uid, config.cgroup.resources
+            )
+        except RuntimeFailure as exc:
+            raise ContainerCreateError(f"Failed to create pod sandbox: {exc.message}") from exc
 
     async def _cni_setup(self, config: SandboxConfig, container_id: str) -> None:
         """ADD on the started sandbox; when it fails the sandbox goes (the plugins undid theirs)."""

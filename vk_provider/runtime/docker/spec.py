@@ -151,10 +151,16 @@ def engine_runtime(docker: DockerConfig, handler: str) -> str:
 
 
 def sandbox_create_kwargs(
-    config: SandboxConfig, *, node_name: str, docker: DockerConfig, attempt: int, network: str = ""
+    config: SandboxConfig,
+    *,
+    node_name: str,
+    docker: DockerConfig,
+    attempt: int,
+    network: str = "",
+    cgroup_parent: str = "",
 ) -> dict[str, Any]:
     """`network` is the one the sandbox joins (`pod_network`: the node's pod network; empty:
-    `docker.network`)."""
+    `docker.network`); `cgroup_parent` the pod cgroup it runs in ("": none)."""
     kwargs: dict[str, Any] = {
         "image": docker.sandbox_image,
         "name": lb.sandbox_name(config.metadata, attempt),
@@ -167,6 +173,8 @@ def sandbox_create_kwargs(
     runtime = engine_runtime(docker, config.runtime_handler)
     if runtime:
         kwargs["runtime"] = runtime
+    if cgroup_parent:
+        kwargs["cgroup_parent"] = cgroup_parent
     if config.host_network:
         kwargs["network_mode"] = "host"
     else:
@@ -355,6 +363,8 @@ def container_create_kwargs(
     }
     if runtime:
         kwargs["runtime"] = runtime
+    if config.sandbox.cgroup_parent:  # the pod cgroup its sandbox runs in
+        kwargs["cgroup_parent"] = config.sandbox.cgroup_parent
     if config.stdin and not config.stdin_once:
         # docker-py sets StdinOnce (the engine closes the container's stdin when the first
         # attach session's stdin ends) to `stdin_open and not detach`: only for `stdinOnce`,
