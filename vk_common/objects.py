@@ -99,23 +99,45 @@ def is_sidecar(container: Obj) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
+RESTART_ALL_CONTAINERS = "RestartAllContainers"  # a restartPolicyRules action (KEP-5532)
+
+
+def matching_restart_rule(container: Obj, exit_code: int) -> Obj | None:
+    """The first of the container's restartPolicyRules whose exitCodes (In / NotIn) match.
+    Upstream: pkg/api/v1/pod/util.go (FindMatchingContainerRestartRule)."""
+    for rule in container.get("restartPolicyRules") or []:
+        codes = rule.get("exitCodes") or {}
+        matched = exit_code in (codes.get("values") or [])
+        operator = codes.get("operator")
+        if (operator == "In" and matched) or (operator == "NotIn" and not matched):
+            found: Obj = rule
+            return found
+    return None
+
+
+def all_containers_could_restart(pod: Obj) -> bool:
+    """Whether an init or app container has a RestartAllContainers rule (AllContainersCouldRestart)."""
+    s = spec(pod)
+    return any(
+        rule.get("action") == RESTART_ALL_CONTAINERS
+        for c in [*(s.get("initContainers") or []), *(s.get("containers") or [])]
+        for rule in c.get("restartPolicyRules") or []
+    )
+
+
 def container_should_restart(pod: Obj, container: Obj, exit_code: int) -> bool:
     """Whether a container that exited with `exit_code` runs again by its restart policy: the
     container's own restartPolicy (a sidecar's Always; ContainerRestartRules, on by default
     since 1.35) wins over the pod's, and a container with one first tries its
     restartPolicyRules in order: the first whose exitCodes (In / NotIn) match the exit code
-    restarts it when its action is Restart. (RestartAllContainers is refused by the runtime.)
+    restarts it when its action is Restart (RestartAllContainers restarts the whole pod in
+    place instead: kuberuntime/restart_all.py).
     Upstream: pkg/api/v1/pod/util.go (ContainerShouldRestart, FindMatchingContainerRestartRule).
     """
     if container.get("restartPolicy"):
-        for rule in container.get("restartPolicyRules") or []:
-            codes = rule.get("exitCodes") or {}
-            matched = exit_code in (codes.get("values") or [])
-            operator = codes.get("operator")
-            if (operator == "In" and matched) or (operator == "NotIn" and not matched):
-                if rule.get("action") == "Restart":
-                    return True
-                break
+        rule = matching_restart_rule(container, exit_code)
+        if rule is not None and rule.get("action") == "Restart":
+            return True
     policy = container.get("restartPolicy") or restart_policy(pod)
     if policy == "Never":
         return False

@@ -77,14 +77,11 @@ def test_refused_with_the_field_path(spec: dict[str, Any], path: str) -> None:
     assert refused.value.message.startswith(path) and refused.value.reason == "Forbidden"
 
 
-def test_restart_all_containers_is_refused() -> None:
+def test_restart_all_containers_is_admitted() -> None:
+    # the pod restarts all its containers in place (kuberuntime/restart_all.py)
     rule = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
     container = {"name": "c", "restartPolicy": "Never", "restartPolicyRules": [rule]}
-    with pytest.raises(PodSpecRefused) as refused:
-        check_pod_supported(_pod(containers=[container]))
-    assert refused.value.message == (
-        "spec.containers[0].restartPolicyRules[0].action: RestartAllContainers is not supported on this node"
-    )
+    check_pod_supported(_pod(containers=[container]))
 
 
 def test_propagation_on_a_host_path_or_none_elsewhere_is_supported() -> None:

@@ -7,9 +7,9 @@ with reason `SysctlForbidden` and the kubelet's message (`vk_common.sysctls`), t
 namespaces, hostPath volumes, privileged containers and added capabilities against
 `docker.allow`; image volumes, which no engine here mounts), `check_pod_supported` (what no
 allowance turns on: dynamic resource allocation (`spec.resourceClaims`, `resources.claims`: no
-DRA driver serves this node), raw block devices (`volumeDevices`), the RestartAllContainers
-action of a container's restartPolicyRules, pod-level limits (`spec.resources.limits`) where
-the runtime keeps no pod cgroup to enforce them (`HostSecurity.pod_cgroups`) and a
+DRA driver serves this node), raw block devices (`volumeDevices`), pod-level limits
+(`spec.resources.limits`) where the runtime keeps no pod cgroup to enforce them
+(`HostSecurity.pod_cgroups`) and a
 `mountPropagation` other than None on a volume that is not a hostPath (emptyDir and the API
 volumes are engine volumes or provider-made directories, which take no propagation; a hostPath's
 is `mounts.propagation_of`')), and `security.check_security` (the securityContext fields).
@@ -58,12 +58,6 @@ def check_pod_supported(pod: Mapping[str, Any], pod_cgroups: bool = False) -> No
                 f"{where}.resources.claims: resource claims are not supported on this node "
                 "(no dynamic resource allocation driver)"
             )
-        for j, rule in enumerate(container.get("restartPolicyRules") or []):
-            if rule.get("action") == "RestartAllContainers":
-                raise PodSpecRefused(
-                    f"{where}.restartPolicyRules[{j}].action: RestartAllContainers is not "
-                    "supported on this node"
-                )
         _check_propagation(spec, where, container)
         if container.get("volumeDevices"):
             raise PodSpecRefused(f"{where}.volumeDevices: raw block devices are not supported on this node")

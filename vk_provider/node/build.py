@@ -156,7 +156,9 @@ def node_addresses(node_ip: str, hostname: str) -> list[dict[str, str]]:
 # kubelet API as they come (pkg/registry/core/pod/rest/subresources.go), and a refused stream
 # (no such container) then reaches kubectl as a failed upgrade instead of the translator's
 # Status; the translated path is the one our tests and docs hold to.
-DECLARED_FEATURES = ("InPlacePodVerticalScalingInitContainers",)
+# RestartAllContainersOnContainerExits: a pod with a RestartAllContainers rule is scheduled only
+# to a node that declares it (kuberuntime/restart_all.py).
+DECLARED_FEATURES = ("InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits")
 
 
 def node_info(info: RuntimeInfo | None) -> dict[str, str]:

@@ -4,7 +4,8 @@ What lives here: `ContainerLifecycle`, which the pod sync calls once a container
 (`post_start`: run its postStart hook; when the hook fails, the FailedPostStartHook Event and
 the container is killed, to restart per policy: kuberuntime_container.go startContainer) and to
 stop one (`kill`: the Killing Event, the preStop hook within the grace period, then the stop
-with what is left of it; ExceededGracePeriod when the runtime took longer: killContainer).
+with what is left of it; ExceededGracePeriod when the runtime took longer: killContainer), and
+to reset one when its pod restarts all its containers (`reset`: killed without grace, removed).
 The hook handlers themselves are `pods/hooks.py`'.
 Must not: decide which container starts or stops, or when (the plan and the pod sync do).
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import spec
+from vk_common.objects import RESTART_ALL_CONTAINERS, spec
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 from vk_provider.pods.hooks import HookError, run_hook
 from vk_provider.pods.policy import SANDBOX_STOP_SECONDS, field_path
@@ -63,6 +64,18 @@ class ContainerLifecycle:
         # the Killing Event's message, preStop included.
         await self.kill(pod, instance, grace, pod_ip, message="FailedPostStartHook")
         return False
+
+    async def reset(self, pod: Mapping[str, Any], instance: ContainerInstance) -> None:
+        """RestartAllContainers: kill the instance with no grace period, so no preStop, and remove
+        it (kuberuntime_manager.go SyncPod's ContainersToReset)."""
+        if instance.state in (ContainerRunState.RUNNING, ContainerRunState.CREATED):
+            fp = field_path(instance.role, instance.name)
+            self.recorder.event(pod, "Normal", probe_messages.KILLING, "killing", field_path=fp)
+            await self.runtime.stop_container(instance.container_id, 0)
+        await self.runtime.remove_container(instance.container_id)
+        log.info(
+            "container reset", extra=pod_fields(pod, container=instance.name, reason=RESTART_ALL_CONTAINERS)
+        )
 
     async def kill(
         self, pod: Mapping[str, Any], instance: ContainerInstance, grace: int, pod_ip: str, message: str = ""

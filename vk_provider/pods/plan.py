@@ -6,10 +6,12 @@ and `PodActions` (the plan), and `compute_pod_actions`, which makes the plan as 
 computePodActions does (pkg/kubelet/kuberuntime/kuberuntime_manager.go, with
 computeInitContainerActions for the init containers and sidecars): a new sandbox when the
 pod's is gone (stopping what ran in the old one; none for a finished pod or a Never pod that
-ran), the new ephemeral containers, the init containers one at a time (sidecars started in
-order, each waited for until its startup probe passes), then the app containers: start, restart
-per restartPolicy, replace one whose spec changed, resize one whose allocation changed (in place
-or by a restart, by its resizePolicy), kill one whose liveness or startup probe failed.
+ran), or, for a pod restarting all its containers in place (RestartAllContainers), every init
+and app container reset and nothing else; the new ephemeral containers, the init containers one
+at a time (sidecars started in order, each waited for until its startup probe passes), then the
+app containers: start, restart per restartPolicy, replace one whose spec changed, resize one
+whose allocation changed (in place or by a restart, by its resizePolicy), kill one whose
+liveness or startup probe failed.
 Must not: act, wait or read anything beyond its snapshot; the pod sync (`pods/sync.py`)
 executes the plan.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 from vk_common.objects import is_sidecar, restart_policy, should_restart, spec
 from vk_provider.kuberuntime.container_config import spec_hash
+from vk_provider.kuberuntime.restart_all import SPEC_ROLES, containers_to_reset
 from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
 from vk_provider.pods.grace import effective_grace_period
 from vk_provider.pods.policy import field_path, finished, in_sandbox
@@ -45,6 +48,7 @@ class Step(Enum):
     RESIZE = "resize"  # update the running instance's resources in place
     KILL = "kill"  # kill the running instance (a failed liveness or startup probe)
     BLOCKED = "blocked"  # cannot start: an ephemeral container whose target does not run
+    RESET = "reset"  # kill (no grace period) and remove: the pod restarts all its containers
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,18 @@ class PodSnapshot:
     allocated: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     started: frozenset[str] = frozenset()
     failed_probes: Mapping[str, ProbeFailure] = field(default_factory=dict)
+    # The pod restarts all its containers in place (kuberuntime/restart_all.restarting).
+    restart_all: bool = False
+    # container name -> its restartCount in the API status, the attempt of a container started
+    # with no instance left in the runtime (the kubelet counts the container's log files).
+    restart_counts: Mapping[str, int] = field(default_factory=dict)
 
 
 def compute_pod_actions(snap: PodSnapshot) -> PodActions:
     state, pod = snap.state, snap.pod
     if state is not None and state.sandbox is not None and state.sandbox.running:
+        if snap.restart_all:
+            return PodActions(state.sandbox, containers=tuple(_reset(snap, state)))
         return PodActions(state.sandbox, containers=tuple(_containers(snap, state.sandbox)))
     if state is not None and state.containers and finished(pod, state):
         return PodActions(None)  # a pod whose containers are all done does not get a new sandbox
@@ -129,6 +140,16 @@ def _containers(snap: PodSnapshot, sandbox: PodSandboxState | None) -> list[Cont
     if _init(snap, sandbox, actions):
         _app(snap, actions)
     return actions
+
+
+def _reset(snap: PodSnapshot, state: PodRuntimeState) -> list[ContainerAction]:
+    """Every init and app container killed and removed, the sandbox kept (computePodActions'
+    ContainersToReset); nothing else this pass."""
+    specs = {(role, str(c["name"])): c for key, role in SPEC_ROLES for c in spec(snap.pod).get(key) or []}
+    return [
+        ContainerAction(Step.RESET, specs[(i.role, i.name)], i.role, i)
+        for i in containers_to_reset(snap.pod, state)
+    ]
 
 
 def _ephemeral(snap: PodSnapshot) -> list[ContainerAction]:
@@ -157,7 +178,8 @@ def _init(snap: PodSnapshot, sandbox: PodSandboxState | None, actions: list[Cont
         instance = _latest(snap, container["name"], init)
         sidecar = is_sidecar(container)
         if instance is None:
-            actions.append(ContainerAction(Step.START, container, init, gate=True))
+            attempt = snap.restart_counts.get(container["name"], 0)
+            actions.append(ContainerAction(Step.START, container, init, attempt=attempt, gate=True))
             if not sidecar or container.get("startupProbe"):
                 return False  # a sidecar with a startup probe is waited for until it passes
             continue
@@ -192,7 +214,8 @@ def _app(snap: PodSnapshot, actions: list[ContainerAction]) -> None:
         container = allocated_container(snap.allocated, desired)
         instance = _latest(snap, container["name"], app)
         if instance is None:
-            actions.append(ContainerAction(Step.START, container, app))
+            attempt = snap.restart_counts.get(container["name"], 0)
+            actions.append(ContainerAction(Step.START, container, app, attempt=attempt))
         elif instance.state != ContainerRunState.RUNNING:
             exit_code = (instance.exit_code or 0) if instance.state == ContainerRunState.EXITED else None
             if should_restart(snap.pod, container, exit_code):

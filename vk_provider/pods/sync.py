@@ -34,6 +34,7 @@ from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
 from vk_provider.kube.runtime_classes import RuntimeClassNotFound
 from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
+from vk_provider.kuberuntime.restart_all import restarting
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import container_key, crash_loop_message, pod_prefix
 from vk_provider.pods.deps import SyncDeps
@@ -229,6 +230,12 @@ class PodSync:
         uid = task.uid
         running = [c for c in (state.containers if state else ()) if c.state == ContainerRunState.RUNNING]
         failed = {c.container_id: self._probes.failed_probe(uid, c.name, c.container_id) for c in running}
+        cached = self._status.cached_status(uid) or task.pod.get("status") or {}
+        counts = {
+            str(s.get("name")): int(s.get("restartCount") or 0)
+            for key in ("initContainerStatuses", "containerStatuses")
+            for s in cached.get(key) or []
+        }
         return PodSnapshot(
             task.pod,
             state,
@@ -237,6 +244,8 @@ class PodSync:
                 c.container_id for c in running if self._probes.started(uid, c.name, c.container_id)
             ),
             failed_probes={cid: failure for cid, failure in failed.items() if failure is not None},
+            restart_all=restarting(task.pod, state, cached),
+            restart_counts=counts,
         )
 
     def _rejected(self, task: PodTask, run: SyncPass) -> bool:
@@ -379,6 +388,11 @@ class PodSync:
             )
             return False
         assert instance is not None, action
+        if action.step == Step.RESET:  # the sandbox stays; the pod starts anew at once (kubelet.go)
+            run.runtime_changed = True
+            await self._lifecycle.reset(pod, instance)
+            run.wake_in(0)
+            return True
         if action.step == Step.RESTART:
             return await self._restart(task, run, action, sandbox)
         if action.step == Step.REPLACE:

@@ -158,6 +158,10 @@ class Runtime(Protocol):
     async def prune_pod(self, uid: str) -> None:
         """Remove exited instances older than the previous one of each container."""
 
+    async def remove_container(self, container_id: str) -> None:
+        """Remove one stopped container of this node (a pod restarting all its containers in
+        place); one that is gone already is no error."""
+
     async def remove_pod(self, uid: str) -> None:
         """Remove every container of the pod, sandbox included (stopped first if running), then
         its volumes and files."""

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vk_provider.kuberuntime.restart_all import ALL_CONTAINERS_RESTARTING
+
 # Condition types (k8s.io/api/core/v1) and ownership (pkg/kubelet/types/pod_status.go).
 POD_SCHEDULED = "PodScheduled"
 READY = "Ready"
@@ -31,6 +33,7 @@ KUBELET_OWNED_CONDITIONS = frozenset(
         READY_TO_START,
         POD_RESIZE_PENDING,
         POD_RESIZE_IN_PROGRESS,
+        ALL_CONTAINERS_RESTARTING,
     }
 )
 KUBELET_SHARED_CONDITIONS = frozenset({DISRUPTION_TARGET})

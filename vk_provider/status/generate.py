@@ -18,6 +18,12 @@ from typing import Any
 
 from vk_common.objects import format_time, is_deleting, is_sidecar, should_restart
 from vk_common.qos import pod_qos_class
+from vk_provider.kuberuntime.restart_all import (
+    RESTARTING_ALL_CONTAINERS,
+    RESTARTING_MESSAGE,
+    restarting_condition,
+    should_restart_all,
+)
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -131,12 +137,15 @@ def container_statuses(
     readiness: Mapping[str, bool],
     started: Mapping[str, bool],
     allocated: Mapping[str, Mapping[str, Any]] | None = None,
+    pod_restarting: bool = False,
 ) -> list[dict[str, Any]]:
     """API statuses of the init (`role=INIT`), regular (`role=APP`) or ephemeral (`role=EPHEMERAL`:
     never ready, no `started`, as the prober manager leaves them) containers, in spec order.
 
     `allocated` (container name -> resources, the pod worker's allocation) gives a container
     with a runtime record its `resources` and `allocatedResources` (status/resources.py).
+    `pod_restarting`: the pod restarts all its containers in place (ShouldAllContainersRestart);
+    a container it removed waits with reason RestartingAllContainers, one restart more.
     """
     spec = pod.get("spec") or {}
     containers = spec.get(spec_list(role)) or []
@@ -150,7 +159,23 @@ def container_statuses(
         latest = state.latest(name, role) if state is not None else None
         previous = state.previous(name, role) if state is not None else None
         status: dict[str, Any]
-        if latest is None:
+        if (
+            latest is None
+            and pod_restarting
+            and old is not None
+            and "waiting" not in (old.get("state") or {})
+        ):
+            removed = {"reason": RESTARTING_ALL_CONTAINERS, "message": RESTARTING_MESSAGE}
+            status = {
+                "name": name,
+                "state": {"waiting": dict(removed)},
+                "lastState": {"terminated": {**removed, "exitCode": 137}},
+                "ready": False,
+                "restartCount": int(old.get("restartCount", 0)) + 1,
+                "image": container.get("image", ""),
+                "imageID": "",
+            }
+        elif latest is None:
             if old is not None and "terminated" in (old.get("state") or {}):
                 status = copy.deepcopy(dict(old))
             else:
@@ -237,10 +262,13 @@ def generate_pod_status(
     api_status: Mapping[str, Any] = pod.get("status") or {}
     old: Mapping[str, Any] = old_status if old_status is not None else api_status
 
+    restarting = should_restart_all(pod, state, old)
+
     def statuses(
         role: ContainerRole, key: str, alloc: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        return container_statuses(pod, state, role, old.get(key) or [], waiting, readiness, started, alloc)
+        olds = old.get(key) or []
+        return container_statuses(pod, state, role, olds, waiting, readiness, started, alloc, restarting)
 
     init_statuses = statuses(ContainerRole.INIT, "initContainerStatuses", allocated)
     app_statuses = statuses(ContainerRole.APP, "containerStatuses", allocated)
@@ -277,6 +305,9 @@ def generate_pod_status(
     conditions.append(containers_ready_condition(spec, all_statuses, phase))
     conditions.append(condition(POD_SCHEDULED, "True"))
     conditions.extend(copy.deepcopy(dict(c)) for c in resize_conditions)
+    restart_all = restarting_condition(pod, state, old, phase)
+    if restart_all is not None:
+        conditions.append(restart_all)
     set_transition_times(conditions, old.get("conditions") or [], now)
 
     status: dict[str, Any] = {"phase": phase, "conditions": conditions}

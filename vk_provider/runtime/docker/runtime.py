@@ -565,6 +565,9 @@ class DockerRuntime:
     async def prune_pod(self, uid: str) -> None:
         await self._removal.prune_pod(uid)
 
+    async def remove_container(self, container_id: str) -> None:
+        await self._removal.remove(container_id)
+
     async def remove_pod(self, uid: str) -> None:
         await self._removal.remove_pod(uid)
 

@@ -1,0 +1,49 @@
+"""RestartAllContainers on a real engine: a container exits with a code whose restartPolicyRules
+rule says RestartAllContainers, and its pod restarts every container in place, init containers
+first, keeping its sandbox (the same pod IP) and volumes, each container one restart more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.manifests import sh
+from tests.support.pod_status import condition, container_status, phase
+from tests.support.provider_harness import ProviderHarness
+
+pytestmark = pytest.mark.docker
+
+RULE = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+
+
+def restarted_once(pod: dict[str, Any]) -> bool:
+    main = container_status(pod, "main")
+    return (
+        phase(pod) == "Running" and main.get("restartCount") == 1 and "running" in (main.get("state") or {})
+    )
+
+
+async def test_a_rule_restarts_all_containers_in_place(harness: ProviderHarness) -> None:
+    data = [{"name": "data", "mountPath": "/data"}]
+    setup = sh("setup", "echo ran >> /data/runs", volumeMounts=data)
+    main = sh(
+        "main",
+        "if [ ! -f /data/once ]; then touch /data/once; exit 42; fi; sleep 3600",
+        volumeMounts=data,
+        restartPolicy="Never",
+        restartPolicyRules=[RULE],
+    )
+    side = sh("side", "sleep 3600")
+    manifest = harness.manifest(
+        "restart-all", [main, side], initContainers=[setup], volumes=[{"name": "data", "emptyDir": {}}]
+    )
+    await harness.create(manifest)
+    pod = await harness.wait_for("restart-all", restarted_once, within=120)
+    assert container_status(pod, "side")["restartCount"] == 1  # killed and started again
+    [init] = pod["status"]["initContainerStatuses"]
+    assert init["restartCount"] == 1 and init["state"]["terminated"]["exitCode"] == 0
+    restarting = condition(pod, "AllContainersRestarting")
+    assert restarting is not None and restarting["status"] == "False"
+    killed = await harness.wait_event("restart-all", "Killing")
+    assert killed["message"] == "killing"
