@@ -12,26 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from tests.support.images import BUSYBOX_IMAGE
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import read_lines, run_kubectl, streaming_kubectl
 from tests.support.polling import eventually
-from tests.support.runtime_calls import ensure_sandbox, start_container
+from tests.support.runtime_calls import ensure_sandbox, running_docker_runtime, start_container
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import DockerConfig, KubeletServerConfig, KubernetesConfig
 from vk_provider.kube.client import make_kube_client
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kuberuntime.container_config import ContainerLaunch
-from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.types import ContainerRole
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.docker]
@@ -51,14 +49,13 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with running_sandbox(tmp_path, controllers=False) as sandbox:
-        runtime = DockerRuntime(
-            DockerConfig(
-                sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
-            ),
-            node_name,
-        )
-        await runtime.start()
+    docker = DockerConfig(
+        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
+    )
+    async with (
+        running_sandbox(tmp_path, controllers=False) as sandbox,
+        running_docker_runtime(docker, node_name) as runtime,
+    ):
         config = KubeletServerConfig(
             listen="127.0.0.1:0", auth="webhook", client_ca_file=str(sandbox.pki.ca_cert_path)
         )
@@ -66,32 +63,19 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
         kubelet = KubeletServer(config, node_name, runtime, "127.0.0.1", kube=kube)
         await kubelet.start()
         try:
-            node: dict[str, Any] = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": node_name},
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-                    "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-            await sandbox.store.create("nodes", node)
+            await sandbox.store.create("nodes", manifests.kubelet_node(node_name, kubelet.port))
             spec = {"name": "app", "image": BUSYBOX_IMAGE, "command": ["sh", "-c", SCRIPT]}
-            manifest = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "web", "namespace": "default"},
-                "spec": {"nodeName": node_name, "containers": [spec]},
-            }
+            manifest = manifests.pod("web", [spec], nodeName=node_name)
             (tmp_path / "pod.json").write_text(json.dumps(manifest))
-            code, out, err = await kubectl(
+            code, out, err = await run_kubectl(
                 sandbox.kubeconfig, "create", "-f", str(tmp_path / "pod.json"), "-o", "json"
             )
             assert code == 0, err
             pod = json.loads(out)
             status = ["patch", "pod", "web", "--subresource=status", "--type=merge"]
-            code, _, err = await kubectl(sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}')
+            code, _, err = await run_kubectl(
+                sandbox.kubeconfig, *status, "-p", '{"status":{"phase":"Running"}}'
+            )
             assert code == 0, err  # kubectl port-forward wants a Running pod
             sandbox_state = await ensure_sandbox(runtime, pod)
             assert await runtime.image_id(BUSYBOX_IMAGE) is not None
@@ -112,26 +96,6 @@ async def cluster(node_name: str, test_images: dict[str, str], tmp_path: Path) -
         finally:
             await kubelet.stop()
             await kube.close()
-            for uid in await runtime.list_pods():
-                await runtime.remove_pod(uid)
-            await runtime.close()
-
-
-async def kubectl(
-    kubeconfig: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
-) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
-    return proc.returncode or 0, out.decode(), err.decode()
 
 
 async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
@@ -139,32 +103,16 @@ async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
 
     async def ticked() -> bool:
         nonlocal code, out, err
-        code, out, err = await kubectl(cluster.kubeconfig, "logs", "web")
+        code, out, err = await run_kubectl(cluster.kubeconfig, "logs", "web")
         return code == 0 and "tick 1\n" in out
 
     await eventually(ticked, within=60, interval=0.3, what=lambda: f"tick 1 in the log ({code, out, err})")
     assert out.startswith("hello from app\ntick 0\ntick 1\n")
-    code, out, err = await kubectl(cluster.kubeconfig, "logs", "web", "--tail=1")
+    code, out, err = await run_kubectl(cluster.kubeconfig, "logs", "web", "--tail=1")
     assert code == 0 and out.count("\n") == 1 and out.startswith("tick "), (out, err)
 
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(cluster.kubeconfig),
-        "logs",
-        "-f",
-        "web",
-        "--tail=1",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    try:
-        async with asyncio.timeout(60):
-            lines = [(await proc.stdout.readline()).decode() for _ in range(4)]
-    finally:
-        proc.kill()
-        await proc.wait()
+    async with streaming_kubectl(cluster.kubeconfig, "logs", "-f", "web", "--tail=1") as proc:
+        lines = await read_lines(proc, 4)
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == list(range(numbers[0], numbers[0] + 4)), lines  # new lines arrive as written
 
@@ -172,14 +120,16 @@ async def test_kubectl_logs_and_logs_follow(cluster: Cluster) -> None:
 @pytest.mark.parametrize("websockets", ["true", "false"])  # false: kubectl speaks SPDY/3.1
 async def test_kubectl_exec(cluster: Cluster, websockets: str) -> None:
     env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets}
-    code, out, err = await kubectl(cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo hi", env=env)
+    code, out, err = await run_kubectl(
+        cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo hi", env=env
+    )
     assert (code, out) == (0, "hi\n"), err
-    code, out, err = await kubectl(
+    code, out, err = await run_kubectl(
         cluster.kubeconfig, "exec", "web", "--", "sh", "-c", "echo bye; echo err >&2; exit 3", env=env
     )
     assert (code, out) == (3, "bye\n"), err
     assert "err\n" in err
-    code, out, err = await kubectl(
+    code, out, err = await run_kubectl(
         cluster.kubeconfig, "exec", "-i", "web", "--", "wc", "-c", stdin=b"hello\n", env=env
     )
     assert (code, out.strip()) == (0, "6"), err
@@ -192,21 +142,10 @@ def http_get(port: int) -> str:
 
 @pytest.mark.parametrize("websockets", ["true", "false"])  # true: SPDY tunnelled in a WebSocket
 async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(cluster.kubeconfig),
-        "port-forward",
-        "pod/web",
-        ":8080",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "KUBECTL_PORT_FORWARD_WEBSOCKETS": websockets},
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    try:
-        async with asyncio.timeout(60):
-            line = (await proc.stdout.readline()).decode()
+    env = {"KUBECTL_PORT_FORWARD_WEBSOCKETS": websockets}
+    async with streaming_kubectl(cluster.kubeconfig, "port-forward", "pod/web", ":8080", env=env) as proc:
+        assert proc.stderr is not None
+        (line,) = await read_lines(proc, 1)
         match = re.match(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080", line)
         assert match, (line, await proc.stderr.read())
         port = int(match.group(1))
@@ -220,29 +159,12 @@ async def test_kubectl_port_forward(cluster: Cluster, websockets: str) -> None:
         body = await eventually(answered, within=60, interval=0.3, what=f"an answer on port {port}")
         assert body == "hello from vk-test/busybox\n"
         assert await asyncio.to_thread(http_get, port) == body  # a second connection, a second stream pair
-    finally:
-        proc.kill()
-        await proc.wait()
 
 
 @pytest.mark.parametrize("websockets", ["true", "false"])
 async def test_kubectl_attach_streams_the_main_process(cluster: Cluster, websockets: str) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(cluster.kubeconfig),
-        "attach",
-        "web",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets},
-    )
-    assert proc.stdout is not None
-    try:
-        async with asyncio.timeout(60):
-            lines = [(await proc.stdout.readline()).decode() for _ in range(3)]
-    finally:
-        proc.kill()
-        await proc.wait()
+    env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": websockets}
+    async with streaming_kubectl(cluster.kubeconfig, "attach", "web", env=env) as proc:
+        lines = await read_lines(proc, 3)
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == list(range(numbers[0], numbers[0] + 3)), lines

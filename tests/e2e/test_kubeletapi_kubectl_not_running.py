@@ -11,8 +11,6 @@ test_provider_kubectl.py.
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support import manifests
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_provider.config import KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
@@ -60,35 +58,16 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         kubelet.pods = KnownPods(desired, NoCachedStatus())
         await kubelet.start()
         try:
-            node = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": NODE},
-                "status": {
-                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-                    "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}},
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
-            await sandbox.store.create("nodes", node)
+            await sandbox.store.create("nodes", manifests.kubelet_node(NODE, kubelet.port))
             yield Cluster(sandbox, desired)
         finally:
             await kubelet.stop()
 
 
 async def kubectl(cluster: Cluster, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(cluster.sandbox.kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode or 0, err.decode()
+    """kubectl's exit code and stderr (what it says of a container that is not running)."""
+    code, _, err = await run_kubectl(cluster.sandbox.kubeconfig, *args, env=env)
+    return code, err
 
 
 async def create_pod(cluster: Cluster, name: str, status: dict[str, Any] | None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl, streaming_kubectl
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_common.kube_version import KUBE_VERSION
@@ -53,6 +52,11 @@ spec:
 """
 
 
+def cache_env(tmp: Path) -> dict[str, str]:
+    """kubectl's HOME and discovery cache in the test's own directory."""
+    return {"KUBECACHEDIR": str(tmp / "kubecache"), "HOME": str(tmp)}
+
+
 @dataclass
 class Result:
     rc: int
@@ -73,23 +77,9 @@ class Env:
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
     async with running_sandbox(tmp_path) as sandbox:
-        environ = {**os.environ, "KUBECACHEDIR": str(tmp_path / "kubecache"), "HOME": str(tmp_path)}
 
         async def kubectl(*args: str, stdin: str | None = None) -> Result:
-            proc = await asyncio.create_subprocess_exec(
-                KUBECTL,
-                "--kubeconfig",
-                str(sandbox.kubeconfig),
-                *args,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=environ,
-            )
-            async with asyncio.timeout(60):
-                out, err = await proc.communicate(stdin.encode() if stdin else None)
-            assert proc.returncode is not None
-            return Result(proc.returncode, out.decode(), err.decode())
+            return Result(*await run_kubectl(sandbox.kubeconfig, *args, stdin=stdin, env=cache_env(tmp_path)))
 
         yield Env(sandbox, kubectl, tmp_path)
 
@@ -199,20 +189,9 @@ async def test_apply_of_an_unchanged_pod_with_tolerations_again_changes_nothing(
 
 async def test_get_pods_watch_prints_each_change_once(env: Env) -> None:
     await env.kubectl("run", "web", "--image=vk-test/busybox:1", "--restart=Never")
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(env.sandbox.kubeconfig),
-        "get",
-        "pods",
-        "-w",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "KUBECACHEDIR": str(env.tmp / "kubecache"), "HOME": str(env.tmp)},
-    )
-    assert proc.stdout is not None
     lines: list[str] = []
-    try:
+    async with streaming_kubectl(env.sandbox.kubeconfig, "get", "pods", "-w", env=cache_env(env.tmp)) as proc:
+        assert proc.stdout is not None
         async with asyncio.timeout(30):
             while len(lines) < 2:  # header + the current row
                 lines.append((await proc.stdout.readline()).decode().rstrip())
@@ -225,9 +204,6 @@ async def test_get_pods_watch_prints_each_change_once(env: Env) -> None:
             async with asyncio.timeout(1.5):
                 extra = (await proc.stdout.readline()).decode().rstrip()
                 lines.append(extra)
-    finally:
-        proc.terminate()
-        await proc.wait()
     assert lines[0].split()[:3] == ["NAME", "READY", "STATUS"]
     statuses = [line.split()[2] for line in lines[1:]]
     assert statuses == ["Pending", "Running", "Succeeded"], lines

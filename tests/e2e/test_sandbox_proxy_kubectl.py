@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
+from tests.support.manifests import kubelet_node, pod
 from tests.support.stand_in_kubelet import serving_context
 from vk_sandbox.server import SandboxServer
 
@@ -58,48 +58,19 @@ async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, Path, li
     await server.start()
     seen: list[str] = []
     kubelet, port = await _kubelet(server, tmp_path, seen)
-    node: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": NODE},
-        "status": {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-    await server.store.create("nodes", node)
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"nodeName": NODE, "containers": [{"name": "app", "image": "vk-test/busybox:1"}]},
-        "status": {"phase": "Running"},
-    }
-    await server.store.create("pods", pod)
+    await server.store.create("nodes", kubelet_node(NODE, port))
+    web = pod("web", [{"name": "app", "image": "vk-test/busybox:1"}], nodeName=NODE)
+    await server.store.create("pods", {**web, "status": {"phase": "Running"}})
     kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     yield server, kubeconfig, seen
     await kubelet.cleanup()
     await server.stop()
 
 
-async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    return proc.returncode or 0, out.decode(), err.decode()
-
-
 @pytest.mark.kubectl
 async def test_kubectl_logs_follow_through_proxy(sandbox: tuple[SandboxServer, Path, list[str]]) -> None:
     _, kubeconfig, seen = sandbox
-    code, out, err = await _kubectl(kubeconfig, "logs", "-f", "web", "--tail=5")
+    code, out, err = await run_kubectl(kubeconfig, "logs", "-f", "web", "--tail=5")
     assert code == 0, err
     assert out == "log line 0\nlog line 1\nlog line 2\n"
     assert seen == ["/containerLogs/default/web/app?follow=true&tailLines=5"]
@@ -108,7 +79,7 @@ async def test_kubectl_logs_follow_through_proxy(sandbox: tuple[SandboxServer, P
 @pytest.mark.kubectl
 async def test_kubectl_exec_through_proxy(sandbox: tuple[SandboxServer, Path, list[str]]) -> None:
     _, kubeconfig, seen = sandbox
-    code, out, err = await _kubectl(kubeconfig, "exec", "web", "--", "echo", "hi")
+    code, out, err = await run_kubectl(kubeconfig, "exec", "web", "--", "echo", "hi")
     assert code == 0, err
     assert out == "ran: echo hi\n"
     assert seen[0].startswith("/exec/default/web/app?")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
 from tests.support.polling import eventually
 from vk_sandbox.server import SandboxServer
 
@@ -52,18 +51,9 @@ async def sandbox(tmp_path: Path) -> AsyncIterator[tuple[SandboxServer, Path]]:
 
 
 async def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        KUBECTL,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
-    assert proc.returncode == 0, err.decode()
-    return out.decode()
+    code, out, err = await run_kubectl(kubeconfig, *args, stdin=stdin)
+    assert code == 0, err
+    return out
 
 
 async def _until(kubeconfig: Path, args: list[str], wanted: str) -> str:

@@ -3,7 +3,8 @@
 The provider runs for the test's unique `node_name` (its containers are removed afterwards by
 the `node_name` fixture) with the default harness settings, on each control-plane tier chosen
 (`plane`); a module that needs other settings defines its own `harness` fixture, which takes
-precedence. `local_registry` (session) is a registry with basic auth on 127.0.0.1, for pulls.
+precedence. `runtime` is a bare DockerRuntime for the node, without a provider (its pods are
+removed afterwards); `local_registry` (session) is a registry with basic auth on 127.0.0.1, for pulls.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import pytest
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.provider_harness import ProviderHarness
 from tests.support.registry import LocalRegistry
+from tests.support.runtime_calls import running_docker_runtime
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.docker import DockerRuntime
 
 
 @pytest.fixture
@@ -24,6 +28,17 @@ async def harness(
 ) -> AsyncIterator[ProviderHarness]:
     async with ProviderHarness.running(node_name, tmp_path, plane=plane) as h:
         yield h
+
+
+@pytest.fixture
+async def runtime(
+    node_name: str, test_images: dict[str, str], tmp_path: Path
+) -> AsyncIterator[DockerRuntime]:
+    config = DockerConfig(
+        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
+    )
+    async with running_docker_runtime(config, node_name) as started:
+        yield started
 
 
 @pytest.fixture(scope="session")

@@ -40,9 +40,7 @@ def clean(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 async def test_clean_removes_every_pod_of_the_stopped_node_and_nothing_else(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    try:
+    async with ProviderHarness.sandbox_only(node_name, tmp_path, plane=plane) as harness:
         harness.start_provider_process()
         volume = [{"name": "scratch", "emptyDir": {}}]
         main = sh("main", "sleep 3600", volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])
@@ -65,8 +63,6 @@ async def test_clean_removes_every_pod_of_the_stopped_node_and_nothing_else(
         assert labelled(docker_client, f"{NODE_LABEL}={node_name}") == []
         volumes = docker_client.volumes.list(filters={"label": f"{NODE_LABEL}={node_name}"})
         assert volumes == [], [v.name for v in volumes]
-    finally:
-        await harness.close()
 
 
 def test_clean_removes_the_volumes_and_files_of_pods_without_containers(

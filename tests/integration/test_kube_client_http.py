@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.support.kubeconfigs import write_kubeconfig
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient, make_kube_client
 
@@ -73,26 +74,14 @@ async def server() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
     await runner.cleanup()
 
 
-def write_kubeconfig(tmp_path: Path, server: str) -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": server}}],
-                "users": [{"name": "u", "user": {"token": "secret-token"}}],
-                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "ctx",
-            }
-        )
-    )
-    return str(path)
+def kubeconfig_for(tmp_path: Path, server: str) -> str:
+    """A kubeconfig for `server` whose user sends the bearer token `secret-token`."""
+    return str(write_kubeconfig(tmp_path / "kubeconfig", server, token="secret-token"))
 
 
 @pytest.fixture
 async def client(server: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> AsyncIterator[KubeClient]:
-    kube = await make_kube_client(KubernetesConfig(kubeconfig=write_kubeconfig(tmp_path, server[0])))
+    kube = await make_kube_client(KubernetesConfig(kubeconfig=kubeconfig_for(tmp_path, server[0])))
     yield kube
     await kube.close()
 
@@ -140,9 +129,7 @@ async def test_watch_yields_events_across_chunks(
 
 
 async def test_unreachable_server_raises_connection_error(tmp_path: Path) -> None:
-    kube = await make_kube_client(
-        KubernetesConfig(kubeconfig=write_kubeconfig(tmp_path, "http://127.0.0.1:9"))
-    )
+    kube = await make_kube_client(KubernetesConfig(kubeconfig=kubeconfig_for(tmp_path, "http://127.0.0.1:9")))
     try:
         with pytest.raises(ApiConnectionError):
             await kube.get("/api/v1/nodes")

@@ -19,7 +19,7 @@ import pytest
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually
 from tests.support.runtime_calls import ensure_sandbox, start_container
-from vk_provider.config import DockerConfig, KubeletServerConfig
+from vk_provider.config import KubeletServerConfig
 from vk_provider.kubeletapi import KubeletServer
 from vk_provider.kubeletapi.podstate import KnownPods
 from vk_provider.kuberuntime.container_config import ContainerLaunch
@@ -29,21 +29,6 @@ from vk_provider.runtime.types import ContainerInstance, ContainerRole, Containe
 from vk_sandbox.pki.authority import SandboxPKI
 
 DEADLINE = 60.0
-
-
-@pytest.fixture
-async def runtime(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[DockerRuntime]:
-    config = DockerConfig(
-        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
-    )
-    rt = DockerRuntime(config, node_name)
-    await rt.start()
-    yield rt
-    for uid in await rt.list_pods():
-        await rt.remove_pod(uid)
-    await rt.close()
 
 
 async def run_pod(

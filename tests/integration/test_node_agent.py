@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.docker_socket_proxy import DockerSocketProxy
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
 from tests.support.polling import eventually
 from tests.support.sandbox import RunningSandbox, running_sandbox
 from vk_common.quantity import parse_quantity
@@ -137,20 +137,9 @@ async def test_node_is_ready_and_looks_like_a_kubelet_node(
         assert run.agent.node_ip == "127.0.0.1"
         assert run.agent.node_object()["metadata"]["name"] == node_name
 
-        proc = await asyncio.create_subprocess_exec(
-            KUBECTL,
-            "--kubeconfig",
-            str(run.sandbox.kubeconfig),
-            "get",
-            "nodes",
-            "-o",
-            "wide",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()
-        header, *rows = out.decode().splitlines()
+        code, out, err = await run_kubectl(run.sandbox.kubeconfig, "get", "nodes", "-o", "wide")
+        assert code == 0, err
+        header, *rows = out.splitlines()
         assert "CONTAINER-RUNTIME" in header and "KERNEL-VERSION" in header and "OS-IMAGE" in header
         row = next(r for r in rows if r.split()[0] == node_name)
         assert row.split()[1] == "Ready"

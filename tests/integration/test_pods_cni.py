@@ -25,6 +25,7 @@ from tests.integration.test_pods_dns import CLUSTER_DNS, resolv_conf_of
 from tests.integration.test_runtime_docker import http_get
 from tests.support.manifests import sh
 from tests.support.planes import Plane
+from tests.support.pod_status import has_ip, running_ip
 from tests.support.polling import eventually
 from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
@@ -118,15 +119,6 @@ def cni_harness(rig: CNIRig, host_network: bool = False) -> type[ProviderHarness
             return dataclasses.replace(base, network=rig.config(), docker=docker, pods=pods)
 
     return CNIHarness
-
-
-def running_ip(pod: dict[str, Any]) -> str:
-    status = pod.get("status") or {}
-    return str(status.get("podIP") or "") if status.get("phase") == "Running" else ""
-
-
-def has_ip(pod: dict[str, Any]) -> bool:
-    return bool(running_ip(pod))
 
 
 async def test_a_pod_gets_its_address_from_the_plugins_hostport_and_gives_it_back(

@@ -22,6 +22,7 @@ from tests.integration.test_pods_dns import CLUSTER_DNS, ClusterDNSHarness, reso
 from tests.integration.test_runtime_docker import http_get
 from tests.support.manifests import sh
 from tests.support.planes import Plane
+from tests.support.pod_status import has_ip, running_ip
 from tests.support.polling import eventually
 from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
@@ -50,15 +51,6 @@ async def give_pod_cidr(harness: ProviderHarness, node_name: str, cidr: str) -> 
         lambda: (agent.node_object().get("spec") or {}).get("podCIDR"), what="the provider to see the podCIDR"
     )
     return seen
-
-
-def running_ip(pod: dict[str, Any]) -> str:
-    status = pod.get("status") or {}
-    return str(status.get("podIP") or "") if status.get("phase") == "Running" else ""
-
-
-def has_ip(pod: dict[str, Any]) -> bool:
-    return bool(running_ip(pod))
 
 
 async def test_pods_get_addresses_from_the_pod_cidr_their_resolv_conf_and_hostports(

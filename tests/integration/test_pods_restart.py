@@ -37,9 +37,7 @@ async def no_containers_left(docker_client: Any, uid: str) -> bool:
 async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    try:
+    async with ProviderHarness.sandbox_only(node_name, tmp_path, plane=plane) as harness:
         harness.start_provider_process()
         names = [f"keep-{i}" for i in range(9)]
         for name in names:
@@ -84,16 +82,12 @@ async def test_kill_9_then_restart_adopts_running_pods_and_removes_deleted_ones(
         assert len(ran) == 1, "a completed pod's containers are never re-run"
         after_done = await harness.get("done")
         assert after_done is not None and phase(after_done) == "Succeeded"
-    finally:
-        await harness.close()
 
 
 async def test_sigterm_stops_the_provider_cleanly_and_leaves_pods_running(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    try:
+    async with ProviderHarness.sandbox_only(node_name, tmp_path, plane=plane) as harness:
         harness.start_provider_process()
         await harness.create(harness.manifest("survivor", [sh("main", "sleep 3600")]))
         pod = await harness.wait_for("survivor", lambda p: phase(p) == "Running", within=90)
@@ -106,5 +100,3 @@ async def test_sigterm_stops_the_provider_cleanly_and_leaves_pods_running(
         assert code == 0, harness.provider_log()
         assert docker_client.containers.get(container_id).status == "running"
         assert "provider stopped" in harness.provider_log()
-    finally:
-        await harness.close()

@@ -8,7 +8,6 @@ proxy refuses loopback ones.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from prometheus_client.metrics_core import Metric
 
 from tests.support.images import BUSYBOX_IMAGE
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
 from tests.support.manifests import sh
 from tests.support.metrics import families, total
 from tests.support.planes import EmulatorPlane, RealPlane
@@ -30,19 +29,7 @@ pytestmark = pytest.mark.docker
 
 
 async def get_raw(harness: ProviderHarness, path: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        str(KUBECTL),
-        "--kubeconfig",
-        str(harness.kubeconfig),
-        "get",
-        "--raw",
-        path,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await run_kubectl(harness.kubeconfig, "get", "--raw", path)
 
 
 def metrics_path(harness: ProviderHarness) -> str:

@@ -6,7 +6,6 @@ import asyncio
 import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +50,6 @@ def make_pod(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[s
 
 def container(name: str, *command: str, **fields: Any) -> dict[str, Any]:
     return {"name": name, "image": BUSYBOX_IMAGE, "command": list(command), **fields}
-
-
-@pytest.fixture
-async def runtime(
-    node_name: str, test_images: dict[str, str], tmp_path: Path
-) -> AsyncIterator[DockerRuntime]:
-    config = DockerConfig(sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path))
-    rt = DockerRuntime(config, node_name)
-    await rt.start()
-    yield rt
-    for uid in await rt.list_pods():
-        await rt.remove_pod(uid)
-    await rt.close()
 
 
 async def start(

@@ -7,7 +7,6 @@ local is refused; a body needs a type the API decodes; more than 3 MiB is a 413 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 import yaml
 from multidict import CIMultiDictProxy
 
-from tests.support.kubectl import KUBECTL
+from tests.support.kubectl import run_kubectl
 from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox, tls_session
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -139,21 +138,10 @@ async def test_the_kubeconfig_carries_the_token_kubectl_sends(
     token_file = tmp_path / "sandbox" / "admin.token"
     assert token_file.read_text() == sandbox.admin_token
     assert token_file.stat().st_mode & 0o077 == 0
-    proc = await asyncio.create_subprocess_exec(
-        str(KUBECTL),
-        "--kubeconfig",
-        str(sandbox.kubeconfig),
-        "get",
-        "namespaces",
-        "-o",
-        "name",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={"HOME": str(tmp_path), "KUBECACHEDIR": str(tmp_path / "cache")},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err.decode()
-    assert "namespace/kube-system" in out.decode().split()
+    env = {"HOME": str(tmp_path), "KUBECACHEDIR": str(tmp_path / "cache")}
+    code, out, err = await run_kubectl(sandbox.kubeconfig, "get", "namespaces", "-o", "name", env=env)
+    assert code == 0, err
+    assert "namespace/kube-system" in out.split()
 
 
 async def test_the_token_survives_a_restart_on_the_same_state(tmp_path: Path) -> None:

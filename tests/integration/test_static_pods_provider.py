@@ -55,6 +55,14 @@ def write(path: Path, manifest: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def static_dir_holding(workdir: Path, name: str) -> Path:
+    """A new static pod directory `workdir/manifests` holding the static pod `name` (sleep 3600)."""
+    static_dir = workdir / "manifests"
+    static_dir.mkdir()
+    write(static_dir / f"{name}.yaml", static_manifest(name, ["sleep", "3600"]))
+    return static_dir
+
+
 def running_app_containers(docker_client: Any, node: str, pod_name: str) -> list[Any]:
     labels = [
         f"io.vk-provider.node={node}",
@@ -122,16 +130,25 @@ async def test_dropped_manifest_runs_and_is_mirrored_with_annotations_and_node_o
         assert container.labels["io.vk-provider.pod.uid"] == annotations[HASH]
 
 
+@contextlib.asynccontextmanager
+async def running_static_web(
+    plane: Plane, node_name: str, workdir: Path, docker_client: Any
+) -> AsyncIterator[tuple[ProviderHarness, Any, dict[str, Any]]]:
+    """A provider started with the static pod `web` (sleep 3600) already in its directory: the
+    harness, the pod's running app container and its Running mirror pod."""
+    static_dir = static_dir_holding(workdir, "web")
+    mirror_name = f"web-{node_name.lower()}"
+    async with ProviderHarness.running(node_name, workdir, static_dir=static_dir, plane=plane) as harness:
+        container = await one_running_container(docker_client, node_name, mirror_name)
+        mirror = await harness.wait_for(mirror_name, running_with(container.id), within=60)
+        yield harness, container, mirror
+
+
 async def test_deleted_mirror_comes_back_and_the_container_keeps_running(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
-    mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
-        before = await one_running_container(docker_client, node_name, mirror_name)
-        first = await harness.wait_for(mirror_name, running_with(before.id), within=60)
+    async with running_static_web(plane, node_name, tmp_path, docker_client) as (harness, before, first):
+        mirror_name = first["metadata"]["name"]
 
         # As `kubectl delete pod` sends it: the pod's default grace period, background propagation.
         await harness.api.delete(
@@ -231,9 +248,7 @@ async def apiserver_down_at_start(
 async def test_provider_started_with_the_apiserver_down_runs_static_pods_and_mirrors_them_later(
     node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
+    static_dir = static_dir_holding(tmp_path, "web")
     mirror_name = f"web-{node_name.lower()}"
     async with apiserver_down_at_start(node_name, tmp_path, static_dir) as harness:
         container = await one_running_container(docker_client, node_name, mirror_name)
@@ -312,9 +327,7 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="vk_provider.static")
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    write(static_dir / "good.yaml", static_manifest("good", ["sleep", "3600"]))
+    static_dir = static_dir_holding(tmp_path, "good")
     good_name = f"good-{node_name.lower()}"
     for name in list(BAD_FILES)[: len(BAD_FILES) // 2]:  # half are there when the provider starts
         make_bad_file(static_dir, name)
@@ -363,9 +376,7 @@ async def test_bad_files_are_reported_while_a_good_static_pod_keeps_running_and_
 async def test_bad_file_found_while_the_apiserver_is_down_is_reported_once_it_is_up(
     node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    write(static_dir / "good.yaml", static_manifest("good", ["sleep", "3600"]))
+    static_dir = static_dir_holding(tmp_path, "good")
     make_bad_file(static_dir, "malformed.yaml")
     async with apiserver_down_at_start(node_name, tmp_path, static_dir) as harness:
         await one_running_container(docker_client, node_name, f"good-{node_name.lower()}")
@@ -378,14 +389,8 @@ async def test_bad_file_found_while_the_apiserver_is_down_is_reported_once_it_is
 async def test_a_provider_restart_keeps_the_static_pods_container_and_mirror(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    static_dir = tmp_path / "manifests"
-    static_dir.mkdir()
-    write(static_dir / "web.yaml", static_manifest("web", ["sleep", "3600"]))
-    mirror_name = f"web-{node_name.lower()}"
-    async with ProviderHarness.running(node_name, tmp_path, static_dir=static_dir, plane=plane) as harness:
-        before = await one_running_container(docker_client, node_name, mirror_name)
-        mirror = await harness.wait_for(mirror_name, running_with(before.id), within=60)
-
+    async with running_static_web(plane, node_name, tmp_path, docker_client) as (harness, before, mirror):
+        mirror_name = mirror["metadata"]["name"]
         await harness.stop_provider()
         assert [c.id for c in running_app_containers(docker_client, node_name, mirror_name)] == [before.id]
         await harness.start_provider()

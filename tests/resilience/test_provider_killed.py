@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.support.containers import labelled
-from tests.support.convergence import PodHistory, docker_disagreements, pod_deletes
+from tests.support.convergence import docker_disagreements, pod_deletes, watched_sandbox
 from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase
@@ -117,10 +117,7 @@ def duplicates(docker_client: Any, node: str, pods: list[dict[str, Any]]) -> lis
 async def test_provider_killed_mid_burst_and_mid_deletion_loses_and_duplicates_nothing(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    history = PodHistory(harness.api, node_name)
-    try:
+    async with watched_sandbox(node_name, tmp_path, plane) as (harness, history):
         await history.start()
         deletes_before = await pod_deletes(plane, harness.api)
         harness.start_provider_process()
@@ -191,6 +188,3 @@ async def test_provider_killed_mid_burst_and_mid_deletion_loses_and_duplicates_n
             f" final_deletes={final_deletes} transitions={history.transitions()} relists={history.relists}"
             f" lost=0 duplicated=0 backwards={len(backwards)}"
         )
-    finally:
-        await history.stop()
-        await harness.close()

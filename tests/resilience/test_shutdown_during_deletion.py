@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 
 from tests.support.containers import labelled
-from tests.support.convergence import PodHistory, pod_deletes
+from tests.support.convergence import PodHistory, pod_deletes, watched_sandbox
 from tests.support.manifests import pod, sh
 from tests.support.planes import Plane
 from tests.support.polling import eventually
-from tests.support.provider_harness import REPO, ProviderHarness
+from tests.support.provider_harness import REPO
 from tests.support.sandbox_process import remove_node_containers, start_sandbox, stop_sandbox
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import KubeClient, make_kube_client
@@ -170,48 +170,47 @@ def clean(config: Path) -> subprocess.CompletedProcess[str]:
 async def test_cordoning_provider_stopped_during_a_mass_deletion_then_clean_leaves_nothing(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    history = PodHistory(harness.api, node_name)
     try:
-        harness.start_provider_process({"node": {"cordonOnShutdown": True}})
-        await create_doomed_pods(harness.api, node_name)
-        await all_running(harness.api, node_name)
-        await history.start()
-        deletes_before = await pod_deletes(plane, harness.api)
-        gone = await delete_all_and_wait_for_the_slow_ones_going(harness.api, node_name)
+        async with watched_sandbox(node_name, tmp_path, plane) as (harness, history):
+            harness.start_provider_process({"node": {"cordonOnShutdown": True}})
+            await create_doomed_pods(harness.api, node_name)
+            await all_running(harness.api, node_name)
+            await history.start()
+            deletes_before = await pod_deletes(plane, harness.api)
+            gone = await delete_all_and_wait_for_the_slow_ones_going(harness.api, node_name)
 
-        process = harness.process
-        assert process is not None
-        stopped = time.monotonic()
-        process.terminate()
-        code = await asyncio.to_thread(process.wait, 120)
-        stop_seconds = time.monotonic() - stopped
-        harness.process = None
-        assert code == 0, harness.provider_log()[-3000:]
+            process = harness.process
+            assert process is not None
+            stopped = time.monotonic()
+            process.terminate()
+            code = await asyncio.to_thread(process.wait, 120)
+            stop_seconds = time.monotonic() - stopped
+            harness.process = None
+            assert code == 0, harness.provider_log()[-3000:]
 
-        node = await harness.api.get(f"/api/v1/nodes/{node_name}")
-        assert node["spec"].get("unschedulable") is True, "node.cordonOnShutdown cordons the Node"
-        remaining = await node_pods(harness.api, node_name)
-        assert all(p["metadata"].get("deletionTimestamp") for p in remaining), "only terminating pods stay"
-        final_deletes = await pod_deletes(plane, harness.api) - deletes_before - PODS
-        assert final_deletes == PODS - len(remaining), (
-            f"{PODS - len(remaining)} pods gone, {final_deletes} final DELETEs from the provider"
-        )
+            node = await harness.api.get(f"/api/v1/nodes/{node_name}")
+            assert node["spec"].get("unschedulable") is True, "node.cordonOnShutdown cordons the Node"
+            remaining = await node_pods(harness.api, node_name)
+            assert all(p["metadata"].get("deletionTimestamp") for p in remaining), (
+                "only terminating pods stay"
+            )
+            final_deletes = await pod_deletes(plane, harness.api) - deletes_before - PODS
+            assert final_deletes == PODS - len(remaining), (
+                f"{PODS - len(remaining)} pods gone, {final_deletes} final DELETEs from the provider"
+            )
 
-        done = await asyncio.to_thread(clean, harness.workdir / "provider.yaml")
-        assert done.returncode == 0, done.stdout + done.stderr
-        left = leftovers(docker_client, node_name)
-        assert left == [], f"vk-provider clean left {len(left)} object(s) of the node: {left}"
-        assert pod_files(harness.workdir / "state", node_name) == [], "clean removes the pods' files"
-        await history.stop()
-        assert history.backwards() == []
-        print(
-            f"RESILIENCE shutdown-provider plane={plane.kind} pods={PODS} deleted_before_stop={gone} "
-            f"terminating_at_clean={len(remaining)} faults=1 stop_s={stop_seconds:.1f} "
-            f"final_deletes={final_deletes} cordoned=1 left_containers=0 left_volumes=0 lost=0 duplicated=0"
-        )
+            done = await asyncio.to_thread(clean, harness.workdir / "provider.yaml")
+            assert done.returncode == 0, done.stdout + done.stderr
+            left = leftovers(docker_client, node_name)
+            assert left == [], f"vk-provider clean left {len(left)} object(s) of the node: {left}"
+            assert pod_files(harness.workdir / "state", node_name) == [], "clean removes the pods' files"
+            await history.stop()
+            assert history.backwards() == []
+            print(
+                f"RESILIENCE shutdown-provider plane={plane.kind} pods={PODS} deleted_before_stop={gone} "
+                f"terminating_at_clean={len(remaining)} faults=1 stop_s={stop_seconds:.1f} "
+                f"final_deletes={final_deletes} cordoned=1 left_containers=0 left_volumes=0"
+                " lost=0 duplicated=0"
+            )
     finally:
-        await history.stop()
-        await harness.close()
         remove_node_volumes(docker_client, node_name)

@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.support.convergence import PodHistory, docker_disagreements, pod_deletes
+from tests.support.convergence import PodHistory, docker_disagreements, pod_deletes, watched_sandbox
 from tests.support.manifests import sh
 from tests.support.planes import Plane, RealPlane
 from tests.support.pod_status import condition, container_status, phase
@@ -176,56 +176,52 @@ def provider_requests(
 async def test_watches_dropped_every_few_seconds_lose_no_pod_and_no_status(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    history = PodHistory(harness.api, node_name)
-    node_pods = NodePods(harness)
-    stop = asyncio.Event()
-    dropper: asyncio.Task[int] | None = None
-    try:
-        await harness.start_provider()
-        await history.start()
-        debug = harness.server.debug
-        assert debug is not None
-        before: Counter[str] = Counter((await harness.counters())["requests"])
-        began = time.monotonic()
-        dropper = asyncio.create_task(drop_watches(debug, stop))
-        names = await create_burst(harness)
-        pods = await all_running(node_pods, docker_client, names)
-        up = time.monotonic() - began
-        began = time.monotonic()
-        final_deletes = await delete_all(node_pods, plane, docker_client, names)
-        down = time.monotonic() - began
-        stop.set()
-        drops = await dropper
-        dropper = None
-        await history.stop()
-        counts: Counter[str] = Counter((await harness.counters())["requests"])
-        counts.subtract(before)
+    async with watched_sandbox(node_name, tmp_path, plane) as (harness, history):
+        node_pods = NodePods(harness)
+        stop = asyncio.Event()
+        dropper: asyncio.Task[int] | None = None
+        try:
+            await harness.start_provider()
+            await history.start()
+            debug = harness.server.debug
+            assert debug is not None
+            before: Counter[str] = Counter((await harness.counters())["requests"])
+            began = time.monotonic()
+            dropper = asyncio.create_task(drop_watches(debug, stop))
+            names = await create_burst(harness)
+            pods = await all_running(node_pods, docker_client, names)
+            up = time.monotonic() - began
+            began = time.monotonic()
+            final_deletes = await delete_all(node_pods, plane, docker_client, names)
+            down = time.monotonic() - began
+            stop.set()
+            drops = await dropper
+            dropper = None
+            await history.stop()
+            counts: Counter[str] = Counter((await harness.counters())["requests"])
+            counts.subtract(before)
 
-        check_history(history, pods, final_deletes)
-        requests = provider_requests(counts, history, node_pods)
-        bound = PER_DROP * (drops + 1)
-        tight = {kind: n for kind, n in requests.items() if sum(n) > bound}
-        assert not tight, f"(lists, watches) {tight} after {drops} drops: a tight loop"
-        # Every collection was made to relist by a 410 at least once. Not more: a resume that
-        # comes later than EXPIRED_FOR after a drop (a busy event loop in a fast burst) finds
-        # no fault and rightly resumes from its resourceVersion, without a list.
-        assert all(lists >= 1 for lists, _ in requests.values()), (
-            f"a 410 with no relist: {requests}, {drops} drops"
-        )
-        print(
-            f"RESILIENCE watch-drops plane=emulator pods={BURST} drops={drops} "
-            f"running_after_s={up:.1f} deleted_after_s={down:.1f} "
-            f"provider_lists_watches={requests} transitions={history.transitions()} "
-            f"lost=0 duplicated=0 backwards=0 final_deletes={BURST}"
-        )
-    finally:
-        stop.set()
-        if dropper is not None:
-            await dropper
-        await history.stop()
-        await harness.close()
+            check_history(history, pods, final_deletes)
+            requests = provider_requests(counts, history, node_pods)
+            bound = PER_DROP * (drops + 1)
+            tight = {kind: n for kind, n in requests.items() if sum(n) > bound}
+            assert not tight, f"(lists, watches) {tight} after {drops} drops: a tight loop"
+            # Every collection was made to relist by a 410 at least once. Not more: a resume that
+            # comes later than EXPIRED_FOR after a drop (a busy event loop in a fast burst) finds
+            # no fault and rightly resumes from its resourceVersion, without a list.
+            assert all(lists >= 1 for lists, _ in requests.values()), (
+                f"a 410 with no relist: {requests}, {drops} drops"
+            )
+            print(
+                f"RESILIENCE watch-drops plane=emulator pods={BURST} drops={drops} "
+                f"running_after_s={up:.1f} deleted_after_s={down:.1f} "
+                f"provider_lists_watches={requests} transitions={history.transitions()} "
+                f"lost=0 duplicated=0 backwards=0 final_deletes={BURST}"
+            )
+        finally:
+            stop.set()
+            if dropper is not None:
+                await dropper
 
 
 async def apiserver_ready(plane: RealPlane) -> bool:
@@ -255,11 +251,8 @@ async def test_the_apiserver_killed_in_a_burst_comes_back_and_no_pod_or_status_i
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     assert isinstance(plane, RealPlane)
-    harness = ProviderHarness(node_name, tmp_path, plane=plane)
-    await harness.start_sandbox()
-    history = PodHistory(harness.api, node_name)
-    node_pods = NodePods(harness)
-    try:
+    async with watched_sandbox(node_name, tmp_path, plane) as (harness, history):
+        node_pods = NodePods(harness)
         await harness.start_provider()
         await history.start()
         began = time.monotonic()
@@ -284,6 +277,3 @@ async def test_the_apiserver_killed_in_a_burst_comes_back_and_no_pod_or_status_i
             f"deleted_after_s={down:.1f} transitions={history.transitions()} relists_seen={history.relists} "
             f"lost=0 duplicated=0 backwards=0 final_deletes={final_deletes}"
         )
-    finally:
-        await history.stop()
-        await harness.close()

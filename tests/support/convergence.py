@@ -3,11 +3,13 @@
 What lives here: `PodHistory`, a watch on one node's pods for the whole test that keeps every
 status it saw (resuming from the last resourceVersion when the server ends the stream, and
 relisting when the stream breaks or expires, so a fault on the apiserver does not end it) and
-names every transition that went backwards; `docker_disagreements`, the differences
-between the pods the API holds and the containers the engine holds; `pod_deletes`, the count of
-pod DELETE requests the control plane has answered (the emulator's request counters, or the
-real kube-apiserver's `apiserver_request_total`), from which a test subtracts its own to get
-the provider's final DELETEs. Must not: reach into the provider, or change anything it checks.
+names every transition that went backwards (`watched_sandbox`: the sandbox without a provider
+and a PodHistory of the node, not yet started, both stopped afterwards); `docker_disagreements`,
+the differences between the pods the API holds and the containers the engine holds;
+`pod_deletes`, the count of pod DELETE requests the control plane has answered (the emulator's
+request counters, or the real kube-apiserver's `apiserver_request_total`), from which a test
+subtracts its own to get the provider's final DELETEs.
+Must not: reach into the provider, or change anything it checks.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import asyncio
 import contextlib
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.support.containers import labelled
 from tests.support.planes import EmulatorPlane, Plane, RealPlane
+from tests.support.provider_harness import ProviderHarness
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import KubeClient
 
@@ -147,6 +151,20 @@ class PodHistory:
 
     def transitions(self) -> int:
         return sum(max(len(seen.statuses) - 1, 0) for seen in self._seen.values())
+
+
+@contextlib.asynccontextmanager
+async def watched_sandbox(
+    node_name: str, workdir: Path, plane: Plane
+) -> AsyncIterator[tuple[ProviderHarness, PodHistory]]:
+    """The sandbox without a provider and a PodHistory of the node's pods (the test starts both
+    when it wants); the history is stopped, then the sandbox, afterwards."""
+    async with ProviderHarness.sandbox_only(node_name, workdir, plane=plane) as harness:
+        history = PodHistory(harness.api, node_name)
+        try:
+            yield harness, history
+        finally:
+            await history.stop()
 
 
 def docker_disagreements(docker_client: Any, node: str, pods: Iterable[dict[str, Any]]) -> list[str]:

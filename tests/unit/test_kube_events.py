@@ -95,15 +95,24 @@ async def test_repeats_are_aggregated_on_one_event() -> None:
     assert all(name.split("/")[-1].startswith("web.") for name in store.events)
 
 
+async def posted_node_event(
+    store: MemoryEvents, type_: str, reason: str, message: str, *, retry_seconds: float, within: float
+) -> EventRecorder:
+    """A started recorder once it has posted this Event of the node to `store`, retries and all."""
+    recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=retry_seconds)
+    await recorder.start()
+    recorder.event(NODE, type_, reason, message)
+    await eventually(lambda: store.events, within=within, interval=0.05, what="the event posted")
+    return recorder
+
+
 async def test_deleted_event_is_recreated_and_transient_errors_retried() -> None:
     store = MemoryEvents(fail_first=1)
-    recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.05)
-    await recorder.start()
-    recorder.event(NODE, "Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
-    await eventually(lambda: store.events, within=5, interval=0.05, what="the event posted")
+    registered = ("Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
+    recorder = await posted_node_event(store, *registered, retry_seconds=0.05, within=5)
     assert len(store.events) == 1
     store.events.clear()  # expired by the apiserver's TTL
-    recorder.event(NODE, "Normal", "RegisteredNode", "Node vk-1 event: Registered Node vk-1")
+    recorder.event(NODE, *registered)
     await recorder.stop()
     assert store.calls == ["POST", "POST", "PATCH", "POST"]
     assert len(store.events) == 1
@@ -112,10 +121,8 @@ async def test_deleted_event_is_recreated_and_transient_errors_retried() -> None
 async def test_an_event_outlives_an_apiserver_outage_of_several_tries() -> None:
     """Like client-go's recorder, an Event is tried up to 12 times before it is given up."""
     store = MemoryEvents(fail_first=8)
-    recorder = EventRecorder(cast(KubeClient, store), "vk-1", retry_seconds=0.01)
-    await recorder.start()
-    recorder.event(NODE, "Warning", "FailedStaticPodManifest", "/etc/m/x.yaml: bad")
-    await eventually(lambda: store.events, within=10, interval=0.05, what="the event posted")
+    failed = ("Warning", "FailedStaticPodManifest", "/etc/m/x.yaml: bad")
+    recorder = await posted_node_event(store, *failed, retry_seconds=0.01, within=10)
     await recorder.stop()
     assert len(store.events) == 1
     assert store.calls == ["POST"] * 9

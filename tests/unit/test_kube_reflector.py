@@ -20,6 +20,15 @@ def pod(name: str, rv: str, uid: str | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "uid": uid or f"uid-{name}"}}
 
 
+def pod_list(resource_version: str, *items: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "PodList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": resource_version},
+        "items": list(items),
+    }
+
+
 class ScriptedClient:
     """Answers list calls and watch calls from queues; records the params it got."""
 
@@ -54,24 +63,9 @@ async def test_list_watch_resume_bookmark_and_relist_on_410(monkeypatch: pytest.
     monkeypatch.setattr(reflector_module, "MIN_BACKOFF", 0.01)  # the relists' pacing, shortened
     client = ScriptedClient(
         lists=[
-            {
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": "10"},
-                "items": [pod("a", "9")],
-            },
-            {
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": "20"},
-                "items": [pod("a", "16"), pod("c", "17")],
-            },
-            {
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": "30"},
-                "items": [pod("c", "17")],
-            },
+            pod_list("10", pod("a", "9")),
+            pod_list("20", pod("a", "16"), pod("c", "17")),
+            pod_list("30", pod("c", "17")),
         ],
         watches=[
             [
@@ -135,18 +129,8 @@ async def test_list_watch_resume_bookmark_and_relist_on_410(monkeypatch: pytest.
 async def test_restart_after_stop_relists_and_reports_only_differences() -> None:
     client = ScriptedClient(
         lists=[
-            {
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": "5"},
-                "items": [pod("a", "5")],
-            },
-            {
-                "kind": "PodList",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": "6"},
-                "items": [pod("a", "5")],
-            },
+            pod_list("5", pod("a", "5")),
+            pod_list("6", pod("a", "5")),
         ],
         watches=[],
     )
@@ -181,7 +165,7 @@ async def relist_delays(monkeypatch: pytest.MonkeyPatch, lists: int, watches: li
         return 0.0
 
     monkeypatch.setattr(reflector_module, "backoff_delay", step)
-    answer = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
+    answer = pod_list("5")
     scripted = len(watches)
     client = ScriptedClient(lists=[answer] * lists, watches=watches)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from tests.support.clocks import ManualClock
 from tests.support.metrics import families
 from vk_provider.kubeletapi.cadvisor import cadvisor_metrics
 from vk_provider.kubeletapi.readiness import FRESH_SECONDS, Check, Readiness, report
@@ -65,15 +66,9 @@ class Engine:
         return [ContainerStats(2_500_000_000, 3000, 2000, 1000) for _ in container_ids]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def readiness(engine: Engine, metrics: ProviderMetrics, clock: Clock, registered: list[bool]) -> Readiness:
+def readiness(
+    engine: Engine, metrics: ProviderMetrics, clock: ManualClock, registered: list[bool]
+) -> Readiness:
     async def ask() -> object:
         metrics.rest_client_requests.labels("GET", "200").inc()
         return {}
@@ -82,14 +77,14 @@ def readiness(engine: Engine, metrics: ProviderMetrics, clock: Clock, registered
 
 
 async def test_readyz_passes_when_engine_apiserver_and_node_do() -> None:
-    metrics, clock, engine = ProviderMetrics(), Clock(), Engine()
+    metrics, clock, engine = ProviderMetrics(), ManualClock(), Engine()
     checks = await readiness(engine, metrics, clock, [True]).checks()
     assert checks == [Check("engine", None), Check("apiserver", None), Check("node", None)]
     assert report(checks, verbose=False) == (200, "ok")
 
 
 async def test_readyz_fails_naming_each_check_that_fails_without_its_reason() -> None:
-    metrics, clock, engine = ProviderMetrics(), Clock(), Engine()
+    metrics, clock, engine = ProviderMetrics(), ManualClock(), Engine()
     engine.down = True
     checks = await readiness(engine, metrics, clock, [False]).checks()
     assert [c.name for c in checks if c.failure] == ["engine", "node"]
@@ -103,7 +98,7 @@ async def test_readyz_fails_naming_each_check_that_fails_without_its_reason() ->
 
 
 async def test_an_apiserver_that_stopped_answering_fails_readyz_after_the_fresh_window() -> None:
-    metrics, clock, engine = ProviderMetrics(), Clock(), Engine()
+    metrics, clock, engine = ProviderMetrics(), ManualClock(), Engine()
 
     async def no_answer() -> object:
         metrics.rest_client_requests.labels("GET", "<error>").inc()
@@ -122,7 +117,7 @@ async def test_an_apiserver_that_stopped_answering_fails_readyz_after_the_fresh_
 
 
 async def test_a_quiet_provider_asks_the_apiserver_itself() -> None:
-    metrics, clock, engine = ProviderMetrics(), Clock(), Engine()
+    metrics, clock, engine = ProviderMetrics(), ManualClock(), Engine()
     ready = readiness(engine, metrics, clock, [True])
     clock.now += 10 * FRESH_SECONDS
     assert (await ready.checks())[1].failure is None
@@ -130,7 +125,7 @@ async def test_a_quiet_provider_asks_the_apiserver_itself() -> None:
 
 
 async def test_scrapes_within_the_interval_share_one_stats_pass() -> None:
-    engine, clock = Engine(), Clock()
+    engine, clock = Engine(), ManualClock()
     stats = StatsCollector(cast(Runtime, engine), "node-a", interval=5.0, clock=clock)
     first = await stats.sample()
     await stats.summary()

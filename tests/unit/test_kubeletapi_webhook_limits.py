@@ -1,6 +1,6 @@
 """WebhookAuth under a flood (issue 13, item 5): bounded caches, expiry, and a budget for failing reviews.
 
-The clock is injected (a list the test advances); nothing sleeps.
+The clock is injected (a ManualClock the test advances); nothing sleeps.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.clocks import ManualClock
 from vk_provider.kubeletapi import webhook
 from vk_provider.kubeletapi.webhook import User, WebhookAuth
 
@@ -36,14 +37,6 @@ class Reviews:
         return {"status": {"allowed": True}}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_bounds_are_the_upstream_values() -> None:
     assert webhook.CACHE_SIZE == 8192  # plugin/pkg/authorizer/webhook: NewLRUExpireCache(8192)
     assert (webhook.TOKEN_TTL, webhook.UNAUTHENTICATED_TTL) == (120.0, 120.0)  # kubelet cacheTTL 2m
@@ -55,7 +48,7 @@ async def test_3000_junk_tokens_cost_a_bounded_number_of_reviews_and_entries(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="vk_provider.kubeletapi.webhook")
-    clock, reviews = Clock(), Reviews()
+    clock, reviews = ManualClock(), Reviews()
     auth = WebhookAuth(reviews, "node-a", clock=clock)
     for i in range(3000):
         assert await auth.authenticate_token(f"junk-{i}") is None
@@ -75,7 +68,7 @@ async def test_3000_junk_tokens_cost_a_bounded_number_of_reviews_and_entries(
 
 
 async def test_the_caches_never_hold_more_than_their_size() -> None:
-    clock, reviews = Clock(), Reviews()
+    clock, reviews = ManualClock(), Reviews()
     unlimited = webhook.ReviewBudget(rate=1e9, burst=10**9, clock=clock)
     auth = WebhookAuth(reviews, "node-a", clock=clock, cache_size=100, failed_reviews=unlimited)
     for i in range(3000):
@@ -88,7 +81,7 @@ async def test_the_caches_never_hold_more_than_their_size() -> None:
 
 
 async def test_expired_entries_are_dropped() -> None:
-    clock, reviews = Clock(), Reviews({"good": ALICE})
+    clock, reviews = ManualClock(), Reviews({"good": ALICE})
     auth = WebhookAuth(reviews, "node-a", clock=clock)
     alice = await auth.authenticate_token("good")
     for i in range(10):
@@ -110,7 +103,7 @@ async def test_expired_entries_are_dropped() -> None:
 
 
 async def test_a_good_token_keeps_working_while_junk_floods() -> None:
-    clock, reviews = Clock(), Reviews({"good": ALICE, "late": {"username": "late"}})
+    clock, reviews = ManualClock(), Reviews({"good": ALICE, "late": {"username": "late"}})
     auth = WebhookAuth(reviews, "node-a", clock=clock)
     alice = await auth.authenticate_token("good")
     assert alice is not None
@@ -127,7 +120,7 @@ async def test_a_good_token_keeps_working_while_junk_floods() -> None:
 
 
 async def test_good_tokens_do_not_spend_the_failure_budget() -> None:
-    clock = Clock()
+    clock = ManualClock()
     users = {f"sa-{i}": {"username": f"sa-{i}"} for i in range(500)}
     reviews = Reviews(users)
     auth = WebhookAuth(reviews, "node-a", clock=clock)
@@ -138,7 +131,7 @@ async def test_good_tokens_do_not_spend_the_failure_budget() -> None:
 
 
 async def test_api_errors_are_not_cached_and_spend_the_budget() -> None:
-    clock, reviews = Clock(), Reviews({"good": ALICE})
+    clock, reviews = ManualClock(), Reviews({"good": ALICE})
     auth = WebhookAuth(reviews, "node-a", clock=clock)
     reviews.fail = True
     for _ in range(webhook.FAILED_REVIEWS_BURST):
@@ -159,7 +152,7 @@ def test_the_token_cache_holds_no_token() -> None:
 
 
 def test_expiring_lru_evicts_the_least_recently_used() -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache: webhook.ExpiringLRU[str, int] = webhook.ExpiringLRU(2, clock)
     cache.set("a", 1, 10)
     cache.set("b", 2, 10)

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
+from tests.support.clocks import ManualClock
 from vk_provider.pods.backoff import Backoff, container_key, crash_loop_message, go_duration
 from vk_provider.pods.grace import effective_grace_period, stop_timeout_after_prestop
 
 POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_backoff_doubles_to_max_and_resets_after_ten_minutes() -> None:
-    clock = Clock()
+    clock = ManualClock()
     b = Backoff(clock=clock)
     key = container_key(POD, "c")
     delays = []
@@ -34,7 +27,7 @@ def test_a_capped_crash_loop_stays_capped_through_gc() -> None:
     """The upstream "should cap back-off at MaxContainerBackOff" spec: a container that runs
     5 s and fails, restarted after each back-off, sees 300 s again and again, with the
     periodic gc running in between (it once dropped the entry: 10 s after a capped delay)."""
-    clock = Clock()
+    clock = ManualClock()
     b = Backoff(clock=clock)
     key = container_key(POD, "c")
     delays = []
@@ -49,7 +42,7 @@ def test_a_capped_crash_loop_stays_capped_through_gc() -> None:
 
 
 def test_remaining_counts_from_the_event_time() -> None:
-    clock = Clock()
+    clock = ManualClock()
     b = Backoff(clock=clock)
     key = container_key(POD, "c")
     assert b.remaining(key, clock.now) == 0
@@ -61,7 +54,7 @@ def test_remaining_counts_from_the_event_time() -> None:
 
 
 def test_gc_drops_only_entries_not_updated_for_twice_the_maximum() -> None:
-    clock = Clock()
+    clock = ManualClock()
     b = Backoff(clock=clock)
     old, fresh = container_key(POD, "old"), container_key(POD, "fresh")
     b.next(old, clock.now)

@@ -8,20 +8,21 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_common.expansion import expand
 from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.runtime.types import ContainerConfigError
 
-POD: dict[str, Any] = {
-    "metadata": {
-        "name": "web",
-        "namespace": "ns1",
-        "uid": "u-1",
-        "labels": {"app": "web", "tier": "front"},
-        "annotations": {"note": "hi"},
-    },
-    "spec": {"nodeName": "vk-1", "serviceAccountName": "sa", "containers": []},
-}
+POD = manifests.pod(
+    "web",
+    [],
+    namespace="ns1",
+    uid="u-1",
+    labels={"app": "web", "tier": "front"},
+    annotations={"note": "hi"},
+    nodeName="vk-1",
+    serviceAccountName="sa",
+)
 OBJECTS: dict[tuple[str, str, str], dict[str, Any]] = {
     ("configmap", "ns1", "cfg"): {"data": {"color": "blue", "size": "L", "bad-key!": "x", "1x": "y"}},
     ("secret", "ns1", "sec"): {"data": {"password": base64.b64encode(b"s3cret").decode()}},

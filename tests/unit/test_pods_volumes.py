@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from tests.support.launches import launch
 from vk_provider.pods.volumes import (
     Fetched,
@@ -26,22 +26,24 @@ def b64(text: str | bytes) -> str:
     return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
 
 
-def make_pod(volumes: list[dict[str, Any]], **spec_fields: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": "web",
-            "namespace": "ns",
-            "uid": "u1",
-            "labels": {"app": "web", "tier": "front"},
-            "annotations": {"note": "hi"},
-        },
-        "spec": {
-            "serviceAccountName": "robot",
-            "containers": [{"name": "main", "image": "b", "resources": {"limits": {"memory": "64Mi"}}}],
-            "volumes": volumes,
-            **spec_fields,
-        },
-    }
+MAIN = {"name": "main", "image": "b", "resources": {"limits": {"memory": "64Mi"}}}
+
+
+def make_pod(
+    volumes: list[dict[str, Any]], containers: list[dict[str, Any]] | None = None, **spec_fields: Any
+) -> dict[str, Any]:
+    """The pod `web` (labelled, annotated; one container of 64Mi unless told) with these volumes."""
+    return manifests.pod(
+        "web",
+        containers if containers is not None else [MAIN],
+        namespace="ns",
+        uid="u1",
+        labels={"app": "web", "tier": "front"},
+        annotations={"note": "hi"},
+        serviceAccountName="robot",
+        volumes=volumes,
+        **spec_fields,
+    )
 
 
 CM = {"data": {"a": "alpha", "b": "beta"}, "binaryData": {"bin": b64(b"\x00\x01")}}

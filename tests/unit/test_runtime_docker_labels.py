@@ -1,9 +1,12 @@
+"""The Docker names and labels of a pod's containers and sandbox, and what an inspect of them reads
+back as an instance or a sandbox (runtime/docker/labels.py)."""
+
 from datetime import UTC, datetime
 from typing import Any
 
 from vk_provider.runtime.configs import PodMetadata
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.types import ContainerRole, ContainerRunState
+from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState
 
 POD = PodMetadata(name="web", namespace="shop", uid="u-1")
 
@@ -57,13 +60,14 @@ def test_instance_from_inspect_reads_labels_and_exit() -> None:
     assert inst.spec_hash == "h"
 
 
+def app_instance(state: dict[str, Any]) -> ContainerInstance:
+    """The instance of a docker inspect of the pod's app container `app` (attempt 0) in `state`."""
+    labels = lb.container_labels("n", POD, "app", ContainerRole.APP, 0, "b", "")
+    return lb.instance_from_inspect({"Id": "abc", "Config": {"Labels": labels}, "State": state})
+
+
 def test_running_instance_has_no_exit_and_zero_time_is_none() -> None:
-    inspect = {
-        "Id": "abc",
-        "Config": {"Labels": lb.container_labels("n", POD, "app", ContainerRole.APP, 0, "b", "")},
-        "State": {"Status": "running", "ExitCode": 0, "FinishedAt": "0001-01-01T00:00:00Z"},
-    }
-    inst = lb.instance_from_inspect(inspect)
+    inst = app_instance({"Status": "running", "ExitCode": 0, "FinishedAt": "0001-01-01T00:00:00Z"})
     assert inst.state == ContainerRunState.RUNNING
     assert inst.exit_code is None and inst.finished_at is None
 
@@ -86,12 +90,9 @@ def test_ownership_is_by_node_label() -> None:
 
 
 def test_container_that_could_not_start_is_a_failed_run() -> None:
-    inspect = {
-        "Id": "abc",
-        "Config": {"Labels": lb.container_labels("n", POD, "app", ContainerRole.APP, 0, "b", "")},
-        "State": {"Status": "created", "ExitCode": 127, "Error": 'exec: "/nope": no such file or directory'},
-    }
-    inst = lb.instance_from_inspect(inspect)
+    inst = app_instance(
+        {"Status": "created", "ExitCode": 127, "Error": 'exec: "/nope": no such file or directory'}
+    )
     assert inst.state == ContainerRunState.EXITED
     assert inst.exit_code == 127
     assert "no such file" in inst.error

@@ -6,24 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support.clocks import ManualClock
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.listing import EVENT_LAG_SECONDS, MAX_AGE_SECONDS, ListingCache
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def row(uid: str, container_id: str) -> dict[str, Any]:
     return {"Id": container_id, "State": "running", "Labels": {lb.POD_UID: uid}}
 
 
-def cache(epoch: list[int | None]) -> tuple[ListingCache, Clock]:
-    clock = Clock()
+def cache(epoch: list[int | None]) -> tuple[ListingCache, ManualClock]:
+    clock = ManualClock()
     return ListingCache(lambda: epoch[0], clock), clock
 
 

@@ -108,22 +108,39 @@ def test_unbound_pod_matches_empty_node_name() -> None:
     assert parse_field_selector("spec.nodeName=", "pods").matches(pod)
 
 
-def test_unsupported_field_message() -> None:
+@pytest.mark.parametrize(
+    ("selector", "resource", "message"),
+    [
+        pytest.param(
+            "spec.containers=x",
+            "pods",
+            "field label not supported: spec.containers",
+            id="unsupported-pod-field",
+        ),
+        pytest.param(
+            "status.phase=Active",
+            "configmaps",
+            "field label not supported: status.phase",
+            id="unsupported-configmap-field",
+        ),
+        pytest.param(
+            "metadata.name",
+            "pods",
+            "invalid selector: 'metadata.name'; can't understand 'metadata.name'",
+            id="no-operator",
+        ),
+        pytest.param(
+            "metadata.name=a\\b",
+            "pods",
+            "invalid field selector: invalid escape sequence: \\b",
+            id="bad-escape",
+        ),
+    ],
+)
+def test_field_selector_error_messages(selector: str, resource: str, message: str) -> None:
     with pytest.raises(SelectorError) as e:
-        parse_field_selector("spec.containers=x", "pods")
-    assert e.value.message == "field label not supported: spec.containers"
-    with pytest.raises(SelectorError) as e:
-        parse_field_selector("status.phase=Active", "configmaps")
-    assert e.value.message == "field label not supported: status.phase"
-
-
-def test_field_selector_syntax_errors() -> None:
-    with pytest.raises(SelectorError) as e:
-        parse_field_selector("metadata.name", "pods")
-    assert e.value.message == "invalid selector: 'metadata.name'; can't understand 'metadata.name'"
-    with pytest.raises(SelectorError) as e:
-        parse_field_selector("metadata.name=a\\b", "pods")
-    assert e.value.message == "invalid field selector: invalid escape sequence: \\b"
+        parse_field_selector(selector, resource)
+    assert e.value.message == message
 
 
 def test_field_selector_escapes() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import manifests
 from vk_common.objects import CONFIG_SOURCE_ANNOTATION
 from vk_provider.static.manifest import (
     CONFIG_HASH_ANNOTATION,
@@ -34,10 +35,11 @@ spec:
 """
 
 
-def _pod(**spec: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"containers": [{"name": "c", "image": "vk-test/busybox:1"}]}
-    base.update(spec)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": base}
+def _pod(containers: list[Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """The manifest `p` without a namespace (a static pod file may leave it out) with these spec
+    fields; one busybox container `c` unless told."""
+    box = {"name": "c", "image": "vk-test/busybox:1"}
+    return manifests.pod("p", containers if containers is not None else [box], namespace=None, **spec)
 
 
 def _parse(text: str | bytes, path: str = PATH, node: str = NODE) -> dict[str, Any]:

@@ -127,10 +127,15 @@ def manager(api: FakeApi, mirrors: Mapping[str, str] | None = None) -> StatusMan
     )
 
 
-async def test_same_status_twice_writes_once_and_full_pass_is_quiet() -> None:
+def manager_of_one_pod() -> tuple[FakeApi, StatusManager]:
+    """A manager over an API that holds the pod `p` (make_pod), Pending."""
     api = FakeApi()
     api.add(make_pod())
-    sm = manager(api)
+    return api, manager(api)
+
+
+async def test_same_status_twice_writes_once_and_full_pass_is_quiet() -> None:
+    api, sm = manager_of_one_pod()
     sm.set_pod_status(make_pod(), running_status())
     sm.set_pod_status(make_pod(), running_status())
     await sm.sync_batch(full=False)
@@ -141,9 +146,7 @@ async def test_same_status_twice_writes_once_and_full_pass_is_quiet() -> None:
 
 
 async def test_doorbell_wakes_the_loop() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     await sm.start()
     try:
         sm.set_pod_status(make_pod(), running_status())
@@ -154,9 +157,7 @@ async def test_doorbell_wakes_the_loop() -> None:
 
 
 async def test_errors_are_retried_on_the_next_pass() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     api.fail_next = [409, 500]
     sm.set_pod_status(make_pod(), running_status())
     await sm.sync_batch(full=False)
@@ -172,9 +173,7 @@ async def test_errors_are_retried_on_the_next_pass() -> None:
 
 
 async def test_foreign_ready_edit_is_repaired_by_full_pass_only() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     sm.set_pod_status(make_pod(), running_status())
     await sm.sync_batch(full=False)
     ready = next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")
@@ -187,9 +186,7 @@ async def test_foreign_ready_edit_is_repaired_by_full_pass_only() -> None:
 
 
 async def test_terminal_phase_withheld_while_a_container_runs() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     status = running_status()
     status["phase"] = "Failed"
     sm.set_pod_status(make_pod(), status)
@@ -268,9 +265,7 @@ async def test_stop_sends_nothing_more_after_the_write_in_flight() -> None:
 
 
 async def test_a_stopped_manager_started_again_writes_again() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     await sm.start()
     await sm.stop()
     await sm.start()
@@ -321,9 +316,7 @@ async def test_static_pod_waits_for_its_mirror_and_mirror_is_never_deleted() -> 
 
 @pytest.mark.parametrize("ready", [False, True])
 async def test_container_readiness_updates_cache_and_api(ready: bool) -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     sm.set_pod_status(make_pod(), running_status(ready=not ready))
     sm.set_container_readiness("uid-1", "a", ready)
     cached = sm.get_pod_status("uid-1")
@@ -335,9 +328,7 @@ async def test_container_readiness_updates_cache_and_api(ready: bool) -> None:
 
 
 async def test_watch_fed_full_pass_reads_no_pods_and_repairs_observed_edits() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     sm.set_pod_status(make_pod(), running_status())
     await sm.sync_batch(full=False)
     sm.observe_pod(copy.deepcopy(api.pods["p"]))
@@ -370,9 +361,7 @@ async def test_get_pod_status_is_a_copy_and_resolves_mirror_uid() -> None:
 
 
 async def test_status_set_again_after_remove_is_written() -> None:
-    api = FakeApi()
-    api.add(make_pod())
-    sm = manager(api)
+    api, sm = manager_of_one_pod()
     sm.set_pod_status(make_pod(), running_status())
     sm.set_pod_status(make_pod(), running_status(ready=False))
     await sm.sync_batch(full=False)

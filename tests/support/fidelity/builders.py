@@ -1,8 +1,11 @@
-"""The objects and steps fidelity scenarios are written with.
+"""The objects, steps and scenario shapes fidelity scenarios are written with.
 
 What lives here: object builders (`pod`, `configmap`, `secret`, `node`, `lease`, labelled with the
-fidelity mark), step builders (`create`, `at`, `listing`) and the small functions of earlier
-answers a step may carry (`edited`, `set_label`, `set_path`, `rv_changed`, `headline`, `grace_is`).
+fidelity mark), step builders (`create`, `at`, `listing`), the small functions of earlier
+answers a step may carry (`edited`, `set_label`, `set_path`, `rv_changed`, `headline`, `grace_is`)
+and the shapes many scenarios share, filled from a row of values: `create_then_request` (create an
+object, send it one request; `read_back` GETs a pod after), `pod_life_watched` and `pods_watched`
+(pods created, then a watch).
 Must not: run anything (harness.py does).
 """
 
@@ -18,13 +21,19 @@ from tests.support.fidelity.harness import (
     ABSENT,
     JSON,
     MARK,
+    MERGE,
     NO_SCHEDULER,
+    PODS,
     Answer,
     Answers,
     Derive,
     Dynamic,
     Obj,
     Request,
+    Scenario,
+    Step,
+    Watch,
+    at,
 )
 
 
@@ -158,3 +167,59 @@ POD_FIELDS = ("spec", "status")  # the whole pod
 def labelled(name: str, **extra: str) -> Obj:
     """A pod with these labels (and the fidelity mark)."""
     return pod(name, meta={"labels": extra})
+
+
+def create_then_request(
+    name: str,
+    about: str,
+    body: Obj,
+    method: str,
+    payload: Any = None,
+    content_type: str = JSON,
+    *,
+    collection: str = PODS,
+    sub: str = "",
+    query: dict[str, str] | None = None,
+    accept: str = JSON,
+    fields: tuple[str, ...] = (),
+    derive: Derive | None = None,
+    then: tuple[Step, ...] = (),
+) -> Scenario:
+    """Create `body` in `collection` (a pod unless told), then send `method` with `payload` to it
+    (or to its subresource `sub`), then take the steps `then`."""
+    path = at(collection, body["metadata"]["name"], sub)
+    request = Request(method, path, payload, content_type, query, accept, fields, derive)
+    return Scenario(name, about, (create(collection, body), request, *then))
+
+
+def read_back(pod_name: str) -> Step:
+    """A GET of the pod, after a write (`then=`)."""
+    return Request("GET", at(PODS, pod_name))
+
+
+def pod_life_watched(name: str, about: str, pod_name: str, since: str | None) -> Scenario:
+    """A pod labelled `s=<name>` created, labelled x=1 and deleted; then a watch of that label from
+    resourceVersion `since` (None: from the create's)."""
+    selector = f"s={name}"
+    query: dict[str, str] | Dynamic = (
+        {"resourceVersion": since, "labelSelector": selector}
+        if since is not None
+        else lambda a: {"resourceVersion": a[0].rv, "labelSelector": selector}
+    )
+    return Scenario(
+        name,
+        about,
+        (
+            create(PODS, labelled(pod_name, s=name)),
+            Request("PATCH", at(PODS, pod_name), {"metadata": {"labels": {"x": "1"}}}, MERGE),
+            Request("DELETE", at(PODS, pod_name)),
+            Watch(PODS, query),
+        ),
+    )
+
+
+def pods_watched(name: str, about: str, pod_names: tuple[str, ...], label: str, query: Obj) -> Scenario:
+    """Pods labelled `s=<label>` created; then a watch with `query`."""
+    return Scenario(
+        name, about, (*(create(PODS, labelled(p, s=label)) for p in pod_names), Watch(PODS, query))
+    )

@@ -11,12 +11,15 @@ from tests.support.fidelity.builders import (
     POD_FIELDS,
     configmap,
     create,
+    create_then_request,
     edited,
     labelled,
     lease,
     listing,
     node,
     pod,
+    pod_life_watched,
+    pods_watched,
     secret,
     set_path,
 )
@@ -41,24 +44,18 @@ from tests.support.fidelity.harness import (
 
 API_SCENARIOS: tuple[Scenario, ...] = (
     # --- watch
-    Scenario(
+    pod_life_watched(
         "watch-from-rv",
         "watch from the resourceVersion of a create: MODIFIED then DELETED, nothing synthetic",
-        (
-            create(PODS, labelled("fid-watch", s="watch-from-rv")),
-            Request("PATCH", at(PODS, "fid-watch"), {"metadata": {"labels": {"x": "1"}}}, MERGE),
-            Request("DELETE", at(PODS, "fid-watch")),
-            Watch(PODS, lambda a: {"resourceVersion": a[0].rv, "labelSelector": "s=watch-from-rv"}),
-        ),
+        "fid-watch",
+        since=None,
     ),
-    Scenario(
+    pods_watched(
         "watch-without-rv",
         "watch without a resourceVersion: one synthetic ADDED per existing object",
-        (
-            create(PODS, labelled("fid-wa", s="watch-now")),
-            create(PODS, labelled("fid-wb", s="watch-now")),
-            Watch(PODS, {"labelSelector": "s=watch-now"}),
-        ),
+        ("fid-wa", "fid-wb"),
+        "watch-now",
+        {"labelSelector": "s=watch-now"},
     ),
     Scenario(
         "watch-selector-transitions",
@@ -70,14 +67,12 @@ API_SCENARIOS: tuple[Scenario, ...] = (
             Watch(PODS, lambda a: {"resourceVersion": a[0].rv, "labelSelector": "s=wsel,tier=b"}),
         ),
     ),
-    Scenario(
+    pods_watched(
         "watch-field-selector",
         "watch with fieldSelector metadata.name, as kubectl get -w NAME",
-        (
-            create(PODS, labelled("fid-wf", s="wf")),
-            create(PODS, labelled("fid-wf-other", s="wf")),
-            Watch(PODS, {"resourceVersion": "0", "fieldSelector": "metadata.name=fid-wf"}),
-        ),
+        ("fid-wf", "fid-wf-other"),
+        "wf",
+        {"resourceVersion": "0", "fieldSelector": "metadata.name=fid-wf"},
     ),
     Scenario(
         "watch-future-rv",
@@ -321,30 +316,27 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         "GET one pod as a Table",
         (create(PODS, pod("fid-t-one")), Request("GET", at(PODS, "fid-t-one"), accept=TABLE)),
     ),
-    Scenario(
+    create_then_request(
         "table-nodes",
         "list nodes as a Table, with a Ready node that reports addresses and a version",
-        (
-            create(NODES, node("fid-t-node")),
-            Request(
-                "PATCH",
-                at(NODES, "fid-t-node", "status"),
-                {
-                    "status": {
-                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                        "addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
-                        "nodeInfo": {
-                            "kubeletVersion": "v1.37.2",
-                            "osImage": "Fidelity OS",
-                            "kernelVersion": "6.1",
-                            "containerRuntimeVersion": "docker://27",
-                        },
-                    }
+        node("fid-t-node"),
+        "PATCH",
+        {
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.37.2",
+                    "osImage": "Fidelity OS",
+                    "kernelVersion": "6.1",
+                    "containerRuntimeVersion": "docker://27",
                 },
-                SMP,
-            ),
-            listing(NODES, accept=TABLE, labelSelector=MARK),
-        ),
+            }
+        },
+        SMP,
+        collection=NODES,
+        sub="status",
+        then=(listing(NODES, accept=TABLE, labelSelector=MARK),),
     ),
     # --- configmaps, secrets
     Scenario(
@@ -396,21 +388,17 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         "POST a node: what admission and defaulting add (taints, status)",
         (create(NODES, node("fid-node")), Request("GET", at(NODES, "fid-node"), fields=("spec", "status"))),
     ),
-    Scenario(
+    create_then_request(
         "node-status-patch",
         "strategic merge patch of nodes/status: conditions merged by `type`, spec unchanged",
-        (
-            create(NODES, node("fid-node-st")),
-            Request(
-                "PATCH",
-                at(NODES, "fid-node-st", "status"),
-                {
-                    "spec": {"unschedulable": True},
-                    "status": {"conditions": [{"type": "Ready", "status": "True"}]},
-                },
-                SMP,
-                fields=("spec.unschedulable", "status.conditions"),
-            ),
+        node("fid-node-st"),
+        "PATCH",
+        {"spec": {"unschedulable": True}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+        SMP,
+        collection=NODES,
+        sub="status",
+        fields=("spec.unschedulable", "status.conditions"),
+        then=(
             Request(
                 "PATCH",
                 at(NODES, "fid-node-st", "status"),

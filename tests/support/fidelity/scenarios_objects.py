@@ -13,12 +13,15 @@ from tests.support.fidelity.builders import (
     POD_FIELDS,
     container,
     create,
+    create_then_request,
     edited,
     grace_is,
     headline,
     labelled,
     listing,
     pod,
+    pod_life_watched,
+    read_back,
     rv_changed,
     set_label,
     set_path,
@@ -32,7 +35,6 @@ from tests.support.fidelity.harness import (
     SMP,
     Request,
     Scenario,
-    Watch,
     at,
 )
 
@@ -46,15 +48,11 @@ _GUARANTEED = {"requests": {"cpu": "200m", "memory": "64Mi"}, "limits": {"cpu": 
 OBJECT_SCENARIOS: tuple[Scenario, ...] = (
     # The watch cache of a fresh real server reaches back to its start, so RV 1 replays the
     # history; keep this first, before the many scenarios below fill and rotate that history.
-    Scenario(
+    pod_life_watched(
         "watch-from-rv-1",
         "watch from resourceVersion 1: the whole history of the selected pods, in order",
-        (
-            create(PODS, labelled("fid-w1", s="watch-from-rv-1")),
-            Request("PATCH", at(PODS, "fid-w1"), {"metadata": {"labels": {"x": "1"}}}, MERGE),
-            Request("DELETE", at(PODS, "fid-w1")),
-            Watch(PODS, {"resourceVersion": "1", "labelSelector": "s=watch-from-rv-1"}),
-        ),
+        "fid-w1",
+        since="1",
     ),
     # --- create, get, NotFound, AlreadyExists
     Scenario(
@@ -118,73 +116,74 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
             Request("PUT", at(PODS, "fid-stale"), edited(0, set_label("y", "2"))),
         ),
     ),
-    Scenario(
-        "update-fresh-rv",
-        "PUT with the current resourceVersion: 200, a new resourceVersion",
-        (
-            create(PODS, pod("fid-fresh")),
-            Request("PUT", at(PODS, "fid-fresh"), edited(0, set_label("y", "2")), derive=rv_changed),
-        ),
-    ),
-    Scenario(
-        "update-without-rv",
-        "PUT without a resourceVersion: an unconditional update for pods",
-        (
-            create(PODS, pod("fid-no-rv")),
-            Request("PUT", at(PODS, "fid-no-rv"), edited(0, set_label("y", "2"), rv=""), derive=rv_changed),
-        ),
-    ),
-    Scenario(
-        "update-noop",
-        "PUT of the unchanged object: 200, the resourceVersion stays",
-        (
-            create(PODS, pod("fid-noop")),
-            Request("PUT", at(PODS, "fid-noop"), edited(0, lambda o: None), derive=rv_changed),
-        ),
-    ),
-    Scenario(
-        "update-name-mismatch",
-        "PUT to one name a body naming another: 400",
-        (
-            create(PODS, pod("fid-name-a")),
-            Request("PUT", at(PODS, "fid-name-a"), edited(0, set_path("metadata.name", "fid-name-b"))),
-        ),
-    ),
-    Scenario(
-        "update-image",
-        "PUT changing a container image (allowed on pods)",
-        (
-            create(PODS, pod("fid-image")),
-            Request(
-                "PUT",
-                at(PODS, "fid-image"),
-                edited(0, set_path("spec.containers[0].image", "busybox:2")),
-                fields=IMAGES,
+    *(
+        create_then_request(name, about, pod(pod_name), "PUT", edited(0, change, rv=rv), derive=rv_changed)
+        for name, about, pod_name, change, rv in (
+            (
+                "update-fresh-rv",
+                "PUT with the current resourceVersion: 200, a new resourceVersion",
+                "fid-fresh",
+                set_label("y", "2"),
+                None,
             ),
-        ),
-    ),
-    Scenario(
-        "immutable-pod-spec",
-        "PUT changing restartPolicy: 422, pod updates may not change other fields",
-        (
-            create(PODS, pod("fid-immutable")),
-            Request(
-                "PUT",
-                at(PODS, "fid-immutable"),
-                edited(0, set_path("spec.restartPolicy", "Never")),
-                derive=headline,
+            (
+                "update-without-rv",
+                "PUT without a resourceVersion: an unconditional update for pods",
+                "fid-no-rv",
+                set_label("y", "2"),
+                "",
             ),
-        ),
+            (
+                "update-noop",
+                "PUT of the unchanged object: 200, the resourceVersion stays",
+                "fid-noop",
+                lambda o: None,
+                None,
+            ),
+        )
     ),
-    Scenario(
+    *(
+        create_then_request(
+            name, about, pod(pod_name), "PUT", edited(0, set_path(path, value)), fields=fields, derive=derive
+        )
+        for name, about, pod_name, path, value, fields, derive in (
+            (
+                "update-name-mismatch",
+                "PUT to one name a body naming another: 400",
+                "fid-name-a",
+                "metadata.name",
+                "fid-name-b",
+                (),
+                None,
+            ),
+            (
+                "update-image",
+                "PUT changing a container image (allowed on pods)",
+                "fid-image",
+                "spec.containers[0].image",
+                "busybox:2",
+                IMAGES,
+                None,
+            ),
+            (
+                "immutable-pod-spec",
+                "PUT changing restartPolicy: 422, pod updates may not change other fields",
+                "fid-immutable",
+                "spec.restartPolicy",
+                "Never",
+                (),
+                headline,
+            ),
+        )
+    ),
+    create_then_request(
         "immutable-node-name",
         "PATCH setting spec.nodeName on an unbound pod: 422",
-        (
-            create(PODS, pod("fid-set-node")),
-            Request(
-                "PATCH", at(PODS, "fid-set-node"), {"spec": {"nodeName": FAKE_NODE}}, SMP, derive=headline
-            ),
-        ),
+        pod("fid-set-node"),
+        "PATCH",
+        {"spec": {"nodeName": FAKE_NODE}},
+        SMP,
+        derive=headline,
     ),
     # --- pods/resize (podResizeStrategy, ValidatePodResize)
     Scenario(
@@ -202,173 +201,132 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
             Request("GET", at(PODS, "fid-resize", "resize"), fields=("spec.containers[*].resources",)),
         ),
     ),
-    Scenario(
-        "resize-remove-limits",
-        "PATCH pods/x/resize removing a limit: 422, resource limits cannot be removed",
-        (
-            create(PODS, pod("fid-resize-rm", containers=[container(resources=_RESOURCES)])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-resize-rm", "resize"),
-                {"spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": None}}}]}},
-                SMP,
+    *(
+        create_then_request(
+            name,
+            about,
+            pod(pod_name, containers=[container(resources=_RESOURCES)]),
+            "PATCH",
+            {"spec": {"containers": [{"name": "c", "resources": resources}]}},
+            SMP,
+            sub=sub,
+            derive=derive,
+        )
+        for name, about, pod_name, sub, resources, derive in (
+            (
+                "resize-remove-limits",
+                "PATCH pods/x/resize removing a limit: 422, resource limits cannot be removed",
+                "fid-resize-rm",
+                "resize",
+                {"limits": {"memory": None}},
+                None,
             ),
-        ),
-    ),
-    Scenario(
-        "resize-qos-change",
-        "PATCH pods/x/resize making a Burstable pod Guaranteed: 422, the QoS class may not change",
-        (
-            create(PODS, pod("fid-resize-qos", containers=[container(resources=_RESOURCES)])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-resize-qos", "resize"),
-                {"spec": {"containers": [{"name": "c", "resources": _GUARANTEED}]}},
-                SMP,
+            (
+                "resize-qos-change",
+                "PATCH pods/x/resize making a Burstable pod Guaranteed: 422, the QoS class may not change",
+                "fid-resize-qos",
+                "resize",
+                _GUARANTEED,
+                None,
             ),
-        ),
-    ),
-    Scenario(
-        "resize-other-resource",
-        "PATCH pods/x/resize of ephemeral-storage: 422, only cpu and memory are mutable",
-        (
-            create(PODS, pod("fid-resize-eph", containers=[container(resources=_RESOURCES)])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-resize-eph", "resize"),
-                {
-                    "spec": {
-                        "containers": [{"name": "c", "resources": {"limits": {"ephemeral-storage": "1Gi"}}}]
-                    }
-                },
-                SMP,
+            (
+                "resize-other-resource",
+                "PATCH pods/x/resize of ephemeral-storage: 422, only cpu and memory are mutable",
+                "fid-resize-eph",
+                "resize",
+                {"limits": {"ephemeral-storage": "1Gi"}},
+                None,
             ),
-        ),
-    ),
-    Scenario(
-        "resize-main-resource",
-        "PATCH of a container's resources through the pod itself: 422, a forbidden pod update",
-        (
-            create(PODS, pod("fid-resize-main", containers=[container(resources=_RESOURCES)])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-resize-main"),
-                {"spec": {"containers": [{"name": "c", "resources": _RESIZED}]}},
-                SMP,
-                derive=headline,
+            (
+                "resize-main-resource",
+                "PATCH of a container's resources through the pod itself: 422, a forbidden pod update",
+                "fid-resize-main",
+                "",
+                _RESIZED,
+                headline,
             ),
-        ),
+        )
     ),
     # --- patches
-    Scenario(
+    create_then_request(
         "patch-strategic-containers",
         "strategic merge patch of one container of two, by its merge key `name`",
-        (
-            create(PODS, pod("fid-smp", containers=[container("a"), container("b")])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-smp"),
-                {"spec": {"containers": [{"name": "b", "image": "busybox:2"}]}},
-                SMP,
-                fields=IMAGES,
-            ),
-        ),
+        pod("fid-smp", containers=[container("a"), container("b")]),
+        "PATCH",
+        {"spec": {"containers": [{"name": "b", "image": "busybox:2"}]}},
+        SMP,
+        fields=IMAGES,
     ),
-    Scenario(
+    create_then_request(
         "patch-strategic-env-forbidden",
         "strategic merge patch adding a container env var (merge key `name`): 422, a forbidden pod update",
-        (
-            create(PODS, pod("fid-smp-env", containers=[container(env=[{"name": "A", "value": "1"}])])),
-            Request(
-                "PATCH",
-                at(PODS, "fid-smp-env"),
-                {"spec": {"containers": [{"name": "c", "env": [{"name": "B", "value": "2"}]}]}},
-                SMP,
-                derive=headline,
-            ),
-        ),
+        pod("fid-smp-env", containers=[container(env=[{"name": "A", "value": "1"}])]),
+        "PATCH",
+        {"spec": {"containers": [{"name": "c", "env": [{"name": "B", "value": "2"}]}]}},
+        SMP,
+        derive=headline,
     ),
-    Scenario(
-        "patch-strategic-metadata",
-        "strategic merge patch of labels (null deletes) and finalizers (a merged set)",
-        (
-            create(
-                PODS, pod("fid-smp-meta", meta={"labels": {"a": "1", "b": "2"}, "finalizers": ["x.io/a"]})
-            ),
-            Request(
-                "PATCH",
-                at(PODS, "fid-smp-meta"),
-                {"metadata": {"labels": {"a": None, "c": "3"}, "finalizers": ["x.io/b"]}},
+    *(
+        create_then_request(
+            name,
+            about,
+            pod(pod_name, meta={"labels": {"a": "1", "b": "2"}, "finalizers": ["x.io/a"]}),
+            "PATCH",
+            {"metadata": {"labels": {"a": None, "c": "3"}, "finalizers": ["x.io/b"]}},
+            content_type,
+            then=(Request("PATCH", at(PODS, pod_name), {"metadata": {"finalizers": None}}, MERGE),),
+        )
+        for name, about, pod_name, content_type in (
+            (
+                "patch-strategic-metadata",
+                "strategic merge patch of labels (null deletes) and finalizers (a merged set)",
+                "fid-smp-meta",
                 SMP,
             ),
-            Request("PATCH", at(PODS, "fid-smp-meta"), {"metadata": {"finalizers": None}}, MERGE),
-        ),
-    ),
-    Scenario(
-        "patch-merge",
-        "JSON merge patch: labels merged, null deletes, a list (finalizers) replaced",
-        (
-            create(PODS, pod("fid-merge", meta={"labels": {"a": "1", "b": "2"}, "finalizers": ["x.io/a"]})),
-            Request(
-                "PATCH",
-                at(PODS, "fid-merge"),
-                {"metadata": {"labels": {"a": None, "c": "3"}, "finalizers": ["x.io/b"]}},
+            (
+                "patch-merge",
+                "JSON merge patch: labels merged, null deletes, a list (finalizers) replaced",
+                "fid-merge",
                 MERGE,
             ),
-            Request("PATCH", at(PODS, "fid-merge"), {"metadata": {"finalizers": None}}, MERGE),
-        ),
+        )
     ),
-    Scenario(
+    create_then_request(
         "patch-json",
         "JSON patch: add a label, replace an image",
-        (
-            create(PODS, pod("fid-jsonpatch")),
-            Request(
-                "PATCH",
-                at(PODS, "fid-jsonpatch"),
-                [
-                    {"op": "add", "path": "/metadata/labels/j", "value": "1"},
-                    {"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:2"},
-                ],
-                JSON_PATCH,
-                fields=IMAGES,
-            ),
-        ),
+        pod("fid-jsonpatch"),
+        "PATCH",
+        [
+            {"op": "add", "path": "/metadata/labels/j", "value": "1"},
+            {"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:2"},
+        ],
+        JSON_PATCH,
+        fields=IMAGES,
     ),
-    Scenario(
+    create_then_request(
         "patch-json-test-fails",
         "JSON patch whose `test` operation fails: 422",
-        (
-            create(PODS, pod("fid-jsontest")),
-            Request(
-                "PATCH",
-                at(PODS, "fid-jsontest"),
-                [{"op": "test", "path": "/metadata/labels/fidelity", "value": "no"}],
-                JSON_PATCH,
-            ),
-        ),
+        pod("fid-jsontest"),
+        "PATCH",
+        [{"op": "test", "path": "/metadata/labels/fidelity", "value": "no"}],
+        JSON_PATCH,
     ),
-    Scenario(
+    create_then_request(
         "patch-json-bad-path",
         "JSON patch removing a path that does not exist",
-        (
-            create(PODS, pod("fid-jsonbad")),
-            Request(
-                "PATCH",
-                at(PODS, "fid-jsonbad"),
-                [{"op": "remove", "path": "/metadata/labels/nope"}],
-                JSON_PATCH,
-            ),
-        ),
+        pod("fid-jsonbad"),
+        "PATCH",
+        [{"op": "remove", "path": "/metadata/labels/nope"}],
+        JSON_PATCH,
     ),
-    Scenario(
+    create_then_request(
         "patch-unsupported-type",
         "PATCH with Content-Type text/plain: 415",
-        (
-            create(PODS, pod("fid-415")),
-            Request("PATCH", at(PODS, "fid-415"), "{}", "text/plain"),
-            Request("PATCH", at(PODS, "fid-415"), "{}", JSON),
-        ),
+        pod("fid-415"),
+        "PATCH",
+        "{}",
+        "text/plain",
+        then=(Request("PATCH", at(PODS, "fid-415"), "{}", JSON),),
     ),
     Scenario(
         "patch-missing",
@@ -390,42 +348,37 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     # --- delete
-    Scenario(
+    create_then_request(
         "delete-unbound",
         "DELETE an unbound pod: gone at once, the answer is the pod",
-        (
-            create(PODS, pod("fid-del")),
-            Request("DELETE", at(PODS, "fid-del")),
-            Request("GET", at(PODS, "fid-del")),
-        ),
+        pod("fid-del"),
+        "DELETE",
+        then=(read_back("fid-del"),),
     ),
     Scenario(
         "delete-missing", "DELETE a pod that does not exist: 404", (Request("DELETE", at(PODS, "fid-none")),)
     ),
-    Scenario(
+    create_then_request(
         "delete-precondition-uid",
         "DELETE with a uid precondition that does not match: 409",
-        (
-            create(PODS, pod("fid-del-uid")),
-            Request("DELETE", at(PODS, "fid-del-uid"), {"preconditions": {"uid": UNKNOWN_UID}}),
-        ),
+        pod("fid-del-uid"),
+        "DELETE",
+        {"preconditions": {"uid": UNKNOWN_UID}},
     ),
-    Scenario(
+    create_then_request(
         "delete-precondition-rv",
         "DELETE with a resourceVersion precondition that does not match: 409",
-        (
-            create(PODS, pod("fid-del-rv")),
-            Request("DELETE", at(PODS, "fid-del-rv"), {"preconditions": {"resourceVersion": "1"}}),
-        ),
+        pod("fid-del-rv"),
+        "DELETE",
+        {"preconditions": {"resourceVersion": "1"}},
     ),
-    Scenario(
+    create_then_request(
         "delete-grace-unbound",
         "DELETE gracePeriodSeconds=30 of an unbound pod: removed at once (grace forced to 0)",
-        (
-            create(PODS, pod("fid-grace-unbound")),
-            Request("DELETE", at(PODS, "fid-grace-unbound"), {"gracePeriodSeconds": 30}),
-            Request("GET", at(PODS, "fid-grace-unbound")),
-        ),
+        pod("fid-grace-unbound"),
+        "DELETE",
+        {"gracePeriodSeconds": 30},
+        then=(read_back("fid-grace-unbound"),),
     ),
     Scenario(
         "delete-grace-bound",
@@ -461,37 +414,31 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     # --- status subresource
-    Scenario(
+    create_then_request(
         "status-put-ignores-spec",
         "PUT pods/status: status changes, spec changes are ignored",
-        (
-            create(PODS, pod("fid-status-put")),
-            Request(
-                "PUT",
-                at(PODS, "fid-status-put", "status"),
-                edited(
-                    0,
-                    lambda o: (
-                        set_path("spec.containers[0].image", "busybox:9")(o),
-                        set_path("status.message", "hi")(o),
-                    ),
-                ),
-                fields=(*IMAGES, "status.message"),
+        pod("fid-status-put"),
+        "PUT",
+        edited(
+            0,
+            lambda o: (
+                set_path("spec.containers[0].image", "busybox:9")(o),
+                set_path("status.message", "hi")(o),
             ),
         ),
+        sub="status",
+        fields=(*IMAGES, "status.message"),
     ),
-    Scenario(
+    create_then_request(
         "status-patch-conditions",
         "strategic merge patches of pods/status: conditions merged by `type`, spec ignored",
-        (
-            create(PODS, pod("fid-status-patch")),
-            Request(
-                "PATCH",
-                at(PODS, "fid-status-patch", "status"),
-                {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
-                SMP,
-                fields=("status.conditions",),
-            ),
+        pod("fid-status-patch"),
+        "PATCH",
+        {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+        SMP,
+        sub="status",
+        fields=("status.conditions",),
+        then=(
             Request(
                 "PATCH",
                 at(PODS, "fid-status-patch", "status"),
@@ -504,18 +451,13 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
             ),
         ),
     ),
-    Scenario(
+    create_then_request(
         "main-ignores-status",
         "PUT of the pod with a changed status: the status change is ignored",
-        (
-            create(PODS, pod("fid-main-status")),
-            Request(
-                "PUT",
-                at(PODS, "fid-main-status"),
-                edited(0, lambda o: (set_path("status.phase", "Running")(o), set_label("z", "1")(o))),
-                fields=("status",),
-            ),
-        ),
+        pod("fid-main-status"),
+        "PUT",
+        edited(0, lambda o: (set_path("status.phase", "Running")(o), set_label("z", "1")(o))),
+        fields=("status",),
     ),
     Scenario(
         "status-missing",
