@@ -17,7 +17,8 @@ from typing import Any
 from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
-from vk_provider.pods.runtime_configs import container_config_for, sandbox_config_for
+from vk_provider.kuberuntime.sandbox_config import sandbox_config
+from vk_provider.pods.runtime_configs import admit_sandbox, container_config_for
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.protocol import Runtime
@@ -38,8 +39,8 @@ async def ensure_sandbox(
     pod_cidrs: Sequence[str] = (),
     cluster_domain: str = CLUSTER_DOMAIN,
 ) -> PodSandboxState:
-    config = sandbox_config_for(runtime, _docker(runtime), pod, dns, pod_cidrs, cluster_domain)
-    return await runtime.ensure_sandbox(config)
+    admit_sandbox(runtime, _docker(runtime), pod)
+    return await runtime.ensure_sandbox(sandbox_config(pod, dns, pod_cidrs, cluster_domain))
 
 
 async def start_container(

@@ -62,12 +62,12 @@ NEEDED: list[Call] = [
     *_calls("", "events", "patch", ("kube/events.py", "/events/{sent.name}")),
     *_calls("", "configmaps", "get", ("pods/api_source.py", 'get(f"/api/v1/namespaces/{namespace}/{_PLURAL')),
     *_calls("", "secrets", "get", ("pods/api_source.py", 'get(f"/api/v1/namespaces/{namespace}/{_PLURAL')),
-    *_calls("", "services", "list watch", ("kube/services.py", "Reflector(client, SERVICES_PATH")),
+    *_calls("", "services", "list watch", ("kube/services.py", "super().__init__(client, SERVICES_PATH")),
     *_calls(
         "node.k8s.io",
         "runtimeclasses",
         "list watch",
-        ("kube/runtime_classes.py", "Reflector(client, RUNTIME_CLASSES_PATH"),
+        ("kube/runtime_classes.py", "super().__init__(client, RUNTIME_CLASSES_PATH"),
     ),
     *_calls(
         "",

@@ -1,6 +1,6 @@
 """The cluster's RuntimeClasses, followed by a reflector (the kubelet's runtimeclass manager).
 
-What lives here: `RuntimeClassLister`, a `Reflector` over `node.k8s.io/v1` runtimeclasses whose
+What lives here: `RuntimeClassLister`, a `StoreLister` over `node.k8s.io/v1` runtimeclasses whose
 `handler(name)` gives a pod's `runtimeClassName` its handler, with the kubelet's errors for a
 RuntimeClass that does not exist (`runtimeclass.node.k8s.io "x" not found`) or cannot be looked
 up yet (`RuntimeClassNotFound`, carried into the pod's FailedCreatePodSandBox Event).
@@ -11,10 +11,8 @@ Upstream: pkg/kubelet/runtimeclass/runtimeclass_manager.go (LookupRuntimeHandler
 
 from __future__ import annotations
 
-from typing import Any
-
 from vk_provider.kube.client import KubeClient
-from vk_provider.kube.reflector import Reflector
+from vk_provider.kube.store_lister import StoreLister
 
 RUNTIME_CLASSES_PATH = "/apis/node.k8s.io/v1/runtimeclasses"
 
@@ -23,29 +21,19 @@ class RuntimeClassNotFound(LookupError):
     """The pod's RuntimeClass could not be resolved; the message is the kubelet's error."""
 
 
-class RuntimeClassLister:
+class RuntimeClassLister(StoreLister):
     def __init__(self, client: KubeClient) -> None:
-        self._reflector = Reflector(client, RUNTIME_CLASSES_PATH, self._ignore, name="runtimeclasses")
-
-    @staticmethod
-    async def _ignore(_type: str, _obj: dict[str, Any]) -> None:
-        return None  # only the store is read
-
-    async def start(self) -> None:
-        await self._reflector.start()
-
-    async def stop(self) -> None:
-        await self._reflector.stop()
+        super().__init__(client, RUNTIME_CLASSES_PATH, "runtimeclasses")
 
     def handler(self, runtime_class_name: str) -> str:
         """The handler of RuntimeClass `runtime_class_name` ("" for none: the default handler)."""
         if not runtime_class_name:
             return ""
-        if not self._reflector.synced.is_set():
+        if not self.synced():
             raise RuntimeClassNotFound(
                 f"failed to lookup RuntimeClass {runtime_class_name}: the RuntimeClasses are not listed yet"
             )
-        found = self._reflector.store().get(runtime_class_name)
+        found = self.get(runtime_class_name)
         if found is None:
             raise RuntimeClassNotFound(f'runtimeclass.node.k8s.io "{runtime_class_name}" not found')
         return str(found.get("handler") or "")

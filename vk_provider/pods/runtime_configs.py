@@ -1,9 +1,9 @@
 """The pod workers' way into the kuberuntime layer: admit, then compile, with what only they can read.
 
 What lives here: `allowed_host_paths` (the hostPath volumes the runtime sets up: none for a pod
-the allowances refuse), `sandbox_config_for`, the pod admitted against what the runtime can
-honour and the node allows (`kuberuntime.admission.admit_pod`, the host's security facts from
-the runtime) and compiled into its `SandboxConfig` with the Node's pod CIDRs; and
+the allowances refuse), `admit_sandbox`, the pod admitted against what the runtime can honour
+and the node allows (`kuberuntime.admission.admit_pod`, the host's security facts from the
+runtime) before the pod sync compiles its sandbox (`kuberuntime.sandbox_config`); and
 `container_config_for`, one container compiled into its `ContainerConfig`, with the
 image's user looked up through the runtime where runAsNonRoot or a runAsGroup needs it, and the
 node's /etc/hosts read for a host-network pod (an ephemeral container, added after its pod was
@@ -14,7 +14,7 @@ Must not: decide a pod rule (kuberuntime does) or call an engine other than thro
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +24,8 @@ from vk_common.objects import spec
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.kuberuntime.admission import admit_pod, check_pod_allowed
 from vk_provider.kuberuntime.container_config import ContainerLaunch, container_config
-from vk_provider.kuberuntime.pod_resources import Resources
-from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.kuberuntime.security import needs_image_user
-from vk_provider.runtime.configs import ETC_HOSTS, ContainerConfig, ResolvConf, SandboxConfig
+from vk_provider.runtime.configs import ETC_HOSTS, ContainerConfig
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerRole, PodSpecRefused
 
@@ -44,24 +42,10 @@ def allowed_host_paths(pod: Mapping[str, Any], allow: DockerAllow) -> tuple[tupl
     return tuple(host_path_volumes(pod))
 
 
-def sandbox_config_for(
-    runtime: Runtime,
-    docker: DockerConfig,
-    pod: Mapping[str, Any],
-    dns: ResolvConf | None,
-    pod_cidrs: Sequence[str],
-    cluster_domain: str,
-    *,
-    runtime_handler: str = "",
-    allocated: Resources | None = None,
-) -> SandboxConfig:
-    """Raises PodSpecRefused (PodRejected) for a pod the node does not admit, ContainerCreateError
-    for a hostname the kernel cannot take. `runtime_handler`: its RuntimeClass's handler;
-    `allocated`: its containers' allocated resources (its pod cgroup's limits follow them)."""
+def admit_sandbox(runtime: Runtime, docker: DockerConfig, pod: Mapping[str, Any]) -> None:
+    """The pod admitted against what the runtime can honour and the node allows, before its
+    sandbox is compiled (`kuberuntime.sandbox_config`); raises PodSpecRefused (PodRejected)."""
     admit_pod(pod, docker, runtime.host_security())
-    return sandbox_config(
-        pod, dns, pod_cidrs, cluster_domain, runtime_handler=runtime_handler, allocated=allocated
-    )
 
 
 async def _node_hosts(pod: Mapping[str, Any]) -> str:

@@ -35,6 +35,7 @@ from vk_common.sysctls import POD_REJECTED
 from vk_provider.kube.runtime_classes import RuntimeClassNotFound
 from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
 from vk_provider.kuberuntime.restart_all import restarting
+from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.pods.admission import admit
 from vk_provider.pods.backoff import container_key, crash_loop_message, pod_prefix
 from vk_provider.pods.deps import SyncDeps
@@ -53,7 +54,7 @@ from vk_provider.pods.policy import (
     now,
 )
 from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer
-from vk_provider.pods.runtime_configs import allowed_host_paths, container_config_for, sandbox_config_for
+from vk_provider.pods.runtime_configs import admit_sandbox, allowed_host_paths, container_config_for
 from vk_provider.pods.sandbox_dns import sandbox_dns
 from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.volume_sources import unsupported_volumes
@@ -312,13 +313,11 @@ class PodSync:
                 node_ip=self._deps.host_ip(),
             )
             deps = self._deps
-            cidrs = node_pod_cidrs(deps.node_object())
-            config = sandbox_config_for(
-                deps.runtime,
-                deps.docker,
+            admit_sandbox(deps.runtime, deps.docker, pod)
+            config = sandbox_config(
                 pod,
                 dns,
-                cidrs,
+                node_pod_cidrs(deps.node_object()),
                 deps.dns.cluster_domain,
                 runtime_handler=self._runtime_handler(pod),
                 allocated=self._resizer.state(task.uid).allocated,
@@ -422,10 +421,7 @@ class PodSync:
         self._recorder.event(pod, "Normal", "Killing", action.message, field_path=action.field_path)
         run.runtime_changed = True
         await self._runtime.stop_container(instance.container_id, effective_grace_period(None, pod))
-        if not await self._start(task, run, action, sandbox):
-            return False
-        await self._runtime.prune_pod(task.uid)
-        return True
+        return await self._start_again(task, run, action, sandbox)
 
     async def _restart(
         self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
@@ -457,6 +453,12 @@ class PodSync:
             "restarting container",
             extra=pod_fields(pod, container=name, exitCode=instance.exit_code, attempt=action.attempt),
         )
+        return await self._start_again(task, run, action, sandbox)
+
+    async def _start_again(
+        self, task: PodTask, run: SyncPass, action: ContainerAction, sandbox: PodSandboxState
+    ) -> bool:
+        """Start the container's next instance; once it started, the pod's older ones are pruned."""
         if not await self._start(task, run, action, sandbox):
             return False
         await self._runtime.prune_pod(task.uid)
