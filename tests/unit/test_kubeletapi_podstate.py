@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_provider.kubeletapi.lookup import BadRequest, NotFound
 from vk_provider.kubeletapi.podstate import KnownPods, check_logs, not_running
 from vk_provider.pods.config import PodConfig
@@ -15,14 +16,15 @@ CID = "docker://0123abcd"
 
 
 def pod(uid: str = "u1", name: str = "p", **meta: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"uid": uid, "name": name, "namespace": "default", **meta},
-        "spec": {
-            "initContainers": [{"name": "init", "image": "i"}],
-            "containers": [{"name": "c", "image": "i"}],
-            "ephemeralContainers": [{"name": "debug", "image": "i"}],
-        },
-    }
+    made = manifests.pod(
+        name,
+        [{"name": "c", "image": "i"}],
+        uid=uid,
+        initContainers=[{"name": "init", "image": "i"}],
+        ephemeralContainers=[{"name": "debug", "image": "i"}],
+    )
+    made["metadata"].update(meta)
+    return made
 
 
 def status_with(entry: dict[str, Any], key: str = "containerStatuses") -> dict[str, Any]:

@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_provider.kuberuntime.admission import check_pod_supported
 from vk_provider.runtime.types import PodSpecRefused
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}], **spec}}
+    containers = spec.pop("containers", [{"name": "c", "image": "x"}])
+    return manifests.pod("p", containers, namespace=None, **spec)
 
 
 def test_a_plain_pod_is_supported() -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_provider.kuberuntime.dns import (
     MISSING_CLUSTER_DNS_MESSAGE,
     DNSEvent,
@@ -30,10 +31,7 @@ DNS_CONFIG = {
 
 
 def pod(**spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
-        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
-    }
+    return manifests.pod("web", [{"name": "c", "image": "i"}], namespace="ns", uid="u1", **spec)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from tests.support.etc_hosts import MANAGED_HOSTS_PREAMBLE
 from tests.support.launches import launch
 from vk_provider.config import DockerConfig
@@ -17,10 +17,7 @@ from vk_provider.runtime.types import ContainerCreateError
 
 
 def pod(name: str = "web", **fields: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "uid": "u1"},
-        "spec": {"containers": [{"name": "app", "image": "busybox:1"}], **fields},
-    }
+    return manifests.pod(name, [{"name": "app", "image": "busybox:1"}], namespace="ns", uid="u1", **fields)
 
 
 def test_hostname_and_subdomain_make_the_pod_fqdn() -> None:

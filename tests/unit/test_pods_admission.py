@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_provider.pods.admission import (
     HOST_PORTS,
     NODE_AFFINITY,
@@ -18,7 +19,8 @@ NODE = {"metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1", "z
 
 
 def _pod(labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p", "labels": labels or {}}, "spec": {"containers": [], **spec}}
+    containers = spec.pop("containers", [])
+    return manifests.pod("p", containers, namespace=None, labels=labels or {}, **spec)
 
 
 def _required(*terms: dict[str, Any]) -> dict[str, Any]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tests.support import manifests
 from vk_provider.pods.config import PodConfig, PodUpdate, UpdateKind
 
 
 def pod(uid: str, **meta: Any) -> dict[str, Any]:
-    return {"metadata": {"uid": uid, "name": uid, "namespace": "d", **meta}, "spec": {"containers": []}}
+    made = manifests.pod(uid, [], namespace="d", uid=uid)
+    made["metadata"].update(meta)
+    return made
 
 
 def test_classification_flow() -> None:

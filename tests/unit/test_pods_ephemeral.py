@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from tests.support.launches import launch
 from tests.support.status_generation import generate
 from vk_provider.kuberuntime.container_config import ContainerLaunch
@@ -24,12 +24,14 @@ NOW = datetime(2026, 12, 1, 19, 0, 0, tzinfo=UTC)
 
 def _pod(*debuggers: dict[str, Any], **spec_fields: Any) -> dict[str, Any]:
     return {
-        "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
-        "spec": {
-            "containers": [{"name": "c", "image": "vk-test/busybox:1"}],
-            "ephemeralContainers": list(debuggers),
+        **manifests.pod(
+            "web",
+            [{"name": "c", "image": "vk-test/busybox:1"}],
+            namespace="ns",
+            uid="u1",
+            ephemeralContainers=list(debuggers),
             **spec_fields,
-        },
+        ),
         "status": {"phase": "Running"},
     }
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.support import manifests
 from vk_provider.pods.eviction import disk_size_limits, empty_dir_limit_message, is_critical
 from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.volume_usage import volume_usage
 
 
 def pod(*volumes: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p", "uid": "u1"}, "spec": {"volumes": list(volumes), **spec}}
+    return manifests.pod("p", [], namespace=None, uid="u1", volumes=list(volumes), **spec)
 
 
 def test_only_disk_emptydirs_with_a_positive_limit_count() -> None:

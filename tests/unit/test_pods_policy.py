@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.support import manifests
 from vk_provider.pods.policy import field_path, finished, in_sandbox
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -21,12 +22,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def pod(
     policy: str | None = None, apps: tuple[str, ...] = ("app",), inits: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": n} for n in apps]}
+    spec: dict[str, Any] = {}
     if inits:
         spec["initContainers"] = [{"name": n} for n in inits]
     if policy is not None:
         spec["restartPolicy"] = policy
-    return {"metadata": {"name": "p", "namespace": "default", "uid": "u1"}, "spec": spec}
+    return manifests.pod("p", [{"name": n} for n in apps], uid="u1", **spec)
 
 
 def instance(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import manifests
 from vk_provider.pods.env import PodAddresses, resolve_container_env
 from vk_provider.pods.service_env import NOT_SYNCED_MESSAGE, from_services, pod_service_env, service_env
 from vk_provider.runtime.types import ContainerConfigError
@@ -28,7 +29,7 @@ HEADLESS = service("ns1", "headless", "None", {"port": 80})
 
 
 def pod(ns: str = "ns1", **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"namespace": ns, "name": "p", "uid": "u"}, "spec": {"containers": [], **spec}}
+    return manifests.pod("p", [], namespace=ns, uid="u", **spec)
 
 
 def test_from_services_gives_the_kubelets_names_and_values() -> None:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
+from tests.support import manifests
 from tests.support.polling import eventually
 from vk_provider.probes.manager import ProbeFailure, ProbeManager
 from vk_provider.probes.spec import ProbeType
@@ -59,10 +60,7 @@ class Events:
 
 
 def pod(**container: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"uid": "u1", "name": "p", "namespace": "default"},
-        "spec": {"containers": [{"name": "c", "image": "busybox", **container}]},
-    }
+    return manifests.pod("p", [{"name": "c", "image": "busybox", **container}], uid="u1")
 
 
 def running_status(container_id: str, started: bool) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.support import manifests
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.pods.runtime_configs import allowed_host_paths
 from vk_provider.runtime.docker.runtime import DockerRuntime
@@ -14,7 +15,7 @@ from vk_provider.runtime.docker.runtime import DockerRuntime
 
 def pod(path: Path, path_type: str, **spec: Any) -> dict[str, Any]:
     volume = {"name": "h", "hostPath": {"path": str(path), "type": path_type}}
-    return {"metadata": {"name": "p", "uid": "u1"}, "spec": {"volumes": [volume], **spec}}
+    return manifests.pod("p", [], namespace=None, uid="u1", volumes=[volume], **spec)
 
 
 def runtime(host: str, tmp_path: Path, *, host_path: bool = True) -> DockerRuntime:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.kuberuntime import security
 from vk_provider.runtime.configs import HostSecurity
@@ -23,10 +23,7 @@ def pod(
     c: dict[str, Any] = {"name": "main", "image": "busybox"}
     if container_sc is not None:
         c["securityContext"] = container_sc
-    return {
-        "metadata": {"name": "p", "namespace": "default", "uid": "u1", "annotations": annotations or {}},
-        "spec": {"containers": [c], **spec},
-    }
+    return manifests.pod("p", [c], uid="u1", annotations=annotations or {}, **spec)
 
 
 def kwargs(p: Any, seccomp_json: str | None = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from vk_provider.kuberuntime import security
 from vk_provider.runtime.types import ContainerConfigError
 
@@ -32,10 +32,8 @@ def pod(pod_sc: dict[str, Any] | None = None, sc: dict[str, Any] | None = None) 
     container: dict[str, Any] = {"name": "app", "image": "busybox"}
     if sc is not None:
         container["securityContext"] = sc
-    pod_spec: dict[str, Any] = {"containers": [container]}
-    if pod_sc is not None:
-        pod_spec["securityContext"] = pod_sc
-    return {"metadata": {"name": "web", "namespace": "default", "uid": "u-1"}, "spec": pod_spec}
+    spec: dict[str, Any] = {} if pod_sc is None else {"securityContext": pod_sc}
+    return manifests.pod("web", [container], uid="u-1", **spec)
 
 
 def verify(p: dict[str, Any], image_user: str | None) -> str | None:

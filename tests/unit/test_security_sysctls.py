@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import docker_kwargs
+from tests.support import docker_kwargs, manifests
 from vk_common import sysctls as policy
 from vk_provider.config import DockerAllow, DockerConfig
 from vk_provider.config_load import ConfigError, config_from_mapping, effective_config, load_config
@@ -40,14 +40,8 @@ UPSTREAM_SAFE = [
 
 def pod(*names: str, **spec_fields: Any) -> dict[str, Any]:
     sysctls = [{"name": n, "value": "1"} for n in names]
-    return {
-        "metadata": {"name": "p", "namespace": "default", "uid": "u"},
-        "spec": {
-            "containers": [{"name": "c", "image": "busybox"}],
-            "securityContext": {"sysctls": sysctls},
-            **spec_fields,
-        },
-    }
+    spec = {"securityContext": {"sysctls": sysctls}, **spec_fields}
+    return manifests.pod("p", [{"name": "c", "image": "busybox"}], uid="u", **spec)
 
 
 def test_the_safe_set_is_the_kubelets() -> None:

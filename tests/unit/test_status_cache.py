@@ -6,6 +6,7 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.support import manifests
 from vk_provider.status.cache import (
     VersionedStatus,
     normalize_status,
@@ -20,15 +21,15 @@ T1 = T0 + timedelta(seconds=30)
 
 
 def make_pod(policy: str = "Always", init: list[str] | None = None, **meta: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": "default", "uid": "uid-1", **meta},
-        "spec": {
-            "restartPolicy": policy,
-            "containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}],
-            "initContainers": [{"name": n, "image": "x"} for n in init or []],
-        },
-        "status": {"phase": "Pending"},
-    }
+    made = manifests.pod(
+        "p",
+        [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}],
+        uid="uid-1",
+        restartPolicy=policy,
+        initContainers=[{"name": n, "image": "x"} for n in init or []],
+    )
+    made["metadata"].update(meta)
+    return {**made, "status": {"phase": "Pending"}}
 
 
 def cond(type_: str, status: str, reason: str = "", when: str = "2026-11-30T00:00:00Z") -> dict[str, Any]:
