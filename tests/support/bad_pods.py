@@ -167,11 +167,6 @@ BAD_PODS: tuple[BadPod, ...] = (
         "spec.resourceClaims: resource claims are not supported on this node",
     ),
     _refused(
-        "pod-limits",
-        _spec(resources={"limits": {"memory": "64Mi"}}),
-        "spec.resources.limits: pod-level resource limits are not supported on this node",
-    ),
-    _refused(
         "propagation-emptydir",
         _with_volume({"name": "v", "emptyDir": {}}, mountPropagation="HostToContainer"),
         "mountPropagation: HostToContainer propagation is supported on hostPath volumes only on this node",
