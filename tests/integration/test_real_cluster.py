@@ -129,10 +129,12 @@ async def test_a_silent_node_goes_unknown_with_unreachable_taints_and_recovers(
     # The only node is down: the controller is in "master disruption mode" and adds no
     # NoExecute taint, so nothing is evicted (pkg/controller/nodelifecycle/
     # node_lifecycle_controller.go, handleDisruption, in kubernetes v1.37).
-    assert await eventually(lambda: _equals(unreachable_taints, {"NoSchedule"}), within=60)
+    # Generous deadlines: the controller-manager's passes lag on a loaded machine (the fresh-clone
+    # CI of 332e627 missed 60 s here with two real planes side by side; alone it takes seconds).
+    assert await eventually(lambda: _equals(unreachable_taints, {"NoSchedule"}), within=180)
     await harness.start_provider()
-    await eventually(lambda: node_ready(harness), within=120, what="Ready again")
-    assert await eventually(lambda: _equals(unreachable_taints, set()), within=60)
+    await eventually(lambda: node_ready(harness), within=180, what="Ready again")
+    assert await eventually(lambda: _equals(unreachable_taints, set()), within=180)
 
 
 async def _equals(get: Any, wanted: Any) -> bool:
