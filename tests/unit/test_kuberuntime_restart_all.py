@@ -68,7 +68,7 @@ def test_the_api_status_keeps_it_going_until_the_runtime_holds_no_container() ->
     marked = {"conditions": [{"type": "AllContainersRestarting", "status": "True"}]}
     assert should_restart_all(pod(), runtime(), marked)
     assert cleaned_up(pod(), runtime()) and not restarting(pod(), runtime(), marked)
-    assert restarting_condition(pod(), runtime(), marked, "Pending") == {
+    assert restarting_condition(pod(), runtime(), True, "Pending") == {
         "type": "AllContainersRestarting",
         "status": "False",
     }
@@ -96,19 +96,19 @@ def test_once_reset_the_pod_starts_again_one_restart_more() -> None:
 
 def test_the_condition_is_true_while_containers_remain_and_false_once_the_pod_ends() -> None:
     state = runtime(SETUP, instance("main", EXITED, code=42), instance("side", RUNNING))
-    condition = restarting_condition(pod(), state, None, "Running")
+    condition = restarting_condition(pod(), state, should_restart_all(pod(), state, None), "Running")
     assert condition is not None and (condition["status"], condition["reason"]) == (
         "True",
         "RestartAllContainersStarted",
     )
-    assert restarting_condition(pod(), state, None, "Failed") == {
+    assert restarting_condition(pod(), state, True, "Failed") == {
         "type": "AllContainersRestarting",
         "status": "False",
         "reason": "PodFailed",
     }
     assert (
         restarting_condition(
-            manifests.pod("plain", [{"name": "c", "image": BUSYBOX_IMAGE}]), state, None, "Running"
+            manifests.pod("plain", [{"name": "c", "image": BUSYBOX_IMAGE}]), state, False, "Running"
         )
         is None
     )

@@ -29,14 +29,20 @@ from vk_common.objects import (
     matching_restart_rule,
     spec,
 )
-from vk_provider.runtime.types import ContainerInstance, ContainerRole, ContainerRunState, PodRuntimeState
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRole,
+    ContainerRunState,
+    PodRuntimeState,
+    spec_list,
+)
 
 ALL_CONTAINERS_RESTARTING = "AllContainersRestarting"  # the pod condition (kubelet-owned)
 RESTART_STARTED = "RestartAllContainersStarted"  # its reason while True
 RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"  # a removed container's waiting / last reason
 RESTARTING_MESSAGE = "The container is removed because RestartAllContainers in place"
 
-SPEC_ROLES = (("initContainers", ContainerRole.INIT), ("containers", ContainerRole.APP))
+RESET_ROLES = (ContainerRole.INIT, ContainerRole.APP)  # ephemeral containers are not reset
 
 
 def _triggers(container: Mapping[str, Any], exit_code: int) -> bool:
@@ -59,8 +65,8 @@ def should_restart_all(
         *(api_status.get("initContainerStatuses") or []),
         *(api_status.get("containerStatuses") or []),
     ]
-    for key, role in SPEC_ROLES:
-        for container in spec(pod).get(key) or []:
+    for role in RESET_ROLES:
+        for container in spec(pod).get(spec_list(role)) or []:
             latest = state.latest(container["name"], role) if state is not None else None
             exited = latest is not None and latest.state == ContainerRunState.EXITED
             if exited and latest is not None and _triggers(container, latest.exit_code or 0):
@@ -76,7 +82,7 @@ def cleaned_up(pod: Mapping[str, Any], state: PodRuntimeState | None) -> bool:
     """No init or app container of the pod is left in the runtime."""
     if state is None:
         return True
-    names = {c["name"] for key, _ in SPEC_ROLES for c in spec(pod).get(key) or []}
+    names = {c["name"] for role in RESET_ROLES for c in spec(pod).get(spec_list(role)) or []}
     return not any(c.name in names and c.role != ContainerRole.EPHEMERAL for c in state.containers)
 
 
@@ -96,8 +102,8 @@ def containers_to_reset(pod: Mapping[str, Any], state: PodRuntimeState) -> list[
     restart first (app, then init), those that did last."""
     sources: dict[ContainerRole, list[ContainerInstance]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
     targets: dict[ContainerRole, list[ContainerInstance]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
-    for key, role in SPEC_ROLES:
-        for container in spec(pod).get(key) or []:
+    for role in RESET_ROLES:
+        for container in spec(pod).get(spec_list(role)) or []:
             for instance in state.containers:
                 if instance.name != container["name"] or instance.role != role:
                     continue
@@ -111,18 +117,16 @@ def containers_to_reset(pod: Mapping[str, Any], state: PodRuntimeState) -> list[
 
 
 def restarting_condition(
-    pod: Mapping[str, Any],
-    state: PodRuntimeState | None,
-    old_status: Mapping[str, Any] | None,
-    phase: str,
+    pod: Mapping[str, Any], state: PodRuntimeState | None, should_restart: bool, phase: str
 ) -> dict[str, Any] | None:
-    """The AllContainersRestarting condition (None for a pod without a RestartAllContainers rule)."""
+    """The AllContainersRestarting condition (None for a pod without a RestartAllContainers rule);
+    `should_restart`: `should_restart_all` of the pod, its state and its old status."""
     if not all_containers_could_restart(pod):
         return None
     if phase in ("Succeeded", "Failed"):
         reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
         return {"type": ALL_CONTAINERS_RESTARTING, "status": "False", "reason": reason}
-    if not should_restart_all(pod, state, old_status) or cleaned_up(pod, state):
+    if not should_restart or cleaned_up(pod, state):
         return {"type": ALL_CONTAINERS_RESTARTING, "status": "False"}
     return {
         "type": ALL_CONTAINERS_RESTARTING,

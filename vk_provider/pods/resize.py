@@ -307,6 +307,10 @@ class PodResizer:
                 f"below current usage ({stats.memory_usage_bytes})"
             )
 
+    def pod_cgroup_set(self, uid: str, resources: LinuxResources) -> None:
+        """The pod cgroup was made with `resources` (with its sandbox)."""
+        self.state(uid).cgroup = resources
+
     async def pod_cgroup(self, uid: str, pod: Mapping[str, Any], *, lift: bool) -> None:
         """The pod cgroup's limits where the runtime keeps one, set when they differ from those
         last set: before the containers are resized (`lift`) to the larger of the old and the new

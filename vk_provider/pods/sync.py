@@ -322,7 +322,10 @@ class PodSync:
                 runtime_handler=self._runtime_handler(pod),
                 allocated=self._resizer.state(task.uid).allocated,
             )
-            return await self._runtime.ensure_sandbox(config)
+            sandbox = await self._runtime.ensure_sandbox(config)
+            if config.cgroup is not None:  # made with these limits: not written again after the pass
+                self._resizer.pod_cgroup_set(task.uid, config.cgroup.resources)
+            return sandbox
         except PodSpecRefused as exc:
             log.warning("pod refused", extra=pod_fields(pod, err=exc.message))
             if isinstance(exc, PodRejected):

@@ -305,7 +305,7 @@ def generate_pod_status(
     conditions.append(containers_ready_condition(spec, all_statuses, phase))
     conditions.append(condition(POD_SCHEDULED, "True"))
     conditions.extend(copy.deepcopy(dict(c)) for c in resize_conditions)
-    restart_all = restarting_condition(pod, state, old, phase)
+    restart_all = restarting_condition(pod, state, restarting, phase)
     if restart_all is not None:
         conditions.append(restart_all)
     set_transition_times(conditions, old.get("conditions") or [], now)

@@ -158,18 +158,18 @@ class DockerRuntime:
     async def start(self) -> None:
         await self._engine.connect()
         await self.ping()
-        await self.info()
+        info = await self._engine_info()
         if self._dirs is not None:
             self._subpath_refusal = await self._engine.call(self._dirs.prepare)
-        await self._start_pod_cgroups()
+        await self._start_pod_cgroups(info)
         self._states.start()
 
-    async def _start_pod_cgroups(self) -> None:
+    async def _start_pod_cgroups(self, info: Mapping[str, Any]) -> None:
         """A cgroup per pod (docker.podCgroups) where the engine is on this host and its cgroups
-        can be written here; otherwise off, with one warning (pod-level limits are then refused)."""
+        can be written here; otherwise off, with one warning (pod-level limits are then refused).
+        `info`: the engine's, for its cgroup driver and version."""
         if not self.config.pod_cgroups:
             return
-        info = await self._engine.call(self._engine.client.info)
         cgroups = PodCgroups(
             root=f"{self.config.cgroup_root.rstrip('/')}/{self.node_name}",
             driver=CgroupDriver(str(info.get("CgroupDriver") or "cgroupfs")),
@@ -203,15 +203,20 @@ class DockerRuntime:
         """Docker mode: always ready; CNI mode: whether the conf dir has a usable list."""
         return await self._cni.not_ready() if self._cni is not None else None
 
-    async def info(self) -> RuntimeInfo:
+    async def _engine_info(self) -> dict[str, Any]:
+        """Docker's `info`; the host's security facts are read from it again."""
         await self._engine.connect()
         try:
-            info = await self._engine.call(self._engine.client.info)
+            info: dict[str, Any] = await self._engine.call(self._engine.client.info)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
         self._host_security = dataclasses.replace(
             host_security(info), pod_cgroups=self._pod_cgroups is not None
         )
+        return info
+
+    async def info(self) -> RuntimeInfo:
+        info = await self._engine_info()
         storage = await self._engine.call(_storage_bytes, str(info.get("DockerRootDir") or "/var/lib/docker"))
         return runtime_info(info, storage, self.config.runtimes)
 
