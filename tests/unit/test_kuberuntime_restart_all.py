@@ -78,7 +78,7 @@ def test_every_container_is_reset_the_ones_that_triggered_it_last() -> None:
     main = instance("main", EXITED, code=42)
     side = instance("side", RUNNING)
     state = runtime(SETUP, main, side)
-    assert [c.name for c in containers_to_reset(pod(), state)] == ["side", "setup", "main"]
+    assert [i.name for _, i in containers_to_reset(pod(), state)] == ["side", "setup", "main"]
     actions = compute_pod_actions(PodSnapshot(pod(), state, restart_all=True))
     assert actions.sandbox is not None and not actions.create_sandbox
     assert [(a.step, a.name) for a in actions.containers] == [

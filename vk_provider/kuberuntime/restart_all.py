@@ -42,7 +42,7 @@ RESTART_STARTED = "RestartAllContainersStarted"  # its reason while True
 RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"  # a removed container's waiting / last reason
 RESTARTING_MESSAGE = "The container is removed because RestartAllContainers in place"
 
-RESET_ROLES = (ContainerRole.INIT, ContainerRole.APP)  # ephemeral containers are not reset
+_RESET_ROLES = (ContainerRole.INIT, ContainerRole.APP)  # ephemeral containers are not reset
 
 
 def _triggers(container: Mapping[str, Any], exit_code: int) -> bool:
@@ -65,7 +65,7 @@ def should_restart_all(
         *(api_status.get("initContainerStatuses") or []),
         *(api_status.get("containerStatuses") or []),
     ]
-    for role in RESET_ROLES:
+    for role in _RESET_ROLES:
         for container in spec(pod).get(spec_list(role)) or []:
             latest = state.latest(container["name"], role) if state is not None else None
             exited = latest is not None and latest.state == ContainerRunState.EXITED
@@ -82,7 +82,7 @@ def cleaned_up(pod: Mapping[str, Any], state: PodRuntimeState | None) -> bool:
     """No init or app container of the pod is left in the runtime."""
     if state is None:
         return True
-    names = {c["name"] for role in RESET_ROLES for c in spec(pod).get(spec_list(role)) or []}
+    names = {c["name"] for role in _RESET_ROLES for c in spec(pod).get(spec_list(role)) or []}
     return not any(c.name in names and c.role != ContainerRole.EPHEMERAL for c in state.containers)
 
 
@@ -97,21 +97,24 @@ def restarting(
     )
 
 
-def containers_to_reset(pod: Mapping[str, Any], state: PodRuntimeState) -> list[ContainerInstance]:
-    """Every instance of the pod's init and app containers: those that did not trigger the
-    restart first (app, then init), those that did last."""
-    sources: dict[ContainerRole, list[ContainerInstance]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
-    targets: dict[ContainerRole, list[ContainerInstance]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
-    for role in RESET_ROLES:
+Reset = tuple[Mapping[str, Any], ContainerInstance]  # a container's spec and one of its instances
+
+
+def containers_to_reset(pod: Mapping[str, Any], state: PodRuntimeState) -> list[Reset]:
+    """Every instance of the pod's init and app containers, with its spec: those that did not
+    trigger the restart first (app, then init), those that did last."""
+    sources: dict[ContainerRole, list[Reset]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
+    targets: dict[ContainerRole, list[Reset]] = {ContainerRole.INIT: [], ContainerRole.APP: []}
+    for role in _RESET_ROLES:
         for container in spec(pod).get(spec_list(role)) or []:
             for instance in state.containers:
                 if instance.name != container["name"] or instance.role != role:
                     continue
                 exited = instance.state == ContainerRunState.EXITED
                 if exited and _triggers(container, instance.exit_code or 0):
-                    sources[role].append(instance)
+                    sources[role].append((container, instance))
                 else:
-                    targets[role].append(instance)
+                    targets[role].append((container, instance))
     app, init = ContainerRole.APP, ContainerRole.INIT
     return [*targets[app], *targets[init], *sources[app], *sources[init]]
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from vk_common.objects import is_sidecar, restart_policy, should_restart, spec
 from vk_provider.kuberuntime.container_config import spec_hash
-from vk_provider.kuberuntime.restart_all import RESET_ROLES, containers_to_reset
+from vk_provider.kuberuntime.restart_all import containers_to_reset
 from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
 from vk_provider.pods.grace import effective_grace_period
 from vk_provider.pods.policy import field_path, finished, in_sandbox
@@ -38,7 +38,6 @@ from vk_provider.runtime.types import (
     ContainerRunState,
     PodRuntimeState,
     PodSandboxState,
-    spec_list,
 )
 
 
@@ -146,11 +145,7 @@ def _containers(snap: PodSnapshot, sandbox: PodSandboxState | None) -> list[Cont
 def _reset(snap: PodSnapshot, state: PodRuntimeState) -> list[ContainerAction]:
     """Every init and app container killed and removed, the sandbox kept (computePodActions'
     ContainersToReset); nothing else this pass."""
-    specs = {(r, str(c["name"])): c for r in RESET_ROLES for c in spec(snap.pod).get(spec_list(r)) or []}
-    return [
-        ContainerAction(Step.RESET, specs[(i.role, i.name)], i.role, i)
-        for i in containers_to_reset(snap.pod, state)
-    ]
+    return [ContainerAction(Step.RESET, c, i.role, i) for c, i in containers_to_reset(snap.pod, state)]
 
 
 def _ephemeral(snap: PodSnapshot) -> list[ContainerAction]:
