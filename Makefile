@@ -4,16 +4,36 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast test-builds go-builds local-builds resilience test-cluster demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns monitoring-tools prometheus
+.PHONY: test test-podman test-fast test-builds go-builds local-builds resilience test-cluster demo bench lint typecheck docker images image registry helm kube install unit clean conformance-build conformance coredns monitoring-tools prometheus
 
 # Both tiers: every API-facing test against the emulator and against the real control plane,
 # and the fast subset of the upstream conformance suite (tests/e2e/test_conformance_subset.py).
 # Two pytest workers side by side (xdist: each has its own real control plane, all share the
 # engine), then the tests that stop the engine (marker engine_exclusive) alone.
+# Then the engine tests' representative subset on Podman (below), and a check that no container,
+# volume or pod cgroup of a test's pod was left on either engine (tests/support/leak_check.py).
 PYTEST := $(PY) -m pytest -q -ra --durations=15 --control-plane=both
 test: test-builds
 	$(PYTEST) -n 2 --dist loadfile -m 'not engine_exclusive and not cluster_full'
 	$(PYTEST) -m engine_exclusive
+	$(MAKE) --no-print-directory test-podman PODMAN_TESTS='$(PODMAN_SUBSET)'
+	$(PY) -m tests.support.leak_check
+
+# The engine tests on Podman's API service (docs/runtime.md#podman; scripts/ensure-podman.sh
+# installs it, starts `podman system service` and loads the test images into its store), on the
+# emulator tier: the runtime, pod lifecycle, kubelet API (logs, exec, attach, port-forward),
+# probes and volumes in `make test`; `make test-podman` runs all of PODMAN_TESTS.
+PODMAN_SUBSET := $(addprefix tests/integration/,test_runtime_docker.py test_pods_lifecycle.py \
+	test_kubeletapi_docker.py test_probes_pods.py test_pods_volumes.py)
+PODMAN_TESTS ?= $(PODMAN_SUBSET) $(addprefix tests/integration/,test_pods_restart.py \
+	test_probes_handlers.py test_pods_spec.py test_pods_mounts.py test_pods_security_context.py \
+	test_pods_lifecycle_hooks.py test_pods_ephemeral.py test_pods_runtime_class.py \
+	test_pods_restart_all.py test_pods_dns.py test_pods_deadline.py test_pods_pod_fields.py \
+	test_pods_writes.py test_pods_volume_types.py test_security_pods.py test_security_volumes.py \
+	test_security_subpath_race.py test_static_pods_provider.py)
+test-podman: docker images install
+	bash scripts/ensure-podman.sh
+	$(PY) -m pytest -q -ra --durations=10 --engine=podman --control-plane=emulator -n 2 --dist loadfile $(PODMAN_TESTS)
 
 # On a cold machine the Go builds (CPU) run beside the image builds, the venv's tools and the
 # linters (disk and network): two lanes. apt's users (the engine, the registry) come first.

@@ -10,6 +10,9 @@ alone) runs once per tier chosen with `--control-plane=emulator|real|both` (defa
 test to one tier. The real control plane is started once per session, on first use (once per
 xdist worker: `make test` runs two). `@pytest.mark.engine_exclusive` marks a test that stops
 the Docker engine: it is skipped in a run with several workers, and `make test` runs it alone.
+`--engine=podman` runs the tests on Podman's API service instead (tests/support/engine.py;
+`make test` runs a representative subset so, `make test-podman` all the engine tests);
+`@pytest.mark.docker_only("why")` skips a test there, with what Podman does otherwise.
 
 Fixtures of tests/support registered here as plugins, so tests take them by name: `sandbox`
 (tests/support/fixtures_sandbox.py), `helm` (tests/support/chart.py).
@@ -26,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.engine import ENGINE_ENV, PODMAN_SOCKET, engine_under_test, host_env
 from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.kubectl import KUBECTL
 from tests.support.planes import EmulatorPlane, RealCluster, RealPlane, selected_kinds
@@ -37,6 +41,7 @@ pytest_plugins = ["tests.support.fixtures_sandbox", "tests.support.chart"]
 REPO = Path(__file__).resolve().parent.parent
 TEST_LABEL = "io.vk-provider.test"
 NODE_LABEL = "io.vk-provider.node"
+ROLE_LABEL = "io.vk-provider.role"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,11 +51,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="emulator",
         help="which control plane the API-facing tests run against (default: emulator)",
     )
+    parser.addoption(
+        "--engine",
+        choices=("docker", "podman"),
+        default="docker",
+        help="the container engine the tests run on (default: docker)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    engine = config.getoption("--engine")
+    os.environ[ENGINE_ENV] = engine
+    if engine == "podman":
+        os.environ["DOCKER_HOST"] = PODMAN_SOCKET
     config.addinivalue_line("markers", "emulator_only(reason): runs on the emulator tier only")
     config.addinivalue_line("markers", "real_only: runs on the real control plane tier only")
+    config.addinivalue_line(
+        "markers", "docker_only(reason): skipped with --engine=podman, for the reason given"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--engine") != "podman":
+        return
+    for item in items:
+        marker = item.get_closest_marker("docker_only")
+        if marker is not None:
+            item.add_marker(pytest.mark.skip(reason=f"not on Podman: {marker.args[0]}"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -115,7 +142,10 @@ def plane(control_plane: str, request: pytest.FixtureRequest, tmp_path: Path) ->
 def docker_client() -> Iterator[object]:
     import docker
 
-    subprocess.run(["bash", str(REPO / "scripts" / "ensure-docker.sh")], check=True)
+    subprocess.run(["bash", str(REPO / "scripts" / "ensure-docker.sh")], check=True, env=host_env())
+    if engine_under_test() == "podman":
+        for script in ("build-test-images.sh", "ensure-podman.sh"):
+            subprocess.run(["bash", str(REPO / "scripts" / script)], check=True, env=host_env())
     client = docker.from_env()
     client.ping()
     yield client
@@ -124,7 +154,7 @@ def docker_client() -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def test_images(docker_client: object) -> dict[str, str]:
-    subprocess.run(["bash", str(REPO / "scripts" / "build-test-images.sh")], check=True)
+    subprocess.run(["bash", str(REPO / "scripts" / "build-test-images.sh")], check=True, env=host_env())
     return {"busybox": BUSYBOX_IMAGE, "pause": PAUSE_IMAGE}
 
 
@@ -153,7 +183,9 @@ def remove_node_cgroups(node: str) -> None:
 def _remove_labelled(client: object, label: str) -> None:
     """Containers, then Docker volumes (a failed test's pods leave their emptyDirs) and networks
     (a node's pod network), with `label`."""
-    for container in client.containers.list(all=True, filters={"label": label}, ignore_removed=True):  # type: ignore[attr-defined]
+    containers = client.containers.list(all=True, filters={"label": label}, ignore_removed=True)  # type: ignore[attr-defined]
+    # Sandboxes last: Podman refuses to remove a container others joined the namespaces of.
+    for container in sorted(containers, key=lambda c: c.labels.get(ROLE_LABEL) == "sandbox"):
         with contextlib.suppress(Exception):  # already gone
             container.remove(force=True, v=True)
     for volume in client.volumes.list(filters={"label": label}):  # type: ignore[attr-defined]

@@ -76,6 +76,7 @@ class DockerAllow:
 
 @dataclass(frozen=True)
 class DockerConfig:
+    engine: str = "docker"  # docker | podman (its API service): which engine answers on `host`
     host: str = ""  # empty: $DOCKER_HOST, then the local socket
     engine_location: str = "auto"  # auto | local | remote: does the engine see our filesystem?
     max_concurrency: int = 8

@@ -348,6 +348,7 @@ _SCHEMA = Section(
             Section(
                 DockerConfig,
                 [
+                    ("engine", "engine", Enum(("docker", "podman"))),
                     ("host", "host", Str(_docker_host_problem)),
                     ("engineLocation", "engine_location", Enum(("auto", "local", "remote"))),
                     ("maxConcurrency", "max_concurrency", PositiveInt()),

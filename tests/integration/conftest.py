@@ -3,8 +3,9 @@
 The provider runs for the test's unique `node_name` (its containers are removed afterwards by
 the `node_name` fixture) with the default harness settings, on each control-plane tier chosen
 (`plane`); a module that needs other settings defines its own `harness` fixture, which takes
-precedence. `runtime` is a bare DockerRuntime for the node, without a provider (its pods are
-removed afterwards); `local_registry` (session) is a registry with basic auth on 127.0.0.1, for pulls.
+precedence. `runtime` is a bare runtime of the engine under test (`--engine`) for the node,
+without a provider (its pods are removed afterwards); `local_registry` (session) is a registry
+with basic auth on 127.0.0.1, for pulls.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.engine import engine_under_test
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.provider_harness import ProviderHarness
 from tests.support.registry import LocalRegistry
@@ -35,7 +37,10 @@ async def runtime(
     node_name: str, test_images: dict[str, str], tmp_path: Path
 ) -> AsyncIterator[DockerRuntime]:
     config = DockerConfig(
-        sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path / "state")
+        engine=engine_under_test(),
+        sandbox_image=test_images["pause"],
+        max_concurrency=4,
+        state_dir=str(tmp_path / "state"),
     )
     async with running_docker_runtime(config, node_name) as started:
         yield started

@@ -413,6 +413,7 @@ async def attach_send_and_close(http: aiohttp.ClientSession, url: str, line: byt
     return bytes(msg.data)
 
 
+@pytest.mark.docker_only("an attach session's end closes the container's stdin, stdinOnce or not")
 async def test_stdin_once_closes_stdin_when_the_first_attach_ends(
     runtime: DockerRuntime, kubelet: tuple[KubeletServer, str], http: aiohttp.ClientSession
 ) -> None:

@@ -13,10 +13,11 @@ import pytest
 
 from bench.docker_engine import DockerCountingProxy
 from tests.support.docker_kwargs import sandbox_create_kwargs
+from tests.support.engine import engine_under_test
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually, until
 from tests.support.ports import free_port
-from tests.support.runtime_calls import ensure_sandbox, start_container
+from tests.support.runtime_calls import engine_runtime, engine_socket, ensure_sandbox, start_container
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.kuberuntime.container_config import ContainerLaunch
@@ -232,7 +233,7 @@ async def test_fresh_runtime_rebuilds_the_same_state_from_labels(
     await wait_exited(runtime, pod["metadata"]["uid"], "once")
     before = (await runtime.list_pods())[pod["metadata"]["uid"]]
 
-    fresh = DockerRuntime(DockerConfig(sandbox_image=test_images["pause"]), node_name)
+    fresh = engine_runtime(DockerConfig(sandbox_image=test_images["pause"]), node_name)
     await fresh.start()
     try:
         after = (await fresh.list_pods())[pod["metadata"]["uid"]]
@@ -514,7 +515,7 @@ async def test_info_and_ping(runtime: DockerRuntime) -> None:
     assert info.cpus > 0 and info.memory_bytes > 0 and info.storage_bytes > 0
     assert info.os_type == "linux"
     assert info.architecture in ("amd64", "arm64", "arm", "386", "ppc64le", "s390x", "riscv64")
-    assert info.runtime_version.startswith("docker://") and info.kernel_version
+    assert info.runtime_version.startswith(f"{engine_under_test()}://") and info.kernel_version
 
 
 async def test_unreachable_engine_is_runtime_unavailable(tmp_path: Path) -> None:
@@ -524,6 +525,17 @@ async def test_unreachable_engine_is_runtime_unavailable(tmp_path: Path) -> None
     assert "no.sock" in info.value.message
     with pytest.raises(RuntimeUnavailable):
         await rt.ping()
+    await rt.close()
+
+
+async def test_the_other_engine_on_the_socket_stops_the_start_naming_itself(node_name: str) -> None:
+    """`docker.engine` says which engine answers; the socket's own answer is checked at start."""
+    actual = engine_under_test()
+    other = "docker" if actual == "podman" else "podman"
+    rt = DockerRuntime(DockerConfig(engine=other), node_name)
+    with pytest.raises(RuntimeUnavailable) as info:
+        await rt.start()
+    assert f"is {actual} " in info.value.message and f"set docker.engine: {actual}" in info.value.message
     await rt.close()
 
 
@@ -563,10 +575,10 @@ async def test_an_unchanged_pods_state_comes_from_the_relist_and_a_kill_outside_
     """While the events are followed, `pod_state` of a pod nothing changed since the latest
     `list_pods` costs the engine nothing (a pod's resync does not grow the idle Docker calls with
     the pods); a container killed behind the provider's back is seen as exited all the same."""
-    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    proxy = DockerCountingProxy(tmp_path / "docker.sock", engine_socket())
     await proxy.start()
     config = DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path), host=proxy.url)
-    rt = DockerRuntime(config, node_name)
+    rt = engine_runtime(config, node_name)
     await rt.start()
     seen: list[str] = []
 
@@ -608,12 +620,12 @@ async def test_a_relist_of_running_pods_is_one_list_call_and_a_resize_is_seen(
     """Nothing changed: `list_pods` costs the engine one list, whatever the number of pods (no
     inspect per container); a container that exits, or whose limits `docker update` changed,
     is read again."""
-    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    proxy = DockerCountingProxy(tmp_path / "docker.sock", engine_socket())
     await proxy.start()
     config = DockerConfig(
         sandbox_image=test_images["pause"], max_concurrency=4, state_dir=str(tmp_path), host=proxy.url
     )
-    rt = DockerRuntime(config, node_name)
+    rt = engine_runtime(config, node_name)
     await rt.start()
     try:
         pods = [
@@ -657,10 +669,10 @@ async def test_new_pods_sandboxes_cost_a_create_start_and_inspect_each_and_one_i
     second list of the pod, and the sandbox image looked up once for the whole burst, not once per
     pod (the start-up bench's Docker calls per pod). A sandbox of a pod that already has one, and
     a create that fails, still look again."""
-    proxy = DockerCountingProxy(tmp_path / "docker.sock")
+    proxy = DockerCountingProxy(tmp_path / "docker.sock", engine_socket())
     await proxy.start()
     config = DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path), host=proxy.url)
-    rt = DockerRuntime(config, node_name)
+    rt = engine_runtime(config, node_name)
     await rt.start()
     follower = asyncio.create_task(anext(rt.events()))  # the listing cache needs the events followed
     try:

@@ -220,7 +220,8 @@ async def test_edited_manifest_replaces_the_container_and_the_mirror(
         )
         third = await one_running_container(docker_client, node_name, mirror_name)
         assert third.id != second.id
-        assert third.attrs["Config"]["Image"] == PAUSE_IMAGE
+        # The image as the spec wrote it (Podman's Config.Image has its store's localhost/ prefix).
+        assert third.labels["io.vk-provider.container.image"] == PAUSE_IMAGE
         assert container_status(newest, "main")["containerID"] == f"docker://{third.id}"
         assert newest["spec"]["containers"][0]["image"] == PAUSE_IMAGE
         await eventually(

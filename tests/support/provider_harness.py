@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from tests.support import manifests
+from tests.support.engine import engine_under_test
 from tests.support.images import PAUSE_IMAGE
 from tests.support.planes import EmulatorPlane, RealPlane
 from tests.support.polling import eventually
@@ -108,7 +109,9 @@ class ProviderHarness:
         return Config(
             node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
             kubernetes=KubernetesConfig(kubeconfig=str(self.plane.provider_kubeconfig)),
-            docker=DockerConfig(sandbox_image=PAUSE_IMAGE, state_dir=str(self.workdir / "state")),
+            docker=DockerConfig(
+                engine=engine_under_test(), sandbox_image=PAUSE_IMAGE, state_dir=str(self.workdir / "state")
+            ),
             pods=PodsConfig(resync_interval=self.resync_interval),
             status=StatusConfig(sync_period=self.sync_period),
             static_pods=StaticPodsConfig(path=str(self.static_dir or ""), relist_interval=2.0),
@@ -137,7 +140,11 @@ class ProviderHarness:
         cfg: dict[str, dict[str, Any]] = {
             "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
             "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
-            "docker": {"sandboxImage": PAUSE_IMAGE, "stateDir": str(self.workdir / "state")},
+            "docker": {
+                "engine": engine_under_test(),
+                "sandboxImage": PAUSE_IMAGE,
+                "stateDir": str(self.workdir / "state"),
+            },
             "status": {"syncPeriod": f"{self.sync_period:g}s"},
             "kubeletServer": {
                 "listen": "127.0.0.1:0",

@@ -4,16 +4,20 @@ What lives here: `ensure_sandbox(runtime, pod, ...)` and `start_container(runtim
 for tests that call a Runtime directly: the pod is admitted and compiled into its configurations
 (`pods/runtime_configs.py`, the same calls the workers make) with the runtime's own Docker
 settings when it has them (`DockerRuntime.config`), then handed to the runtime.
-`running_docker_runtime(config, node)` is a started DockerRuntime that, when the block ends,
-removes every pod it still has and closes.
+`engine_runtime(config, node)` is a runtime of the engine under test (`--engine`: Docker or
+Podman), `engine_socket()` that engine's socket path, and `running_docker_runtime(config, node)`
+a started runtime of it that, when the block ends, removes every pod it still has and closes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from bench.docker_engine import DOCKER_SOCKET
+from tests.support.engine import PODMAN_SOCKET, engine_under_test
 from vk_provider.config import DockerConfig
 from vk_provider.kuberuntime.container_config import ContainerLaunch
 from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
@@ -21,6 +25,7 @@ from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.pods.runtime_configs import admit_sandbox, container_config_for
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.podman import PodmanRuntime
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerInstance, PodSandboxState
 
@@ -50,10 +55,23 @@ async def start_container(
     return await runtime.start_container(config)
 
 
+def engine_runtime(config: DockerConfig, node_name: str) -> DockerRuntime:
+    """A runtime of the engine under test (`--engine`, tests/support/engine.py) with `config`."""
+    if engine_under_test() == "podman":
+        return PodmanRuntime(dataclasses.replace(config, engine="podman"), node_name)
+    return DockerRuntime(config, node_name)
+
+
+def engine_socket() -> str:
+    """The path of the socket of the engine under test (for a proxy in front of it)."""
+    return PODMAN_SOCKET.removeprefix("unix://") if engine_under_test() == "podman" else DOCKER_SOCKET
+
+
 @asynccontextmanager
 async def running_docker_runtime(config: DockerConfig, node_name: str) -> AsyncIterator[DockerRuntime]:
-    """A started DockerRuntime for `node_name`; its pods are removed and it is closed afterwards."""
-    runtime = DockerRuntime(config, node_name)
+    """A started runtime of the engine under test for `node_name`; its pods are removed and it
+    is closed afterwards."""
+    runtime = engine_runtime(config, node_name)
     await runtime.start()
     yield runtime
     for uid in await runtime.list_pods():

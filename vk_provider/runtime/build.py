@@ -1,7 +1,7 @@
 """The one place that picks a container engine: the configured runtime, behind the Runtime protocol.
 
-What lives here: `build_runtime`, which returns the Docker implementation for the node's
-configuration (a second engine would be chosen here, and nowhere else), with the CNI invoker
+What lives here: `build_runtime`, which returns the implementation of the configured engine
+(`docker.engine`: Docker, or Podman's API service; chosen here and nowhere else), with the CNI invoker
 of `network.plugin: cni` (runtime/cni; its result cache under `<docker.stateDir>/.cni/<node>`).
 Must not: start the runtime or be imported by anything but the app's wiring.
 """
@@ -15,6 +15,7 @@ from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.cni.network import CNINetwork, CNISettings
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
+from vk_provider.runtime.podman import PodmanRuntime
 from vk_provider.runtime.protocol import Runtime
 
 
@@ -29,4 +30,5 @@ def build_runtime(config: Config, metrics: ProviderMetrics | None = None) -> Run
         cni = CNISandboxes(
             CNINetwork(CNISettings(net.cni_conf_dir, net.cni_bin_dir, cache_dir, net.cni_timeout))
         )
-    return DockerRuntime(config.docker, config.node.name, metrics, cni=cni)
+    engine = PodmanRuntime if config.docker.engine == "podman" else DockerRuntime
+    return engine(config.docker, config.node.name, metrics, cni=cni)

@@ -167,19 +167,21 @@ class PodCgroups:
             (current / "cgroup.subtree_control").write_text("+cpu +memory")
 
     def remove(self, uid: str) -> bool:
-        """Remove the pod's cgroup in every hierarchy (the engine removed its containers'); False
-        when one is still busy (a process left in it), to be tried again."""
+        """Remove the pod's cgroup in every hierarchy, with whatever empty cgroups the engine
+        left under it (Podman's conmon and container cgroups outlive their containers), deepest
+        first; False when one is still busy (a process left in it), to be tried again."""
         removed = True
         for qos in QOS_DIRS:
-            for directory in self._all_directories(qos, uid):
-                try:
-                    directory.rmdir()
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY):
-                        raise
-                    removed = False
+            for top in self._all_directories(qos, uid):
+                for directory, _, _ in os.walk(top, topdown=False):
+                    try:
+                        os.rmdir(directory)
+                    except FileNotFoundError:
+                        continue
+                    except OSError as exc:
+                        if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY):
+                            raise
+                        removed = False
         return removed
 
     def _all_directories(self, qos: str, uid: str) -> list[Path]:

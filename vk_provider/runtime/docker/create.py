@@ -9,7 +9,8 @@ hostPath, it declares `dst:rw,nocopy` itself as a volume, and the engine makes a
 volume at that odd path in the container, next to the real bind. Binds need no declaration
 (the engine mounts `HostConfig.Binds` as they are), so none is sent. Nor does it inspect the
 new container, as docker-py does before it returns: the `Container` holds only its ID (enough to
-start, remove or copy files), one Docker call fewer per container. Blocking: call it in the
+start, remove or copy files), one Docker call fewer per container. On request it has a container
+that joins a sandbox's network join its UTS namespace (its hostname) too. Blocking: call it in the
 engine's pool. Must not: change any other argument.
 """
 
@@ -21,12 +22,20 @@ import docker
 from docker.models.containers import Container, _create_container_args
 
 
-def create_container(client: docker.DockerClient, image: str, **kwargs: Any) -> Container:
+def create_container(
+    client: docker.DockerClient, image: str, *, share_uts: bool = False, **kwargs: Any
+) -> Container:
     """`client.containers.create(image, **kwargs)`, its binds mounted without declared volumes,
-    and not inspected: its `attrs` hold the `Id` alone."""
+    and not inspected: its `attrs` hold the `Id` alone. `share_uts`: a container that joins
+    another's network namespace (`network_mode="container:<id>"`) joins its UTS namespace too,
+    by `HostConfig.UTSMode` (Docker does so by itself; Podman only when told, and docker-py
+    takes no `container:` UTS mode)."""
     kwargs["image"] = image
     kwargs["version"] = client.api._version
+    network_mode = str(kwargs.get("network_mode") or "")
     create_kwargs = _create_container_args(kwargs)
     create_kwargs.pop("volumes", None)
+    if share_uts and network_mode.startswith("container:"):
+        create_kwargs["host_config"]["UTSMode"] = network_mode
     created = client.api.create_container(**create_kwargs)
     return client.containers.prepare_model({"Id": created["Id"]})

@@ -6,7 +6,8 @@ pool at least as large as the thread pool plus the long-lived streams, and `Engi
 the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
 first, calls outside a pod before any), and so the one place runtime operations are counted
 and timed (`kubelet_runtime_operations_*`, by the called function's name);
-`engine_is_local`, whether the engine shares
+`Engine.check_kind`, which refuses an engine other than the configured one (Docker or Podman, by
+its `version` answer); `engine_is_local`, whether the engine shares
 this host's filesystem. On a Unix socket neither client reads requests' proxy and netrc
 environment per request. Must not: know about pods or labels.
 """
@@ -28,6 +29,7 @@ from docker.errors import DockerException
 from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
+from vk_provider.runtime.docker.hostinfo import engine_name
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -140,6 +142,20 @@ class Engine:
         finally:
             self._gate.release()
             self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
+
+    async def check_kind(self, expected: str) -> None:
+        """The engine on the socket is `expected` ("docker" or "podman", `docker.engine`) by its
+        own `version` answer; else RuntimeUnavailable, which names the one that answered."""
+        try:
+            version: dict[str, Any] = await self.call(self.client.version)
+        except EngineErrors as exc:
+            raise RuntimeUnavailable(f"the engine at {self.url} does not answer: {exc}") from exc
+        found = engine_name(version)
+        if found != expected:
+            raise RuntimeUnavailable(
+                f"the engine at {self.url} is {found} {version.get('Version', '')}, not {expected}: "
+                f"set docker.engine: {found}"
+            )
 
     async def close(self) -> None:
         for client in (self._client, self._stream_client):

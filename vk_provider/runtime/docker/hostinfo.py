@@ -1,7 +1,8 @@
 """Host facts from Docker's `info`: pure mapping to `RuntimeInfo`.
 
 What lives here: `runtime_info(info, storage_bytes, runtimes)` (with `runtime_handlers`, the
-RuntimeClass handlers the engine has a runtime for) and the machine → GOARCH spelling.
+RuntimeClass handlers the engine has a runtime for), the machine → GOARCH spelling, and
+`engine_name`, which engine a `version` answer comes from (Docker or Podman's API service).
 Must not: call Docker or the filesystem (the caller measures the storage).
 """
 
@@ -31,6 +32,13 @@ _GOARCH = {
 
 def goarch(machine: str) -> str:
     return _GOARCH.get(machine.lower(), machine.lower())
+
+
+def engine_name(version: Mapping[str, Any]) -> str:
+    """ "podman" when the engine's `version` lists a Podman component (its API service answers
+    with "Podman Engine"), else "docker"."""
+    names = [str(c.get("Name") or "") for c in version.get("Components") or [] if isinstance(c, Mapping)]
+    return "podman" if any(n.lower().startswith("podman") for n in names) else "docker"
 
 
 def runtime_handlers(info: Mapping[str, Any], runtimes: Mapping[str, str]) -> tuple[str, ...]:

@@ -107,13 +107,15 @@ def docker_time(value: str | None) -> datetime | None:
     return parse_time(value)
 
 
-def _run_state(state: Mapping[str, Any]) -> ContainerRunState:
+def run_state(state: Mapping[str, Any]) -> ContainerRunState:
+    """Docker's states, and Podman's besides: "stopping" (still running), "configured" (created),
+    "stopped" (exited, before its clean-up ran) and "removing"."""
     status = str(state.get("Status", ""))
-    if status in ("running", "paused", "restarting"):
+    if status in ("running", "paused", "restarting", "stopping"):
         return ContainerRunState.RUNNING
-    if status == "created":
+    if status in ("created", "configured"):
         return ContainerRunState.CREATED
-    if status in ("exited", "dead"):
+    if status in ("exited", "dead", "stopped", "removing"):
         return ContainerRunState.EXITED
     return ContainerRunState.UNKNOWN
 
@@ -145,13 +147,13 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
     config = inspect.get("Config") or {}
     labels: Mapping[str, str] = config.get("Labels") or {}
     state = inspect.get("State") or {}
-    run_state = _run_state(state)
+    current = run_state(state)
     exit_code = int(state.get("ExitCode") or 0)
-    if run_state == ContainerRunState.CREATED and state.get("Error"):
+    if current == ContainerRunState.CREATED and state.get("Error"):
         # It could not start (exec format, missing binary...) and never will: a failed run.
-        run_state = ContainerRunState.EXITED
+        current = ContainerRunState.EXITED
         exit_code = exit_code or 128
-    exited = run_state == ContainerRunState.EXITED
+    exited = current == ContainerRunState.EXITED
     return ContainerInstance(
         name=labels.get(CONTAINER_NAME, ""),
         role=role_of(labels) or ContainerRole.APP,
@@ -159,7 +161,7 @@ def instance_from_inspect(inspect: Mapping[str, Any], termination_message: str =
         container_id=str(inspect.get("Id", "")),
         image=labels.get(CONTAINER_IMAGE) or str(config.get("Image", "")),
         image_id=str(inspect.get("Image", "")),
-        state=run_state,
+        state=current,
         created_at=docker_time(inspect.get("Created")),
         started_at=docker_time(state.get("StartedAt")),
         finished_at=docker_time(state.get("FinishedAt")) if exited else None,
@@ -187,13 +189,16 @@ def _linux_resources(host_config: Mapping[str, Any] | None) -> LinuxResources | 
 
 def sandbox_from_inspect(inspect: Mapping[str, Any]) -> PodSandboxState:
     """The sandbox's address is on the network it was created on (`HostConfig.NetworkMode`:
-    the node's pod network or `docker.network`, whichever was in force then)."""
+    the node's pod network or `docker.network`, whichever was in force then); where that name
+    is not among its networks but it has one only (Podman calls its default bridge "podman"),
+    on that one."""
     state = inspect.get("State") or {}
     networks = (inspect.get("NetworkSettings") or {}).get("Networks") or {}
     mode = str((inspect.get("HostConfig") or {}).get("NetworkMode") or "")
     network = "bridge" if mode in ("", "default") else mode
-    ip = str((networks.get(network) or {}).get("IPAddress", ""))
-    running = _run_state(state) == ContainerRunState.RUNNING
+    attached = networks.get(network) or (next(iter(networks.values())) if len(networks) == 1 else {})
+    ip = str((attached or {}).get("IPAddress", ""))
+    running = run_state(state) == ContainerRunState.RUNNING
     labels = (inspect.get("Config") or {}).get("Labels") or {}
     host_config = inspect.get("HostConfig") or {}
     return PodSandboxState(

@@ -169,11 +169,11 @@ class PodStates:
         labels = (inspect.get("Config") or {}).get("Labels") or {}
         message = ""
         path = labels.get(lb.TERMINATION_MESSAGE_FILE)
-        state = str((inspect.get("State") or {}).get("Status", ""))
-        exited = state in ("exited", "dead") or bool((inspect.get("State") or {}).get("Error"))
+        state = inspect.get("State") or {}
+        exited = lb.run_state(state) == ContainerRunState.EXITED or bool(state.get("Error"))
         if path and exited:
             message = await self._engine.call(_read_message, path)
-        exit_code = int((inspect.get("State") or {}).get("ExitCode") or 0)
+        exit_code = int(state.get("ExitCode") or 0)
         fallback = labels.get(lb.TERMINATION_MESSAGE_POLICY) == "FallbackToLogsOnError"
         if exited and fallback and not message and exit_code != 0:
             message = await self._log_tail_message(container_id)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +39,6 @@ from vk_provider.kube.keyring import Keyring
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime import subpath_mounts, subpaths
 from vk_provider.runtime.configs import (
-    LOCALHOST,
     ContainerConfig,
     HostSecurity,
     MountKind,
@@ -63,6 +61,7 @@ from vk_provider.runtime.docker.pull import ImagePuller
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.removal import Removal
 from vk_provider.runtime.docker.sandboxes import SandboxMaker
+from vk_provider.runtime.docker.seccomp_profile import localhost_profile_json
 from vk_provider.runtime.docker.security_options import host_security
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
 from vk_provider.runtime.docker.stats import container_stats
@@ -92,8 +91,6 @@ from vk_provider.runtime.types import (
 
 log = get_logger("runtime.docker")
 
-SECCOMP_PROFILE_MAX_BYTES = 1 << 20  # a Localhost seccomp profile read for a container
-
 
 def _storage_bytes(root_dir: str) -> int:
     """Size of the filesystem holding Docker's root dir, when it is visible from here (local engine)."""
@@ -105,6 +102,8 @@ def _storage_bytes(root_dir: str) -> int:
 
 
 class DockerRuntime:
+    SHARE_UTS = False  # Docker gives a container that joins a network namespace its UTS too
+
     def __init__(
         self,
         config: DockerConfig,
@@ -158,6 +157,7 @@ class DockerRuntime:
     async def start(self) -> None:
         await self._engine.connect()
         await self.ping()
+        await self._engine.check_kind(self.config.engine)
         info = await self._engine_info()
         if self._dirs is not None:
             self._subpath_refusal = await self._engine.call(self._dirs.prepare)
@@ -322,31 +322,10 @@ class DockerRuntime:
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
         return str((inspect.get("Config") or {}).get("User") or "")
 
-    def _seccomp_json(self, config: ContainerConfig) -> str | None:
-        """The container's Localhost seccomp profile, read from its file on this host (under
-        `docker.seccompProfileRoot`) and sent as text, as the Docker CLI sends
-        `--security-opt seccomp=<file>`."""
-        profile = config.security.seccomp
-        if profile is None or profile.type != LOCALHOST:
-            return None
-        where, path = profile.field, profile.localhost
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read(SECCOMP_PROFILE_MAX_BYTES + 1)
-            if len(text) > SECCOMP_PROFILE_MAX_BYTES:
-                raise ValueError(f"larger than {SECCOMP_PROFILE_MAX_BYTES} bytes")
-            return json.dumps(json.loads(text), separators=(",", ":"))
-        except OSError as exc:
-            raise ContainerConfigError(
-                f'{where}: cannot load seccomp profile "{path}": {exc.strerror}'
-            ) from exc
-        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
-            raise ContainerConfigError(f'{where}: seccomp profile "{path}" is not JSON: {exc}') from exc
-
     def _create_kwargs(self, config: ContainerConfig, root: Path | None) -> dict[str, Any]:
         """The container's `containers.create` arguments, with the files on this host they
         point at made first (a bad seccomp profile fails before any is). Blocking: in the pool."""
-        seccomp_json = self._seccomp_json(config)
+        seccomp_json = self._seccomp_profile(config)
         dirs = self._dirs
         hosts = config.hosts_file
         return sp.container_create_kwargs(
@@ -363,6 +342,10 @@ class DockerRuntime:
             resolv_file=pod_resolv.resolv_file(self._pod_dir(config.metadata.uid)),
             runtime=sp.engine_runtime(self.config, config.sandbox.runtime_handler),
         )
+
+    def _seccomp_profile(self, config: ContainerConfig) -> str | None:
+        """What `seccomp=` of a Localhost profile names: its JSON text, as the Docker CLI sends it."""
+        return localhost_profile_json(config)
 
     def _subpath_source(self, uid: str) -> sp.SubPathResolver:
         """What the engine binds for a subPath (blocking: in the pool). Where this process may
@@ -432,12 +415,15 @@ class DockerRuntime:
             )
             raise
         try:
-            container = await self._engine.call(create_container, self._engine.client, **kwargs)
+            container = await self._engine.call(
+                create_container, self._engine.client, share_uts=self.SHARE_UTS, **kwargs
+            )
         except EngineErrors as exc:
             raise ContainerCreateError(_engine_message(exc)) from exc
         try:
             await self._engine.call(container.start)
         except EngineErrors as exc:
+            self._start_failed(str(container.id), _engine_message(exc))
             raise ContainerStartError(
                 f'failed to start container "{container.id}": {_engine_message(exc)}'
             ) from exc
@@ -445,6 +431,9 @@ class DockerRuntime:
         if inst is None:
             raise ContainerStartError(f'container "{container.id}" vanished after starting')
         return inst
+
+    def _start_failed(self, container_id: str, message: str) -> None:
+        """Docker keeps a start's error in the container's State (labels.instance_from_inspect)."""
 
     async def stop_container(
         self, container_id: str, grace_seconds: float, signal: str | None = None
@@ -507,13 +496,16 @@ class DockerRuntime:
         """`docker update` of the running container's cpu and memory limits (in-place resize)."""
         if await self._states.owned_inspect(container_id) is None:
             raise ContainerNotFound(f'container "{container_id}" not found on this node')
-        kwargs = sp.resource_kwargs(resources)
         try:
-            await self._engine.call(self._engine.client.api.update_container, container_id, **kwargs)
+            await self._apply_resources(container_id, resources)
         except EngineErrors as exc:
             raise RuntimeFailure(_engine_message(exc)) from exc
         finally:
             self._states.forget_running(container_id)  # its limits changed: inspect it again
+
+    async def _apply_resources(self, container_id: str, resources: LinuxResources) -> None:
+        kwargs = sp.resource_kwargs(resources)
+        await self._engine.call(self._engine.client.api.update_container, container_id, **kwargs)
 
     async def update_pod_resources(self, pod_uid: str, cgroup: PodCgroup) -> None:
         if self._pod_cgroups is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,7 +82,8 @@ class SandboxMaker:
         group once (`_set_volume_root`), as the kubelet's setupDir does once per pod: a
         container restart finds the volume as the pod left it."""
         api = self.engine.client.api
-        for vol in sp.emptydir_volumes(config, self.node_name):
+        podman = os.sysconf("SC_PAGE_SIZE") if self.config.engine == "podman" else None
+        for vol in sp.emptydir_volumes(config, self.node_name, podman):
             try:
                 await self.engine.call(api.inspect_volume, vol.docker_name)
                 continue
@@ -107,7 +109,14 @@ class SandboxMaker:
     def _set_volume_root(self, vol: sp.VolumeSpec) -> None:
         """Give a new disk volume's root the kubelet's mode and group through the Docker API
         (so also for an engine whose filesystem this process does not see): extract the root's
-        tar entry into a never-started container that mounts the volume, then remove it."""
+        tar entry into a never-started container that mounts the volume, then remove it.
+        Podman's archive upload leaves an existing directory's mode as it is: there the mode is
+        set on the volume's directory on this host (its group came with the volume's options)."""
+        if self.config.engine == "podman":
+            point = str(self.engine.client.api.inspect_volume(vol.docker_name).get("Mountpoint") or "")
+            if point and os.path.isdir(point):
+                os.chmod(point, vol.mode)
+                return
         kwargs = sp.volume_root_kwargs(vol, self.config.sandbox_image)
         container = create_container(self.engine.client, **kwargs)
         try:

@@ -115,17 +115,28 @@ def emptydir_docker_prefix(uid: str) -> str:
     return f"k8s_{uid}_"
 
 
-def emptydir_volumes(config: SandboxConfig, node_name: str) -> list[VolumeSpec]:
+def emptydir_volumes(
+    config: SandboxConfig, node_name: str, podman_page_size: int | None = None
+) -> list[VolumeSpec]:
     """One Docker volume per emptyDir, labelled like the pod's containers; a Memory one is a
-    tmpfs whose mount options give its root its mode and group."""
+    tmpfs whose mount options give its root its mode and group, and its size limit as `size`.
+    On Podman (`podman_page_size`: this host's page size) the size limit is the same in pages
+    (`nr_blocks`: Podman's local driver takes a `size` for a disk quota and refuses it where
+    there is none), and a disk one names its root's owner, root and the pod's group
+    (`o=uid=0,gid=...`): else Podman gives an empty volume's root the owner and mode of the
+    first container's user or of the image's directory it is mounted over."""
     out = []
     for vol in config.empty_dirs:
         opts: dict[str, str] = {}
         if vol.memory:
             options = [f"mode={vol.mode:o}", "uid=0", f"gid={vol.gid}"]
-            if vol.size_limit:
+            if vol.size_limit and podman_page_size:
+                options.insert(0, f"nr_blocks={-(-vol.size_limit // podman_page_size)}")
+            elif vol.size_limit:
                 options.insert(0, f"size={vol.size_limit}")
             opts = {"type": "tmpfs", "device": "tmpfs", "o": ",".join(options)}
+        elif podman_page_size:
+            opts = {"o": f"uid=0,gid={vol.gid}"}
         out.append(
             VolumeSpec(
                 pod_volume=vol.name,
@@ -381,6 +392,8 @@ def container_create_kwargs(
     if config.working_dir:
         kwargs["working_dir"] = config.working_dir
     kwargs.update(resource_kwargs(config.resources))
+    if config.oom_score_adj is not None:
+        kwargs["oom_score_adj"] = config.oom_score_adj
     kwargs.update(security_kwargs(config.security, seccomp_json))
     binds = volume_binds(config, volumes_root, resolve_subpath, emptydir_dirs)
     if termination_file:
