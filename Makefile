@@ -21,10 +21,11 @@ test: test-builds
 
 # The engine tests on Podman's API service (docs/runtime.md#podman; scripts/ensure-podman.sh
 # installs it, starts `podman system service` and loads the test images into its store), on the
-# emulator tier: the runtime, pod lifecycle, kubelet API (logs, exec, attach, port-forward),
-# probes and volumes in `make test`; `make test-podman` runs all of PODMAN_TESTS.
+# emulator tier: the runtime, pod lifecycle, kubelet API (logs, exec, attach, port-forward; and
+# through the real kubectl), probes and volumes in `make test`; `make test-podman` runs all of PODMAN_TESTS.
 PODMAN_SUBSET := $(addprefix tests/integration/,test_runtime_docker.py test_pods_lifecycle.py \
-	test_kubeletapi_docker.py test_probes_pods.py test_pods_volumes.py)
+	test_kubeletapi_docker.py test_probes_pods.py test_pods_volumes.py) \
+	tests/e2e/test_kubeletapi_kubectl.py
 PODMAN_TESTS ?= $(PODMAN_SUBSET) $(addprefix tests/integration/,test_pods_restart.py \
 	test_probes_handlers.py test_pods_spec.py test_pods_mounts.py test_pods_security_context.py \
 	test_pods_lifecycle_hooks.py test_pods_ephemeral.py test_pods_runtime_class.py \
