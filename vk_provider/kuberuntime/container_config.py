@@ -5,12 +5,13 @@ its environment, `$(VAR)`-expanded command and args, attempt, sandbox and an eph
 container's target), `container_config(launch, ...)`: the image, the PID namespace (the pod's
 with shareProcessNamespace, the host's with hostPID, else an ephemeral container's target, else
 its own), terminal and stdin (`stdinOnce`), working directory, the resources
-(`resources.linux_resources`), the resolved securityContext (`security.container_security`,
-runAsNonRoot verified against the image's user), the mounts (`mounts.container_mounts`), the
-termination message path and policy, the content of the kubelet-managed /etc/hosts (unless the
-container mounts a volume there: `hosts.pod_hosts_file`), whether the pod's resolv.conf goes
-over /etc/resolv.conf, and the spec hash (`spec_hash`, without the resizable fields); and
-`container_field_path`.
+(`resources.linux_resources`, with the limits a container leaves out taken from the pod level:
+`pod_resources.pod_level_limits`), the oom_score_adj (`oom.oom_score_adjust`), the resolved
+securityContext (`security.container_security`, runAsNonRoot verified against the image's user),
+the mounts (`mounts.container_mounts`), the termination message path and policy, the content of
+the kubelet-managed /etc/hosts (unless the container mounts a volume there:
+`hosts.pod_hosts_file`), whether the pod's resolv.conf goes over /etc/resolv.conf, and the spec
+hash (`spec_hash`, without the resizable fields); and `container_field_path`.
 Must not: call an engine or read files: the pod workers bring the image's user and the node's
 /etc/hosts text.
 
@@ -31,6 +32,8 @@ from vk_common.objects import spec
 from vk_provider.kuberuntime import hosts
 from vk_provider.kuberuntime.dns import DEFAULT_CLUSTER_DOMAIN
 from vk_provider.kuberuntime.mounts import container_mounts
+from vk_provider.kuberuntime.oom import oom_score_adjust
+from vk_provider.kuberuntime.pod_resources import pod_level_limits
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.kuberuntime.security import container_security
 from vk_provider.runtime.configs import ETC_HOSTS, ETC_RESOLV_CONF, ContainerConfig, PidNamespace, PodMetadata
@@ -63,6 +66,7 @@ class ContainerLaunch:
     # An ephemeral container's targetContainerName, running: the runtime id whose PID
     # namespace it joins (empty: the pod's own rules).
     target_container_id: str = ""
+    memory_capacity: int = 0  # the node's memory capacity, for the oom_score_adj (0: not known)
 
 
 def spec_hash(container: Mapping[str, Any]) -> str:
@@ -139,7 +143,8 @@ def container_config(
         stdin_once=bool(c.get("stdinOnce")),
         pid_namespace=_pid_namespace(pod, launch.target_container_id),
         target_container_id=launch.target_container_id,
-        resources=linux_resources(c, field),
+        resources=linux_resources(c, field, pod_level_limits(pod)),
+        oom_score_adj=oom_score_adjust(pod, c, launch.memory_capacity),
         security=container_security(pod, c, field, image_user, seccomp_root),
         mounts=container_mounts(pod, c, field, launch.env),
         termination_message_path=str(c.get("terminationMessagePath") or DEFAULT_TERMINATION_MESSAGE_PATH),

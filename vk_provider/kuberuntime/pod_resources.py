@@ -7,7 +7,9 @@ with the sidecars beside them, against the peak of the init phase; pod-level `sp
 in their place where set; `spec.overhead` on top), and `pod_cgroup_resources(pod, resources)`,
 the limits of the pod's cgroup as pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod sets
 them by the pod's QoS class: CPU shares from the requests; a CFS quota and a memory limit
-where every container declares one (Guaranteed: always); BestEffort the minimum shares alone.
+where every container declares one (Guaranteed: always); BestEffort the minimum shares alone;
+`pod_level_limits(pod)`, the pod-level limits the containers inherit (None when the pod has no
+pod-level resources: resource/helpers.go IsPodLevelResourcesSet).
 A quantity that does not parse counts 0 (its container fails on its own, naming the field).
 Must not: call an engine or know where the pod cgroup lives (runtime/pod_cgroups.py does).
 """
@@ -82,6 +84,16 @@ def _pod_level(pod: Mapping[str, Any], key: str) -> dict[str, Any]:
     if key == "requests":
         values.update(own.get("requests") or {})
     return {name: value for name, value in values.items() if name in ("cpu", "memory")}
+
+
+def pod_level_limits(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """`spec.resources.limits` when the pod sets pod-level resources (a supported resource in
+    its requests or limits: cpu, memory, hugepages), else None."""
+    own = spec(pod).get("resources") or {}
+    names = [*(own.get("requests") or {}), *(own.get("limits") or {})]
+    if not any(n in ("cpu", "memory") or str(n).startswith("hugepages-") for n in names):
+        return None
+    return dict(own.get("limits") or {})
 
 
 def _with_overhead(pod: Mapping[str, Any], pair: Pair, only_set: bool) -> Pair:

@@ -1,10 +1,12 @@
 """A container's resources → the cgroup limits it runs with, by the kubelet's formulas (pure).
 
-What lives here: `linux_resources(container, field)`: requests.cpu as CPU shares (the minimum
-without one, as the kubelet gives), limits.cpu as a CFS quota over the 100 ms period, limits.memory
-as the memory limit (the runtime adds no swap); what a container is created with, what an
-in-place resize compares and applies. A quantity that does not parse is a
-`ContainerConfigError` naming the field.
+What lives here: `linux_resources(container, field, pod_limits)`: requests.cpu as CPU shares (the
+minimum without one, as the kubelet gives), limits.cpu as a CFS quota over the 100 ms period,
+limits.memory as the memory limit (the runtime adds no swap), a limit the container does not set
+taken from the pod-level `spec.resources.limits` when the pod has pod-level resources
+(`pod_limits`; getCPULimit / getMemoryLimit); what a container is created with, what an in-place
+resize compares and applies. A quantity that does not parse is a `ContainerConfigError` naming
+the field.
 Must not: call an engine.
 
 Upstream: pkg/kubelet/cm/helpers_linux.go (MilliCPUToShares, MilliCPUToQuota),
@@ -41,11 +43,21 @@ def cpu_quota(milli_cpu: int, period: int = QUOTA_PERIOD) -> int:
     return max(MIN_QUOTA_PERIOD, milli_cpu * period // 1000)
 
 
-def linux_resources(container: Mapping[str, Any], field: str) -> LinuxResources:
-    """limits.memory → memory limit, limits.cpu → quota and period, requests.cpu → shares."""
+def linux_resources(
+    container: Mapping[str, Any], field: str, pod_limits: Mapping[str, Any] | None = None
+) -> LinuxResources:
+    """limits.memory → memory limit, limits.cpu → quota and period, requests.cpu → shares;
+    `pod_limits`: the pod-level limits (None: the pod has no pod-level resources), for the
+    limits the container leaves out (a zero one counts as left out, as Quantity.IsZero)."""
     resources = container.get("resources") or {}
-    limits = resources.get("limits") or {}
+    limits = dict(resources.get("limits") or {})
     requests = resources.get("requests") or {}
+    try:
+        for name, value in (pod_limits or {}).items():
+            if name in ("cpu", "memory") and not parse_quantity(str(limits.get(name) or 0)):
+                limits[name] = value
+    except ValueError as exc:
+        raise ContainerConfigError(f"{field}.resources: {exc}") from exc
     try:
         memory = math.ceil(parse_quantity(str(limits["memory"]))) if limits.get("memory") is not None else 0
         milli_limit = _milli_cpu(limits["cpu"]) if limits.get("cpu") is not None else None

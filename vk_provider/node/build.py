@@ -158,7 +158,14 @@ def node_addresses(node_ip: str, hostname: str) -> list[dict[str, str]]:
 # Status; the translated path is the one our tests and docs hold to.
 # RestartAllContainersOnContainerExits: a pod with a RestartAllContainers rule is scheduled only
 # to a node that declares it (kuberuntime/restart_all.py).
-DECLARED_FEATURES = ("InPlacePodVerticalScalingInitContainers", "RestartAllContainersOnContainerExits")
+# InPlacePodLevelResourcesVerticalScaling: a resize of the pod-level spec.resources is accepted
+# only for a pod on a node that declares it (inplacepodresize/pod_level_resource_resize.go;
+# pods/resize.py).
+DECLARED_FEATURES = (
+    "InPlacePodLevelResourcesVerticalScaling",
+    "InPlacePodVerticalScalingInitContainers",
+    "RestartAllContainersOnContainerExits",
+)
 
 
 def node_info(info: RuntimeInfo | None) -> dict[str, str]:

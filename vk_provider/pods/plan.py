@@ -10,7 +10,8 @@ ran), or, for a pod restarting all its containers in place (RestartAllContainers
 and app container reset and nothing else; the new ephemeral containers, the init containers one
 at a time (sidecars started in order, each waited for until its startup probe passes), then the
 app containers: start, restart per restartPolicy, replace one whose spec changed, resize one
-whose allocation changed (in place or by a restart, by its resizePolicy), kill one whose
+whose allocation changed, its own or the pod level's it inherits a limit from (in place or by
+a restart, by its resizePolicy), kill one whose
 liveness or startup probe failed.
 Must not: act, wait or read anything beyond its snapshot; the pod sync (`pods/sync.py`)
 executes the plan.
@@ -25,6 +26,7 @@ from typing import Any
 
 from vk_common.objects import is_sidecar, restart_policy, should_restart, spec
 from vk_provider.kuberuntime.container_config import spec_hash
+from vk_provider.kuberuntime.pod_resources import pod_level_limits
 from vk_provider.kuberuntime.restart_all import containers_to_reset
 from vk_provider.pods.ephemeral import ephemeral_target, ephemeral_to_start
 from vk_provider.pods.grace import effective_grace_period
@@ -98,7 +100,8 @@ class PodActions:
 
 @dataclass(frozen=True)
 class PodSnapshot:
-    """`allocated`: container name -> the resources allocated to it (pods/resize.py);
+    """`pod`: the pod with its allocated pod-level resources (`PodResizer.allocated_pod`);
+    `allocated`: container name -> the resources allocated to it (pods/resize.py);
     `started`: the running instances (runtime ids) that have started (no startup probe, or it
     passed); `failed_probes`: runtime id -> the liveness or startup failure of that instance."""
 
@@ -180,7 +183,7 @@ def _init(snap: PodSnapshot, sandbox: PodSandboxState | None, actions: list[Cont
                 return False  # a sidecar with a startup probe is waited for until it passes
             continue
         if instance.state == ContainerRunState.RUNNING:
-            actions.extend(_resize(container, instance))
+            actions.extend(_resize(snap, container, instance))
             if not sidecar:
                 return False
             actions.extend(_kill_if_unhealthy(snap, container, instance))
@@ -222,14 +225,18 @@ def _app(snap: PodSnapshot, actions: list[ContainerAction]) -> None:
                 ContainerAction(Step.REPLACE, container, app, instance, instance.attempt + 1, message)
             )
         else:
-            actions.extend(_resize(container, instance))
+            actions.extend(_resize(snap, container, instance))
             actions.extend(_kill_if_unhealthy(snap, container, instance))
 
 
-def _resize(container: Mapping[str, Any], instance: ContainerInstance) -> list[ContainerAction]:
-    """A running container whose resources differ from its allocation: an update in place, or a
-    restart when its resizePolicy says RestartContainer (pods/resize.py)."""
-    action = resize_needed(container, instance, field_path(instance.role, container["name"]))
+def _resize(
+    snap: PodSnapshot, container: Mapping[str, Any], instance: ContainerInstance
+) -> list[ContainerAction]:
+    """A running container whose resources differ from its allocation (a limit it leaves out:
+    the allocated pod level's): an update in place, or a restart when its resizePolicy says
+    RestartContainer (pods/resize.py)."""
+    fp = field_path(instance.role, container["name"])
+    action = resize_needed(container, instance, fp, pod_level_limits(snap.pod))
     if action == ResizeAction.UPDATE:
         return [ContainerAction(Step.RESIZE, container, instance.role, instance)]
     if action == ResizeAction.RESTART:

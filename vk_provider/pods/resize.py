@@ -1,24 +1,30 @@
 """In-place pod resize (InPlacePodVerticalScaling): the kubelet's allocation and actuation.
 
-A user changes `spec.containers[].resources` through the pod's `resize` subresource; the pod
+A user changes `spec.containers[].resources`, or the pod-level `spec.resources`
+(InPlacePodLevelResourcesVerticalScaling), through the pod's `resize` subresource; the pod
 update reaches the pod worker like any other. Upstream: pkg/kubelet/allocation/
 allocation_manager.go (handlePodResourcesResize: allocate what fits, else PodResizePending),
 pkg/kubelet/kuberuntime/kuberuntime_manager.go (computePodResizeAction: per resource, the
-container's resizePolicy says update in place or restart), pkg/kubelet/status/
+container's resizePolicy says update in place or restart; computePodLevelResourcesResizeAction
+and doPodResizeAction for the pod level: a container without its own limit runs with the pod's,
+so a pod-level change resizes it too), pkg/kubelet/status/
 status_manager.go (the PodResizePending / PodResizeInProgress conditions, with the pod's
 generation as observedGeneration) and pkg/kubelet/events/resize.go (the Events' messages).
 
-What lives here: the pure rules (`container_resources`, `fit_message`,
-`resize_action`, `summary`; for the plan, `allocated_container`, the container as allocated:
-what a (re)start uses, and `resize_needed`, what one running container needs: nothing, an
-update in place or a restart), `ResizeState` (one pod's allocation and resize conditions) and
-`PodResizer`, which keeps each pod's state and which the pod sync calls: `allocate` (admit the
-desired resources or defer them, before the sync plans, by the pod's requests:
-`kuberuntime/pod_resources.pod_requests`), `update` (the
-`Runtime.update_resources` call, a memory limit below the current usage refused first),
-`pod_cgroup` (the pod cgroup's limits around the containers' resize), `finish` (clear
-PodResizeInProgress once every running container runs with its allocation),
-`release` (a terminated pod's allocation no longer counts) and `forget`.
+What lives here: the pure rules (`container_resources`, `pod_level`, `with_pod_level`,
+`fit_message`, `resize_action`, `summary`; for the plan, `allocated_container`, the container as
+allocated: what a (re)start uses, and `resize_needed`, what one running container needs:
+nothing, an update in place or a restart), `ResizeState` (one pod's allocation: the containers'
+and the pod level's, and its resize conditions) and `PodResizer`, which keeps each pod's state
+and which the pod sync calls: `allocate` (admit the desired resources, containers' and pod
+level's, or defer them, before the sync plans, by the pod's requests:
+`kuberuntime/pod_resources.pod_requests`), `allocated_pod` (the pod with its allocated pod-level
+resources: what the plan, the containers' starts and the status read), `update` (the
+`Runtime.update_resources` call), `check_memory` (before those, a memory limit, the pod
+cgroup's or a container's, below the current usage refused), `pod_cgroup` (the pod cgroup's
+limits around the containers' resize), `finish` (clear PodResizeInProgress once every running
+container and the pod cgroup run with the allocation), `release` (a terminated pod's
+allocation no longer counts) and `forget`.
 Must not: talk to an engine except through the Runtime, write pod status (the pod sync
 generates it from the `ResizeState`) or start and stop containers (the pod sync does).
 """
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -36,12 +42,18 @@ from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_time, meta, spec
 from vk_common.qos import pod_qos_class
 from vk_common.quantity import parse_quantity
-from vk_provider.kuberuntime.pod_resources import pod_cgroup_resources, pod_requests
+from vk_provider.kuberuntime.pod_resources import pod_cgroup_resources, pod_level_limits, pod_requests
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import field_path, now
 from vk_provider.runtime.configs import PodCgroup
-from vk_provider.runtime.types import ContainerInstance, LinuxResources, RuntimeFailure
+from vk_provider.runtime.types import (
+    ContainerInstance,
+    ContainerRunState,
+    ContainerStats,
+    LinuxResources,
+    RuntimeFailure,
+)
 from vk_provider.status.fields import POD_RESIZE_IN_PROGRESS, POD_RESIZE_PENDING
 
 log = get_logger("pods.workers")
@@ -69,6 +81,22 @@ def container_resources(pod: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     s = spec(pod)
     containers = [*(s.get("initContainers") or []), *(s.get("containers") or [])]
     return {str(c["name"]): dict(c.get("resources") or {}) for c in containers}
+
+
+def pod_level(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The desired pod-level resources (`spec.resources`; {} for none)."""
+    return dict(spec(pod).get("resources") or {})
+
+
+def with_pod_level(pod: Mapping[str, Any], resources: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`pod` with `resources` as its pod-level resources (the allocated pod: the kubelet's
+    allocation manager hands the sync the pod with its allocated resources)."""
+    if pod_level(pod) == dict(resources):
+        return pod
+    new_spec = {k: v for k, v in spec(pod).items() if k != "resources"}
+    if resources:
+        new_spec["resources"] = dict(resources)
+    return {**pod, "spec": new_spec}
 
 
 def fit_message(requested: tuple[int, int], used: tuple[int, int], allocatable: Mapping[str, str]) -> str:
@@ -103,7 +131,8 @@ def _go_order(resources: Mapping[str, Any]) -> dict[str, Any]:
 def summary(
     pod: Mapping[str, Any], resources: Mapping[str, Mapping[str, Any]], generation: int, error: str = ""
 ) -> str:
-    """The resources part of a resize Event (pkg/kubelet/events/resize.go makeResourceSummaryFromSpec)."""
+    """The resources part of a resize Event (pkg/kubelet/events/resize.go makeResourceSummaryFromSpec:
+    the containers' alone, a pod-level resize's too)."""
     s = spec(pod)
     init = [c["name"] for c in s.get("initContainers") or [] if c["name"] in resources]
     app = [c["name"] for c in s.get("containers") or [] if c["name"] in resources]
@@ -157,11 +186,17 @@ def allocated_container(
     return {**container, "resources": dict(resources)}
 
 
-def resize_needed(container: Mapping[str, Any], instance: ContainerInstance, field_path: str) -> ResizeAction:
-    """What the running instance needs to run with the (allocated) container's resources."""
+def resize_needed(
+    container: Mapping[str, Any],
+    instance: ContainerInstance,
+    field_path: str,
+    pod_limits: Mapping[str, Any] | None = None,
+) -> ResizeAction:
+    """What the running instance needs to run with the (allocated) container's resources, the
+    limits it leaves out being the allocated pod level's (`pod_limits`)."""
     if instance.resources is None:
         return ResizeAction.NONE
-    want = linux_resources(container, field_path)
+    want = linux_resources(container, field_path, pod_limits)
     have = instance.resources
     cpu = (want.cpu_shares, want.cpu_quota, want.cpu_period) != (
         have.cpu_shares,
@@ -189,11 +224,45 @@ def widened(old: LinuxResources | None, new: LinuxResources) -> LinuxResources:
     )
 
 
+def _decreasing(have: int, want: int) -> bool:
+    """A memory limit set where there was none (0), or lowered."""
+    return want != 0 and (have == 0 or want < have)
+
+
+def _memory_errors(
+    pod_want: int, lowered: Mapping[str, tuple[str, int]], usage: Mapping[str, ContainerStats | None]
+) -> list[str]:
+    """validateMemoryResizeAction's errors: the pod's new memory limit (`pod_want`, 0: none)
+    against its running containers' usage, each lowered container's (id -> (name, limit))
+    against its own."""
+    errors = []
+    if pod_want:
+        known = [s.memory_usage_bytes for s in usage.values() if s is not None]
+        if not known:
+            errors.append("missing pod memory usage")
+        elif sum(known) >= pod_want:
+            errors.append(
+                f"attempting to set pod memory limit ({pod_want}) below current usage ({sum(known)})"
+            )
+    for container_id, (name, want) in lowered.items():
+        stats = usage.get(container_id)
+        if stats is None:
+            errors.append(f'missing container "{name}" memory usage')
+        elif stats.memory_usage_bytes >= want:
+            errors.append(
+                f'attempting to set container "{name}" memory limit ({want}) '
+                f"below current usage ({stats.memory_usage_bytes})"
+            )
+    return errors
+
+
 @dataclass
 class ResizeState:
-    """One pod's allocation (container name -> resources, None until admitted) and its conditions."""
+    """One pod's allocation (container name -> resources, None until admitted; `pod_level`: the
+    pod-level resources, {} for none) and its conditions."""
 
     allocated: dict[str, dict[str, Any]] | None = None
+    pod_level: dict[str, Any] | None = None
     pending: dict[str, Any] | None = None
     in_progress: dict[str, Any] | None = None
     cgroup: LinuxResources | None = None  # the pod cgroup's limits last set (None: not known)
@@ -227,31 +296,40 @@ class PodResizer:
         others = [r for u, r in self._requests.items() if u != uid]
         return sum(r[0] for r in others), sum(r[1] for r in others)
 
+    def allocated_pod(self, uid: str, pod: Mapping[str, Any]) -> Mapping[str, Any]:
+        """`pod` with its allocated pod-level resources (the spec's until allocated)."""
+        level = self.state(uid).pod_level
+        return pod if level is None else with_pod_level(pod, level)
+
     def allocate(self, uid: str, pod: Mapping[str, Any]) -> float | None:
-        """Admit the pod's desired resources when they fit beside the other pods' allocations,
-        else keep the old allocation and set PodResizePending (handlePodResourcesResize).
-        Returns in how many seconds to try a deferred resize again (None: nothing pending)."""
+        """Admit the pod's desired resources (the containers' and the pod level's) when the pod's
+        requests with them fit beside the other pods' allocations, else keep the old allocation
+        and set PodResizePending (handlePodResourcesResize). Returns in how many seconds to try
+        a deferred resize again (None: nothing pending)."""
         state = self.state(uid)
-        desired = container_resources(pod)
+        desired, level = container_resources(pod), pod_level(pod)
         generation = int(meta(pod).get("generation") or 0)
-        if state.allocated is None:  # admission (or the provider restarted): the spec is allocated
-            state.allocated = desired
-        elif desired == state.allocated:
+        if state.allocated is None or state.pod_level is None:
+            # admission (or the provider restarted): the spec is allocated
+            state.allocated, state.pod_level = desired, level
+        elif desired == state.allocated and level == state.pod_level:
             state.pending = None  # nothing (left) to resize: a pending resize was reverted
         else:
             message = fit_message(
-                pod_requests(pod, desired), self._used_by_others(uid), self._deps.node_allocatable()
+                pod_requests(with_pod_level(pod, level), desired),
+                self._used_by_others(uid),
+                self._deps.node_allocatable(),
             )
             if message:
                 self._defer(state, pod, message, generation)
             else:
-                state.allocated, state.pending = desired, None
+                state.allocated, state.pod_level, state.pending = desired, level, None
                 state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, None, "", "", generation)
                 self._deps.recorder.event(
                     pod, "Normal", RESIZE_STARTED, f"Pod resize started: {summary(pod, desired, generation)}"
                 )
                 log.info("resize started", extra=pod_fields(pod, generation=generation))
-        self._requests[uid] = pod_requests(pod, state.allocated)
+        self._requests[uid] = pod_requests(self.allocated_pod(uid, pod), state.allocated)
         return RESIZE_RETRY_SECONDS if state.pending is not None else None
 
     def _defer(self, state: ResizeState, pod: Mapping[str, Any], message: str, generation: int) -> None:
@@ -266,20 +344,14 @@ class PodResizer:
     async def update(
         self, uid: str, pod: Mapping[str, Any], container: Mapping[str, Any], instance: ContainerInstance
     ) -> bool:
-        """Apply the resources in place; a failure is PodResizeInProgress with reason Error."""
+        """Apply the resources in place (the limits the container leaves out: the allocated pod
+        level's); a failure is PodResizeInProgress with reason Error."""
         fp = field_path(instance.role, str(container["name"]))
         try:
-            await self._check_memory_decrease(container, instance, fp)
-            await self._deps.runtime.update_resources(instance.container_id, linux_resources(container, fp))
+            want = linux_resources(container, fp, pod_level_limits(self.allocated_pod(uid, pod)))
+            await self._deps.runtime.update_resources(instance.container_id, want)
         except RuntimeFailure as exc:
-            state = self.state(uid)
-            generation = int(meta(pod).get("generation") or 0)
-            old = state.in_progress
-            message = exc.message
-            if old is None or old.get("message") != message:
-                state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
-                text = f"Pod resize error: {summary(pod, state.allocated or {}, generation, message)}"
-                self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
+            self._failed(uid, pod, exc.message)
             log.info(
                 "resize of container failed",
                 extra=pod_fields(pod, container=container["name"], err=exc.message),
@@ -288,48 +360,90 @@ class PodResizer:
         log.info("resized container in place", extra=pod_fields(pod, container=container["name"]))
         return True
 
-    async def _check_memory_decrease(
-        self, container: Mapping[str, Any], instance: ContainerInstance, fp: str
-    ) -> None:
-        """A memory limit may not go below what the container uses now (validateMemoryResizes
-        in kuberuntime_manager.go); the resize stays in progress with the error and is retried."""
-        want = linux_resources(container, fp).memory_limit
-        have = instance.resources.memory_limit if instance.resources is not None else 0
-        if want == 0 or (have != 0 and want >= have):
-            return
-        name = container["name"]
-        (stats,) = await self._deps.runtime.container_stats([instance.container_id])
-        if stats is None:
-            raise RuntimeFailure(f'cannot decrease memory limits: missing container "{name}" memory usage')
-        if stats.memory_usage_bytes >= want:
-            raise RuntimeFailure(
-                f'cannot decrease memory limits: attempting to set container "{name}" memory limit ({want}) '
-                f"below current usage ({stats.memory_usage_bytes})"
-            )
+    def _failed(self, uid: str, pod: Mapping[str, Any], message: str) -> None:
+        """PodResizeInProgress with reason Error and `message`, and a ResizeError Event when the
+        message is new."""
+        state = self.state(uid)
+        generation = int(meta(pod).get("generation") or 0)
+        old = state.in_progress
+        if old is None or old.get("message") != message:
+            state.in_progress = _condition(POD_RESIZE_IN_PROGRESS, old, ERROR, message, generation)
+            text = f"Pod resize error: {summary(pod, state.allocated or {}, generation, message)}"
+            self._deps.recorder.event(pod, "Warning", RESIZE_ERROR, text)
+
+    async def check_memory(
+        self, uid: str, pod: Mapping[str, Any], resizes: Sequence[tuple[Mapping[str, Any], ContainerInstance]]
+    ) -> bool:
+        """validateMemoryResizeAction (kuberuntime_manager.go), before anything is written: no
+        memory limit may be set (where none was) or lowered to what it holds now, the pod
+        cgroup's (against its running containers' usage) or a container's of `resizes` (the
+        in-place updates). False, with PodResizeInProgress reason Error and the kubelet's
+        message (its errors aggregated), when one would be: the resize stays in progress and is
+        tried again."""
+        state, allocated = self.state(uid), self.allocated_pod(uid, pod)
+        pod_want = 0
+        if self._deps.runtime.host_security().pod_cgroups:
+            want = pod_cgroup_resources(allocated, state.allocated).memory_limit
+            pod_want = want if _decreasing(state.cgroup.memory_limit if state.cgroup else 0, want) else 0
+        lowered: dict[str, tuple[str, int]] = {}  # container id -> (name, new limit)
+        for container, instance in resizes:
+            fp = field_path(instance.role, str(container["name"]))
+            want = linux_resources(container, fp, pod_level_limits(allocated)).memory_limit
+            if _decreasing(instance.resources.memory_limit if instance.resources else 0, want):
+                lowered[instance.container_id] = (str(container["name"]), want)
+        if not pod_want and not lowered:
+            return True
+        running = await self._deps.runtime.pod_state(uid)
+        ids = (
+            [c.container_id for c in running.containers if c.state == ContainerRunState.RUNNING]
+            if running
+            else []
+        )
+        ids += [i for i in lowered if i not in ids]
+        usage = dict(zip(ids, await self._deps.runtime.container_stats(ids), strict=True))
+        errors = _memory_errors(pod_want, lowered, usage)
+        if not errors:
+            return True
+        message = "cannot decrease memory limits: " + (
+            errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+        )
+        self._failed(uid, pod, message)
+        log.info("resize refused", extra=pod_fields(pod, err=message))
+        return False
 
     def pod_cgroup_set(self, uid: str, resources: LinuxResources) -> None:
         """The pod cgroup was made with `resources` (with its sandbox)."""
         self.state(uid).cgroup = resources
 
-    async def pod_cgroup(self, uid: str, pod: Mapping[str, Any], *, lift: bool) -> None:
+    async def pod_cgroup(self, uid: str, pod: Mapping[str, Any], *, lift: bool) -> bool:
         """The pod cgroup's limits where the runtime keeps one, set when they differ from those
         last set: before the containers are resized (`lift`) to the larger of the old and the new
         ones (`widened`), so that no container's new limit is refused under the old ones; once
-        they are, to the allocation's (ResourceConfigForPod), as doPodResizeAction orders its
-        writes (a resize that failed keeps the widened ones)."""
+        they are, to the allocation's (ResourceConfigForPod of the allocated pod), as
+        doPodResizeAction orders its writes (a resize that failed keeps the widened ones).
+        False, with PodResizeInProgress reason Error, when the limits could not be set: the
+        containers are not resized this pass."""
         if not self._deps.runtime.host_security().pod_cgroups:
-            return
+            return True
         state = self.state(uid)
-        wanted = pod_cgroup_resources(pod, state.allocated)
+        wanted = pod_cgroup_resources(self.allocated_pod(uid, pod), state.allocated)
         if state.cgroup == wanted:
-            return
-        if lift:
-            wanted = widened(state.cgroup, wanted)
-        await self._deps.runtime.update_pod_resources(uid, PodCgroup(pod_qos_class(pod), wanted))
+            return True
+        try:
+            if lift:
+                wanted = widened(state.cgroup, wanted)
+            if state.cgroup != wanted:
+                await self._deps.runtime.update_pod_resources(uid, PodCgroup(pod_qos_class(pod), wanted))
+        except RuntimeFailure as exc:
+            self._failed(uid, pod, exc.message)
+            log.info("resize of the pod cgroup failed", extra=pod_fields(pod, err=exc.message))
+            return False
         state.cgroup = wanted
+        return True
 
     def finish(self, uid: str, pod: Mapping[str, Any], actuated: bool) -> None:
-        """Every running container runs with its allocation: the resize is complete."""
+        """Every running container and the pod cgroup run with the allocation: the resize is
+        complete."""
         state = self.state(uid)
         if not actuated or state.in_progress is None:
             return

@@ -1,21 +1,21 @@
 """PodSync: one pod's sync and termination, as the kubelet's SyncPod / SyncTerminatingPod do them.
 
-What lives here: `PodSync`, the syncer the pod workers' state machine (`pods/workers.py`)
-calls with a read-only `PodTask`; each call hands back a `SyncResult` the worker records
+What lives here: `PodSync`, the syncer the pod workers' state machine (`pods/workers.py`) calls
+with a read-only `PodTask`; each call hands back a `SyncResult` the worker records
 (`pods/work.py`). `sync` checks activeDeadlineSeconds (also armed as a timer, so a pod past it
-is killed without waiting for a resync), admits a pod that never ran here
-(`pods/admission.py`), sets up its volumes (FailedMount Events while one cannot be: an
-unsupported type, a failed hostPath type check, the API-backed volumes' files), allocates its
-resources (`pods/resize.py`), reads the runtime's `PodRuntimeState` once, has
+is killed without waiting for a resync), admits a pod that never ran here (`pods/admission.py`),
+sets up its volumes (FailedMount Events while one cannot be: an unsupported type, a failed
+hostPath type check, the API-backed volumes' files), allocates its resources, the containers'
+and the pod level's (`pods/resize.py`), reads the runtime's `PodRuntimeState` once, has
 `pods/plan.compute_pod_actions` plan from that snapshot what to do, then executes the plan: the
-sandbox (with its DNS configuration, `pods/sandbox_dns.py`), then each container action in
-order (pull through `pods/images.py`, resolve the environment, compile with the kuberuntime
-layer, start; postStart; restart after the crash-loop back-off; replace; resize in place; kill
-with preStop and the grace period). It publishes the generated status to the StatusManager
-with the ProbeManager's readiness / startup results, reading the runtime's state again only
-when the pass started or stopped something. `terminate` kills the containers and the sandbox,
-then publishes the terminal status; `cleanup` forgets a removed pod (its containers, volumes,
-status, back-off and what this syncer kept of it).
+sandbox (with its DNS configuration, `pods/sandbox_dns.py`), then each container action in order
+(pull through `pods/images.py`, resolve the environment, compile with the kuberuntime layer,
+start; postStart; restart after the crash-loop back-off; replace; resize in place; kill with
+preStop and the grace period). It publishes the generated status to the StatusManager with the
+ProbeManager's readiness / startup results, reading the runtime's state again only when the pass
+started or stopped something. `terminate` kills the containers and the sandbox, then publishes
+the terminal status; `cleanup` forgets a removed pod (its containers, volumes, status, back-off
+and what this syncer kept of it).
 Must not: decide when a pod syncs or terminates (the workers do), decide what to do with a
 container (the plan does), write to the apiserver (StatusManager and EventRecorder do), or know
 about Docker.
@@ -34,6 +34,7 @@ from vk_common.objects import uid as uid_of
 from vk_common.sysctls import POD_REJECTED
 from vk_provider.kube.runtime_classes import RuntimeClassNotFound
 from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
+from vk_provider.kuberuntime.oom import node_memory_capacity
 from vk_provider.kuberuntime.restart_all import restarting
 from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.pods.admission import admit
@@ -157,6 +158,8 @@ class PodSync:
             terminal_reason=run.terminal_reason or task.terminal_reason,
             allocated=resize.allocated,
             resize_conditions=resize.conditions(),
+            allocated_pod=self._resizer.allocated_pod(task.uid, task.pod),
+            pod_cgroup=resize.cgroup,
         )
         self._status.set_pod_status(task.pod, status)
         return status
@@ -214,11 +217,16 @@ class PodSync:
         actions = compute_pod_actions(self._snapshot(task, state))
         sandbox = await self._sandbox(task, run, actions)
         if sandbox is not None:
-            if any(action.step == Step.RESIZE for action in actions.containers):
-                await self._resizer.pod_cgroup(uid, pod, lift=True)
-            actuated = await self._act(task, run, actions, sandbox)
-            if actuated:
-                await self._resizer.pod_cgroup(uid, pod, lift=False)
+            # The pod cgroup widened before the containers' resize, set after (pods/resize.py).
+            resizes = [
+                (a.container, a.instance) for a in actions.containers if a.step == Step.RESIZE and a.instance
+            ]
+            lifted = True
+            if resizes or self._resizer.state(uid).in_progress is not None:
+                lifted = await self._resizer.check_memory(uid, pod, resizes)
+                lifted = lifted and await self._resizer.pod_cgroup(uid, pod, lift=True)
+            actuated = await self._act(task, run, actions, sandbox, resize=lifted)
+            actuated = actuated and await self._resizer.pod_cgroup(uid, pod, lift=False)
             self._resizer.finish(uid, pod, actuated)
         if run.terminal_reason is not None:
             return True
@@ -238,7 +246,7 @@ class PodSync:
             for s in cached.get(key) or []
         }
         return PodSnapshot(
-            task.pod,
+            self._resizer.allocated_pod(uid, task.pod),
             state,
             allocated=self._resizer.state(uid).allocated or {},
             started=frozenset(
@@ -315,7 +323,7 @@ class PodSync:
             deps = self._deps
             admit_sandbox(deps.runtime, deps.docker, pod)
             config = sandbox_config(
-                pod,
+                self._resizer.allocated_pod(task.uid, pod),
                 dns,
                 node_pod_cidrs(deps.node_object()),
                 deps.dns.cluster_domain,
@@ -359,11 +367,18 @@ class PodSync:
         except RuntimeClassNotFound as exc:
             raise RuntimeFailure(str(exc)) from exc
 
-    async def _act(self, task: PodTask, run: SyncPass, actions: PodActions, sandbox: PodSandboxState) -> bool:
-        """Execute the container actions in order; a failed gate ends them. True when every
-        container the plan looked at runs with its allocated resources (the resize is done)."""
+    async def _act(
+        self, task: PodTask, run: SyncPass, actions: PodActions, sandbox: PodSandboxState, *, resize: bool
+    ) -> bool:
+        """Execute the container actions in order (the in-place resizes only with `resize`;
+        without it the memory check or the pod cgroup's widening failed); a failed gate ends
+        them. True when every container the plan looked at runs with its allocated resources
+        (the resize is done)."""
         actuated = True
         for action in actions.containers:
+            if action.step == Step.RESIZE and not resize:
+                actuated = False
+                continue
             done = await self._execute(task, run, action, sandbox)
             if action.step == Step.RESIZE:
                 actuated = actuated and done
@@ -473,7 +488,10 @@ class PodSync:
         """Pull, resolve, create and start one container; failures become its waiting reason.
 
         True when the container was started (it may have exited already)."""
-        pod, container, name, fp = task.pod, action.container, action.name, action.field_path
+        # The pod with its allocated pod-level resources: a container without its own limit
+        # starts with the allocated pod level's.
+        pod = self._resizer.allocated_pod(task.uid, task.pod)
+        container, name, fp = action.container, action.name, action.field_path
         if not await self._images.ensure(run, pod, container, action.role):
             return False
         deps = self._deps
@@ -502,6 +520,7 @@ class PodSync:
                 args=resolved.args,
                 sandbox=sandbox,
                 target_container_id=action.target,
+                memory_capacity=node_memory_capacity(deps.node_object()),
             )
             run.runtime_changed = True
             config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)

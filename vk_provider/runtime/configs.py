@@ -213,6 +213,7 @@ class ContainerConfig:
     pid_namespace: PidNamespace = PidNamespace.CONTAINER
     target_container_id: str = ""  # PidNamespace.TARGET: the container whose namespace it joins
     resources: LinuxResources = dataclasses.field(default_factory=LinuxResources)
+    oom_score_adj: int | None = None  # the process's oom_score_adj; None: the engine's default
     security: ContainerSecurity = dataclasses.field(default_factory=ContainerSecurity)
     mounts: tuple[Mount, ...] = ()
     termination_message_path: str = "/dev/termination-log"

@@ -2,7 +2,8 @@
 
 What lives here: `VersionedStatus` (one cache entry), `update_status` (the kubelet's
 `updateStatusInternal`: state-transition guard, lastTransitionTime, fixed startTime,
-normalisation, dedup, version +1), `normalize_status`, `status_equal_by_kubelet`
+normalisation, dedup, version +1), `normalize_status`, `semantic` / `semantic_field` (values as
+the API reads them back), `status_equal_by_kubelet`
 (`isPodStatusByKubeletEqual`), `terminated_status` (`TerminatePod`) and
 `with_container_flag` (`SetContainerReadiness` / `SetContainerStartup`). Upstream:
 `pkg/kubelet/status/status_manager.go`. Must not: do I/O, read the clock or log; the
@@ -19,6 +20,7 @@ from typing import Any
 
 from vk_common.objects import format_time, is_sidecar, is_static, parse_time, restart_policy, uid
 from vk_common.objects import spec as pod_spec
+from vk_common.quantity import parse_quantity
 from vk_provider.status.conditions import containers_ready_condition, ready_condition, set_transition_times
 from vk_provider.status.fields import (
     CONTAINERS_READY,
@@ -51,7 +53,11 @@ KUBELET_STATUS_FIELDS = (
     "containerStatuses",
     "ephemeralContainerStatuses",
     "observedGeneration",
+    "resources",  # pod level (status/pod_level.py)
+    "allocatedResources",
 )
+# The kubelet's fields that hold quantities: "500m" and "0.5" are the same value.
+QUANTITY_FIELDS = frozenset({"resources", "allocatedResources"})
 
 
 @dataclass
@@ -136,6 +142,21 @@ def semantic(value: Any) -> Any:
     return None if value in ("", {}, []) else value
 
 
+def semantic_field(key: str, value: Any) -> Any:
+    """`semantic`, with the quantities of a QUANTITY_FIELDS field compared by value."""
+    value = semantic(value)
+    return _quantities(value) if key in QUANTITY_FIELDS else value
+
+
+def _quantities(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _quantities(v) for k, v in value.items()}
+    try:
+        return parse_quantity(str(value))
+    except ValueError:
+        return value
+
+
 def status_equal_by_kubelet(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """`isPodStatusByKubeletEqual` restricted to the fields the kubelet writes.
 
@@ -152,7 +173,8 @@ def status_equal_by_kubelet(old: Mapping[str, Any], new: Mapping[str, Any]) -> b
         for key in ("status", "reason", "message"):
             if (before.get(key) or "") != (cond.get(key) or ""):
                 return False
-    return all(semantic(old.get(key)) == semantic(new.get(key)) for key in KUBELET_STATUS_FIELDS)
+    fields = KUBELET_STATUS_FIELDS
+    return all(semantic_field(key, old.get(key)) == semantic_field(key, new.get(key)) for key in fields)
 
 
 def _spec_container(spec: Mapping[str, Any], key: str, name: str) -> Mapping[str, Any]:

@@ -4,7 +4,7 @@ What lives here: `generate_pod_status` (the kubelet's `generateAPIPodStatus`,
 `pkg/kubelet/kubelet_pods.go`) and the container statuses it is built from
 (`container_statuses`: `convertToAPIContainerStatuses`). The phase is `status/phase.py`, the
 conditions `status/conditions.py`, the QoS class `vk_common/qos.py`, a container's resources
-`status/resources.py`, the shared names
+`status/resources.py`, the pod-level resources `status/pod_level.py`, the shared names
 `status/fields.py`. Everything works on plain dicts in the API's JSON shape.
 Must not: do I/O, read the clock (callers pass `now`), or keep state.
 """
@@ -28,6 +28,7 @@ from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
     ContainerRunState,
+    LinuxResources,
     PodRuntimeState,
     spec_list,
 )
@@ -55,6 +56,7 @@ from vk_provider.status.fields import (
     is_terminal_phase,
 )
 from vk_provider.status.phase import get_phase
+from vk_provider.status.pod_level import pod_level_status
 from vk_provider.status.resources import status_resources
 
 
@@ -245,6 +247,8 @@ def generate_pod_status(
     terminal_reason: tuple[str, str] | None = None,
     allocated: Mapping[str, Mapping[str, Any]] | None = None,
     resize_conditions: Sequence[Mapping[str, Any]] = (),
+    allocated_pod: Mapping[str, Any] | None = None,
+    pod_cgroup: LinuxResources | None = None,
 ) -> dict[str, Any]:
     """The API PodStatus the kubelet would publish for `pod` given what the runtime observed.
 
@@ -256,7 +260,10 @@ def generate_pod_status(
     (activeDeadlineSeconds), or the runtime's refusal of the spec. Only a terminal phase
     already in the API copy wins over it. `allocated` and `resize_conditions` are the pod
     worker's in-place resize state (pods/resize.py): the containers' allocated resources and
-    the PodResizePending / PodResizeInProgress conditions.
+    the PodResizePending / PodResizeInProgress conditions; with them, `allocated_pod` (the pod
+    with its allocated pod-level resources) and `pod_cgroup` (the pod cgroup's limits as last
+    set, None: not known) give the pod-level `resources` and `allocatedResources`
+    (status/pod_level.py).
     """
     spec = pod.get("spec") or {}
     api_status: Mapping[str, Any] = pod.get("status") or {}
@@ -336,4 +343,9 @@ def generate_pod_status(
     if ephemeral_statuses:
         status["ephemeralContainerStatuses"] = sorted(ephemeral_statuses, key=lambda s: s["name"])
     status["qosClass"] = api_status.get("qosClass") or pod_qos_class(pod)
+    if allocated is not None and allocated_pod is not None:
+        resources, requests = pod_level_status(allocated_pod, allocated, pod_cgroup, phase == "Running")
+        status["resources"] = resources
+        if requests:
+            status["allocatedResources"] = requests
     return status

@@ -4,8 +4,9 @@ What lives here: `status_resources`, the kubelet's convertContainerStatusResourc
 (pkg/kubelet/kubelet_pods.go): the allocated resources, with the cpu request, cpu limit and
 memory limit the runtime reports it actually applies (cgroup shares, CFS quota, memory
 limit; pkg/kubelet/cm/helpers_linux.go SharesToMilliCPU / QuotaToMilliCPU) when the
-container runs. A value equal to the allocated one keeps the allocated spelling ("500m",
-"64Mi"). Must not: do I/O or keep state.
+container runs (`apply_actual`, which the pod level's status uses too: status/pod_level.py).
+A value equal to the allocated one keeps the allocated spelling ("500m", "64Mi").
+Must not: do I/O or keep state.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vk_common.quantity import parse_quantity
-from vk_provider.runtime.types import ContainerInstance, ContainerRunState
+from vk_provider.runtime.types import ContainerInstance, ContainerRunState, LinuxResources
 
 MIN_SHARES = 2  # pkg/kubelet/cm/helpers_linux.go
 SHARES_PER_CPU = 1024
@@ -57,9 +58,14 @@ def _cpu(values: dict[str, Any], actual: int, minimum: int) -> None:
 def status_resources(allocated: Mapping[str, Any], instance: ContainerInstance) -> dict[str, Any]:
     """The status `resources` of one container instance given its allocated resources."""
     resources: dict[str, Any] = copy.deepcopy(dict(allocated))
-    applied = instance.resources
-    if instance.state != ContainerRunState.RUNNING or applied is None:
-        return resources
+    if instance.state == ContainerRunState.RUNNING and instance.resources is not None:
+        apply_actual(resources, instance.resources)
+    return resources
+
+
+def apply_actual(resources: dict[str, Any], applied: LinuxResources) -> None:
+    """Put in `resources`' requests and limits maps (those it has) the cpu request, cpu limit and
+    memory limit the cgroup values `applied` amount to, where they differ from the allocated."""
     limits, requests = resources.get("limits"), resources.get("requests")
     if isinstance(limits, dict):
         if applied.cpu_quota > 0:
@@ -70,4 +76,3 @@ def status_resources(allocated: Mapping[str, Any], instance: ContainerInstance) 
                 limits["memory"] = format_bytes(applied.memory_limit)
     if isinstance(requests, dict):
         _cpu(requests, shares_to_milli_cpu(applied.cpu_shares), MIN_SHARES)
-    return resources

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from vk_common.objects import format_time, is_mirror
-from vk_provider.status.cache import KUBELET_STATUS_FIELDS, semantic
+from vk_provider.status.cache import KUBELET_STATUS_FIELDS, QUANTITY_FIELDS, semantic, semantic_field
 from vk_provider.status.fields import (
     CONTAINERS_READY,
     DISRUPTION_TARGET,
@@ -113,6 +113,18 @@ def _list_patch(key: str, old: list[Any], new: list[Any]) -> dict[str, Any]:
     return {f"$setElementOrder/{key}": [{merge_key: k} for k in new_keys], key: items}
 
 
+def _map_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """`after` as a patch of the map `before`: maps merge, so a key `after` drops is deleted."""
+    patch: dict[str, Any] = {k: None for k in before if k not in after}
+    for key, value in after.items():
+        old = before.get(key)
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            patch[key] = _map_patch(old, value)
+        else:
+            patch[key] = copy.deepcopy(value)
+    return patch
+
+
 def status_patch(uid: str, api_status: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any] | None:
     """The strategic merge patch body from the API status to `new`, or None when nothing changed.
 
@@ -123,10 +135,12 @@ def status_patch(uid: str, api_status: Mapping[str, Any], new: Mapping[str, Any]
     status_patch_body: dict[str, Any] = {}
     for key in (*KUBELET_STATUS_FIELDS, "conditions"):
         before, after = api_status.get(key), new.get(key)
-        if semantic(before) == semantic(after):
+        if semantic_field(key, before) == semantic_field(key, after):
             continue
         if key in _MERGE_KEYS and isinstance(after, list):
             status_patch_body.update(_list_patch(key, list(before or []), after))
+        elif key in QUANTITY_FIELDS and isinstance(before, Mapping) and isinstance(after, Mapping):
+            status_patch_body[key] = _map_patch(before, after)
         else:
             status_patch_body[key] = copy.deepcopy(after) if after not in ("", [], {}) else None
     if not status_patch_body:

@@ -19,6 +19,7 @@ import secrets
 from typing import Any
 
 from vk_common.objects import default_pull_policy
+from vk_common.qos import pod_qos_class
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.storage.objects import now_rfc3339
 
@@ -216,7 +217,10 @@ def _default_pod_spec(spec: Any) -> None:
 
 
 def qos_class(spec: Obj) -> str:
-    """Guaranteed, Burstable or BestEffort (pkg/apis/core/helper/qos)."""
+    """Guaranteed, Burstable or BestEffort (pkg/apis/core/helper/qos); a pod with pod-level
+    resources is classed by them (ComputePodQOS with PodLevelResources)."""
+    if spec.get("resources"):
+        return pod_qos_class({"spec": spec})
     containers = [
         c for k in ("initContainers", "containers") for c in spec.get(k) or [] if isinstance(c, dict)
     ]

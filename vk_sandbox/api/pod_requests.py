@@ -3,7 +3,8 @@
 What lives here: `pod_requests(pod) -> (cpu cores, memory bytes)`, exact Fractions, after
 `PodRequests` (k8s.io/component-helpers/resource/helpers.go): app containers and sidecars
 (restartable init containers) add up; each other init container runs beside the sidecars started
-before it; the larger of the two, plus the pod's overhead. A request defaults to its limit
+before it; the larger of the two (the pod-level `spec.resources` request in its place where
+set), plus the pod's overhead. A request defaults to its limit
 (pkg/apis/core/v1/defaults.go). The PodResizeValidator (api/validation/resize.py) and the
 scheduler's NodeResourcesFit (controllers/scheduler_filters.py) use it.
 Must not: do I/O or read the store.
@@ -27,6 +28,11 @@ def _container_request(container: dict[str, Any], resource: str) -> Fraction:
 
 
 def _request_of(spec: dict[str, Any], resource: str) -> Fraction:
+    overhead = (spec.get("overhead") or {}).get(resource)
+    extra = parse_quantity(overhead) if overhead else Fraction(0)
+    level = _container_request({"resources": spec.get("resources")}, resource)
+    if level:
+        return level + extra
     running = sum((_container_request(c, resource) for c in spec.get("containers") or []), Fraction(0))
     sidecars = Fraction(0)
     init_peak = Fraction(0)
@@ -38,8 +44,7 @@ def _request_of(spec: dict[str, Any], resource: str) -> Fraction:
             init_peak = max(init_peak, sidecars)
         else:
             init_peak = max(init_peak, sidecars + request)
-    overhead = (spec.get("overhead") or {}).get(resource)
-    return max(running, init_peak) + (parse_quantity(overhead) if overhead else 0)
+    return max(running, init_peak) + extra
 
 
 def pod_requests(pod: dict[str, Any]) -> tuple[Fraction, Fraction]:

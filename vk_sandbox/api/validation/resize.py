@@ -2,11 +2,13 @@
 
 What lives here: `resize_update` (podResizeStrategy.PrepareForUpdate, pkg/registry/core/pod/
 strategy.go dropNonResizeUpdates: every change but the containers' `resources` and
-`resizePolicy` is dropped, status and metadata stay the old ones), `validate_pod_resize`
-(pkg/apis/core/validation ValidatePodResize: static pods, QoS class, container order,
-removed requests or limits, resources other than cpu and memory, for app and init containers),
-`undeclared_features` (the NodeDeclaredFeatureValidator admission plugin: a non-sidecar init
-container resized on a node that does not declare the feature) and `allocatable_refusal`
+`resizePolicy` and the pod-level `spec.resources` (defaulted: requests from limits) is dropped,
+status and metadata stay the old ones), `validate_pod_resize` (pkg/apis/core/validation
+ValidatePodResize: static pods, QoS class, container order, removed requests or limits,
+resources other than cpu and memory, for app and init containers and, validatePodLevelResources
+Resize, the pod level), `undeclared_features` (the NodeDeclaredFeatureValidator admission plugin:
+a non-sidecar init container or the pod level resized on a node that does not declare the
+feature) and `allocatable_refusal`
 (the PodResizeValidator admission plugin, plugin/pkg/admission/podresize/admission.go:
 requests above the node's allocatable are refused with 403 and cause NodeCapacity).
 Must not: touch the store or HTTP; the handlers (api/handlers/verbs.py) call these.
@@ -26,7 +28,8 @@ from vk_sandbox.api.validation.field import forbidden, invalid
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 NODE_CAPACITY, UNSUPPORTED_PLATFORM = "NodeCapacity", "UnsupportedPlatform"  # the refusal causes
-INIT_CONTAINER_RESIZE = "InPlacePodVerticalScalingInitContainers"  # a node declared feature
+INIT_CONTAINER_RESIZE = "InPlacePodVerticalScalingInitContainers"  # node declared features
+POD_LEVEL_RESIZE = "InPlacePodLevelResourcesVerticalScaling"
 _RESIZED = ("resources", "resizePolicy")
 _CPU_MEMORY = ("cpu", "memory")
 _INIT_MUTABLE = "only cpu and memory resources for init or sidecar containers are mutable"
@@ -66,6 +69,10 @@ def resize_update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     if result["metadata"]["resourceVersion"] is None:
         del result["metadata"]["resourceVersion"]
     spec = result["spec"] = copy.deepcopy(old_spec)
+    # PodLevelResourcesFixDefaulting: a client that leaves spec.resources out keeps the old ones
+    level = new_spec.get("resources", old_spec.get("resources"))
+    if isinstance(level, dict):
+        spec["resources"] = _defaulted(level)
     for key in ("containers", "initContainers"):
         news, olds = new_spec.get(key) or [], old_spec.get(key) or []
         if len(news) != len(olds):
@@ -73,6 +80,16 @@ def resize_update(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         if olds:
             spec[key] = _merged(news, olds)
     return result
+
+
+def _defaulted(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """DefaultPodLevelResources: a cpu or memory limit without a request requests the limit."""
+    out = copy.deepcopy(dict(resources))
+    limits = out.get("limits") or {}
+    defaults = {k: v for k, v in limits.items() if k in _CPU_MEMORY and k not in (out.get("requests") or {})}
+    if defaults:
+        out["requests"] = {**(out.get("requests") or {}), **defaults}
+    return out
 
 
 def _removed(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
@@ -142,6 +159,26 @@ def validate_pod_resize(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[
         restarts = any(p.get("restartPolicy") == "RestartContainer" for p in n.get("resizePolicy") or [])
         if n != o and restarts and n.get("restartPolicy") != "Always":
             out.append(forbidden(f"spec.initContainers[{i}]", _INIT_NO_RESTART))
+    return out + _pod_level_causes(new_spec.get("resources"), old_spec.get("resources"))
+
+
+def _pod_level_causes(new: Any, old: Any) -> list[dict[str, str]]:
+    """validatePodLevelResourcesResize: pod-level requests and limits may change in cpu and
+    memory, not go away."""
+    if not old:
+        new_other = _without_cpu_memory(new or {})
+        return (
+            [forbidden("spec", "only cpu and memory resources are mutable at pod-level")] if new_other else []
+        )
+    if not new:
+        return [forbidden("spec.resources", "pod-level resources cannot be removed")]
+    out = []
+    if _removed(new.get("requests") or {}, old.get("requests") or {}):
+        out.append(forbidden("spec.resources.requests", "pod-level resource requests cannot be removed"))
+    if _removed(new.get("limits") or {}, old.get("limits") or {}):
+        out.append(forbidden("spec.resources.limits", "pod-level resource limits cannot be removed"))
+    if _without_cpu_memory(new) != _without_cpu_memory(old):
+        out.append(forbidden("spec", "only cpu and memory resources are mutable at pod-level"))
     return out
 
 
@@ -160,14 +197,21 @@ def undeclared_features(old: Mapping[str, Any], new: Mapping[str, Any], node: Ma
     the features a bound pod's update needs that its node does not list in
     `status.declaredFeatures`. The one a resize can need: a changed non-sidecar init container
     needs `InPlacePodVerticalScalingInitContainers` (k8s.io/component-helpers/nodedeclaredfeatures/
-    features/inplacepodresize, InferForUpdate)."""
+    features/inplacepodresize, InferForUpdate), and a changed pod-level `spec.resources` needs
+    `InPlacePodLevelResourcesVerticalScaling` (pod_level_resource_resize.go)."""
     olds, news = _spec(old).get("initContainers") or [], _spec(new).get("initContainers") or []
     init_resized = any(
         o.get("restartPolicy") != "Always" and (o.get("resources") or {}) != (n.get("resources") or {})
         for o, n in zip(olds, news, strict=False)
     )
+    level_resized = (_spec(old).get("resources") or {}) != (_spec(new).get("resources") or {})
     declared = (node.get("status") or {}).get("declaredFeatures") or []
-    return [INIT_CONTAINER_RESIZE] if init_resized and INIT_CONTAINER_RESIZE not in declared else []
+    needed = [
+        name
+        for name, used in ((POD_LEVEL_RESIZE, level_resized), (INIT_CONTAINER_RESIZE, init_resized))
+        if used
+    ]
+    return [name for name in needed if name not in declared]
 
 
 def allocatable_refusal(pod: Mapping[str, Any], node: Mapping[str, Any]) -> tuple[str, str]:
