@@ -107,6 +107,36 @@ def test_a_pod_level_change_resizes_or_restarts_the_containers_that_inherit_it()
     assert _plan(allocated, _running(was, "c1"), _running(was, "c2"), own) == []
 
 
+def test_a_memory_request_change_alone_restarts_a_container_whose_memory_policy_says_so() -> None:
+    # No cgroup v1 file holds a memory request: the plan compares it with the request the
+    # instance was started with, as the kubelet compares with its actuated resources.
+    restart_on_memory = [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]
+    limits = {"cpu": "200m", "memory": "64Mi"}
+    was = LinuxResources(102, 20000, 100000, 64 * MI)
+    pod = _pod(
+        None,
+        {"name": "c1", "resources": {"requests": {"cpu": "100m", "memory": "48Mi"}, "limits": limits}},
+        {
+            "name": "c2",
+            "resizePolicy": restart_on_memory,
+            "resources": {"requests": {"cpu": "100m", "memory": "48Mi"}, "limits": limits},
+        },
+    )
+    sandbox = PodSandboxState("sb", running=True, ip="10.0.0.2")
+    state = PodRuntimeState(
+        "u", "default", "p", sandbox=sandbox, containers=(_running(was, "c1"), _running(was, "c2"))
+    )
+    allocated = {c["name"]: dict(c["resources"]) for c in pod["spec"]["containers"]}
+
+    def plan(started_with: dict[str, int]) -> list[tuple[Step, str]]:
+        snap = PodSnapshot(pod, state, allocated=allocated, memory_requests=started_with)
+        return [(a.step, a.name) for a in compute_pod_actions(snap).containers]
+
+    assert plan({"c1-0": 32 * MI, "c2-0": 32 * MI}) == [(Step.RESIZE, "c1"), (Step.REPLACE, "c2")]
+    assert plan({"c1-0": 48 * MI, "c2-0": 48 * MI}) == []
+    assert plan({}) == []  # not known (the provider restarted): the cgroup decides
+
+
 class FakeRuntime:
     def __init__(self, usage: int) -> None:
         self.usage = usage

@@ -115,6 +115,8 @@ class PodSnapshot:
     # container name -> its restartCount in the API status, the attempt of a container started
     # with no instance left in the runtime (the kubelet counts the container's log files).
     restart_counts: Mapping[str, int] = field(default_factory=dict)
+    # runtime id -> the memory request the instance was started or last resized with
+    memory_requests: Mapping[str, int] = field(default_factory=dict)
 
 
 def compute_pod_actions(snap: PodSnapshot) -> PodActions:
@@ -236,7 +238,9 @@ def _resize(
     the allocated pod level's): an update in place, or a restart when its resizePolicy says
     RestartContainer (pods/resize.py)."""
     fp = field_path(instance.role, container["name"])
-    action = resize_needed(container, instance, fp, pod_level_limits(snap.pod))
+    action = resize_needed(
+        container, instance, fp, pod_level_limits(snap.pod), snap.memory_requests.get(instance.container_id)
+    )
     if action == ResizeAction.UPDATE:
         return [ContainerAction(Step.RESIZE, container, instance.role, instance)]
     if action == ResizeAction.RESTART:

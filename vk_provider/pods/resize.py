@@ -34,14 +34,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_time, meta, spec
 from vk_common.qos import pod_qos_class
-from vk_common.quantity import parse_quantity
+from vk_common.quantity import parse_quantity, quantity_or_zero
 from vk_provider.kuberuntime.pod_resources import pod_cgroup_resources, pod_level_limits, pod_requests
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
@@ -186,14 +186,25 @@ def allocated_container(
     return {**container, "resources": dict(resources)}
 
 
+def memory_request(container: Mapping[str, Any]) -> int:
+    """The container's memory request in bytes (0: none)."""
+    return math.ceil(
+        quantity_or_zero(((container.get("resources") or {}).get("requests") or {}).get("memory"))
+    )
+
+
 def resize_needed(
     container: Mapping[str, Any],
     instance: ContainerInstance,
     field_path: str,
     pod_limits: Mapping[str, Any] | None = None,
+    actuated_memory_request: int | None = None,
 ) -> ResizeAction:
     """What the running instance needs to run with the (allocated) container's resources, the
-    limits it leaves out being the allocated pod level's (`pod_limits`)."""
+    limits it leaves out being the allocated pod level's (`pod_limits`). No cgroup v1 file
+    holds a memory request: one that changed from the request the instance was started or last
+    resized with (`actuated_memory_request`, None: not known) is a memory change too, as the
+    kubelet compares against its actuated resources (determineContainerResize)."""
     if instance.resources is None:
         return ResizeAction.NONE
     want = linux_resources(container, field_path, pod_limits)
@@ -203,7 +214,10 @@ def resize_needed(
         have.cpu_quota,
         have.cpu_period,
     )
-    return resize_action(container, cpu, want.memory_limit != have.memory_limit)
+    memory = want.memory_limit != have.memory_limit or (
+        actuated_memory_request is not None and actuated_memory_request != memory_request(container)
+    )
+    return resize_action(container, cpu, memory)
 
 
 def widened(old: LinuxResources | None, new: LinuxResources) -> LinuxResources:
@@ -266,6 +280,8 @@ class ResizeState:
     pending: dict[str, Any] | None = None
     in_progress: dict[str, Any] | None = None
     cgroup: LinuxResources | None = None  # the pod cgroup's limits last set (None: not known)
+    # runtime id -> the memory request its container was started or last resized with
+    memory_requests: dict[str, int] = field(default_factory=dict)
 
     def conditions(self) -> list[dict[str, Any]]:
         return [c for c in (self.pending, self.in_progress) if c is not None]
@@ -357,8 +373,13 @@ class PodResizer:
                 extra=pod_fields(pod, container=container["name"], err=exc.message),
             )
             return False
+        self.actuated(uid, instance.container_id, container)
         log.info("resized container in place", extra=pod_fields(pod, container=container["name"]))
         return True
+
+    def actuated(self, uid: str, container_id: str, container: Mapping[str, Any]) -> None:
+        """The runtime's `container_id` runs with `container`'s (allocated) resources."""
+        self.state(uid).memory_requests[container_id] = memory_request(container)
 
     def _failed(self, uid: str, pod: Mapping[str, Any], message: str) -> None:
         """PodResizeInProgress with reason Error and `message`, and a ResizeError Event when the

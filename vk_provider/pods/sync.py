@@ -255,6 +255,7 @@ class PodSync:
             failed_probes={cid: failure for cid, failure in failed.items() if failure is not None},
             restart_all=restarting(task.pod, state, cached),
             restart_counts=counts,
+            memory_requests=self._resizer.state(uid).memory_requests,
         )
 
     def _rejected(self, task: PodTask, run: SyncPass) -> bool:
@@ -525,6 +526,7 @@ class PodSync:
             run.runtime_changed = True
             config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)
             instance = await self._runtime.start_container(config)
+            self._resizer.actuated(task.uid, instance.container_id, container)
         except RuntimeFailure as exc:
             log.info(
                 "container not started",
