@@ -47,3 +47,42 @@ async def test_a_rule_restarts_all_containers_in_place(harness: ProviderHarness)
     assert restarting is not None and restarting["status"] == "False"
     killed = await harness.wait_event("restart-all", "Killing")
     assert killed["message"] == "killing"
+
+
+async def test_a_never_pod_restarts_its_init_sidecar_and_app_containers_in_place(
+    harness: ProviderHarness,
+) -> None:
+    """Upstream's "should restart all containers on regular container exit": with restartPolicy
+    Never the exit that triggers the rule does not fail the pod, every container (the completed
+    init container too) runs again with one restart, and each shows how its last run ended."""
+    work = [{"name": "workdir", "mountPath": "/mnt"}]
+    source = sh(
+        "source",
+        "if [ -f /mnt/done ]; then sleep 3600; else touch /mnt/done; exit 42; fi",
+        volumeMounts=work,
+        restartPolicy="Never",
+        restartPolicyRules=[RULE],
+    )
+    manifest = harness.manifest(
+        "never-all",
+        [source, sh("regular", "sleep 3600")],
+        initContainers=[sh("init", "exit 0"), sh("sidecar", "sleep 3600", restartPolicy="Always")],
+        volumes=[{"name": "workdir", "emptyDir": {}}],
+        restartPolicy="Never",
+    )
+    await harness.create(manifest)
+
+    def all_restarted(pod: dict[str, Any]) -> bool:
+        statuses = [
+            *(pod["status"].get("initContainerStatuses") or []),
+            *pod["status"].get("containerStatuses", []),
+        ]
+        return len(statuses) == 4 and all(
+            s.get("restartCount") == 1 and "terminated" in (s.get("lastState") or {}) for s in statuses
+        )
+
+    pod = await harness.wait_for("never-all", all_restarted, within=120)
+    assert phase(pod) in ("Pending", "Running")
+    pod = await harness.wait_for("never-all", lambda p: "running" in container_status(p, "source")["state"])
+    assert phase(pod) == "Running"
+    assert [s["restartCount"] for s in pod["status"]["containerStatuses"]] == [1, 1]

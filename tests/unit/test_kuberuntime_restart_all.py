@@ -26,6 +26,7 @@ from vk_provider.runtime.types import (
     PodRuntimeState,
     PodSandboxState,
 )
+from vk_provider.status.cache import illegal_transition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RULE = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
@@ -128,3 +129,57 @@ def test_a_removed_container_waits_as_restarting_all_containers() -> None:
     assert side["lastState"]["terminated"]["exitCode"] == 137 and side["restartCount"] == 3
     marked = next(c for c in status["conditions"] if c["type"] == "AllContainersRestarting")
     assert marked["status"] == "False"  # cleaned up: the pod starts anew
+
+
+def test_a_never_pod_is_not_failed_by_the_containers_it_removed_to_restart() -> None:
+    # getPhase: a last termination with reason RestartingAllContainers is restartable, for init
+    # and app containers alike; with restartPolicy Never the pod would otherwise be Failed.
+    never = pod()
+    never["spec"]["restartPolicy"] = "Never"
+    removed = {"reason": "RestartingAllContainers", "exitCode": 137}
+    old = {
+        "conditions": [{"type": "AllContainersRestarting", "status": "True"}],
+        "initContainerStatuses": [{"name": "setup", "state": {"terminated": {"exitCode": 0}}}],
+        "containerStatuses": [
+            {"name": "main", "state": {"terminated": {"exitCode": 42}}, "restartCount": 0},
+            {"name": "side", "state": {"running": {}}, "restartCount": 0},
+        ],
+    }
+    status = generate(never, runtime(), host_ip="10.0.0.1", now=T0, old_status=old)
+    assert status["phase"] == "Running"  # stopped, but every one of them runs again
+    assert [s["lastState"]["terminated"]["reason"] for s in status["containerStatuses"]] == [
+        removed["reason"],
+        removed["reason"],
+    ]
+    assert status["initContainerStatuses"][0]["restartCount"] == 1
+
+
+def test_a_container_started_again_shows_how_its_removed_run_ended() -> None:
+    # convertToAPIContainerStatuses: no earlier instance is left in the runtime, so the old
+    # status's end (another container ID) becomes the lastState, and the restart count stays.
+    old = {
+        "containerStatuses": [
+            {
+                "name": "side",
+                "containerID": "docker://gone",
+                "state": {"waiting": {"reason": "RestartingAllContainers"}},
+                "lastState": {"terminated": {"reason": "RestartingAllContainers", "exitCode": 137}},
+                "restartCount": 1,
+            }
+        ],
+    }
+    state = runtime(SETUP, instance("side", RUNNING))
+    status = generate(pod(), state, host_ip="10.0.0.1", now=T0, old_status=old)
+    side = next(s for s in status["containerStatuses"] if s["name"] == "side")
+    assert side["restartCount"] == 1 and "running" in side["state"]
+    assert side["lastState"]["terminated"]["reason"] == "RestartingAllContainers"
+
+
+def test_a_pod_that_may_restart_in_place_lets_terminated_containers_come_back() -> None:
+    never = pod()
+    never["spec"]["restartPolicy"] = "Never"
+    ended = {"containerStatuses": [{"name": "side", "state": {"terminated": {"exitCode": 0}}}]}
+    back = {"containerStatuses": [{"name": "side", "state": {"running": {}}}]}
+    assert illegal_transition(ended, back, never) is None
+    del never["spec"]["containers"][0]["restartPolicyRules"]
+    assert illegal_transition(ended, back, never) == "side"

@@ -215,6 +215,11 @@ class PodSync:
         if retry is not None:
             run.wake_in(retry)
         actions = compute_pod_actions(self._snapshot(task, state))
+        if any(a.step == Step.RESET for a in actions.containers):
+            # The status first, with the exit that triggers it (AllContainersRestarting True), as
+            # the kubelet's SyncPod generates it before it acts: the removed containers then
+            # wait with RestartingAllContainers, one restart more, and the pod is not Failed.
+            self._publish(task, run, state, terminal=False)
         sandbox = await self._sandbox(task, run, actions)
         if sandbox is not None:
             # The pod cgroup widened before the containers' resize, set after (pods/resize.py).

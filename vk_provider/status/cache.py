@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from vk_common.objects import format_time, is_sidecar, is_static, parse_time, restart_policy, uid
+from vk_common.objects import (
+    all_containers_could_restart,
+    container_should_restart,
+    format_time,
+    is_sidecar,
+    is_static,
+    parse_time,
+    restart_policy,
+    uid,
+)
 from vk_common.objects import spec as pod_spec
 from vk_common.quantity import parse_quantity
 from vk_provider.status.conditions import containers_ready_condition, ready_condition, set_transition_times
@@ -185,10 +194,13 @@ def _spec_container(spec: Mapping[str, Any], key: str, name: str) -> Mapping[str
 
 
 def illegal_transition(old: Mapping[str, Any], new: Mapping[str, Any], pod: Mapping[str, Any]) -> str | None:
-    """`checkContainerStateTransition`: the name of a terminated container that came back, if any."""
+    """`checkContainerStateTransition`: the name of a terminated container that came back, if any.
+    None for a pod that may restart all its containers in place (a RestartAllContainers rule),
+    and an app container may come back when its own restart policy and rules let it
+    (ContainerRestartRules)."""
     spec = pod_spec(pod)
     policy = restart_policy(pod)
-    if policy == "Always":
+    if policy == "Always" or all_containers_could_restart(pod):
         return None
     for key in ("containerStatuses", "initContainerStatuses"):
         news = {s.get("name"): s for s in new.get(key) or []}
@@ -200,6 +212,9 @@ def illegal_transition(old: Mapping[str, Any], new: Mapping[str, Any], pod: Mapp
             if terminated is None:
                 continue
             if terminated.get("exitCode", 0) != 0 and policy == "OnFailure":
+                continue
+            app = _spec_container(spec, "containers", name) if key == "containerStatuses" else {}
+            if app and container_should_restart(pod, app, int(terminated.get("exitCode", 0) or 0)):
                 continue
             after = news.get(name)
             if after is not None and "terminated" not in (after.get("state") or {}):

@@ -130,6 +130,19 @@ def _probe_flags(
     return readiness.get(name, "readinessProbe" not in container), True
 
 
+def _carried(old: Mapping[str, Any] | None, latest: ContainerInstance) -> dict[str, Any]:
+    """The lastState of an instance with no earlier one left in the runtime (a RestartAllContainers
+    removed it): the old status's end when it was another container, else its lastState
+    (convertToAPIContainerStatuses, RestartAllContainersOnContainerExits)."""
+    if old is None:
+        return {}
+    ended = (old.get("state") or {}).get("terminated")
+    if ended is not None and old.get("containerID") != latest.container_uri:
+        return {"terminated": copy.deepcopy(ended)}
+    before = (old.get("lastState") or {}).get("terminated")
+    return {"terminated": copy.deepcopy(before)} if before is not None else {}
+
+
 def container_statuses(
     pod: Mapping[str, Any],
     state: PodRuntimeState | None,
@@ -201,9 +214,11 @@ def container_statuses(
             status = {
                 "name": name,
                 "state": api_state,
-                "lastState": _instance_state(previous, None)[0] if previous is not None else {},
+                "lastState": _instance_state(previous, None)[0]
+                if previous is not None
+                else _carried(old, latest),
                 "ready": False,
-                "restartCount": restart_count,
+                "restartCount": max(restart_count, int((old or {}).get("restartCount") or 0)),
                 "image": latest.image or container.get("image", ""),
                 "imageID": latest.image_id,
                 "containerID": latest.container_uri,

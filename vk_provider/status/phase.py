@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vk_common.objects import container_should_restart, is_sidecar, is_static, restart_policy
+from vk_common.objects import container_should_restart, is_sidecar, is_static
 from vk_common.objects import spec as pod_spec
+from vk_provider.kuberuntime.restart_all import RESTARTING_ALL_CONTAINERS
 from vk_provider.status.fields import FAILED, PENDING, RUNNING, SUCCEEDED, find_status
 
 
@@ -31,10 +32,19 @@ def _found(
     return found, len(containers) - len(found)
 
 
+def _restartable(pod: Mapping[str, Any], container: Mapping[str, Any], ended: Mapping[str, Any]) -> bool:
+    """Whether a container that ended so runs again: by its restart policy and rules, or because
+    it was removed to restart all the pod's containers in place (reason RestartingAllContainers)."""
+    exit_code = int(ended.get("exitCode", 0) or 0)
+    return (
+        container_should_restart(pod, container, exit_code)
+        or ended.get("reason") == RESTARTING_ALL_CONTAINERS
+    )
+
+
 def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod_is_terminal: bool) -> str:
     """The pod phase from its container statuses (init and regular together)."""
     spec = pod_spec(pod)
-    policy = restart_policy(pod)
     init_containers = spec.get("initContainers") or []
     pending_regular_init = pending_sidecar = failed_init = 0
     for container in init_containers:
@@ -45,15 +55,10 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
         last = (status or {}).get("lastState") or {}
         if status is None or "running" in state:
             pending_regular_init += 1
-        elif "terminated" in state:
-            if state["terminated"].get("exitCode", 0) != 0:
-                failed_init += 1
-        elif "waiting" in state:
-            if "terminated" in last:
-                if last["terminated"].get("exitCode", 0) != 0:
-                    failed_init += 1
-            else:
-                pending_regular_init += 1
+        elif "terminated" in state or ("waiting" in state and "terminated" in last):
+            ended = state.get("terminated") or last["terminated"]
+            if ended.get("exitCode", 0) != 0 and not _restartable(pod, container, ended):
+                failed_init += 1  # ContainerRestartRules: only one that will not run again fails the pod
         else:
             pending_regular_init += 1
 
@@ -88,21 +93,19 @@ def get_phase(pod: Mapping[str, Any], statuses: Sequence[Mapping[str, Any]], pod
             exit_code = state["terminated"].get("exitCode", 0)
             if exit_code == 0:
                 succeeded += 1
-            if not container_should_restart(pod, by_name[status["name"]], exit_code):
+            if not _restartable(pod, by_name[status["name"]], state["terminated"]):
                 not_restartable += 1
         elif "waiting" in state:
             if "terminated" in last:
                 stopped += 1
-                if not container_should_restart(
-                    pod, by_name[status["name"]], last["terminated"].get("exitCode", 0)
-                ):
+                if not _restartable(pod, by_name[status["name"]], last["terminated"]):
                     not_restartable += 1
             else:
                 waiting += 1
         else:
             unknown += 1
 
-    if failed_init > 0 and policy == "Never":
+    if failed_init > 0:
         return FAILED
     if (
         pending_regular_init > 0
