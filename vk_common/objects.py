@@ -130,13 +130,13 @@ def container_should_restart(pod: Obj, container: Obj, exit_code: int) -> bool:
     container's own restartPolicy (a sidecar's Always; ContainerRestartRules, on by default
     since 1.35) wins over the pod's, and a container with one first tries its
     restartPolicyRules in order: the first whose exitCodes (In / NotIn) match the exit code
-    restarts it when its action is Restart (RestartAllContainers restarts the whole pod in
-    place instead: kuberuntime/restart_all.py).
+    restarts it when its action is Restart or RestartAllContainers (the whole pod restarts in
+    place then, which the pod's plan does first: kuberuntime/restart_all.py).
     Upstream: pkg/api/v1/pod/util.go (ContainerShouldRestart, FindMatchingContainerRestartRule).
     """
     if container.get("restartPolicy"):
         rule = matching_restart_rule(container, exit_code)
-        if rule is not None and rule.get("action") == "Restart":
+        if rule is not None and rule.get("action") in ("Restart", RESTART_ALL_CONTAINERS):
             return True
     policy = container.get("restartPolicy") or restart_policy(pod)
     if policy == "Never":

@@ -86,3 +86,36 @@ async def test_a_never_pod_restarts_its_init_sidecar_and_app_containers_in_place
     pod = await harness.wait_for("never-all", lambda p: "running" in container_status(p, "source")["state"])
     assert phase(pod) == "Running"
     assert [s["restartCount"] for s in pod["status"]["containerStatuses"]] == [1, 1]
+
+
+async def test_an_init_containers_exit_restarts_the_sidecar_and_the_init_containers_before_it(
+    harness: ProviderHarness,
+) -> None:
+    """Upstream's "should restart init and sidecar containers on init container exit": the rule
+    on an init container of a Never pod; the exit does not fail the pod."""
+    work = [{"name": "workdir", "mountPath": "/mnt"}]
+    source = sh(
+        "source-init",
+        "if [ -f /mnt/done ]; then exit 0; else touch /mnt/done; exit 42; fi",
+        volumeMounts=work,
+        restartPolicy="Never",
+        restartPolicyRules=[RULE],
+    )
+    init = [sh("sidecar", "sleep 3600", restartPolicy="Always"), sh("init", "exit 0"), source]
+    manifest = harness.manifest(
+        "init-all",
+        [sh("regular", "sleep 3600")],
+        initContainers=init,
+        volumes=[{"name": "workdir", "emptyDir": {}}],
+        restartPolicy="Never",
+    )
+    await harness.create(manifest)
+
+    def restarted(pod: dict[str, Any]) -> bool:
+        statuses = {s["name"]: s for s in pod["status"].get("initContainerStatuses") or []}
+        return phase(pod) == "Running" and all(
+            statuses.get(n, {}).get("restartCount") == 1 for n in ("sidecar", "init", "source-init")
+        )
+
+    pod = await harness.wait_for("init-all", restarted, within=120)
+    assert "running" in container_status(pod, "regular")["state"]

@@ -183,3 +183,13 @@ def test_a_pod_that_may_restart_in_place_lets_terminated_containers_come_back() 
     assert illegal_transition(ended, back, never) is None
     del never["spec"]["containers"][0]["restartPolicyRules"]
     assert illegal_transition(ended, back, never) == "side"
+
+
+def test_an_init_container_whose_rule_restarts_all_does_not_fail_a_never_pod() -> None:
+    # ContainerShouldRestart is true for a RestartAllContainers rule (the pod restarts in place).
+    never = pod()
+    never["spec"]["restartPolicy"] = "Never"
+    never["spec"]["initContainers"][0].update(restartPolicy="Never", restartPolicyRules=[RULE])
+    state = runtime(instance("setup", EXITED, ContainerRole.INIT, code=42))
+    status = generate(never, state, host_ip="10.0.0.1", now=T0)
+    assert status["phase"] == "Pending"
