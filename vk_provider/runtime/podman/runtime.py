@@ -22,12 +22,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from vk_provider.config import DockerConfig
-from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.configs import ContainerConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.engine import EngineErrors
 from vk_provider.runtime.docker.seccomp_profile import localhost_profile_json
 from vk_provider.runtime.docker.volume_usage import volume_usage
@@ -54,15 +51,9 @@ def start_exit_code(message: str) -> int:
 class PodmanRuntime(DockerRuntime):
     SHARE_UTS = True  # Podman joins a sandbox's UTS namespace only when told (create.py)
 
-    def __init__(
-        self,
-        config: DockerConfig,
-        node_name: str,
-        metrics: ProviderMetrics | None = None,
-        *,
-        cni: CNISandboxes | None = None,
-    ) -> None:
-        super().__init__(config, node_name, metrics, cni=cni)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """DockerRuntime's arguments (config, node name, metrics, cni)."""
+        super().__init__(*args, **kwargs)
         self._applied: dict[str, LinuxResources] = {}  # container id -> limits of its last update
         self._failed: dict[str, str] = {}  # container id -> why it could not start
 
