@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,15 +171,28 @@ def provider_image(docker_client: object) -> str:
     return built.stdout.strip().splitlines()[-1]
 
 
-def remove_node_cgroups(node: str) -> None:
+def remove_node_cgroups(node: str, within: float = 15.0) -> None:
     """The node's cgroups (its pods' and its own, `docker.cgroupRoot`/<node>) in every hierarchy,
-    deepest first, once its containers are gone: a test's pods that were never deleted."""
-    for hierarchy in CGROUP_MOUNT.iterdir() if CGROUP_MOUNT.is_dir() else ():
-        for directory, _, _ in reversed(
-            list(os.walk(hierarchy / DockerConfig().cgroup_root.strip("/") / node))
-        ):
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
+    deepest first, once its containers are gone: a test's pods that were never deleted. A process
+    left in one is killed (as the kubelet does before it destroys a pod cgroup); a cgroup still
+    busy is tried again for up to `within` seconds."""
+    roots = (
+        [h / DockerConfig().cgroup_root.strip("/") / node for h in CGROUP_MOUNT.iterdir()]
+        if CGROUP_MOUNT.is_dir()
+        else []
+    )
+    deadline = time.monotonic() + within
+    while True:
+        for root in roots:
+            for directory, _, _ in reversed(list(os.walk(root))):
+                with contextlib.suppress(OSError):
+                    for pid in (Path(directory) / "cgroup.procs").read_text().split():
+                        os.kill(int(pid), signal.SIGKILL)  # left behind (Podman's exec conmon)
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)
+        if not any(r.is_dir() and not r.is_symlink() for r in roots) or time.monotonic() > deadline:
+            return
+        time.sleep(0.5)
 
 
 def _remove_labelled(client: object, label: str) -> None:

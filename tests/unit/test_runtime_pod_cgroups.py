@@ -4,6 +4,8 @@ for real in tests/integration/test_pods_cgroups.py; systemd and v2 hosts are not
 
 from __future__ import annotations
 
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,18 @@ def test_a_removed_pods_cgroup_is_gone_and_the_nodes_root_goes_with_the_last_pod
     assert cgroups.remove(UID) and not any(d.exists() for d in made)
     assert cgroups.remove_root()
     assert not (tmp_path / "memory/vk-provider/node-1").exists()
+
+
+def test_a_process_left_in_a_removed_pods_cgroup_is_killed(tmp_path: Path) -> None:
+    # The kubelet kills what is left in a pod cgroup before it destroys it; Podman 4.3 leaves
+    # the conmon of an exec session behind its removed container.
+    left = subprocess.Popen(["sleep", "600"])
+    try:
+        cgroups = PodCgroups(root="/vk-provider/n", driver=CgroupDriver.CGROUPFS, version=2, mount=tmp_path)
+        conmon = tmp_path / "vk-provider" / "n" / "besteffort" / "podu1" / "conmon"
+        conmon.mkdir(parents=True)
+        (conmon / "cgroup.procs").write_text(f"{left.pid}\n")
+        cgroups.remove("u1")
+        assert left.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        left.kill()

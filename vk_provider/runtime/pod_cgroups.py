@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -47,6 +48,17 @@ def cpu_weight(shares: int) -> int:
 
 def _systemd_part(part: str) -> str:
     return part.replace("-", "_")
+
+
+def _kill_all(directory: Path) -> None:
+    """SIGKILL every process left in one cgroup directory (none: nothing to do)."""
+    try:
+        pids = (directory / "cgroup.procs").read_text().split()
+    except OSError:
+        return
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -167,13 +179,17 @@ class PodCgroups:
             (current / "cgroup.subtree_control").write_text("+cpu +memory")
 
     def remove(self, uid: str) -> bool:
-        """Remove the pod's cgroup in every hierarchy, with whatever empty cgroups the engine
-        left under it (Podman's conmon and container cgroups outlive their containers), deepest
-        first; False when one is still busy (a process left in it), to be tried again."""
+        """Remove the pod's cgroup in every hierarchy, with whatever cgroups the engine left
+        under it (Podman's conmon cgroups outlive their containers), deepest first. The engine
+        removed the pod's containers: a process still in one is killed first, as the kubelet's
+        pod cgroup manager does before it destroys a pod cgroup (Podman 4.3 leaves the conmon
+        of an exec session running after its container is removed). False when one is still
+        busy, to be tried again."""
         removed = True
         for qos in QOS_DIRS:
             for top in self._all_directories(qos, uid):
                 for directory, _, _ in os.walk(top, topdown=False):
+                    _kill_all(Path(directory))
                     try:
                         os.rmdir(directory)
                     except FileNotFoundError:
