@@ -49,20 +49,26 @@ async def test_a_rule_restarts_all_containers_in_place(harness: ProviderHarness)
     assert killed["message"] == "killing"
 
 
+def exits_42_once(name: str, then: str) -> dict[str, Any]:
+    """A container whose first run exits 42, which its rule turns into a restart of all the
+    pod's containers, and whose runs after it do `then` (a marker in the pod's emptyDir
+    "workdir" at /mnt tells them apart)."""
+    return sh(
+        name,
+        f"if [ -f /mnt/done ]; then {then}; else touch /mnt/done; exit 42; fi",
+        volumeMounts=[{"name": "workdir", "mountPath": "/mnt"}],
+        restartPolicy="Never",
+        restartPolicyRules=[RULE],
+    )
+
+
 async def test_a_never_pod_restarts_its_init_sidecar_and_app_containers_in_place(
     harness: ProviderHarness,
 ) -> None:
     """Upstream's "should restart all containers on regular container exit": with restartPolicy
     Never the exit that triggers the rule does not fail the pod, every container (the completed
     init container too) runs again with one restart, and each shows how its last run ended."""
-    work = [{"name": "workdir", "mountPath": "/mnt"}]
-    source = sh(
-        "source",
-        "if [ -f /mnt/done ]; then sleep 3600; else touch /mnt/done; exit 42; fi",
-        volumeMounts=work,
-        restartPolicy="Never",
-        restartPolicyRules=[RULE],
-    )
+    source = exits_42_once("source", then="sleep 3600")
     manifest = harness.manifest(
         "never-all",
         [source, sh("regular", "sleep 3600")],
@@ -93,14 +99,7 @@ async def test_an_init_containers_exit_restarts_the_sidecar_and_the_init_contain
 ) -> None:
     """Upstream's "should restart init and sidecar containers on init container exit": the rule
     on an init container of a Never pod; the exit does not fail the pod."""
-    work = [{"name": "workdir", "mountPath": "/mnt"}]
-    source = sh(
-        "source-init",
-        "if [ -f /mnt/done ]; then exit 0; else touch /mnt/done; exit 42; fi",
-        volumeMounts=work,
-        restartPolicy="Never",
-        restartPolicyRules=[RULE],
-    )
+    source = exits_42_once("source-init", then="exit 0")
     init = [sh("sidecar", "sleep 3600", restartPolicy="Always"), sh("init", "exit 0"), source]
     manifest = harness.manifest(
         "init-all",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.instances import running
 from tests.support.status_generation import generate
 from vk_provider.kuberuntime.container_config import spec_hash
 from vk_provider.kuberuntime.pod_resources import pod_requests
@@ -16,9 +17,7 @@ from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.resize import ResizeAction, fit_message, resize_action, summary, widened
 from vk_provider.runtime.docker import labels, spec
 from vk_provider.runtime.types import (
-    ContainerInstance,
     ContainerRole,
-    ContainerRunState,
     LinuxResources,
     PodRuntimeState,
     PodSandboxState,
@@ -46,22 +45,6 @@ def _pod(*containers: dict[str, Any], **meta: Any) -> dict[str, Any]:
         "spec": {"containers": list(containers) or [_container()], "nodeName": "n"},
         "status": {"qosClass": "Burstable"},
     }
-
-
-def _running(
-    resources: LinuxResources | None, name: str = "main", role: ContainerRole = ContainerRole.APP
-) -> ContainerInstance:
-    return ContainerInstance(
-        name=name,
-        role=role,
-        attempt=0,
-        container_id=f"{name}-1",
-        image="busybox:1",
-        image_id="sha256:1",
-        state=ContainerRunState.RUNNING,
-        container_uri=f"docker://{name}-1",
-        resources=resources,
-    )
 
 
 def test_spec_hash_leaves_the_resizable_fields_out() -> None:
@@ -145,14 +128,14 @@ def test_event_summary_is_upstreams_json() -> None:
 
 
 def test_status_resources_are_what_runs_in_the_allocated_spelling() -> None:
-    same = status_resources(RES, _running(LinuxResources(102, 20000, 100000, 64 * MI)))
+    same = status_resources(RES, running(LinuxResources(102, 20000, 100000, 64 * MI)))
     assert same == RES
-    moved = status_resources(RES, _running(LinuxResources(153, 30000, 100000, 96 * MI)))
+    moved = status_resources(RES, running(LinuxResources(153, 30000, 100000, 96 * MI)))
     assert moved == {
         "requests": {"cpu": "150m", "memory": "32Mi"},
         "limits": {"cpu": "300m", "memory": "96Mi"},
     }
-    assert status_resources(RES, _running(None)) == RES
+    assert status_resources(RES, running(None)) == RES
     assert (
         format_bytes(96 * MI) == "96Mi"
         and format_bytes(1000) == "1000"
@@ -167,7 +150,7 @@ def test_generated_status_carries_resources_allocation_and_resize_conditions() -
         namespace="default",
         name="p",
         sandbox=PodSandboxState("sb", True, "10.0.0.2"),
-        containers=(_running(LinuxResources(102, 20000, 100000, 64 * MI)),),
+        containers=(running(LinuxResources(102, 20000, 100000, 64 * MI)),),
     )
     pending = {"type": "PodResizePending", "status": "True", "reason": "Deferred", "observedGeneration": 2}
     status = generate(
@@ -193,7 +176,7 @@ def test_a_running_init_container_shows_its_resources_and_allocation() -> None:
     # (init ones too) gets resources and allocatedResources; the resize spec waits for them
     pod = _pod()
     pod["spec"]["initContainers"] = [{"name": "init", "image": "busybox:1", "resources": RES}]
-    init = _running(LinuxResources(153, 30000, 100000, 96 * MI), "init", ContainerRole.INIT)
+    init = running(LinuxResources(153, 30000, 100000, 96 * MI), "init", ContainerRole.INIT)
     sandbox = PodSandboxState("sb", True, "10.0.0.2")
     state = PodRuntimeState(uid="u", namespace="default", name="p", sandbox=sandbox, containers=(init,))
     grown = {"requests": {"cpu": "150m", "memory": "32Mi"}, "limits": {"cpu": "300m", "memory": "96Mi"}}

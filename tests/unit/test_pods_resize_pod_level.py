@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, cast
 
+from tests.support.instances import running
 from tests.support.status_generation import generate
 from vk_provider.kuberuntime.oom import node_memory_capacity, oom_score_adjust
 from vk_provider.kuberuntime.pod_resources import pod_level_limits
@@ -21,8 +22,6 @@ from vk_provider.pods.resize import PodResizer, with_pod_level
 from vk_provider.runtime.configs import HostSecurity, PodCgroup
 from vk_provider.runtime.types import (
     ContainerInstance,
-    ContainerRole,
-    ContainerRunState,
     ContainerStats,
     LinuxResources,
     PodRuntimeState,
@@ -55,20 +54,6 @@ def _pod(level: dict[str, Any] | None, *containers: dict[str, Any], generation: 
     }
 
 
-def _running(resources: LinuxResources, name: str = "c1") -> ContainerInstance:
-    return ContainerInstance(
-        name=name,
-        role=ContainerRole.APP,
-        attempt=0,
-        container_id=f"{name}-0",
-        image="busybox:1",
-        image_id="sha256:1",
-        state=ContainerRunState.RUNNING,
-        container_uri=f"docker://{name}-0",
-        resources=resources,
-    )
-
-
 def test_a_container_without_its_own_limits_runs_with_the_pod_levels() -> None:
     pod = _pod(_level("500m", "128Mi"))
     bare = {"name": "c1"}
@@ -97,14 +82,14 @@ def test_a_pod_level_change_resizes_or_restarts_the_containers_that_inherit_it()
         {"name": "c2", "image": "busybox:1", "resizePolicy": restart_on_cpu},
         {"name": "own", "image": "busybox:1", "resources": _level("100m", "32Mi")},
     )
-    own = _running(LinuxResources(102, 10000, 100000, 32 * MI), "own")
-    assert _plan(pod, _running(was, "c1"), _running(was, "c2"), own) == [
+    own = running(LinuxResources(102, 10000, 100000, 32 * MI), "own")
+    assert _plan(pod, running(was, "c1"), running(was, "c2"), own) == [
         (Step.RESIZE, "c1"),
         (Step.REPLACE, "c2"),
     ]
     # the allocation, not the desired spec, is what the plan holds the containers to
     allocated = with_pod_level(pod, _level("500m", "128Mi"))
-    assert _plan(allocated, _running(was, "c1"), _running(was, "c2"), own) == []
+    assert _plan(allocated, running(was, "c1"), running(was, "c2"), own) == []
 
 
 def test_a_memory_request_change_alone_restarts_a_container_whose_memory_policy_says_so() -> None:
@@ -124,7 +109,7 @@ def test_a_memory_request_change_alone_restarts_a_container_whose_memory_policy_
     )
     sandbox = PodSandboxState("sb", running=True, ip="10.0.0.2")
     state = PodRuntimeState(
-        "u", "default", "p", sandbox=sandbox, containers=(_running(was, "c1"), _running(was, "c2"))
+        "u", "default", "p", sandbox=sandbox, containers=(running(was, "c1"), running(was, "c2"))
     )
     allocated = {c["name"]: dict(c["resources"]) for c in pod["spec"]["containers"]}
 
@@ -153,7 +138,7 @@ class FakeRuntime:
         self.container_writes.append(resources)
 
     async def pod_state(self, uid: str) -> PodRuntimeState:
-        return PodRuntimeState(uid, "default", "p", containers=(_running(LinuxResources(2)),))
+        return PodRuntimeState(uid, "default", "p", containers=(running(LinuxResources(2), "c1"),))
 
     async def container_stats(self, ids: list[str]) -> list[ContainerStats | None]:
         return [ContainerStats(0, self.usage, self.usage) for _ in ids]
@@ -220,7 +205,7 @@ async def test_a_pod_memory_limit_below_the_pods_usage_stays_in_progress_with_th
     assert re.search(r"memory limit \(\d+\) below current usage", condition["message"])
     assert runtime.pod_writes == [] and events == ["ResizeStarted", "ResizeError"]
     # a container that inherits the limit is checked too, the errors aggregated
-    c1 = _running(LinuxResources(512, 50000, 100000, 128 * MI))
+    c1 = running(LinuxResources(512, 50000, 100000, 128 * MI), "c1")
     assert not await resizer.check_memory("u", tiny, [(tiny["spec"]["containers"][0], c1)])
     assert resizer.state("u").conditions()[0]["message"] == (
         "cannot decrease memory limits: [attempting to set pod memory limit (10240) below current usage "
