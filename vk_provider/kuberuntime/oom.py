@@ -22,16 +22,11 @@ from typing import Any
 from vk_common.objects import is_sidecar, spec
 from vk_common.qos import pod_qos_class
 from vk_common.quantity import quantity_or_zero
+from vk_provider.kuberuntime.pod_resources import memory_request
 
 GUARANTEED = -997  # the kubelet's; the floor of a Burstable container is 1000 + GUARANTEED
 BEST_EFFORT = 1000
 NODE_CRITICAL = "system-node-critical"
-
-
-def _memory_request(container: Mapping[str, Any]) -> int:
-    return math.ceil(
-        quantity_or_zero(((container.get("resources") or {}).get("requests") or {}).get("memory"))
-    )
 
 
 def _left_per_container(pod: Mapping[str, Any]) -> int:
@@ -42,14 +37,14 @@ def _left_per_container(pod: Mapping[str, Any]) -> int:
     containers = [*(s.get("initContainers") or []), *(s.get("containers") or [])]
     if not level or not containers:
         return 0
-    apps = sum(_memory_request(c) for c in s.get("containers") or [])
+    apps = sum(memory_request(c) for c in s.get("containers") or [])
     sidecars, init_peak = 0, 0
     for c in s.get("initContainers") or []:
         if is_sidecar(c):
-            sidecars += _memory_request(c)
+            sidecars += memory_request(c)
             init_peak = max(init_peak, sidecars)
         else:
-            init_peak = max(init_peak, sidecars + _memory_request(c))
+            init_peak = max(init_peak, sidecars + memory_request(c))
     return max(level - max(apps + sidecars, init_peak), 0) // len(containers)
 
 
@@ -76,10 +71,10 @@ def oom_score_adjust(
     if qos == "BestEffort":
         return BEST_EFFORT
     left = _left_per_container(pod)
-    score = _score(_memory_request(container) + left, memory_capacity)
+    score = _score(memory_request(container) + left, memory_capacity)
     names = {c.get("name") for c in spec(pod).get("initContainers") or []}
     apps = spec(pod).get("containers") or []
     if is_sidecar(container) and container.get("name") in names and apps:
-        smallest = min(_memory_request(c) for c in apps) + left
+        smallest = min(memory_request(c) for c in apps) + left
         score = min(score, _score(smallest, memory_capacity))
     return min(max(score, 1000 + GUARANTEED), BEST_EFFORT - 1)

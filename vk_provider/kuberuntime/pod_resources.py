@@ -8,6 +8,7 @@ in their place where set; `spec.overhead` on top), and `pod_cgroup_resources(pod
 the limits of the pod's cgroup as pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod sets
 them by the pod's QoS class: CPU shares from the requests; a CFS quota and a memory limit
 where every container declares one (Guaranteed: always); BestEffort the minimum shares alone;
+`memory_request(container)`, one container's own memory request;
 `pod_level_limits(pod)`, the pod-level limits the containers inherit (None when the pod has no
 pod-level resources: resource/helpers.go IsPodLevelResourcesSet).
 A quantity that does not parse counts 0 (its container fails on its own, naming the field).
@@ -41,6 +42,11 @@ def _pair(values: Mapping[str, Any]) -> Pair:
 def _requests_of(resources: Mapping[str, Any]) -> Pair:
     """A container's requests (a request defaults to its limit, as the apiserver defaults it)."""
     return _pair({**(resources.get("limits") or {}), **(resources.get("requests") or {})})
+
+
+def memory_request(container: Mapping[str, Any]) -> int:
+    """The container's own memory request in bytes (0: none), as its spec writes it."""
+    return _amount(((container.get("resources") or {}).get("requests") or {}).get("memory"), 1)
 
 
 def _limits_of(resources: Mapping[str, Any]) -> Pair:

@@ -41,8 +41,13 @@ from typing import Any
 from vk_common.logging import get_logger, pod_fields
 from vk_common.objects import format_time, meta, spec
 from vk_common.qos import pod_qos_class
-from vk_common.quantity import parse_quantity, quantity_or_zero
-from vk_provider.kuberuntime.pod_resources import pod_cgroup_resources, pod_level_limits, pod_requests
+from vk_common.quantity import parse_quantity
+from vk_provider.kuberuntime.pod_resources import (
+    memory_request,
+    pod_cgroup_resources,
+    pod_level_limits,
+    pod_requests,
+)
 from vk_provider.kuberuntime.resources import linux_resources
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.policy import field_path, now
@@ -184,13 +189,6 @@ def allocated_container(
     if resources is None or resources == dict(container.get("resources") or {}):
         return container
     return {**container, "resources": dict(resources)}
-
-
-def memory_request(container: Mapping[str, Any]) -> int:
-    """The container's memory request in bytes (0: none)."""
-    return math.ceil(
-        quantity_or_zero(((container.get("resources") or {}).get("requests") or {}).get("memory"))
-    )
 
 
 def resize_needed(
