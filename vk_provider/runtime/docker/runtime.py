@@ -281,10 +281,15 @@ class DockerRuntime:
     async def volume_usage(self) -> dict[tuple[str, str], int]:
         """From the engine's `system df` (it sizes every volume of the engine: one call per period)."""
         try:
-            df: dict[str, Any] = await self._engine.call(self._engine.client.api.df)
+            df = await self._engine.call(self._df)
         except EngineErrors as exc:
             raise RuntimeUnavailable(f"Docker engine at {self._engine.url} does not answer: {exc}") from exc
         return volume_usage(df, self.node_name)
+
+    def _df(self) -> dict[str, Any]:
+        """The engine's `system df` (blocking: in the pool; counted as `df`)."""
+        df: dict[str, Any] = self._engine.client.api.df()
+        return df
 
     # --- containers ---
 

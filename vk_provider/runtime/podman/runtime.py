@@ -25,9 +25,7 @@ from typing import Any
 from vk_provider.runtime.configs import ContainerConfig
 from vk_provider.runtime.docker import DockerRuntime
 from vk_provider.runtime.docker import labels as lb
-from vk_provider.runtime.docker.engine import EngineErrors
 from vk_provider.runtime.docker.seccomp_profile import localhost_profile_json
-from vk_provider.runtime.docker.volume_usage import volume_usage
 from vk_provider.runtime.podman import libpod
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -35,7 +33,6 @@ from vk_provider.runtime.types import (
     LinuxResources,
     PodRuntimeState,
     RuntimeInfo,
-    RuntimeUnavailable,
 )
 
 
@@ -62,21 +59,16 @@ class PodmanRuntime(DockerRuntime):
         version = found.runtime_version.partition("://")[2]
         return dataclasses.replace(found, runtime_version=f"podman://{version}")
 
-    async def volume_usage(self) -> dict[tuple[str, str], int]:
+    def _df(self) -> dict[str, Any]:
         """Podman's compat `/system/df` sizes the volumes but leaves out their labels: they come
-        from the list of this node's volumes."""
+        from the list of this node's volumes (blocking: in the pool)."""
         api = self._engine.client.api
-        try:
-            df: dict[str, Any] = await self._engine.call(api.df)
-            listed: dict[str, Any] = await self._engine.call(
-                api.volumes, filters={"label": f"{lb.NODE}={self.node_name}"}
-            )
-        except EngineErrors as exc:
-            raise RuntimeUnavailable(f"Podman at {self._engine.url} does not answer: {exc}") from exc
+        df: dict[str, Any] = api.df()
+        listed: dict[str, Any] = api.volumes(filters={"label": f"{lb.NODE}={self.node_name}"})
         labels = {str(v.get("Name")): v.get("Labels") or {} for v in listed.get("Volumes") or []}
         for vol in df.get("Volumes") or []:
             vol["Labels"] = vol.get("Labels") or labels.get(str(vol.get("Name")), {})
-        return volume_usage(df, self.node_name)
+        return df
 
     def _seccomp_profile(self, config: ContainerConfig) -> str | None:
         """Podman reads `seccomp=` as a path on its host (this one): the profile's file, once
