@@ -21,10 +21,9 @@ from requests.exceptions import RequestException
 
 from tests.support.engine import PODMAN_SOCKET
 from vk_provider.config import DockerConfig
+from vk_provider.runtime.docker import labels as lb
+from vk_provider.runtime.docker.engine import LOCAL_SOCKET
 from vk_provider.runtime.pod_cgroups import CGROUP_MOUNT
-
-DOCKER_SOCKET = "unix:///var/run/docker.sock"
-NODE_LABEL = "io.vk-provider.node"
 
 
 def engine_objects(url: str) -> list[str] | None:
@@ -37,9 +36,9 @@ def engine_objects(url: str) -> list[str] | None:
     try:
         found = [
             f"container {c.name} ({c.status})"
-            for c in client.containers.list(all=True, filters={"label": NODE_LABEL})
+            for c in client.containers.list(all=True, filters={"label": lb.NODE})
         ]
-        found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": NODE_LABEL})]
+        found += [f"volume {v.name}" for v in client.volumes.list(filters={"label": lb.NODE})]
     finally:
         client.close()
     return found
@@ -63,7 +62,7 @@ def pod_cgroups(mount: Path = CGROUP_MOUNT) -> list[str]:
 
 def leftovers() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for engine, url in (("docker", DOCKER_SOCKET), ("podman", PODMAN_SOCKET)):
+    for engine, url in (("docker", LOCAL_SOCKET), ("podman", PODMAN_SOCKET)):
         objects = engine_objects(url)
         if objects is not None:
             out[engine] = objects
