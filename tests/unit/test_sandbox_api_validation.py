@@ -437,6 +437,29 @@ def test_decode_reads_nulls_as_the_go_decoder() -> None:
     }
 
 
+def test_decode_leaves_out_empty_omitempty_maps_and_lists() -> None:
+    """What json.Marshal of the stored object leaves out: an empty map or slice of an omitempty
+    field (a ConfigMap's `data: {}`); an empty struct stays, and so do empty items and values."""
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "labels": {}, "annotations": {"a": ""}, "finalizers": []},
+        "data": {},
+        "binaryData": {},
+    }
+    assert decode(cm) == ([], [])
+    assert cm == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "annotations": {"a": ""}},
+    }
+    pod = _pod(securityContext={}, volumes=[{"name": "v", "emptyDir": {}}], tolerations=[])
+    decode(pod)
+    assert pod["spec"]["securityContext"] == {}
+    assert pod["spec"]["volumes"] == [{"name": "v", "emptyDir": {}}]
+    assert "tolerations" not in pod["spec"]
+
+
 def test_decode_refuses_integers_outside_their_go_type() -> None:
     pod = _pod(priority=2**31, terminationGracePeriodSeconds=1.5, activeDeadlineSeconds=1e99)
     assert decode(pod)[0] == [

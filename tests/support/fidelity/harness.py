@@ -1,8 +1,9 @@
 """Emulator fidelity's harness: one scenario against the emulator and the real kube-apiserver, compared.
 
 What lives here, top to bottom:
-- `Server` (a URL, TLS settings, bearer token and kubeconfig read from a sandbox's kubeconfig) and
-  `SandboxProcess` (`vk-provider sandbox [--control-plane real] --no-provider` as a subprocess);
+- `Server` (a URL, TLS settings, bearer token and kubeconfig read from a sandbox's kubeconfig),
+  `SandboxProcess` (`vk-provider sandbox [--control-plane real] --no-provider` as a subprocess)
+  and `running_pair` (the real one and the emulator, started side by side);
 - the step types a scenario is made of: `Request` (one HTTP request), `Watch` (a watch, read
   until the server ends it) and `Kubectl` (the real kubectl); bodies, paths and queries may be
   tiny functions of the answers so far (`Answers`), e.g. to send back a stale resourceVersion;
@@ -26,7 +27,9 @@ import re
 import ssl
 import subprocess
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,6 +122,33 @@ class SandboxProcess:
 
     def stop(self) -> None:
         stop_process(self.proc)
+
+
+@contextmanager
+def running_pair(base: Path) -> Iterator[tuple[Server, Server]]:
+    """(real, emulator) sandboxes under `base`, started side by side, stopped when the block ends."""
+    processes = {name: SandboxProcess(name, base / name) for name in ("real", "emulator")}
+    started: dict[str, Server] = {}
+    failures: list[BaseException] = []
+
+    def start(name: str) -> None:
+        try:
+            started[name] = processes[name].start()
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=start, args=(name,)) for name in processes]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise failures[0]
+        yield started["real"], started["emulator"]
+    finally:
+        for process in processes.values():
+            process.stop()
 
 
 # ------------------------------------------------------------------ answers
@@ -223,7 +253,7 @@ def _decode(raw: bytes) -> Any:
         return text
 
 
-async def _http(session: aiohttp.ClientSession, server: Server, step: Request, answers: Answers) -> Answer:
+async def send(session: aiohttp.ClientSession, server: Server, step: Request, answers: Answers) -> Answer:
     body = _resolve(step.body, answers)
     data = body if isinstance(body, str | bytes) or body is None else json.dumps(body)
     headers = {"Accept": step.accept}
@@ -284,7 +314,7 @@ async def run_scenario(
     try:
         for step in scenario.steps:
             if isinstance(step, Request):
-                answer = await _http(session, server, step, answers)
+                answer = await send(session, server, step, answers)
             elif isinstance(step, Watch):
                 answer = await _watch(session, server, step, answers)
             else:
@@ -444,7 +474,7 @@ def warnings_of(answer: Answer) -> list[str]:
     return out
 
 
-def _object_view(obj: Obj, fields: tuple[str, ...]) -> Obj:
+def object_view(obj: Obj, fields: tuple[str, ...]) -> Obj:
     view: Obj = {"kind": obj.get("kind", ABSENT), "apiVersion": obj.get("apiVersion", ABSENT)}
     for path in (*OBJECT_META, *fields):
         value = get_path(obj, path)
@@ -473,12 +503,12 @@ def _body_view(body: Any, fields: tuple[str, ...]) -> Any:
             "apiVersion": body.get("apiVersion"),
             "metadata": body.get("metadata"),
             "items": [
-                {p: v for p, v in _object_view(item, fields).items() if p not in ("kind", "apiVersion")}
+                {p: v for p, v in object_view(item, fields).items() if p not in ("kind", "apiVersion")}
                 for item in body["items"]
             ],
             "items.kind": [item.get("kind", ABSENT) for item in body["items"]],
         }
-    return _object_view(body, fields)
+    return object_view(body, fields)
 
 
 def _row_view(table: Obj, row: Obj) -> Obj:

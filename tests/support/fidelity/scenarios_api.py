@@ -26,6 +26,7 @@ from tests.support.fidelity.builders import (
 from tests.support.fidelity.harness import (
     CONFIGMAPS,
     FAKE_NODE,
+    JSON_PATCH,
     LEASES,
     MARK,
     MERGE,
@@ -347,6 +348,26 @@ API_SCENARIOS: tuple[Scenario, ...] = (
             Request("PUT", at(CONFIGMAPS, "fid-cm"), edited(0, set_path("data.k", "w")), fields=("data",)),
             Request("DELETE", at(CONFIGMAPS, "fid-cm")),
             Request("GET", at(CONFIGMAPS, "fid-cm")),
+        ),
+    ),
+    Scenario(
+        "configmap-empty-maps",
+        "empty data, binaryData and annotations are not stored (omitempty): a JSON patch adding to "
+        "/data is 422",
+        (
+            create(
+                CONFIGMAPS,
+                {**configmap("fid-cm-empty", {}, annotations={}), "binaryData": {}},
+                fields=("data", "binaryData"),
+            ),
+            Request(
+                "PATCH",
+                at(CONFIGMAPS, "fid-cm-empty"),
+                [{"op": "add", "path": "/data/k", "value": "v"}],
+                JSON_PATCH,
+            ),
+            Request("PATCH", at(CONFIGMAPS, "fid-cm-empty"), {"data": {"k": "v"}}, MERGE, fields=("data",)),
+            Request("PATCH", at(CONFIGMAPS, "fid-cm-empty"), {"data": {"k": None}}, MERGE, fields=("data",)),
         ),
     ),
     Scenario(

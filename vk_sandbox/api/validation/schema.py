@@ -208,10 +208,20 @@ class _Walk:
             for req in schema.get("required") or ():
                 if value.get(req) is None:
                     self.causes.append(required(child_path(path, req)))
+        optional = {key for key in props or () if key not in (schema.get("required") or ())}
         for key, sub in list(value.items()):
             if props is not None and key in props:
                 if sub is None and self.decoding and _is_container(props[key]):
                     del value[key]  # a nil struct pointer, map or slice: omitted
+                    continue
+                if sub in ({}, []) and self.decoding and key in optional and _map_or_list(props[key]):
+                    # An empty map or slice of an `omitempty` field (openapi-gen makes every field
+                    # without omitempty `required`): encoding/json leaves it out when the server
+                    # writes the object, so a ConfigMap created with `data: {}` has no data and a
+                    # JSON patch `add /data/k` of it is a 422 (k8s.io/api core/v1 types.go
+                    # `Data map[string]string json:"data,omitempty"`; ObjectMeta's labels,
+                    # annotations and finalizers are the same).
+                    del value[key]
                     continue
                 self.walk(sub, props[key], child_path(path, key), struct, child_path(dotted, key))
             elif isinstance(extra, dict):
@@ -313,6 +323,15 @@ def zero_value(schema: dict[str, Any]) -> Any:
         if scalar in ("string", "integer", "number", "boolean") and "oneOf" not in field:
             zero[name] = zero_value(field)
     return zero
+
+
+def _map_or_list(schema: dict[str, Any]) -> bool:
+    """A Go map or slice (not a struct, whose zero value omitempty never leaves out)."""
+    target = resolve(schema)
+    if "oneOf" in target or "properties" in target:
+        return False
+    types = set(_as_list(target.get("type")))
+    return "array" in types or ("object" in types and isinstance(target.get("additionalProperties"), dict))
 
 
 def _is_container(schema: dict[str, Any]) -> bool:
