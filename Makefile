@@ -149,6 +149,14 @@ release: docker helm
 release-test: release kube images
 	VK_PROVIDER_RELEASE_DIR=$(CURDIR)/dist $(PY) -m pytest -q -ra --control-plane=real tests/e2e/test_release.py
 
+# The emulator's protobuf field table (vk_sandbox/api/protobuf_schema.json) and the unit tests'
+# client-go encoded objects (tests/support/protobuf_vectors), from the k8s.io/api Go types of
+# tools/protoschema/go.mod. Both are committed; run after a version bump or a new resource.
+.PHONY: protobuf-schema
+protobuf-schema:
+	cd tools/protoschema && go run . $(CURDIR)/vk_sandbox/api/protobuf_schema.json
+	cd tools/protoschema && go run . -vectors $(CURDIR)/tests/support/protobuf_vectors
+
 # Re-pin requirements/image.lock and requirements/release-tools.lock (with hashes) from the index.
 lock:
 	bash scripts/lock-requirements.sh

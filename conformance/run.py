@@ -25,6 +25,7 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -146,9 +147,13 @@ class Sandbox:
     `vk-conformance-<run>-1` so that runs sharing one Docker engine keep apart (a provider
     owns the containers labelled with its node's name)."""
 
-    def __init__(self, out: Path, kube_bin: str, cluster: bool = False) -> None:
+    def __init__(self, out: Path, kube_bin: str, cluster: bool = False, plane: str = "real") -> None:
         self.cluster = cluster
         self.state = out / "state"
+        # A fresh cluster each run, as the real plane's etcd starts empty: the emulator keeps its
+        # objects in the state directory, and an earlier run's node, NotReady now, would hold up
+        # the suite (it waits for every node to be Ready).
+        shutil.rmtree(self.state, ignore_errors=True)
         self.log = out / "sandbox.log"
         config = out / "provider.yaml"
         config.write_text(yaml.safe_dump(NODE_CONFIG))
@@ -158,11 +163,12 @@ class Sandbox:
         self.nodes = [f"{prefix}{index}" for index in range(1, count + 1)]
         args = [
             *("--state-dir", str(self.state), "--port", str(free_port()), "--config", str(config)),
-            *("--node-prefix", prefix, "--control-plane", "real", "--kube-bin", kube_bin),
-            *("--provider-identity", "node", "--clean", "--node-address", address),
+            *("--node-prefix", prefix, "--control-plane", plane, "--clean", "--node-address", address),
             *("--kubelet-port", str(kubelet_port(address))),
             *("--nodes", str(count)),
         ]
+        if plane == "real":
+            args += ["--kube-bin", kube_bin, "--provider-identity", "node"]
         if cluster:
             args += ["--cluster-network", "--coredns-image", coredns_image()]
         with self.log.open("wb") as sink:
@@ -350,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a cluster of {CLUSTER_NODES} nodes with kube-proxy and CoreDNS (--cluster-network; root)",
     )
     parser.add_argument(
+        "--control-plane",
+        choices=("real", "emulator"),
+        default="real",
+        help="the control plane the node runs against: the upstream one, or the sandbox's emulator "
+        "(docs/fidelity.md compares the two) (default: %(default)s)",
+    )
+    parser.add_argument(
         "--skip", default="", help="more specs to leave out, besides triage.yaml's skip entries"
     )
     parser.add_argument(
@@ -423,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     serial = [s for s in specs if s.serial]
     log(f"{len(specs)} specs selected ({len(serial)} serial); {opts.shards} shards; results in {out}")
 
-    sandbox = Sandbox(out, kube_bin, opts.cluster)
+    sandbox = Sandbox(out, kube_bin, opts.cluster, opts.control_plane)
     try:
         sandbox.wait_ready()
         log(f"node(s) {', '.join(sandbox.nodes)} Ready; running the suite")

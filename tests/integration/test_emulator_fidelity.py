@@ -5,7 +5,8 @@ subprocesses on free ports) serve the whole module; each scenario runs against b
 its observations must be equal, except for the differences listed in KNOWN_DIFFERENCES, each with
 the reason a user would accept and the observation keys it covers (anything else that differs
 still fails, and an entry that no longer differs fails too, so the list cannot rot).
-`test_report` prints the counts and writes docs/fidelity.md when FIDELITY_REPORT names a file.
+`test_report` prints the counts and, when FIDELITY_REPORT names a file, writes its generated section
+(between the fidelity-report markers of docs/fidelity.md; the hand-written sections stay).
 Real tier only: `pytest --control-plane=real|both tests/integration/test_emulator_fidelity.py`.
 """
 
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fidelity.harness import Result, Server, run_pair, running_pair
-from tests.support.fidelity.report import render_report
+from tests.support.fidelity.report import render_report, write_report
 from tests.support.fidelity.scenarios import SCENARIO_NAMES, scenario
 
 pytestmark = [pytest.mark.real_only, pytest.mark.kubectl]
@@ -108,4 +109,4 @@ def test_report(control_plane: str, servers: tuple[Server, Server]) -> None:
     target = os.environ.get("FIDELITY_REPORT")
     if target:
         assert len(_RESULTS) == len(SCENARIO_NAMES), "FIDELITY_REPORT needs every scenario run"
-        Path(target).write_text(report)
+        write_report(Path(target), report)

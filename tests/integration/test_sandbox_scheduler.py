@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -92,6 +93,26 @@ async def test_binds_only_to_matching_node(store: Store) -> None:
     assert events[0]["message"] == "Successfully assigned default/web to ssd-node"
     assert events[0]["source"]["component"] == "default-scheduler"
     assert events[0]["involvedObject"]["uid"] == pod["metadata"]["uid"]
+
+
+async def test_binding_is_one_write_that_keeps_the_generation(store: Store) -> None:
+    """As the real scheduler's pods/binding: nodeName and PodScheduled=True in one MODIFIED event,
+    metadata.generation unchanged (the upstream Pod Generation conformance spec expects 1 once
+    the pod runs; the emulator's plain update counted the nodeName as a spec change)."""
+    pod = _pod("gen")
+    pod["metadata"]["generation"] = 1
+    created = await store.create("pods", pod)
+    stream = store.watch("pods", "default", resource_version=created["metadata"]["resourceVersion"])
+    await store.create("nodes", _node("node-1", {}))
+    try:
+        event = await asyncio.wait_for(anext(stream), DEADLINE)
+    finally:
+        await stream.aclose()
+    assert event.type == "MODIFIED"
+    assert event.object["spec"]["nodeName"] == "node-1"
+    condition = _condition(event.object)
+    assert condition is not None and condition["status"] == "True"
+    assert event.object["metadata"]["generation"] == 1
 
 
 async def test_unschedulable_pod_says_why_and_is_retried(store: Store) -> None:

@@ -499,3 +499,31 @@ def test_too_deep_counts_objects_and_lists() -> None:
     assert not too_deep(value)
     assert too_deep([value])
     assert not too_deep([[1] * 10_000])
+
+
+def test_probe_and_hook_ports_are_numbers_in_range_or_port_names() -> None:
+    """ValidatePortNumOrName, as the real server's 422 (the invalid-probe-ports fidelity scenario)."""
+    pod = _pod()
+    container = pod["spec"]["containers"][0]
+    container["readinessProbe"] = {"tcpSocket": {"port": -1}}
+    container["livenessProbe"] = {"httpGet": {"path": "/", "port": "Web--1"}}
+    container["startupProbe"] = {"grpc": {"port": 70000}}
+    container["lifecycle"] = {"preStop": {"tcpSocket": {"port": 0}}, "postStart": {}}
+    causes = [(c["field"], c["message"]) for c in validate_object(pod)]
+    p = "spec.containers[0]"
+    assert causes == [
+        (f"{p}.lifecycle.postStart", "Required value: must specify a handler type"),
+        (f"{p}.lifecycle.preStop.tcpSocket.port", "Invalid value: 0: must be between 1 and 65535, inclusive"),
+        (
+            f"{p}.livenessProbe.httpGet.port",
+            'Invalid value: "Web--1": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)',
+        ),
+        (f"{p}.livenessProbe.httpGet.port", 'Invalid value: "Web--1": must not contain consecutive hyphens'),
+        (f"{p}.readinessProbe.tcpSocket.port", "Invalid value: -1: must be between 1 and 65535, inclusive"),
+        (f"{p}.startupProbe.grpc.port", "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+    ]
+    container["readinessProbe"] = {"tcpSocket": {"port": "http"}}
+    container["livenessProbe"] = {"httpGet": {"path": "/", "port": 8080}}
+    container["startupProbe"] = {"grpc": {"port": 9000}}
+    container["lifecycle"] = {"preStop": {"sleep": {"seconds": 1}}}
+    assert validate_object(pod) == []

@@ -1,193 +1,33 @@
-"""Decoding the Kubernetes protobuf wire format for the few kinds kubectl sends that way.
+"""Decoding the Kubernetes protobuf wire format of request bodies.
 
-kubectl's typed clients (`kubectl create configmap|secret|namespace|serviceaccount`) POST
-`application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON on 415. What lives
-here: a minimal protobuf reader, the `k8s\\x00` + runtime.Unknown envelope
-(`staging/src/k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go`), and the field
-numbers of those kinds and of ObjectMeta from their `generated.proto` files, turning a body into
-the object's JSON-shaped dict. Must not: encode, or guess fields of kinds not listed (callers
-answer 415 for those).
+Go clients (kubectl's typed clients, the upstream e2e suite, anything built on client-go with
+`application/vnd.kubernetes.protobuf`) POST and PUT protobuf bodies and do not fall back to JSON
+on a 415. What lives here: a minimal protobuf reader, the `k8s\\x00` + runtime.Unknown envelope
+(`staging/src/k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go`), and `decode`,
+which turns a body into the dict a Go client's `json.Marshal` of the same object gives: field
+names, `,inline` members, and the zero values `omitempty` leaves out (a pointer's zero stays).
+The field table, `protobuf_schema.json`, is generated from the k8s.io/api Go types by
+`tools/protoschema` (`make protobuf-schema`) for the group versions the emulator serves.
+Must not: encode, or guess fields of kinds the table does not hold (callers answer 415 for those).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
+import json
+import struct
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from typing import Any
 
 MAGIC = b"k8s\x00"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-
-# message -> field number -> (json name, type, repeated); types: string, bytes, int64, bool, Time,
-# map (string->string), bytesmap (string->bytes), or another message name.
-_Field = tuple[str, str, bool]
-_MESSAGES: dict[str, dict[int, _Field]] = {
-    "TypeMeta": {1: ("apiVersion", "string", False), 2: ("kind", "string", False)},
-    "Unknown": {1: ("typeMeta", "TypeMeta", False), 2: ("raw", "bytes", False)},
-    "ObjectMeta": {
-        1: ("name", "string", False),
-        2: ("generateName", "string", False),
-        3: ("namespace", "string", False),
-        5: ("uid", "string", False),
-        6: ("resourceVersion", "string", False),
-        7: ("generation", "int64", False),
-        8: ("creationTimestamp", "Time", False),
-        9: ("deletionTimestamp", "Time", False),
-        10: ("deletionGracePeriodSeconds", "int64", False),
-        11: ("labels", "map", False),
-        12: ("annotations", "map", False),
-        13: ("ownerReferences", "OwnerReference", True),
-        14: ("finalizers", "string", True),
-    },
-    "OwnerReference": {
-        1: ("kind", "string", False),
-        3: ("name", "string", False),
-        4: ("uid", "string", False),
-        5: ("apiVersion", "string", False),
-        6: ("controller", "bool", False),
-        7: ("blockOwnerDeletion", "bool", False),
-    },
-    "Time": {1: ("seconds", "int64", False), 2: ("nanos", "int64", False)},
-    "ConfigMap": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("data", "map", False),
-        3: ("binaryData", "bytesmap", False),
-        4: ("immutable", "bool", False),
-    },
-    "Secret": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("data", "bytesmap", False),
-        3: ("type", "string", False),
-        4: ("stringData", "map", False),
-        5: ("immutable", "bool", False),
-    },
-    "Namespace": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("spec", "NamespaceSpec", False),
-    },
-    "NamespaceSpec": {1: ("finalizers", "string", True)},
-    "ServiceAccount": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("secrets", "ObjectReference", True),
-        3: ("imagePullSecrets", "LocalObjectReference", True),
-        4: ("automountServiceAccountToken", "bool", False),
-    },
-    "ObjectReference": {
-        1: ("kind", "string", False),
-        2: ("namespace", "string", False),
-        3: ("name", "string", False),
-        4: ("uid", "string", False),
-        5: ("apiVersion", "string", False),
-        6: ("resourceVersion", "string", False),
-        7: ("fieldPath", "string", False),
-    },
-    "LocalObjectReference": {1: ("name", "string", False)},
-    "CertificateSigningRequest": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("spec", "CertificateSigningRequestSpec", False),
-        3: ("status", "CertificateSigningRequestStatus", False),
-    },
-    "CertificateSigningRequestSpec": {
-        1: ("request", "bytes", False),
-        2: ("username", "string", False),
-        3: ("uid", "string", False),
-        4: ("groups", "string", True),
-        5: ("usages", "string", True),
-        7: ("signerName", "string", False),
-        8: ("expirationSeconds", "int64", False),
-    },
-    "CertificateSigningRequestStatus": {
-        1: ("conditions", "CertificateSigningRequestCondition", True),
-        2: ("certificate", "bytes", False),
-    },
-    "CertificateSigningRequestCondition": {
-        1: ("type", "string", False),
-        2: ("reason", "string", False),
-        3: ("message", "string", False),
-        4: ("lastUpdateTime", "Time", False),
-        5: ("lastTransitionTime", "Time", False),
-        6: ("status", "string", False),
-    },
-    "Service": {1: ("metadata", "ObjectMeta", False), 2: ("spec", "ServiceSpec", False)},
-    "ServiceSpec": {
-        1: ("ports", "ServicePort", True),
-        2: ("selector", "map", False),
-        3: ("clusterIP", "string", False),
-        4: ("type", "string", False),
-        5: ("externalIPs", "string", True),
-        7: ("sessionAffinity", "string", False),
-        8: ("loadBalancerIP", "string", False),
-        9: ("loadBalancerSourceRanges", "string", True),
-        10: ("externalName", "string", False),
-        11: ("externalTrafficPolicy", "string", False),
-        12: ("healthCheckNodePort", "int64", False),
-        13: ("publishNotReadyAddresses", "bool", False),
-        17: ("ipFamilyPolicy", "string", False),
-        18: ("clusterIPs", "string", True),
-        19: ("ipFamilies", "string", True),
-        20: ("allocateLoadBalancerNodePorts", "bool", False),
-        21: ("loadBalancerClass", "string", False),
-        22: ("internalTrafficPolicy", "string", False),
-    },
-    "ServicePort": {
-        1: ("name", "string", False),
-        2: ("protocol", "string", False),
-        3: ("port", "int64", False),
-        4: ("targetPort", "IntOrString", False),
-        5: ("nodePort", "int64", False),
-        6: ("appProtocol", "string", False),
-    },
-    "IntOrString": {
-        1: ("type", "int64", False),
-        2: ("intVal", "int64", False),
-        3: ("strVal", "string", False),
-    },
-    "TokenRequest": {1: ("metadata", "ObjectMeta", False), 2: ("spec", "TokenRequestSpec", False)},
-    "TokenRequestSpec": {
-        1: ("audiences", "string", True),
-        3: ("boundObjectRef", "BoundObjectReference", False),
-        4: ("expirationSeconds", "int64", False),
-    },
-    "BoundObjectReference": {
-        1: ("kind", "string", False),
-        2: ("apiVersion", "string", False),
-        3: ("name", "string", False),
-        4: ("uid", "string", False),
-    },
-    "SelfSubjectReview": {1: ("metadata", "ObjectMeta", False)},
-    "SelfSubjectAccessReview": {
-        1: ("metadata", "ObjectMeta", False),
-        2: ("spec", "SelfSubjectAccessReviewSpec", False),
-    },
-    "SelfSubjectAccessReviewSpec": {
-        1: ("resourceAttributes", "ResourceAttributes", False),
-        2: ("nonResourceAttributes", "NonResourceAttributes", False),
-    },
-    "ResourceAttributes": {
-        1: ("namespace", "string", False),
-        2: ("verb", "string", False),
-        3: ("group", "string", False),
-        4: ("version", "string", False),
-        5: ("resource", "string", False),
-        6: ("subresource", "string", False),
-        7: ("name", "string", False),
-    },
-    "NonResourceAttributes": {1: ("path", "string", False), 2: ("verb", "string", False)},
-}
-# kubectl create configmap|secret|namespace|serviceaccount|service|token, certificate approve|deny,
-# auth can-i|whoami
-DECODABLE_KINDS = (
-    "ConfigMap",
-    "Secret",
-    "Namespace",
-    "ServiceAccount",
-    "Service",
-    "TokenRequest",
-    "CertificateSigningRequest",
-    "SelfSubjectReview",
-    "SelfSubjectAccessReview",
-)
+# One row of a message: [number, json name, type, flags]; flags: r repeated, m map (the type is
+# the value's), o omitempty, p pointer, i inline (the member's fields join its parent's).
+_Row = tuple[int, str, str, str]
+_INT_TYPES = ("int", "uint")
 
 
 class ProtobufError(ValueError):
@@ -195,7 +35,19 @@ class ProtobufError(ValueError):
 
 
 class UnsupportedKindError(ProtobufError):
-    """A kind this module has no field numbers for (callers answer 415)."""
+    """A kind the field table does not hold (callers answer 415)."""
+
+
+@functools.cache
+def _schema() -> tuple[dict[str, str], dict[str, dict[int, _Row]]]:
+    """kinds ("<apiVersion>/<Kind>" -> message) and messages (name -> number -> row)."""
+    data = json.loads(resources.files("vk_sandbox.api").joinpath("protobuf_schema.json").read_text())
+    messages = {name: {row[0]: tuple(row) for row in rows} for name, rows in data["messages"].items()}
+    return data["kinds"], messages
+
+
+def decodable(api_version: str, kind: str) -> bool:
+    return f"{api_version}/{kind}" in _schema()[0]
 
 
 # What a Go time.Time of metav1.Time marshals to RFC 3339 without ambiguity; a timestamp beyond
@@ -249,67 +101,109 @@ def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
     return out
 
 
-def _map_entry(data: bytes) -> tuple[str, bytes]:
-    key, value = "", b""
-    for number, raw in _fields(data):
-        if number == 1 and isinstance(raw, bytes):
-            key = _text(raw)
-        elif number == 2 and isinstance(raw, bytes):
-            value = raw
-    return key, value
+def _signed(raw: int) -> int:
+    return raw - (1 << 64) if raw >= 1 << 63 else raw
 
 
-def _scalar(type_: str, raw: int | bytes) -> Any:
-    """A scalar field in its JSON form (bytes as base64, as encoding/json writes []byte)."""
-    if type_ == "string" and isinstance(raw, bytes):
-        return _text(raw)
-    if type_ == "bytes" and isinstance(raw, bytes):
-        return base64.b64encode(raw).decode()  # the JSON form of []byte
-    if type_ == "bool" and isinstance(raw, int):
-        return bool(raw)
-    if type_ == "int64" and isinstance(raw, int):
-        return raw - (1 << 64) if raw >= 1 << 63 else raw
-    raise ProtobufError(f"wire type does not match {type_}")
+def _bytes(raw: int | bytes, type_: str) -> bytes:
+    if not isinstance(raw, bytes):
+        raise ProtobufError(f"{type_} is not length-delimited")
+    return raw
+
+
+def _timestamp(raw: int | bytes, type_: str) -> str | None:
+    """metav1.Time (seconds, as time_proto.go keeps them) or MicroTime in their JSON form; None
+    for the zero time (an empty message), which JSON writes as null."""
+    stamp = dict(_fields(_bytes(raw, type_)))
+    seconds, nanos = stamp.get(1), stamp.get(2, 0)
+    if not isinstance(seconds, int) or not isinstance(nanos, int):
+        return None
+    seconds = _signed(seconds)
+    if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
+        raise ProtobufError(f"time out of range: {seconds} seconds")
+    moment = _EPOCH + timedelta(seconds=seconds)
+    if type_ == "time":
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{_signed(nanos) // 1000 % 1_000_000:06d}Z"
+
+
+def _value(type_: str, raw: int | bytes) -> Any:
+    """One field's value in its JSON form."""
+    if type_ == "string":
+        return _text(_bytes(raw, type_))
+    if type_ == "bytes":
+        return base64.b64encode(_bytes(raw, type_)).decode()  # the JSON form of []byte
+    if type_ in ("bool", *_INT_TYPES, "double"):
+        if not isinstance(raw, int):
+            raise ProtobufError(f"wire type does not match {type_}")
+        if type_ == "bool":
+            return bool(raw)
+        if type_ == "double":
+            return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
+        return _signed(raw) if type_ == "int" else raw
+    if type_ in ("time", "microtime"):
+        return _timestamp(raw, type_)
+    inner = dict(_fields(_bytes(raw, type_)))
+    if type_ == "quantity":  # resource.Quantity: `optional string string = 1`, canonical already
+        return _text(_bytes(inner.get(1, b"0"), type_))
+    if type_ == "intorstring":  # intstr.IntOrString: type (0 int, 1 string), intVal, strVal
+        if inner.get(1) == 1:
+            return _text(_bytes(inner.get(3, b""), type_))
+        int_val = inner.get(2, 0)
+        return _signed(int_val) if isinstance(int_val, int) else 0
+    if type_ in ("raw", "fieldsv1"):  # RawExtension, FieldsV1: JSON bytes in field 1
+        try:
+            return json.loads(_bytes(inner.get(1, b"null"), type_))
+        except ValueError as e:
+            raise ProtobufError(f"{type_} does not hold JSON: {e}") from None
+    if type_ == "strings":  # a named []string as a map value: `repeated string items = 1`
+        return [_text(_bytes(v, type_)) for n, v in _fields(_bytes(raw, type_)) if n == 1]
+    return _message(type_, _bytes(raw, type_))
+
+
+def _is_zero(value: Any) -> bool:
+    return value is None or (value in ("", 0, False) and not isinstance(value, float | dict | list))
+
+
+def _map_entry(type_: str, data: bytes) -> tuple[str, Any]:
+    entry = dict(_fields(data))
+    key = _text(_bytes(entry.get(1, b""), "map key"))
+    if 2 not in entry:
+        return key, _value(type_, b"" if type_ not in ("bool", *_INT_TYPES, "double") else 0)
+    return key, _value(type_, entry[2])
 
 
 def _message(name: str, data: bytes) -> dict[str, Any]:
-    schema = _MESSAGES[name]
+    messages = _schema()[1]
+    rows = messages.get(name)
+    if rows is None:
+        raise ProtobufError(f"no field table for {name}")
     out: dict[str, Any] = {}
     for number, raw in _fields(data):
-        field = schema.get(number)
-        if field is None:
-            continue
-        json_name, type_, repeated = field
-        value: Any
-        if type_ in ("map", "bytesmap"):
-            if not isinstance(raw, bytes):
-                raise ProtobufError("map entry is not length-delimited")
-            key, item = _map_entry(raw)
-            out.setdefault(json_name, {})[key] = (
-                _text(item) if type_ == "map" else base64.b64encode(item).decode()
-            )
-            continue
-        if type_ == "Time":
-            if not isinstance(raw, bytes):
-                raise ProtobufError("time is not length-delimited")
-            seconds = _message("Time", raw).get("seconds")
-            if seconds is None:
-                continue
-            if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
-                raise ProtobufError(f"time out of range: {seconds} seconds")
-            value = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        elif type_ in _MESSAGES:
-            if not isinstance(raw, bytes):
-                raise ProtobufError(f"{type_} is not length-delimited")
-            value = _message(type_, raw)
-            if type_ == "IntOrString":
-                value = value.get("strVal", "") if value.get("type") == 1 else value.get("intVal", 0)
+        row = rows.get(number)
+        if row is None:
+            continue  # an unknown field: gogo's Unmarshal skips it
+        _, json_name, type_, flags = row
+        if "m" in flags:
+            key, item = _map_entry(type_, _bytes(raw, "map entry"))
+            out.setdefault(json_name, {})[key] = item
+        elif "r" in flags:
+            if type_ in _INT_TYPES and isinstance(raw, bytes):  # a packed repeated varint
+                packed, pos = [], 0
+                while pos < len(raw):
+                    item, pos = _varint(raw, pos)
+                    packed.append(_value(type_, item))
+                out.setdefault(json_name, []).extend(packed)
+            else:
+                out.setdefault(json_name, []).append(_value(type_, raw))
+        elif "i" in flags:
+            out.update(_value(type_, raw))
         else:
-            value = _scalar(type_, raw)
-        if repeated:
-            out.setdefault(json_name, []).append(value)
-        elif value is not False and value not in ("", {}, 0):  # what the JSON form omits (omitempty)
-            out[json_name] = value
+            value = _value(type_, raw)
+            if value is None or ("o" in flags and "p" not in flags and _is_zero(value)):
+                out.pop(json_name, None)  # what json.Marshal leaves out (omitempty), or null
+            elif json_name:
+                out[json_name] = value
     return out
 
 
@@ -317,11 +211,15 @@ def decode(body: bytes) -> dict[str, Any]:
     """The object in a protobuf-encoded request body, as its JSON-shaped dict."""
     if not body.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf magic prefix")
-    envelope = _message("Unknown", body[len(MAGIC) :])
-    type_meta = envelope.get("typeMeta") or {}
-    kind = type_meta.get("kind", "")
-    if kind not in DECODABLE_KINDS:
+    envelope = dict(_fields(body[len(MAGIC) :]))
+    type_meta = {
+        n: _text(_bytes(v, "typeMeta")) for n, v in _fields(_bytes(envelope.get(1, b""), "typeMeta"))
+    }
+    api_version, kind = type_meta.get(1, ""), type_meta.get(2, "")
+    message = _schema()[0].get(f"{api_version}/{kind}")
+    if message is None:
         raise UnsupportedKindError(f"protobuf decoding of {kind or 'this kind'} is not supported")
-    obj = _message(kind, base64.b64decode(envelope.get("raw", "")))
-    obj.setdefault("metadata", {})
-    return {"apiVersion": type_meta.get("apiVersion", "v1"), "kind": kind, **obj}
+    obj = _message(message, _bytes(envelope.get(2, b""), "raw"))
+    if any(row[1] == "metadata" for row in _schema()[1][message].values()):
+        obj.setdefault("metadata", {})  # json.Marshal writes the struct, empty or not
+    return {"apiVersion": api_version, "kind": kind, **obj}

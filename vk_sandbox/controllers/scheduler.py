@@ -146,6 +146,10 @@ class Scheduler:
                 log.warning("not scheduling: malformed object", extra={"pod": ref, "err": repr(exc)})
 
     async def _bind(self, pod: Obj, node_name: str) -> bool:
+        """The pods/binding write the real scheduler makes: nodeName and PodScheduled=True in one
+        event, the generation unchanged (BindingREST.setPodNodeAndMetadata in
+        pkg/registry/core/pod/storage/storage.go goes around the pod strategy, which counts spec
+        changes)."""
         meta = pod["metadata"]
         condition = {
             "type": "PodScheduled",
@@ -153,12 +157,10 @@ class Scheduler:
             "lastProbeTime": None,
             "lastTransitionTime": _now(),
         }
-        status = _with_condition(pod, condition)
-        if status is not None:
-            pod = await self._store.update("pods", {**pod, "status": status}, subresource="status")
-        bound = {**pod, "spec": {**pod["spec"], "nodeName": node_name}}  # carries its resourceVersion
-        try:
-            bound = await self._store.update("pods", bound)
+        status = _with_condition(pod, condition) or pod.get("status") or {}
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": node_name}, "status": status}
+        try:  # carries its resourceVersion: a pod changed meanwhile is a conflict, tried next pass
+            bound = await self._store.update("pods", bound, subresource="binding")
         except ApiError:
             return False
         message = f"Successfully assigned {meta.get('namespace')}/{meta['name']} to {node_name}"

@@ -1,7 +1,8 @@
 """The objects, steps and scenario shapes fidelity scenarios are written with.
 
 What lives here: object builders (`pod`, `configmap`, `secret`, `node`, `lease`, labelled with the
-fidelity mark), step builders (`create`, `at`, `listing`), the small functions of earlier
+fidelity mark; `vector`, a body client-go encoded in protobuf), step builders (`create`, `at`,
+`listing`), the small functions of earlier
 answers a step may carry (`edited`, `set_label`, `set_path`, `rv_changed`, `headline`, `grace_is`)
 and the shapes many scenarios share, filled from a row of values: `create_then_request` (create an
 object, send it one request; `read_back` GETs a pod after), `pod_life_watched` and `pods_watched`
@@ -15,6 +16,7 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tests.support.fidelity.harness import (
@@ -35,6 +37,8 @@ from tests.support.fidelity.harness import (
     Watch,
     at,
 )
+
+VECTORS = Path(__file__).parents[1] / "protobuf_vectors"
 
 
 def labels(**extra: str) -> dict[str, str]:
@@ -90,7 +94,12 @@ def lease(name: str, holder: str = "fidelity") -> Obj:
     }
 
 
-def create(collection: str, body: Obj, **kw: Any) -> Request:
+def vector(name: str) -> bytes:
+    """A protobuf body client-go encoded (tests/support/protobuf_vectors, `make protobuf-schema`)."""
+    return (VECTORS / f"{name}.pb").read_bytes()
+
+
+def create(collection: str, body: Obj | str | bytes, **kw: Any) -> Request:
     return Request("POST", collection, body, **kw)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.support.fidelity.harness import Result
@@ -154,58 +155,23 @@ FIXES: tuple[Fix, ...] = (
         "api/validation/schema.py",
         ("configmap-empty-maps",),
     ),
-)
-
-
-# Hand-written (tests/integration/test_emulator_concurrency.py measures it; counts from its run).
-CONCURRENCY_SECTION: tuple[str, ...] = (
-    "## Concurrency and real clients",
-    "",
-    "`tests/integration/test_emulator_concurrency.py` (real tier; its own emulator and real control "
-    "plane, as above) sends the bursts of `tests/support/fidelity/bursts.py` to both servers, every "
-    "request of a burst at once, with a watch open from before the burst to a sentinel ConfigMap "
-    "created after it. Compared: the answers counted by code and reason, the failures' messages, the"
-    " watch's events (and that it saw exactly the burst's writes, resourceVersions strictly "
-    "increasing) and the final objects normalised as above. Where the real server's counts depend on"
-    " how the requests interleave (deletes racing updates), only what holds on every real run is "
-    "compared, and each such invariant is checked on the real server's outcome too. Measured (real /"
-    " emulator, identical unless shown):",
-    "",
-    "| Burst | Answers | Watch |",
-    "|---|---|---|",
-    "| 100 unconditional merge patches of one ConfigMap, each adding a key | 100 x 200; 100 keys | "
-    "100 MODIFIED |",
-    "| 100 unconditional JSON patches (`add /data/kN`) | 100 x 200; 101 keys | 100 MODIFIED |",
-    "| 100 unconditional strategic merge patches | 100 x 200; 100 keys | 100 MODIFIED |",
-    "| 100 PUTs without resourceVersion | 100 x 200; the last one's data | 100 MODIFIED |",
-    "| 100 PUTs at the same resourceVersion | 1 x 200, 99 x 409 Conflict | 1 MODIFIED |",
-    "| 100 merge patches naming the same resourceVersion | 1 x 200, 99 x 409 Conflict | 1 MODIFIED |",
-    "| 50 creates with generateName | 50 x 201, 50 distinct `gen-xxxxx` names | 50 ADDED |",
-    "| 10 ConfigMaps, each: 4 merge patches, 4 PUTs at its created version, then 2 DELETEs | real: "
-    "patches 37 x 200 / 3 x 404, PUTs 2 x 200 / 38 x 409; emulator: patches 18 x 200 / 22 x 404, "
-    "PUTs 30 x 409 / 10 x 404; both: DELETE 10 x 200 / 10 x 404, nothing left | real 39, emulator 18"
-    " MODIFIED; 10 DELETED |",
-    "",
-    "The race's counts differ from run to run on the real server itself (its requests run in "
-    "parallel goroutines; the emulator's one event loop takes them in arrival order, so a stale PUT "
-    "never gets ahead of every patch there); what both keep: only 200, 404 and 409, the same "
-    "messages, one DELETE per object succeeds, at most one stale PUT, every object gone, the watch "
-    "saw each stored version once.",
-    "",
-    "The same module runs one sequence with the official `kubernetes` client (its concurrent calls "
-    "in threads), with `kubernetes_asyncio` (as tasks) and with the pinned kubectl (`apply` created "
-    "/ unchanged / configured, `patch` and `patch (no change)`, `label` with and without "
-    "`--overwrite` and `x-`, `replace` at a stale resourceVersion (the Conflict) and without one, "
-    "`wait --for=jsonpath=...`, `--for=delete` and `--for=create`, `get -w --output-watch-events` "
-    "through 11 patches and a delete held by a finalizer until `wait --for=delete` watches) against "
-    "both servers, and compares what they printed line for line, ages, uids and generated suffixes "
-    "normalised (`tests/support/fidelity/clients.py`): 12 lines for each Python client (30 "
-    "concurrent patches all 200, 30 replaces at one version 1 x 200 and 29 x 409, a watch of 10 "
-    "MODIFIED and 1 DELETED...) and 47 for kubectl, all equal. The bursts found one emulator bug: a "
-    "ConfigMap created with `data: {}` kept the empty map, which the real server drops "
-    "(`omitempty`), so a JSON patch `add /data/k` succeeded where the real server answers 422 "
-    "(fixed, `configmap-empty-maps` below).",
-    "",
+    Fix(
+        "Protobuf bodies of every kind the emulator serves, not only the few kubectl's typed "
+        "creates send: client-go clients (the upstream e2e suite, controllers) encode Pods, "
+        "DeleteOptions, Bindings and the rest in protobuf and do not fall back to JSON on a 415. "
+        "The field table is generated from the k8s.io/api Go types (tools/protoschema), so a body "
+        "reads as the JSON a Go client would send: `,inline` members, pointers to zero values "
+        "kept, `omitempty` zeros left out.",
+        "api/protobuf.py, api/protobuf_schema.json",
+        ("create-protobuf", "delete-protobuf-options"),
+    ),
+    Fix(
+        "Probe and lifecycle handler ports are validated (ValidatePortNumOrName: 1-65535, or a valid "
+        "port name), and lifecycle hooks must name exactly one handler (validateLifecycle); both were "
+        "accepted. Found by the protobuf scenario, whose first pod had a tcpSocket port of -1.",
+        "api/validation/kinds.py",
+        ("invalid-probe-ports",),
+    ),
 )
 
 
@@ -239,17 +205,12 @@ def _divergence(a: Any, b: Any) -> int:
 
 
 def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
-    """docs/fidelity.md: the counts, one row per scenario, every documented difference."""
+    """docs/fidelity.md's generated section: the counts, one row per scenario, every documented
+    difference, the fixes; `write_report` puts it between BEGIN and END."""
     fixed = fixed_scenarios()
     matching = [n for n in SCENARIO_NAMES if n in results and not results[n].differences]
     documented = [n for n in SCENARIO_NAMES if n in known]
     lines = [
-        "# Emulator fidelity: the emulator against the real kube-apiserver",
-        "",
-        "<!-- Generated by tests/integration/test_emulator_fidelity.py; do not edit by hand. Regenerate with",
-        "     FIDELITY_REPORT=docs/fidelity.md .venv/bin/python -m pytest -q --control-plane=real \\",
-        "       tests/integration/test_emulator_fidelity.py -->",
-        "",
         f"Each scenario below is a short sequence of HTTP requests (or kubectl commands) sent, byte for byte "
         f"the same, to the emulator (`vk-provider sandbox`) and to the real control plane of the same "
         f"release (`vk-provider sandbox --control-plane real`, kube-apiserver {_kube_version()}). What a "
@@ -293,36 +254,6 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
                 )
             lines.append("")
     lines += [
-        "## Not reachable by a scenario",
-        "",
-        "- **A watch from a resourceVersion the server no longer has.** The real server answers it with "
-        "HTTP 200 and one `ERROR` event carrying a 410 `Expired` Status (`too old resource version: N "
-        "(M)`, k8s.io/apiserver pkg/storage/cacher/watch_cache_history.go), but only once its watch "
-        "cache has dropped events: the cache of a fresh server reaches back to resourceVersion 1 "
-        "(`watch-from-rv-1`), grows while events are younger than 75 s, and `--control-plane real` "
-        "starts etcd empty every time. Checked by hand against a real server that had run for a while, "
-        'and an emulator restarted on its state: both sent `{"type":"ERROR","object":{"kind":"Status",'
-        '"apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (354)",'
-        '"reason":"Expired","code":410}}` (the emulator with its own M) and closed the stream.',
-        "",
-        "## Deliberate differences",
-        "",
-        "The emulator refuses what a web page could send it (vk_sandbox/api/request_guard.py, "
-        "docs/sandbox.md); no scenario sends such a request, since both servers must get the same bytes.",
-        "",
-        "- **A body without Content-Type** is answered 415 `UnsupportedMediaType` before it is read, as one "
-        "of a type neither server decodes is on both (`create-unsupported-type`). The real server decodes a "
-        "POST or PUT body without Content-Type as JSON (its create and update routes consume `*/*`); a "
-        "PATCH without one is a 415 on both. A browser's cross-site form post carries no JSON type, so it "
-        "never reaches a handler. The `proxy` subresources pass any body on, as the real server's do.",
-        "- **A request without credentials** is 401 `Unauthorized`: the emulator has no anonymous user, "
-        "where the real server (`--anonymous-auth=true`) answers `system:anonymous` 403 `Forbidden`. "
-        "GET of /healthz, /livez, /readyz and /version is open on both (`system:public-info-viewer`).",
-        "- **An `Origin` that is not local, or a `Host` that is not a loopback name or the address the "
-        "emulator listens on**, is 403 `Forbidden`; the real server ignores `Host`, and `Origin` except for "
-        "the CORS headers of `--cors-allowed-origins`.",
-        "",
-        *CONCURRENCY_SECTION,
         "## Emulator fixes made for this comparison",
         "",
     ]
@@ -330,6 +261,23 @@ def render_report(results: dict[str, Result], known: dict[str, str]) -> str:
         names = ", ".join(f"`{n}`" for n in fix.scenarios)
         lines += [f"- {fix.what} ({fix.files}). Scenarios: {names}.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+BEGIN = (
+    "<!-- fidelity-report:begin (written by tests/integration/test_emulator_fidelity.py with\n"
+    "     FIDELITY_REPORT=docs/fidelity.md .venv/bin/python -m pytest -q --control-plane=real \\\n"
+    "       tests/integration/test_emulator_fidelity.py; do not edit) -->"
+)
+END = "<!-- fidelity-report:end -->"
+
+
+def write_report(page: Path, section: str) -> None:
+    """`section` between BEGIN and END of `page`; the hand-written text around them stays."""
+    text = page.read_text()
+    if BEGIN not in text or END not in text:
+        raise ValueError(f"{page} has no {BEGIN!r} ... {END!r} section to write")
+    head, rest = text.split(BEGIN, 1)
+    page.write_text(f"{head}{BEGIN}\n\n{section}\n{END}{rest.split(END, 1)[1]}")
 
 
 def _kube_version() -> str:

@@ -214,6 +214,28 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         (create(PODS, pod("fid-restart", restartPolicy="Sometimes")),),
     ),
     Scenario(
+        "invalid-probe-ports",
+        "probe and lifecycle handler ports: out of range, a bad port name: 422 Invalid with each cause",
+        (
+            create(
+                PODS,
+                pod(
+                    "fid-ports",
+                    containers=[
+                        {
+                            "name": "c",
+                            "image": "busybox",
+                            "readinessProbe": {"tcpSocket": {"port": -1}},
+                            "livenessProbe": {"httpGet": {"path": "/", "port": "Web--1"}},
+                            "startupProbe": {"grpc": {"port": 70000}},
+                            "lifecycle": {"preStop": {"tcpSocket": {"port": 0}}},
+                        }
+                    ],
+                ),
+            ),
+        ),
+    ),
+    Scenario(
         "invalid-many",
         "several errors at once: every cause, in the server's order",
         (create(PODS, pod("fid-many", containers=[{"name": "Bad Name"}], restartPolicy="Sometimes")),),

@@ -25,6 +25,7 @@ from tests.support.fidelity.builders import (
     rv_changed,
     set_label,
     set_path,
+    vector,
 )
 from tests.support.fidelity.harness import (
     FAKE_NODE,
@@ -38,6 +39,7 @@ from tests.support.fidelity.harness import (
     at,
 )
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 UNKNOWN_UID = "00000000-0000-0000-0000-000000000000"
 IMAGES = ("spec.containers[*].name", "spec.containers[*].image")
 _RESOURCES = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}}
@@ -99,6 +101,21 @@ OBJECT_SCENARIOS: tuple[Scenario, ...] = (
         "create-yaml",
         "POST with Content-Type application/yaml",
         (create(PODS, yaml.safe_dump(pod("fid-yaml")), content_type="application/yaml"),),
+    ),
+    Scenario(
+        "create-protobuf",
+        "POST a pod in protobuf as client-go encodes it (zero pointers, inline members, quantities)",
+        (create(PODS, vector("pod"), content_type=PROTOBUF, fields=POD_FIELDS),),
+    ),
+    Scenario(
+        "delete-protobuf-options",
+        "DELETE with protobuf DeleteOptions: gracePeriodSeconds 0, propagationPolicy, dryRun All",
+        (
+            create(PODS, pod("fid-pb-delete", node=FAKE_NODE)),
+            Request(
+                "DELETE", at(PODS, "fid-pb-delete"), vector("deleteoptions"), PROTOBUF, fields=POD_FIELDS
+            ),
+        ),
     ),
     Scenario(
         "generate-name",

@@ -25,6 +25,7 @@ from vk_sandbox.api.validation.field import (
     not_supported,
     required,
 )
+from vk_sandbox.api.validation.handlers import LIFECYCLE_HANDLERS, validate_handler
 from vk_sandbox.api.validation.names import (
     config_key_errors,
     dns1123_label_errors,
@@ -133,8 +134,12 @@ def _validate_containers(
                     invalid(f"{p}.env[{j}].valueFrom", "", "may not be specified when `value` is not empty")
                 )
         _validate_resources(c.get("resources") or {}, f"{p}.resources", out)
+        lifecycle = c.get("lifecycle")  # validated before the probes, as validateContainerCommon does
+        if isinstance(lifecycle, dict):
+            for hook in ("postStart", "preStop"):
+                validate_handler(lifecycle.get(hook), f"{p}.lifecycle.{hook}", LIFECYCLE_HANDLERS, out)
         for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
-            _validate_handler(c.get(probe), f"{p}.{probe}", ("exec", "httpGet", "tcpSocket", "grpc"), out)
+            validate_handler(c.get(probe), f"{p}.{probe}", ("exec", "httpGet", "tcpSocket", "grpc"), out)
         for j, mount in enumerate(c.get("volumeMounts") or []):
             if not isinstance(mount, dict):
                 continue
@@ -162,17 +167,6 @@ def _validate_resources(resources: dict[str, Any], path: str, out: list[dict[str
             elif name in limits and value > limits[name][0]:
                 detail = f"must be less than or equal to {name} limit of {limits[name][1]}"
                 out.append(invalid(f"{path}.requests", str(quantity), detail))
-
-
-def _validate_handler(probe: Any, path: str, handlers: tuple[str, ...], out: list[dict[str, str]]) -> None:
-    """validateHandler: a probe names exactly one handler type."""
-    if not isinstance(probe, dict):
-        return
-    given = [h for h in handlers if probe.get(h) is not None]
-    if not given:
-        out.append(required(path, "must specify a handler type"))
-    elif len(given) > 1:
-        out.append(forbidden(f"{path}.{given[1]}", "may not specify more than 1 handler type"))
 
 
 _TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
