@@ -8,6 +8,7 @@ a refused upgrade relayed as is, and the Status the real server answers when the
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -192,6 +193,23 @@ async def test_logs_stream_with_client_certificate(env: Env) -> None:
     assert env.seen.client_cns == ["kube-apiserver-kubelet-client"]
     assert env.seen.paths == ["/containerLogs/ns/web/app?follow=true&tailLines=10"]
     assert "Authorization" not in env.seen.headers[0]
+
+
+@pytest.mark.parametrize("protocol", ["binary.k8s.io", "base64.k8s.io"])
+async def test_websocket_logs_are_read_plainly_and_written_as_messages(env: Env, protocol: str) -> None:
+    """As the real server's StreamObject (the upstream "should support retrieving logs from the
+    container over websockets" conformance spec): the kubelet gets a plain GET, the client the
+    log as messages, binary or base64 by the protocol it asked for, then a close."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(f"{env.api}/aio/containerLogs/ns/web/app", protocols=(protocol,)) as ws,
+    ):
+        assert ws.protocol == protocol
+        received = b""
+        async for msg in ws:
+            received += msg.data if msg.type == aiohttp.WSMsgType.BINARY else base64.b64decode(msg.data)
+    assert received == b"line 0\nline 1\nline 2\n"
+    assert "Upgrade" not in env.seen.headers[0]
 
 
 async def test_websocket_exec_is_piped_end_to_end(env: Env) -> None:

@@ -40,7 +40,10 @@ def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     """The versioned defaults every decoded body of this kind gets (mutates obj)."""
     if info.key == "pods":
         _default_pod_spec(obj.setdefault("spec", {}))
+        obj["spec"].setdefault("enableServiceLinks", True)  # SetDefaults_Pod, not SetDefaults_PodSpec
         _null_times(obj.get("status"), ("lastProbeTime", "lastTransitionTime"))
+    elif info.key == "podtemplates":
+        _default_pod_spec(_template_spec(obj))
     elif info.key == "nodes":
         _default_node_status(obj.setdefault("status", {}))
     elif info.key == "secrets":
@@ -109,8 +112,16 @@ def _default_node_status(status: Any) -> None:
             info.setdefault(key, "")
 
 
+def _template_spec(template: Obj) -> Any:
+    inner = template.setdefault("template", {})
+    return inner.setdefault("spec", {}) if isinstance(inner, dict) else None
+
+
 def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
     """What a create adds on top of apply_defaults: admission and PrepareForCreate (mutates obj)."""
+    if info.key == "podtemplates":
+        # podTemplateStrategy.PrepareForCreate (pkg/registry/core/podtemplate/strategy.go)
+        obj.setdefault("metadata", {})["generation"] = 1
     if info.key == "pods":
         _admit_pod(obj)
         # podStrategy.PrepareForCreate (k8s.io/kubernetes pkg/registry/core/pod/strategy.go): a pod
@@ -208,7 +219,6 @@ def _default_pod_spec(spec: Any) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
     for key in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(key) or []:
             _default_container(c)

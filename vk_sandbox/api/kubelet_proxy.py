@@ -7,8 +7,10 @@ streamed back chunk by chunk. Upgrade requests (WebSocket `Upgrade: websocket`, 
 Protocols` head is relayed to the client and then bytes are copied both ways, untouched, until
 either side closes, so the client and the kubelet speak their streaming protocol end to end
 (upstream `staging/src/k8s.io/apimachinery/pkg/util/proxy/
-upgradeaware.go`). One exception, as the real server's stream translator: a WebSocket exec or
-attach the kubelet refuses is answered on the WebSocket with the Status the translator sends.
+upgradeaware.go`). Two exceptions: a WebSocket exec or attach the kubelet refuses is answered on
+the WebSocket with the Status the real server's stream translator sends, and a WebSocket log
+request is read from the kubelet as a plain one and written to the client's WebSocket, as the
+real server's StreamObject does.
 Must not: otherwise parse or translate WebSocket/SPDY frames, or look anything up in the store
 (the caller resolves the pod, the node and the kubelet path).
 """
@@ -16,6 +18,7 @@ Must not: otherwise parse or translate WebSocket/SPDY frames, or look anything u
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 from typing import Any
@@ -125,7 +128,7 @@ async def proxy_to_kubelet(
     """
     host, port = kubelet_address(node)
     target = _target(request, path)
-    if _is_upgrade(request):
+    if _is_upgrade(request) and not _log_over_websocket(request, target):
         return await _proxy_upgrade(request, host, port, target, pki)
     return await _proxy_plain(request, host, port, target, pki)
 
@@ -162,6 +165,8 @@ async def _proxy_plain(
             checked = await _check_log_response(upstream, target)
             if checked is not None:
                 return checked
+            if _log_over_websocket(request, target):
+                return await _log_to_websocket(request, upstream)
             response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
                 if key.lower() not in _DROP_RESPONSE:
@@ -175,6 +180,31 @@ async def _proxy_plain(
                 return response
             await response.write_eof()
             return response
+
+
+def _log_over_websocket(request: web.Request, target: str) -> bool:
+    """A WebSocket GET of pods/log: the real server reads the log from the kubelet over plain
+    HTTP and writes it to the client's WebSocket itself (wsstream.IsWebSocketRequest in
+    responsewriters.StreamObject), where exec and attach are proxied as upgrades."""
+    return request.headers.get("Upgrade", "").lower() == "websocket" and target.startswith("/containerLogs/")
+
+
+async def _log_to_websocket(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    """The log stream as wsstream.Reader writes it (k8s.io/apimachinery pkg/util/httpstream/
+    wsstream/stream.go, NewDefaultReaderProtocols): binary messages for `binary.k8s.io` or no
+    protocol, base64 text messages for `base64.k8s.io`; the socket is closed at the log's end."""
+    ws = web.WebSocketResponse(protocols=("binary.k8s.io", "base64.k8s.io"))
+    await ws.prepare(request)
+    try:
+        async for chunk in upstream.content.iter_any():
+            if ws.ws_protocol == "base64.k8s.io":
+                await ws.send_str(base64.b64encode(chunk).decode())
+            else:
+                await ws.send_bytes(chunk)
+    except (ConnectionResetError, aiohttp.ClientError) as exc:
+        log.debug("log stream ended early", extra={"err": str(exc)})
+    await ws.close()
+    return ws
 
 
 # The messages of NewGenericServerResponse (staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go).

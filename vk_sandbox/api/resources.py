@@ -117,6 +117,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo("configmaps", "configmap", "ConfigMap", "", "v1", True, short_names=("cm",)),
     ResourceInfo("secrets", "secret", "Secret", "", "v1", True),
+    ResourceInfo("podtemplates", "podtemplate", "PodTemplate", "", "v1", True),
     ResourceInfo(
         "serviceaccounts",
         "serviceaccount",

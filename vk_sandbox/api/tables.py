@@ -159,6 +159,13 @@ def _columns(resource: str) -> list[Obj]:
         return [_name_col(), _col("Status", "The status of the namespace"), _age_col()]
     if resource == "configmaps":
         return [_name_col(), _col("Data", _doc(_CORE + "ConfigMap", "data")), _age_col()]
+    if resource == "podtemplates":
+        return [
+            _name_col(),
+            _col("Containers", "Names of each container in the template."),
+            _col("Images", "Images referenced by each container in the template."),
+            _col("Pod Labels", "The labels for the pod template."),
+        ]
     if resource == "secrets":
         return [
             _name_col(),
@@ -485,6 +492,19 @@ def _csr_cells(csr: Obj, now: datetime) -> list[Any]:
     ]
 
 
+def _pod_template_cells(template: Obj, now: datetime) -> list[Any]:
+    """printPodTemplate (pkg/printers/internalversion/printers.go): no age column."""
+    pod = _obj(template, "template")
+    containers = [c for c in _get(pod, "spec", "containers") or [] if isinstance(c, dict)]
+    labels = _get(pod, "metadata", "labels") or {}
+    return [
+        _get(template, "metadata", "name") or "",
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+        ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>",
+    ]
+
+
 def _simple(*extra: Callable[[Obj], Any]) -> Callable[[Obj, datetime], list[Any]]:
     def cells(obj: Obj, now: datetime) -> list[Any]:
         age = _since(_get(obj, "metadata", "creationTimestamp"), now)
@@ -501,6 +521,7 @@ _CELLS: dict[str, Callable[[Obj, datetime], list[Any]]] = {
     "secrets": _simple(lambda o: o.get("type", ""), lambda o: len(o.get("data") or {})),
     "services": _service_cells,
     "leases": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
+    "podtemplates": _pod_template_cells,
     "certificatesigningrequests": _csr_cells,
 }
 

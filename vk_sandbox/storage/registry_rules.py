@@ -85,7 +85,10 @@ def merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None
     new["apiVersion"] = info.api_version
     new["kind"] = info.kind
     spec_writer = subresource is None or subresource == "resize"  # pods/resize changes the spec
-    if spec_writer and "generation" in old_meta and new.get("spec") != old.get("spec"):
+    # What the generation counts: a pod template's template (podTemplateStrategy.PrepareForUpdate),
+    # every other kind's spec.
+    counted = "template" if info.key == "podtemplates" else "spec"
+    if spec_writer and "generation" in old_meta and new.get(counted) != old.get(counted):
         meta["generation"] = old_meta["generation"] + 1
     return new
 

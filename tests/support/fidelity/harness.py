@@ -45,6 +45,8 @@ REPO = Path(__file__).resolve().parents[2]
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
+PODTEMPLATES = f"/api/v1/namespaces/{NS}/podtemplates"
+RUNTIMECLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
 SECRETS = f"/api/v1/namespaces/{NS}/secrets"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
 NODES = "/api/v1/nodes"
@@ -326,7 +328,7 @@ async def run_scenario(
     return observations
 
 
-CLEANUP = (PODS, CONFIGMAPS, SECRETS, LEASES, NODES)
+CLEANUP = (PODS, CONFIGMAPS, PODTEMPLATES, SECRETS, LEASES, NODES, RUNTIMECLASSES)
 
 
 async def cleanup(session: aiohttp.ClientSession, server: Server) -> None:

@@ -172,6 +172,28 @@ FIXES: tuple[Fix, ...] = (
         "api/validation/kinds.py",
         ("invalid-probe-ports",),
     ),
+    Fix(
+        "Pod templates (`podtemplates`, was 404): served, defaulted as a pod spec (without the "
+        "pod-only enableServiceLinks), generation 1 and counted on template changes, their own "
+        "Table columns. Found by upstream's PodTemplates conformance specs.",
+        "api/resources.py, api/defaults.py, api/tables.py, storage/registry_rules.py",
+        ("podtemplate-crud",),
+    ),
+    Fix(
+        "The RuntimeClass admission plugin's overhead and scheduling: the class's overhead.podFixed "
+        "becomes the pod's overhead (a different one, or one without a class, is 403), its "
+        "nodeSelector and tolerations join the pod's (a conflicting key is 403). Found by upstream's "
+        "RuntimeClass Overhead conformance spec.",
+        "api/runtime_class_admission.py",
+        ("runtime-class-admission",),
+    ),
+    Fix(
+        "A pod's sysctl names are validated (validateSysctls: the sysctl name pattern, at most 253 "
+        "characters, no duplicates); they were accepted. Found by upstream's reject invalid sysctls "
+        "conformance spec.",
+        "api/validation/sysctls.py",
+        ("invalid-sysctls",),
+    ),
 )
 
 

@@ -14,6 +14,7 @@ from tests.support.fidelity.builders import (
     create_then_request,
     edited,
     labelled,
+    labels,
     lease,
     listing,
     node,
@@ -33,6 +34,8 @@ from tests.support.fidelity.harness import (
     NODES,
     NS,
     PODS,
+    PODTEMPLATES,
+    RUNTIMECLASSES,
     SECRETS,
     SMP,
     TABLE,
@@ -42,6 +45,28 @@ from tests.support.fidelity.harness import (
     Watch,
     at,
 )
+
+POD_TEMPLATE = {
+    "apiVersion": "v1",
+    "kind": "PodTemplate",
+    "metadata": {"name": "fid-pt", "labels": labels()},
+    "template": {
+        "metadata": {"labels": {"app": "web", "tier": "front"}},
+        "spec": {"containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "nginx"}]},
+    },
+}
+
+RUNTIME_CLASS = {
+    "apiVersion": "node.k8s.io/v1",
+    "kind": "RuntimeClass",
+    "metadata": {"name": "fid-rc", "labels": labels()},
+    "handler": "runc",
+    "overhead": {"podFixed": {"cpu": "10m", "memory": "1Mi"}},
+    "scheduling": {
+        "nodeSelector": {"sandbox": "yes"},
+        "tolerations": [{"key": "sandbox", "operator": "Exists", "effect": "NoSchedule"}],
+    },
+}
 
 API_SCENARIOS: tuple[Scenario, ...] = (
     # --- watch
@@ -236,6 +261,28 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "invalid-sysctls",
+        "sysctl names: foo- and bar.. invalid, a repeated one a duplicate, kernel.shmmax fine (upstream's "
+        "reject invalid sysctls conformance spec): 422 with each cause",
+        (
+            create(
+                PODS,
+                pod(
+                    "fid-sysctls",
+                    securityContext={
+                        "sysctls": [
+                            {"name": "foo-", "value": "bar"},
+                            {"name": "kernel.shmmax", "value": "100000000"},
+                            {"name": "safe-and-unsafe", "value": "1"},
+                            {"name": "bar..", "value": "42"},
+                            {"name": "kernel.shmmax", "value": "1"},
+                        ]
+                    },
+                ),
+            ),
+        ),
+    ),
+    Scenario(
         "invalid-many",
         "several errors at once: every cause, in the server's order",
         (create(PODS, pod("fid-many", containers=[{"name": "Bad Name"}], restartPolicy="Sometimes")),),
@@ -370,6 +417,37 @@ API_SCENARIOS: tuple[Scenario, ...] = (
             Request("PUT", at(CONFIGMAPS, "fid-cm"), edited(0, set_path("data.k", "w")), fields=("data",)),
             Request("DELETE", at(CONFIGMAPS, "fid-cm")),
             Request("GET", at(CONFIGMAPS, "fid-cm")),
+        ),
+    ),
+    Scenario(
+        "podtemplate-crud",
+        "podtemplates (upstream's PodTemplates conformance specs): create (defaulted), patch the "
+        "labels, then the template (generation 2), list as a Table, delete the collection",
+        (
+            create(PODTEMPLATES, POD_TEMPLATE, fields=("template",)),
+            Request("PATCH", at(PODTEMPLATES, "fid-pt"), {"metadata": {"labels": {"x": "1"}}}, MERGE),
+            Request(
+                "PATCH", at(PODTEMPLATES, "fid-pt"), {"template": {"metadata": {"labels": {"v": "2"}}}}, MERGE
+            ),
+            listing(PODTEMPLATES, accept=TABLE, labelSelector=MARK),
+            Request("DELETE", PODTEMPLATES, query={"labelSelector": MARK}),
+            listing(PODTEMPLATES, labelSelector=MARK),
+        ),
+    ),
+    Scenario(
+        "runtime-class-admission",
+        "a RuntimeClass's overhead and scheduling join the pod (upstream's RuntimeClass Overhead "
+        "conformance spec); a conflicting nodeSelector or an overhead without a class: 403",
+        (
+            create(RUNTIMECLASSES, RUNTIME_CLASS, fields=("overhead", "scheduling")),
+            create(
+                PODS,
+                pod("fid-rc-pod", runtimeClassName="fid-rc", nodeSelector={"disk": "ssd"}),
+                fields=("spec",),
+            ),
+            create(PODS, pod("fid-rc-conflict", runtimeClassName="fid-rc", nodeSelector={"sandbox": "no"})),
+            create(PODS, pod("fid-rc-overhead", runtimeClassName="fid-rc", overhead={"cpu": "20m"})),
+            create(PODS, pod("fid-no-rc-overhead", overhead={"cpu": "10m"})),
         ),
     ),
     Scenario(

@@ -37,6 +37,7 @@ from vk_sandbox.api.patch import PatchError, apply_patch
 from vk_sandbox.api.requestinfo import RequestInfo
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.api.responses import json_response
+from vk_sandbox.api.runtime_class_admission import admit_runtime_class
 from vk_sandbox.api.validation.ephemeral import (
     EPHEMERAL_CONTAINERS,
     ephemeral_candidate,
@@ -131,19 +132,19 @@ async def create_object(
 
 
 async def _admit_runtime_class(ctx: ApiContext, pod: Obj) -> None:
-    """The RuntimeClass admission plugin's check of a new pod: its runtimeClassName must name a
-    RuntimeClass (plugin/pkg/admission/runtimeclass/admission.go; its overhead and scheduling
-    are not merged into the pod here)."""
+    """The RuntimeClass admission plugin on a new pod: its runtimeClassName must name a
+    RuntimeClass, whose overhead and scheduling join the pod (api/runtime_class_admission.py)."""
     name = (pod.get("spec") or {}).get("runtimeClassName")
-    if not name:
-        return
-    try:
-        await ctx.store.get("runtimeclasses.node.k8s.io", None, str(name))
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
-        pod_name = str(pod["metadata"].get("name") or "")
-        raise errors.forbidden("pods", pod_name, f'pod rejected: RuntimeClass "{name}" not found') from exc
+    runtime_class = None
+    if name:
+        try:
+            runtime_class = await ctx.store.get("runtimeclasses.node.k8s.io", None, str(name))
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            refusal = f'pod rejected: RuntimeClass "{name}" not found'
+            raise errors.forbidden("pods", str(pod["metadata"].get("name") or ""), refusal) from exc
+    admit_runtime_class(pod, runtime_class)
 
 
 async def _admit_pull_secrets(ctx: ApiContext, pod: Obj) -> None:

@@ -35,6 +35,7 @@ from vk_sandbox.api.validation.names import (
 )
 from vk_sandbox.api.validation.pod_paths import pod_path_errors
 from vk_sandbox.api.validation.schema import schema_pass, unknown_field_message
+from vk_sandbox.api.validation.sysctls import sysctl_errors
 
 _NAMESPACE_SCOPED_DNS_LABEL_KINDS = {"Namespace", "Service"}
 _RESTART_POLICIES = ["Always", "OnFailure", "Never"]
@@ -371,6 +372,7 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
         errs = dns1123_subdomain_errors(str(node_name))
         if errs:
             out.append(invalid("spec.nodeName", node_name, "; ".join(errs)))
+    out.extend(sysctl_errors(spec))
     out.extend(pod_path_errors(spec))
     return out
 
