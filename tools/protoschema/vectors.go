@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,11 @@ func vectors(scheme *runtime.Scheme, dir string) {
 		"lease": &coordinationv1.Lease{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 			ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns"},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(string), RenewTime: &micro},
+			// A time of year 1, as upstream's Lease API conformance spec sends (time.Time{}.Add(2s)).
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: new(string), RenewTime: &micro,
+				AcquireTime: &metav1.MicroTime{Time: time.Time{}.Add(2 * time.Second)},
+			},
 		},
 		"secret": &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

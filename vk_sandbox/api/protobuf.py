@@ -114,17 +114,20 @@ def _bytes(raw: int | bytes, type_: str) -> bytes:
 def _timestamp(raw: int | bytes, type_: str) -> str | None:
     """metav1.Time (seconds, as time_proto.go keeps them) or MicroTime in their JSON form; None
     for the zero time (an empty message), which JSON writes as null."""
-    stamp = dict(_fields(_bytes(raw, type_)))
-    seconds, nanos = stamp.get(1), stamp.get(2, 0)
+    fields = dict(_fields(_bytes(raw, type_)))
+    seconds, nanos = fields.get(1), fields.get(2, 0)
     if not isinstance(seconds, int) or not isinstance(nanos, int):
         return None
     seconds = _signed(seconds)
     if not _MIN_SECONDS <= seconds <= _MAX_SECONDS:
         raise ProtobufError(f"time out of range: {seconds} seconds")
     moment = _EPOCH + timedelta(seconds=seconds)
+    # isoformat, not strftime: glibc's %Y does not pad a year below 1000 to four digits, and a
+    # client's zero-ish MicroTime (time.Unix(2, 0) of year 1 in Go) must read as "0001-...".
+    text = moment.replace(tzinfo=None).isoformat(timespec="seconds")
     if type_ == "time":
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{_signed(nanos) // 1000 % 1_000_000:06d}Z"
+        return text + "Z"
+    return text + f".{_signed(nanos) // 1000 % 1_000_000:06d}Z"
 
 
 def _value(type_: str, raw: int | bytes) -> Any:

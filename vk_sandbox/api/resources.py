@@ -92,6 +92,7 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
             Subresource("exec", ("create", "get"), "PodExecOptions"),
             Subresource("log", ("get",), "Pod"),
             Subresource("portforward", ("create", "get"), "PodPortForwardOptions"),
+            Subresource("proxy", ("create", "delete", "get", "patch", "update"), "PodProxyOptions"),
             Subresource("resize", _STATUS, "Pod"),
             Subresource("status", _STATUS, "Pod"),
         ),

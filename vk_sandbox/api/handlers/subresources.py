@@ -27,6 +27,7 @@ from vk_sandbox.api.errors import ApiError
 from vk_sandbox.api.handlers.context import ApiContext
 from vk_sandbox.api.handlers.verbs import perform_delete
 from vk_sandbox.api.kubelet_proxy import proxy_to_kubelet
+from vk_sandbox.api.pod_proxy import proxy_to_pod, split_scheme_name_port
 from vk_sandbox.api.requestinfo import RequestInfo
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.api.responses import json_response, success_status
@@ -272,8 +273,18 @@ async def node_proxy(
     return await proxy_to_kubelet(request, node, "/" + "/".join(ri.parts[3:]), ctx.pki)
 
 
+async def pod_proxy(
+    ctx: ApiContext, request: web.Request, ri: RequestInfo, info: ResourceInfo
+) -> web.StreamResponse:
+    """pods/<name[:port]>/proxy/<path>: the request goes to <path> on the pod's IP (pod_proxy.py)."""
+    _, name, _ = split_scheme_name_port(ri.name)
+    pod = await ctx.store.get("pods", ri.namespace, name)
+    return await proxy_to_pod(request, pod, ri.name, "/" + "/".join(ri.parts[3:]))
+
+
 SUBRESOURCE_HANDLERS: dict[tuple[str, str], Handler] = {
     ("nodes", "proxy"): node_proxy,
+    ("pods", "proxy"): pod_proxy,
     ("pods", "binding"): bind_pod,
     ("pods", "eviction"): evict_pod,
     ("pods", "log"): pod_log,
