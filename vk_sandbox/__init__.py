@@ -12,11 +12,13 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
   `requestinfo.py`, `quantity.py`; `decoding.py` reads request bodies and write options,
   `responses.py` writes JSON, Status and Table answers. Rules: `protobuf.py`, `patch.py`,
   `defaults.py`
-  (defaulting, admission, PrepareForCreate), `validation/` (`names.py` name and label formats,
+  (defaulting, admission, PrepareForCreate), `dynamic_resources.py` (the resource.k8s.io kinds'
+  defaults, strategies and immutable fields), `validation/` (`names.py` name and label formats,
   `field.py` field errors, `schema.py` the official schemas and the walk against them, `kinds.py`
   the per-kind rules, `resize.py` the pods/resize strategy, validation and admission).
   Endpoints: `handlers/` (`dispatch.py` routes to `reads.py`, `verbs.py`, `watch.py`,
-  `subresources.py`, `auth.py`), `discovery.py`, `openapi.py`, `tables.py`, `metrics.py`
+  `subresources.py`, `auth.py`), `discovery.py`, `openapi.py`, `tables.py` (with `table_columns.py`
+  and `tables_dra.py`), `metrics.py`
   (metrics.k8s.io), `kubelet_proxy.py` (logs/exec/attach/port-forward to a kubelet), and the
   middlewares `request_guard.py` and `debug.py`.
 - `controllers/`: the kube-controller-manager and kube-scheduler loops over the store

@@ -46,6 +46,17 @@ _FORBIDDEN_UPDATE = Known(
 )
 
 KNOWN_DIFFERENCES: dict[str, Known] = {
+    # ValidateResourceClaimTemplateUpdate (pkg/apis/resource/validation/validation.go):
+    # ValidateImmutableField(template.Spec, ...) prints the internal resource.ResourceClaimTemplateSpec
+    # marshalled to JSON with Go's field names and every zero value.
+    "resourceclaimtemplate-immutable": Known(
+        "The 422 for a changed ResourceClaimTemplate spec prints the new spec as the *internal* "
+        "`resource.ResourceClaimTemplateSpec` marshalled to JSON: Go field names (`Spec`, `Devices`, "
+        "`DeviceClassName`) and every unset field as null. The emulator has no copy of the internal Go "
+        "types, so it prints the v1 spec's JSON instead. Reason, field, code and the `field is "
+        "immutable` detail are the same.",
+        (r"step 3 body\.message", r"step 3 body\.details\.causes\[0\]\.message"),
+    ),
     # The same message tail in all three: see _FORBIDDEN_UPDATE.
     "immutable-pod-spec": _FORBIDDEN_UPDATE,
     "immutable-node-name": _FORBIDDEN_UPDATE,

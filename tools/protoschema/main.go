@@ -25,6 +25,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,6 +45,7 @@ var groups = []func(*runtime.Scheme) error{
 	certificatesv1beta1.AddToScheme,
 	eventsv1.AddToScheme,
 	policyv1.AddToScheme,
+	resourcev1.AddToScheme,
 }
 
 // Types with their own protobuf and JSON forms (hand-written Marshal/MarshalJSON upstream).

@@ -7,7 +7,8 @@ and `copy_pull_secrets` of the service account the create handler looked up,
 DefaultTolerationSeconds, Priority) and the strategies' PrepareForCreate (pod status reset to
 Pending with its QoS class, namespace phase, service cluster IP), and `admit_update(info, obj,
 old)`, the admission an update of the main resource gets (DefaultTolerationSeconds again,
-Priority keeping what it set on create), as pkg/apis/core/v1/defaults.go. Must not: touch the
+Priority keeping what it set on create), as pkg/apis/core/v1/defaults.go. The resource.k8s.io
+kinds' rules are in dynamic_resources.py, called from here. Must not: touch the
 store or validate (a bad object is left for validation to report).
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from vk_common.objects import default_pull_policy
 from vk_common.qos import pod_qos_class
+from vk_sandbox.api import dynamic_resources
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.storage.objects import now_rfc3339
 
@@ -38,7 +40,9 @@ Obj = dict[str, Any]
 
 def apply_defaults(info: ResourceInfo, obj: Obj) -> None:
     """The versioned defaults every decoded body of this kind gets (mutates obj)."""
-    if info.key == "pods":
+    if info.group == dynamic_resources.GROUP:
+        dynamic_resources.apply_defaults(info, obj)
+    elif info.key == "pods":
         _default_pod_spec(obj.setdefault("spec", {}))
         obj["spec"].setdefault("enableServiceLinks", True)  # SetDefaults_Pod, not SetDefaults_PodSpec
         _null_times(obj.get("status"), ("lastProbeTime", "lastTransitionTime"))
@@ -119,6 +123,8 @@ def _template_spec(template: Obj) -> Any:
 
 def prepare_for_create(info: ResourceInfo, obj: Obj) -> None:
     """What a create adds on top of apply_defaults: admission and PrepareForCreate (mutates obj)."""
+    if info.group == dynamic_resources.GROUP:
+        dynamic_resources.prepare_for_create(info, obj)
     if info.key == "podtemplates":
         # podTemplateStrategy.PrepareForCreate (pkg/registry/core/podtemplate/strategy.go)
         obj.setdefault("metadata", {})["generation"] = 1
@@ -151,7 +157,10 @@ def admit_update(info: ResourceInfo, obj: Obj, old: Obj) -> None:
     (plugin/pkg/admission/defaulttolerationseconds/admission.go), so an update that leaves out the
     tolerations it added gets them back; Priority keeps the priority and preemption policy it set
     on create when the update leaves them out (plugin/pkg/admission/priority/admission.go admitPod).
+    resource.k8s.io kinds: their strategies' PrepareForUpdate (api/dynamic_resources.py).
     """
+    if info.group == dynamic_resources.GROUP:
+        dynamic_resources.prepare_for_update(info, obj, old)
     if info.key != "pods" or not isinstance(obj.get("spec"), dict):
         return
     spec, old_spec = obj["spec"], old.get("spec") or {}

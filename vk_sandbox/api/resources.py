@@ -40,6 +40,8 @@ class ResourceInfo:
     graceful_delete: bool = False  # implements CheckGracefulDelete (pods)
     allow_create_on_update: bool = False  # PUT of a missing object creates it
     return_deleted_object: bool = False  # DELETE answers with the object, not a Status
+    unconditional_update: bool = True  # AllowUnconditionalUpdate: a PUT may leave out resourceVersion
+    status_keeps_metadata: bool = False  # the status strategy calls metav1.ResetObjectMetaForStatus
 
     @property
     def key(self) -> str:
@@ -58,6 +60,7 @@ class ResourceInfo:
 
 
 _STATUS = ("get", "patch", "update")
+_DRA = "resource.k8s.io"
 
 _REGISTRY: tuple[ResourceInfo, ...] = (
     ResourceInfo(
@@ -165,6 +168,46 @@ _REGISTRY: tuple[ResourceInfo, ...] = (
             Subresource("approval", _STATUS, "CertificateSigningRequest", "certificates.k8s.io"),
             Subresource("status", _STATUS, "CertificateSigningRequest", "certificates.k8s.io"),
         ),
+    ),
+    # resource.k8s.io/v1, dynamic resource allocation (pkg/registry/resource/*/storage/storage.go;
+    # their strategies' rules are in api/dynamic_resources.py). No short names or categories.
+    ResourceInfo(
+        "deviceclasses", "deviceclass", "DeviceClass", _DRA, "v1", False, return_deleted_object=True
+    ),
+    ResourceInfo(
+        "devicetaintrules",
+        "devicetaintrule",
+        "DeviceTaintRule",
+        _DRA,
+        "v1",
+        False,
+        subresources=(Subresource("status", _STATUS, "DeviceTaintRule", _DRA),),
+        # NewRESTv1: returnDeletedObject false; AllowUnconditionalUpdate false for v1
+        unconditional_update=False,
+        status_keeps_metadata=True,
+    ),
+    ResourceInfo(
+        "resourceclaims",
+        "resourceclaim",
+        "ResourceClaim",
+        _DRA,
+        "v1",
+        True,
+        subresources=(Subresource("status", _STATUS, "ResourceClaim", _DRA),),
+        return_deleted_object=True,
+        status_keeps_metadata=True,
+    ),
+    ResourceInfo(
+        "resourceclaimtemplates",
+        "resourceclaimtemplate",
+        "ResourceClaimTemplate",
+        _DRA,
+        "v1",
+        True,
+        return_deleted_object=True,
+    ),
+    ResourceInfo(
+        "resourceslices", "resourceslice", "ResourceSlice", _DRA, "v1", False, return_deleted_object=True
     ),
 )
 

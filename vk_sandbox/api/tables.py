@@ -2,8 +2,8 @@
 
 Lives here: the column definitions and cell values of `pkg/printers/internalversion/printers.go`
 (pods, nodes, events, namespaces, configmaps, secrets, services, leases, certificatesigningrequests;
-a NAME/AGE table for anything else, serviceaccounts included), the pod STATUS reason, and kubectl's
-`HumanDuration` (`staging/src/k8s.io/apimachinery/pkg/util/duration/duration.go`).
+the resource.k8s.io kinds' from tables_dra.py; a NAME/AGE table for anything else, serviceaccounts
+included) and the pod STATUS reason; durations and column helpers are in table_columns.py.
 The server always fills the wide (priority 1) columns; kubectl shows them only with `-o wide`.
 Must not: read the store or know about HTTP; the caller passes objects, list metadata and `now`.
 """
@@ -16,193 +16,122 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vk_common.objects import is_sidecar, parse_time
-from vk_sandbox.api.validation.schema import definitions
+from vk_sandbox.api import tables_dra
+from vk_sandbox.api.table_columns import (
+    age_col,
+    col,
+    doc,
+    get,
+    human_duration,
+    items_at,
+    name_col,
+    obj_at,
+    since,
+)
 
 Obj = dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------
-# Durations and timestamps
-
-
-def human_duration(d: timedelta) -> str:
-    """kubectl's HumanDuration: `5s`, `2m30s`, `15m`, `3h20m`, `2d5h`, `400d`, `3y20d`."""
-    seconds = int(d.total_seconds())
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 120:
-        return f"{seconds}s"
-    minutes = seconds // 60
-    if minutes < 10:
-        s = seconds % 60
-        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = seconds // 3600
-    if hours < 8:
-        m = minutes % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        dy = (hours // 24) % 365
-        years = hours // 24 // 365
-        return f"{years}y" if dy == 0 else f"{years}y{dy}d"
-    return f"{hours // 24 // 365}y"
-
-
-def _since(value: Any, now: datetime) -> str:
-    ts = parse_time(value if isinstance(value, str) else None)
-    return "<unknown>" if ts is None else human_duration(now - ts)
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(p)
-    return obj
-
-
-def _obj(obj: Any, *path: str) -> Obj:
-    """The map at path, or {} (objects reach here validated, but lists may hold nulls)."""
-    value = _get(obj, *path)
-    return value if isinstance(value, dict) else {}
-
-
-def _items(obj: Any, *path: str) -> list[Obj]:
-    """The maps of the list at path, skipping anything else."""
-    value = _get(obj, *path)
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-# ---------------------------------------------------------------------------------------------
 # Column definitions
 
-
-@functools.cache
-def _doc(definition: str, field: str) -> str:
-    prop = (definitions().get(definition, {}).get("properties") or {}).get(field) or {}
-    return str(prop.get("description", ""))
-
-
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _CORE = "io.k8s.api.core.v1."
-
-
-def _col(name: str, description: str, *, priority: int = 0, fmt: str = "", type_: str = "string") -> Obj:
-    return {"name": name, "type": type_, "format": fmt, "description": description, "priority": priority}
-
-
-def _name_col(priority: int = 0) -> Obj:
-    return _col("Name", _doc(_META, "name"), fmt="name", priority=priority)
-
-
-def _age_col() -> Obj:
-    return _col("Age", _doc(_META, "creationTimestamp"))
 
 
 @functools.cache
 def _columns(resource: str) -> list[Obj]:
+    if resource in tables_dra.COLUMNS:
+        return tables_dra.COLUMNS[resource]()
     if resource == "pods":
         return [
-            _name_col(),
-            _col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
-            _col("Status", "The aggregate status of the containers in this pod."),
-            _col(
+            name_col(),
+            col("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+            col("Status", "The aggregate status of the containers in this pod."),
+            col(
                 "Restarts",
                 "The number of times the containers in this pod have been restarted and when the last "
                 "container in this pod has restarted.",
             ),
-            _age_col(),
-            _col("IP", _doc(_CORE + "PodStatus", "podIP"), priority=1),
-            _col("Node", _doc(_CORE + "PodSpec", "nodeName"), priority=1),
-            _col("Nominated Node", _doc(_CORE + "PodStatus", "nominatedNodeName"), priority=1),
-            _col("Readiness Gates", _doc(_CORE + "PodSpec", "readinessGates"), priority=1),
+            age_col(),
+            col("IP", doc(_CORE + "PodStatus", "podIP"), priority=1),
+            col("Node", doc(_CORE + "PodSpec", "nodeName"), priority=1),
+            col("Nominated Node", doc(_CORE + "PodStatus", "nominatedNodeName"), priority=1),
+            col("Readiness Gates", doc(_CORE + "PodSpec", "readinessGates"), priority=1),
         ]
     if resource == "nodes":
         info = _CORE + "NodeSystemInfo"
         return [
-            _name_col(),
-            _col("Status", "The status of the node"),
-            _col("Roles", "The roles of the node"),
-            _age_col(),
-            _col("Version", _doc(info, "kubeletVersion")),
-            _col("Internal-IP", _doc(_CORE + "NodeStatus", "addresses"), priority=1),
-            _col("External-IP", _doc(_CORE + "NodeStatus", "addresses"), priority=1),
-            _col("OS-Image", _doc(info, "osImage"), priority=1),
-            _col("Kernel-Version", _doc(info, "kernelVersion"), priority=1),
-            _col("Container-Runtime", _doc(info, "containerRuntimeVersion"), priority=1),
+            name_col(),
+            col("Status", "The status of the node"),
+            col("Roles", "The roles of the node"),
+            age_col(),
+            col("Version", doc(info, "kubeletVersion")),
+            col("Internal-IP", doc(_CORE + "NodeStatus", "addresses"), priority=1),
+            col("External-IP", doc(_CORE + "NodeStatus", "addresses"), priority=1),
+            col("OS-Image", doc(info, "osImage"), priority=1),
+            col("Kernel-Version", doc(info, "kernelVersion"), priority=1),
+            col("Container-Runtime", doc(info, "containerRuntimeVersion"), priority=1),
         ]
     if resource == "events":
         ev = _CORE + "Event"
         return [
-            _col("Last Seen", _doc(ev, "lastTimestamp")),
-            _col("Type", _doc(ev, "type")),
-            _col("Reason", _doc(ev, "reason")),
-            _col("Object", _doc(ev, "involvedObject")),
-            _col("Subobject", _doc(_CORE + "ObjectReference", "fieldPath"), priority=1),
-            _col("Source", _doc(ev, "source"), priority=1),
-            _col("Message", _doc(ev, "message")),
-            _col("First Seen", _doc(ev, "firstTimestamp"), priority=1),
-            _col("Count", _doc(ev, "count"), priority=1),
-            _name_col(priority=1),
+            col("Last Seen", doc(ev, "lastTimestamp")),
+            col("Type", doc(ev, "type")),
+            col("Reason", doc(ev, "reason")),
+            col("Object", doc(ev, "involvedObject")),
+            col("Subobject", doc(_CORE + "ObjectReference", "fieldPath"), priority=1),
+            col("Source", doc(ev, "source"), priority=1),
+            col("Message", doc(ev, "message")),
+            col("First Seen", doc(ev, "firstTimestamp"), priority=1),
+            col("Count", doc(ev, "count"), priority=1),
+            name_col(priority=1),
         ]
     if resource == "namespaces":
-        return [_name_col(), _col("Status", "The status of the namespace"), _age_col()]
+        return [name_col(), col("Status", "The status of the namespace"), age_col()]
     if resource == "configmaps":
-        return [_name_col(), _col("Data", _doc(_CORE + "ConfigMap", "data")), _age_col()]
+        return [name_col(), col("Data", doc(_CORE + "ConfigMap", "data")), age_col()]
     if resource == "podtemplates":
         return [
-            _name_col(),
-            _col("Containers", "Names of each container in the template."),
-            _col("Images", "Images referenced by each container in the template."),
-            _col("Pod Labels", "The labels for the pod template."),
+            name_col(),
+            col("Containers", "Names of each container in the template."),
+            col("Images", "Images referenced by each container in the template."),
+            col("Pod Labels", "The labels for the pod template."),
         ]
     if resource == "secrets":
         return [
-            _name_col(),
-            _col("Type", _doc(_CORE + "Secret", "type")),
-            _col("Data", _doc(_CORE + "Secret", "data")),
-            _age_col(),
+            name_col(),
+            col("Type", doc(_CORE + "Secret", "type")),
+            col("Data", doc(_CORE + "Secret", "data")),
+            age_col(),
         ]
     if resource == "services":
         spec = _CORE + "ServiceSpec"
         return [
-            _name_col(),
-            _col("Type", _doc(spec, "type")),
-            _col("Cluster-IP", _doc(spec, "clusterIP")),
-            _col("External-IP", _doc(spec, "externalIPs")),
-            _col("Port(s)", _doc(spec, "ports")),
-            _age_col(),
-            _col("Selector", _doc(spec, "selector"), priority=1),
+            name_col(),
+            col("Type", doc(spec, "type")),
+            col("Cluster-IP", doc(spec, "clusterIP")),
+            col("External-IP", doc(spec, "externalIPs")),
+            col("Port(s)", doc(spec, "ports")),
+            age_col(),
+            col("Selector", doc(spec, "selector"), priority=1),
         ]
     if resource == "leases":
         return [
-            _name_col(),
-            _col("Holder", _doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
-            _age_col(),
+            name_col(),
+            col("Holder", doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity")),
+            age_col(),
         ]
     if resource == "certificatesigningrequests":
         spec = "io.k8s.api.certificates.v1.CertificateSigningRequestSpec"
         return [
-            _name_col(),
-            _age_col(),
-            _col("SignerName", _doc(spec, "signerName")),
-            _col("Requestor", _doc(spec, "username")),
-            _col("RequestedDuration", _doc(spec, "expirationSeconds")),
-            _col(
-                "Condition", _doc("io.k8s.api.certificates.v1.CertificateSigningRequestStatus", "conditions")
-            ),
+            name_col(),
+            age_col(),
+            col("SignerName", doc(spec, "signerName")),
+            col("Requestor", doc(spec, "username")),
+            col("RequestedDuration", doc(spec, "expirationSeconds")),
+            col("Condition", doc("io.k8s.api.certificates.v1.CertificateSigningRequestStatus", "conditions")),
         ]
-    return [_name_col(), _age_col()]
+    return [name_col(), age_col()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,35 +159,35 @@ def _later(current: datetime | None, value: Any) -> datetime | None:
 
 def _condition_true(pod: Obj, type_: str) -> bool:
     return any(
-        c.get("type") == type_ and c.get("status") == "True" for c in _items(pod, "status", "conditions")
+        c.get("type") == type_ and c.get("status") == "True" for c in items_at(pod, "status", "conditions")
     )
 
 
 def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
     """(reason, ready, total, restarts, last restart time) exactly as printPod computes them."""
-    spec = _obj(pod, "spec")
-    status = _obj(pod, "status")
+    spec = obj_at(pod, "spec")
+    status = obj_at(pod, "status")
     phase = status.get("phase") or ""
     reason = status.get("reason") or phase
-    for cond in _items(status, "conditions"):
+    for cond in items_at(status, "conditions"):
         if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-    init_specs = {c.get("name"): c for c in _items(spec, "initContainers")}
-    total = len(_items(spec, "containers")) + sum(1 for c in init_specs.values() if _restartable(c))
+    init_specs = {c.get("name"): c for c in items_at(spec, "initContainers")}
+    total = len(items_at(spec, "containers")) + sum(1 for c in init_specs.values() if _restartable(c))
     ready = restarts = sidecar_restarts = 0
     last: datetime | None = None
     sidecar_last: datetime | None = None
 
     initializing = False
-    n_init = len(_items(spec, "initContainers"))
-    for i, cs in enumerate(_items(status, "initContainerStatuses")):
+    n_init = len(items_at(spec, "initContainers"))
+    for i, cs in enumerate(items_at(status, "initContainerStatuses")):
         restarts += int(cs.get("restartCount") or 0)
-        last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
+        last = _later(last, get(cs, "lastState", "terminated", "finishedAt"))
         sidecar = _restartable(init_specs.get(cs.get("name")))
         if sidecar:
             sidecar_restarts += int(cs.get("restartCount") or 0)
-            sidecar_last = _later(sidecar_last, _get(cs, "lastState", "terminated", "finishedAt"))
-        state = _obj(cs, "state")
+            sidecar_last = _later(sidecar_last, get(cs, "lastState", "terminated", "finishedAt"))
+        state = obj_at(cs, "state")
         term, waiting = state.get("terminated"), state.get("waiting")
         if term is not None and term.get("exitCode", 0) == 0:
             continue
@@ -279,10 +208,10 @@ def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
         restarts, last = sidecar_restarts, sidecar_last
         has_running = False
         error_reason = ""
-        for cs in reversed(_items(status, "containerStatuses")):
+        for cs in reversed(items_at(status, "containerStatuses")):
             restarts += int(cs.get("restartCount") or 0)
-            last = _later(last, _get(cs, "lastState", "terminated", "finishedAt"))
-            state = _obj(cs, "state")
+            last = _later(last, get(cs, "lastState", "terminated", "finishedAt"))
+            state = obj_at(cs, "state")
             waiting, term = state.get("waiting"), state.get("terminated")
             if waiting is not None and waiting.get("reason"):
                 reason = waiting["reason"]
@@ -303,7 +232,7 @@ def _pod_summary(pod: Obj) -> tuple[str, int, int, int, datetime | None]:
             elif has_running:
                 reason = "NotReady"
 
-    if _get(pod, "metadata", "deletionTimestamp"):
+    if get(pod, "metadata", "deletionTimestamp"):
         if status.get("reason") == "NodeLost":
             reason = "Unknown"
         elif phase not in ("Succeeded", "Failed"):
@@ -321,21 +250,21 @@ def _pod_row(pod: Obj, now: datetime) -> tuple[list[Any], list[Obj]]:
     restarts_cell = str(restarts)
     if restarts and last is not None:
         restarts_cell = f"{restarts} ({human_duration(now - last)} ago)"
-    spec, status = _obj(pod, "spec"), _obj(pod, "status")
-    ips = _items(status, "podIPs")
+    spec, status = obj_at(pod, "spec"), obj_at(pod, "status")
+    ips = items_at(status, "podIPs")
     pod_ip = (ips[0].get("ip") if ips else "") or "<none>"
-    gates = _items(spec, "readinessGates")
+    gates = items_at(spec, "readinessGates")
     gates_cell = "<none>"
     if gates:
-        conds = {c.get("type"): c.get("status") for c in _items(status, "conditions")}
+        conds = {c.get("type"): c.get("status") for c in items_at(status, "conditions")}
         true = sum(1 for g in gates if conds.get(g.get("conditionType")) == "True")
         gates_cell = f"{true}/{len(gates)}"
     cells = [
-        _get(pod, "metadata", "name") or "",
+        get(pod, "metadata", "name") or "",
         f"{ready}/{total}",
         reason,
         restarts_cell,
-        _since(_get(pod, "metadata", "creationTimestamp"), now),
+        since(get(pod, "metadata", "creationTimestamp"), now),
         pod_ip,
         spec.get("nodeName") or "<none>",
         status.get("nominatedNodeName") or "<none>",
@@ -359,7 +288,7 @@ def _row_completed(reason: str, message: str) -> Obj:
 
 def _node_roles(node: Obj) -> list[str]:
     roles = set()
-    for key, value in _obj(node, "metadata", "labels").items():
+    for key, value in obj_at(node, "metadata", "labels").items():
         if key.startswith("node-role.kubernetes.io/"):
             role = key[len("node-role.kubernetes.io/") :]
             if role:
@@ -370,30 +299,30 @@ def _node_roles(node: Obj) -> list[str]:
 
 
 def _node_address(node: Obj, type_: str) -> str:
-    for addr in _items(node, "status", "addresses"):
+    for addr in items_at(node, "status", "addresses"):
         if addr.get("type") == type_:
             return str(addr.get("address", ""))
     return "<none>"
 
 
 def _node_cells(node: Obj, now: datetime) -> list[Any]:
-    conds = {c.get("type"): c for c in _items(node, "status", "conditions")}
+    conds = {c.get("type"): c for c in items_at(node, "status", "conditions")}
     status = []
     if "Ready" in conds:
         status.append("Ready" if conds["Ready"].get("status") == "True" else "NotReady")
     if not status:
         status.append("Unknown")
-    if _get(node, "spec", "unschedulable"):
+    if get(node, "spec", "unschedulable"):
         status.append("SchedulingDisabled")
-    info = _obj(node, "status", "nodeInfo")
+    info = obj_at(node, "status", "nodeInfo")
     kernel = info.get("kernelVersion") or "<unknown>"
     if info.get("architecture"):  # printNode appends the architecture to the kernel version
         kernel += f" ({info['architecture']})"
     return [
-        _get(node, "metadata", "name") or "",
+        get(node, "metadata", "name") or "",
         ",".join(status),
         ",".join(_node_roles(node)) or "<none>",
-        _since(_get(node, "metadata", "creationTimestamp"), now),
+        since(get(node, "metadata", "creationTimestamp"), now),
         info.get("kubeletVersion", ""),
         _node_address(node, "InternalIP"),
         _node_address(node, "ExternalIP"),
@@ -405,22 +334,20 @@ def _node_cells(node: Obj, now: datetime) -> list[Any]:
 
 def _event_cells(ev: Obj, now: datetime) -> list[Any]:
     first = (
-        _since(ev.get("firstTimestamp"), now)
-        if ev.get("firstTimestamp")
-        else _since(ev.get("eventTime"), now)
+        since(ev.get("firstTimestamp"), now) if ev.get("firstTimestamp") else since(ev.get("eventTime"), now)
     )
-    last = _since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
+    last = since(ev.get("lastTimestamp"), now) if ev.get("lastTimestamp") else first
     count = ev.get("count") or 0
     series = ev.get("series")
     if series:
-        last = _since(series.get("lastObservedTime"), now)
+        last = since(series.get("lastObservedTime"), now)
         count = series.get("count") or 0
     elif count == 0:
         count = 1
-    involved = _obj(ev, "involvedObject")
+    involved = obj_at(ev, "involvedObject")
     kind = str(involved.get("kind", "")).lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = _obj(ev, "source")
+    source = obj_at(ev, "source")
     component = source.get("component") or ev.get("reportingComponent") or ""
     instance = source.get("host") or ev.get("reportingInstance") or ""
     return [
@@ -433,18 +360,18 @@ def _event_cells(ev: Obj, now: datetime) -> list[Any]:
         str(ev.get("message", "")).strip(),
         first,
         int(count),
-        _get(ev, "metadata", "name") or "",
+        get(ev, "metadata", "name") or "",
     ]
 
 
 def _service_external_ip(svc: Obj) -> str:
-    spec = _obj(svc, "spec")
+    spec = obj_at(svc, "spec")
     svc_type = spec.get("type") or "ClusterIP"
     external = spec.get("externalIPs") or []
     if svc_type in ("ClusterIP", "NodePort"):
         return ",".join(str(ip) for ip in external) if external else "<none>"
     if svc_type == "LoadBalancer":
-        ingress = _items(svc, "status", "loadBalancer", "ingress")
+        ingress = items_at(svc, "status", "loadBalancer", "ingress")
         ips = [str(i.get("ip") or i.get("hostname")) for i in ingress if i.get("ip") or i.get("hostname")]
         ips += [str(ip) for ip in external]
         return ",".join(ips) if ips else "<pending>"
@@ -454,37 +381,37 @@ def _service_external_ip(svc: Obj) -> str:
 
 
 def _service_cells(svc: Obj, now: datetime) -> list[Any]:
-    spec = _obj(svc, "spec")
+    spec = obj_at(svc, "spec")
     ports = []
-    for p in _items(spec, "ports"):
+    for p in items_at(spec, "ports"):
         proto = p.get("protocol", "TCP")
         ports.append(
             f"{p.get('port')}:{p['nodePort']}/{proto}" if p.get("nodePort") else f"{p.get('port')}/{proto}"
         )
-    selector = _obj(spec, "selector")
+    selector = obj_at(spec, "selector")
     return [
-        _get(svc, "metadata", "name") or "",
+        get(svc, "metadata", "name") or "",
         spec.get("type") or "ClusterIP",
         spec.get("clusterIP") or "<none>",
         _service_external_ip(svc),
         ",".join(ports) or "<none>",
-        _since(_get(svc, "metadata", "creationTimestamp"), now),
+        since(get(svc, "metadata", "creationTimestamp"), now),
         ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
     ]
 
 
 def _csr_cells(csr: Obj, now: datetime) -> list[Any]:
-    spec = _obj(csr, "spec")
-    types = {c.get("type") for c in _items(csr, "status", "conditions")}
+    spec = obj_at(csr, "spec")
+    types = {c.get("type") for c in items_at(csr, "status", "conditions")}
     condition = "Denied" if "Denied" in types else ("Approved" if "Approved" in types else "Pending")
     if "Failed" in types:
         condition += ",Failed"
-    if _get(csr, "status", "certificate"):
+    if get(csr, "status", "certificate"):
         condition += ",Issued"
     seconds = spec.get("expirationSeconds")
     return [
-        _get(csr, "metadata", "name") or "",
-        _since(_get(csr, "metadata", "creationTimestamp"), now),
+        get(csr, "metadata", "name") or "",
+        since(get(csr, "metadata", "creationTimestamp"), now),
         spec.get("signerName") or "<none>",
         spec.get("username", ""),
         "<none>" if seconds is None else human_duration(timedelta(seconds=int(seconds))),
@@ -494,11 +421,11 @@ def _csr_cells(csr: Obj, now: datetime) -> list[Any]:
 
 def _pod_template_cells(template: Obj, now: datetime) -> list[Any]:
     """printPodTemplate (pkg/printers/internalversion/printers.go): no age column."""
-    pod = _obj(template, "template")
-    containers = [c for c in _get(pod, "spec", "containers") or [] if isinstance(c, dict)]
-    labels = _get(pod, "metadata", "labels") or {}
+    pod = obj_at(template, "template")
+    containers = [c for c in get(pod, "spec", "containers") or [] if isinstance(c, dict)]
+    labels = get(pod, "metadata", "labels") or {}
     return [
-        _get(template, "metadata", "name") or "",
+        get(template, "metadata", "name") or "",
         ",".join(str(c.get("name", "")) for c in containers),
         ",".join(str(c.get("image", "")) for c in containers),
         ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>",
@@ -507,8 +434,8 @@ def _pod_template_cells(template: Obj, now: datetime) -> list[Any]:
 
 def _simple(*extra: Callable[[Obj], Any]) -> Callable[[Obj, datetime], list[Any]]:
     def cells(obj: Obj, now: datetime) -> list[Any]:
-        age = _since(_get(obj, "metadata", "creationTimestamp"), now)
-        return [_get(obj, "metadata", "name") or "", *(f(obj) for f in extra), age]
+        age = since(get(obj, "metadata", "creationTimestamp"), now)
+        return [get(obj, "metadata", "name") or "", *(f(obj) for f in extra), age]
 
     return cells
 
@@ -516,13 +443,14 @@ def _simple(*extra: Callable[[Obj], Any]) -> Callable[[Obj, datetime], list[Any]
 _CELLS: dict[str, Callable[[Obj, datetime], list[Any]]] = {
     "nodes": _node_cells,
     "events": _event_cells,
-    "namespaces": _simple(lambda o: _get(o, "status", "phase") or ""),
+    "namespaces": _simple(lambda o: get(o, "status", "phase") or ""),
     "configmaps": _simple(lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})),
     "secrets": _simple(lambda o: o.get("type", ""), lambda o: len(o.get("data") or {})),
     "services": _service_cells,
-    "leases": _simple(lambda o: _get(o, "spec", "holderIdentity") or ""),
+    "leases": _simple(lambda o: get(o, "spec", "holderIdentity") or ""),
     "podtemplates": _pod_template_cells,
     "certificatesigningrequests": _csr_cells,
+    **tables_dra.CELLS,
 }
 
 
@@ -538,7 +466,7 @@ def _row_object(obj: Obj, include_object: str) -> Obj | None:
     return {
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": _obj(obj, "metadata"),
+        "metadata": obj_at(obj, "metadata"),
     }
 
 

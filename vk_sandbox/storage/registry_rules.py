@@ -17,6 +17,7 @@ from typing import Any
 
 from vk_sandbox.api import errors
 from vk_sandbox.api.resources import ResourceInfo
+from vk_sandbox.api.validation.field import invalid
 from vk_sandbox.storage.objects import Obj, clone, copy_value, metadata, now_rfc3339, parse_time
 
 OPTIMISTIC_LOCK_MSG = (
@@ -64,6 +65,8 @@ def merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None
     if subresource == "status":
         result = {k: copy_value(v) for k, v in old.items() if k not in ("status", "metadata")}
         result["metadata"] = new.get("metadata") or {}
+        if info.status_keeps_metadata:
+            _reset_metadata_for_status(result["metadata"], old["metadata"])
         if "status" in new:
             result["status"] = new["status"]
         new = result
@@ -91,6 +94,19 @@ def merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None
     if spec_writer and "generation" in old_meta and new.get(counted) != old.get(counted):
         meta["generation"] = old_meta["generation"] + 1
     return new
+
+
+# metav1.ResetObjectMetaForStatus (k8s.io/apimachinery pkg/apis/meta/v1/helpers.go): what a status
+# write keeps of the stored metadata (deletionTimestamp and generation are system fields anyway).
+_STATUS_KEPT_METADATA = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _reset_metadata_for_status(meta: Obj, old_meta: Obj) -> None:
+    for key in _STATUS_KEPT_METADATA:
+        if key in old_meta:
+            meta[key] = copy_value(old_meta[key])
+        else:
+            meta.pop(key, None)
 
 
 def delete_on_update(new: Obj, old: Obj) -> bool:
@@ -151,10 +167,14 @@ def check_preconditions(info: ResourceInfo, obj: Obj, preconditions: dict[str, A
 
 
 def check_update_preconditions(info: ResourceInfo, old: Obj, new: Obj) -> None:
-    """An update's resourceVersion and uid must match the stored object's (409 otherwise)."""
+    """An update's resourceVersion and uid must match the stored object's (409 otherwise); a kind
+    whose strategy refuses unconditional updates needs one (Store.Update: 422 naming the resource)."""
     meta, old_meta = new.get("metadata") or {}, old["metadata"]
     name = old_meta["name"]
     rv = meta.get("resourceVersion")
+    if not rv and not info.unconditional_update:
+        cause = invalid("metadata.resourceVersion", 0, "must be specified for an update")
+        raise errors.invalid(info.name, name, [cause], info.group)
     if rv and rv != old_meta["resourceVersion"]:
         raise errors.conflict(info.name, name, OPTIMISTIC_LOCK_MSG, info.group)
     uid = meta.get("uid")

@@ -283,6 +283,13 @@ _FIELDS: dict[str, dict[str, _Getter]] = {
     },
     "secrets": {**_META, "type": _path("type")},
     "namespaces": {**_META, "status.phase": _path("status", "phase")},
+    # pkg/registry/resource/resourceslice/strategy.go toSelectableFields (cluster-scoped: no namespace)
+    "resourceslices": {
+        "metadata.name": _path("metadata", "name"),
+        "spec.nodeName": _path("spec", "nodeName"),
+        "spec.driver": _path("spec", "driver"),
+        "spec.pool.name": _path("spec", "pool", "name"),
+    },
 }
 
 

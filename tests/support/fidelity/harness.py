@@ -50,6 +50,11 @@ RUNTIMECLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
 SECRETS = f"/api/v1/namespaces/{NS}/secrets"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
 NODES = "/api/v1/nodes"
+DEVICECLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+DEVICETAINTRULES = "/apis/resource.k8s.io/v1/devicetaintrules"
+RESOURCESLICES = "/apis/resource.k8s.io/v1/resourceslices"
+RESOURCECLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims"
+CLAIMTEMPLATES = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaimtemplates"
 JSON = "application/json"
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -328,7 +333,8 @@ async def run_scenario(
     return observations
 
 
-CLEANUP = (PODS, CONFIGMAPS, PODTEMPLATES, SECRETS, LEASES, NODES, RUNTIMECLASSES)
+CLEANUP: tuple[str, ...] = (PODS, CONFIGMAPS, PODTEMPLATES, SECRETS, LEASES, NODES, RUNTIMECLASSES)
+CLEANUP += (DEVICECLASSES, DEVICETAINTRULES, RESOURCESLICES, RESOURCECLAIMS, CLAIMTEMPLATES)
 
 
 async def cleanup(session: aiohttp.ClientSession, server: Server) -> None:

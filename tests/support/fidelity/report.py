@@ -194,6 +194,24 @@ FIXES: tuple[Fix, ...] = (
         "api/validation/sysctls.py",
         ("invalid-sysctls",),
     ),
+    Fix(
+        "resource.k8s.io/v1 (was 404): deviceclasses, devicetaintrules (with status), resourceclaims "
+        "(with status), resourceclaimtemplates and resourceslices served with the real discovery entries; "
+        "their defaults (allocationMode/count, a taint's timeAdded), PrepareForCreate (generation 1 for "
+        "classes, taint rules and slices; status dropped), a taint rule's timeAdded on an effect change, "
+        "ResetObjectMetaForStatus on status writes, immutable claim/template specs and slice "
+        "driver/pool/node (422), a taint rule's PUT without resourceVersion (422), slice field "
+        "selectors, their Table columns, protobuf. Found by upstream's DRA CRUD conformance specs.",
+        "api/resources.py, api/dynamic_resources.py, api/defaults.py, api/tables_dra.py, "
+        "storage/registry_rules.py, storage/selectors.py",
+        (
+            "deviceclass-crud",
+            "devicetaintrule-crud",
+            "resourceclaim-crud",
+            "resourceclaimtemplate-crud",
+            "resourceslice-crud",
+        ),
+    ),
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from vk_sandbox.api import errors
+from vk_sandbox.api import dynamic_resources, errors
 from vk_sandbox.api.decoding import (
     decode_fields,
     dry_run,
@@ -70,6 +70,8 @@ PATCH_ATTEMPTS = 1000
 def validate(info: ResourceInfo, obj: Obj, old: Obj | None, subresource: str | None) -> None:
     name = (obj.get("metadata") or {}).get("name") or ""
     causes = validate_object(obj, strict=False)
+    if old is not None and subresource is None:
+        causes += dynamic_resources.update_errors(info, old, obj)  # resource.k8s.io immutable fields
     if info.key in ("configmaps", "secrets") and old is not None:
         causes = validate_config_update(old, obj) + causes  # the update rules come first
     if info.key == "pods":
