@@ -44,6 +44,20 @@ async def server() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
                 "code": 404,
             }
             return web.json_response(status, status=404)
+        if request.path.endswith(("/forbidden", "/terminating")):
+            status = {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "Forbidden",
+                "message": 'events "e" is forbidden: ...',
+                "code": 403,
+                "details": {"name": "e", "kind": "events"},
+            }
+            if request.path.endswith("/terminating"):  # the NamespaceLifecycle admission's refusal
+                status["details"]["causes"] = [  # type: ignore[index]
+                    {"reason": "NamespaceTerminating", "message": "namespace ns is being terminated"}
+                ]
+            return web.json_response(status, status=403)
         if request.query.get("watch") == "true":
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             response.enable_chunked_encoding()
@@ -117,6 +131,18 @@ async def test_error_answer_raises_status_error(client: KubeClient) -> None:
         await client.get("/api/v1/nodes/missing")
     assert (caught.value.status, caught.value.reason) == (404, "NotFound")
     assert caught.value.message == 'nodes "missing" not found'
+
+
+async def test_only_a_refusal_for_want_of_permission_goes_to_the_forbidden_hook(client: KubeClient) -> None:
+    """A create in a terminating namespace is a 403 too, but no permission is missing: the
+    provider must not log 'permission missing' and send a Node event for it."""
+    reported: list[str] = []
+    client.on_forbidden = lambda method, path, params, message: reported.append(path)
+    for path in ("/api/v1/namespaces/ns/events/terminating", "/api/v1/namespaces/ns/events/forbidden"):
+        with pytest.raises(ApiStatusError) as caught:
+            await client.create(path, {})
+        assert caught.value.status == 403
+    assert reported == ["/api/v1/namespaces/ns/events/forbidden"]
 
 
 async def test_watch_yields_events_across_chunks(

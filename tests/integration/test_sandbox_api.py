@@ -433,7 +433,17 @@ async def test_finalizers_and_namespace_termination(env: tuple[RunningSandbox, c
     with pytest.raises(ApiException) as e:
         await v1.create_namespaced_config_map("team", {"metadata": {"name": "late"}})
     assert e.value.status == 403
-    assert "because it is being terminated" in json.loads(e.value.body)["message"]
+    refusal = json.loads(e.value.body)
+    assert "because it is being terminated" in refusal["message"]
+    # the cause the real NamespaceLifecycle admission adds, by which a client (the provider's
+    # permission hook among them) tells it from a missing permission
+    assert refusal["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "message": "namespace team is being terminated",
+            "field": "metadata.namespace",
+        }
+    ]
     held = await v1.read_namespaced_config_map("held", "team")
     assert held.metadata.deletion_timestamp is not None
     with pytest.raises(ApiException) as e:

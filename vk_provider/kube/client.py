@@ -68,6 +68,13 @@ _REASONS_BY_CODE = {
 }
 
 
+def _namespace_terminating(error: ApiStatusError) -> bool:
+    """A 403 of the NamespaceLifecycle admission ("unable to create new content in namespace ...
+    because it is being terminated", cause NamespaceTerminating): no permission is missing."""
+    causes = (error.body.get("details") or {}).get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "NamespaceTerminating" for c in causes)
+
+
 class ApiStatusError(Exception):
     """An error answer of the apiserver, from its metav1.Status body (or the bare HTTP status)."""
 
@@ -219,7 +226,7 @@ class KubeClient:
     def _refused(
         self, method: str, path: str, params: Mapping[str, Any] | None, error: ApiStatusError
     ) -> None:
-        if error.status == 403 and self.on_forbidden is not None:
+        if error.status == 403 and self.on_forbidden is not None and not _namespace_terminating(error):
             self.on_forbidden(method, path, params, error.message)
 
     async def _send(

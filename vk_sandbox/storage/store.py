@@ -199,12 +199,21 @@ class Store:
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if (ns.get("metadata") or {}).get("deletionTimestamp"):
-            raise errors.forbidden(
+            refusal = errors.forbidden(
                 info.name,
                 name,
                 f"unable to create new content in namespace {namespace} because it is being terminated",
                 info.group,
             )
+            # the NamespaceLifecycle admission's cause (apiserver pkg/admission/plugin/namespace/lifecycle)
+            (refusal.details or {}).setdefault("causes", []).append(
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            )
+            raise refusal
 
     async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
         info = self.info(resource)
