@@ -10,16 +10,19 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
 - `api/`: everything between HTTP and the store (apiserver `pkg/endpoints`, apimachinery).
   The vocabulary: `errors.py` (metav1.Status errors), `resources.py` (the kinds served),
   `requestinfo.py`, `quantity.py`; `decoding.py` reads request bodies and write options,
-  `responses.py` writes JSON, Status and Table answers. Rules: `protobuf.py`, `patch.py`,
-  `defaults.py`
+  `responses.py` writes JSON, Status and Table answers. Rules: `protobuf.py` (with its generated
+  field table `protobuf_schema.json`, tools/protoschema), `patch.py`, `defaults.py`
   (defaulting, admission, PrepareForCreate), `dynamic_resources.py` (the resource.k8s.io kinds'
-  defaults, strategies and immutable fields), `validation/` (`names.py` name and label formats,
+  defaults, strategies and immutable fields), `runtime_class_admission.py` (the RuntimeClass
+  admission's overhead and scheduling), `validation/` (`names.py` name and label formats,
   `field.py` field errors, `schema.py` the official schemas and the walk against them, `kinds.py`
-  the per-kind rules, `resize.py` the pods/resize strategy, validation and admission).
+  the per-kind rules, `handlers.py` probe and hook handlers, `sysctls.py`, `pod_paths.py`,
+  `resize.py` the pods/resize strategy, validation and admission).
   Endpoints: `handlers/` (`dispatch.py` routes to `reads.py`, `verbs.py`, `watch.py`,
   `subresources.py`, `auth.py`), `discovery.py`, `openapi.py`, `tables.py` (with `table_columns.py`
   and `tables_dra.py`), `metrics.py`
-  (metrics.k8s.io), `kubelet_proxy.py` (logs/exec/attach/port-forward to a kubelet), and the
+  (metrics.k8s.io), `kubelet_proxy.py` (logs/exec/attach/port-forward to a kubelet),
+  `pod_proxy.py` (pods/proxy to a pod's address), and the
   middlewares `request_guard.py` and `debug.py`.
 - `controllers/`: the kube-controller-manager and kube-scheduler loops over the store
   (`scheduler.py` with its pure `scheduler_filters.py`, `node_lifecycle.py`, `csr_signer.py`).
