@@ -29,6 +29,7 @@ from typing import Any
 from vk_common.logging import get_logger
 from vk_sandbox.api import errors
 from vk_sandbox.api.resources import ResourceInfo, by_key
+from vk_sandbox.storage import namespace_deletion
 from vk_sandbox.storage import registry_rules as rules
 from vk_sandbox.storage.objects import Obj, clone, metadata, now_rfc3339
 from vk_sandbox.storage.persistence import StateFile
@@ -72,6 +73,7 @@ class Store:
         events or bytes waiting is terminated (default bytes: log_bytes, as a watcher that far
         behind could not resume from the log either)."""
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        self._deleting: set[str] = set()  # namespaces a deleter pass is running for
         self._rv = 0
         self.watch_cache = WatchCache(
             lambda: self._rv,
@@ -385,7 +387,7 @@ class Store:
         return self._write("DELETED", info, new)
 
     def _delete_namespace(self, ns: Obj) -> Obj:
-        """Namespace deletion: Terminating, its content deleted, removed once empty (namespace controller)."""
+        """Namespace deletion: Terminating, then the namespace controller's passes."""
         info = self.info("namespaces")
         name = ns["metadata"]["name"]
         if name in rules.IMMORTAL_NAMESPACES:
@@ -397,25 +399,52 @@ class Store:
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             new.setdefault("status", {})["phase"] = "Terminating"
             result = self._write("MODIFIED", info, new)
-        for key in list(self._objects):
-            item_info = by_key(key)
-            if item_info is None or not item_info.namespaced:
-                continue
-            for item in list(self._matching(item_info, name)):
-                with contextlib.suppress(errors.ApiError):
-                    self._delete(item_info, name, item["metadata"]["name"], None, None)
         self._maybe_finish_namespace(name)
-        return result
+        return clone(self._bucket("namespaces").get(("", name)) or result)
 
     def _maybe_finish_namespace(self, namespace: str) -> None:
+        """A pass of the namespace controller's deleter over a terminating namespace, again after
+        each deletion in it (pkg/controller/namespace/deletion, deleteAllContent): its pods first,
+        the rest of its content once no pod is left, its status conditions (namespace_deletion.py),
+        and the namespace removed once empty and without finalizers."""
         ns = self._bucket("namespaces").get(("", namespace))
-        if ns is None or not ns["metadata"].get("deletionTimestamp") or ns["metadata"].get("finalizers"):
+        if ns is None or not ns["metadata"].get("deletionTimestamp") or namespace in self._deleting:
             return
-        for key, bucket in self._objects.items():
-            item_info = by_key(key)
-            if item_info is not None and item_info.namespaced and any(k[0] == namespace for k in bucket):
-                return
-        self._write("DELETED", self.info("namespaces"), clone(ns))
+        self._deleting.add(namespace)
+        try:
+            left = self._delete_content(namespace)
+        finally:
+            self._deleting.discard(namespace)
+        ns = self._bucket("namespaces").get(("", namespace))
+        if ns is None:
+            return
+        if left.empty() and not ns["metadata"].get("finalizers"):
+            self._write("DELETED", self.info("namespaces"), clone(ns))
+            return
+        status = ns.get("status") or {}
+        updated = namespace_deletion.conditions(left, status.get("conditions") or [])
+        if updated != status.get("conditions"):
+            new = clone(ns)
+            new.setdefault("status", {})["conditions"] = updated
+            self._write("MODIFIED", self.info("namespaces"), new)
+
+    def _delete_content(self, namespace: str) -> namespace_deletion.Leftovers:
+        pods = self.info("pods")
+        infos = [pods] + [
+            info
+            for key in list(self._objects)
+            if (info := by_key(key)) is not None and info.namespaced and info.key != "pods"
+        ]
+        left = namespace_deletion.Leftovers(namespace)
+        for info in infos:
+            if info is not pods and left.by_resource.get("pods"):
+                break  # pods first: the rest waits until none is left
+            for item in list(self._matching(info, namespace)):
+                if not item["metadata"].get("deletionTimestamp"):
+                    with contextlib.suppress(errors.ApiError):
+                        self._delete(info, namespace, item["metadata"]["name"], None, None)
+            left.by_resource[info.key] = list(self._matching(info, namespace))
+        return left
 
     # ------------------------------------------------------------------ watch
 
