@@ -57,6 +57,31 @@ def not_found_resource() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
 
+_PLAIN_TYPES = (
+    "",
+    "*/*",
+    "application/*",
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+)
+
+
+def not_acceptable_unless_plain(request: web.Request) -> None:
+    """For an endpoint with no Table or metadata-only form (the create-only reviews): 406 when
+    every type the client accepts asks for a conversion, as NegotiateOutputMediaType answers
+    when RequestScope.AllowsMediaTypeTransform refuses (k8s.io/apiserver pkg/endpoints/handlers)."""
+    parts = [p.strip() for p in request.headers.get("Accept", "").split(",")] or [""]
+    if any(p.split(";", 1)[0].strip().lower() in _PLAIN_TYPES and "as=" not in p for p in parts):
+        return
+    raise ApiError(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: "
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    )
+
+
 def wants_table(request: web.Request) -> bool:
     accept = request.headers.get("Accept", "")
     return any("as=Table" in part and "g=meta.k8s.io" in part for part in accept.split(","))

@@ -195,6 +195,14 @@ FIXES: tuple[Fix, ...] = (
         ("invalid-sysctls",),
     ),
     Fix(
+        "A review (SelfSubjectAccessReview and the other create-only kinds) asked for only as a "
+        "Table is 406 NotAcceptable, as the real server's negotiation refuses a conversion the "
+        "endpoint has no TableConvertor for; the emulator answered the review. Found by upstream's "
+        "Table transformation conformance spec.",
+        "api/responses.py, api/handlers/dispatch.py",
+        ("table-review-406",),
+    ),
+    Fix(
         "resource.k8s.io/v1 (was 404): deviceclasses, devicetaintrules (with status), resourceclaims "
         "(with status), resourceclaimtemplates and resourceslices served with the real discovery entries; "
         "their defaults (allocationMode/count, a taint's timeAdded), PrepareForCreate (generation 1 for "

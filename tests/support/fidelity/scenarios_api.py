@@ -382,6 +382,23 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "table-review-406",
+        "POST a SelfSubjectAccessReview accepting only a Table: 406, the review has no Table form "
+        "(upstream's Table transformation conformance spec)",
+        (
+            Request(
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                {
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "kind": "SelfSubjectAccessReview",
+                    "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}},
+                },
+                accept=TABLE,
+            ),
+        ),
+    ),
+    Scenario(
         "table-pod-get",
         "GET one pod as a Table",
         (create(PODS, pod("fid-t-one")), Request("GET", at(PODS, "fid-t-one"), accept=TABLE)),

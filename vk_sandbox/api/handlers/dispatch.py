@@ -27,7 +27,7 @@ from vk_sandbox.api.handlers.verbs import (
 from vk_sandbox.api.handlers.watch import watch_objects
 from vk_sandbox.api.requestinfo import RequestInfo
 from vk_sandbox.api.resources import ResourceInfo, lookup
-from vk_sandbox.api.responses import not_found_resource
+from vk_sandbox.api.responses import not_acceptable_unless_plain, not_found_resource
 
 VerbHandler = Callable[[ApiContext, web.Request, RequestInfo, ResourceInfo], Awaitable[web.StreamResponse]]
 VERB_HANDLERS: dict[str, VerbHandler] = {
@@ -68,5 +68,6 @@ async def dispatch(ctx: ApiContext, request: web.Request, ri: RequestInfo) -> we
         raise not_found_resource()
     review = REVIEW_HANDLERS.get(info.key)
     if review is not None:
+        not_acceptable_unless_plain(request)
         return await review(ctx, request, ri, info)
     return await verb_handler(ctx, request, ri, info)
