@@ -25,7 +25,8 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
   `pod_proxy.py` (pods/proxy to a pod's address), and the
   middlewares `request_guard.py` and `debug.py`.
 - `controllers/`: the kube-controller-manager and kube-scheduler loops over the store
-  (`scheduler.py` with its pure `scheduler_filters.py`, `node_lifecycle.py`, `csr_signer.py`).
+  (`scheduler.py` with its pure `scheduler_filters.py`, `node_lifecycle.py`, `csr_signer.py`,
+  `compactor.py` the etcd compactor's ticks).
 - `pki/`: the sandbox CA and its certificates (`authority.py`) and service account tokens
   (`tokens.py`).
 

@@ -47,6 +47,7 @@ from vk_sandbox.bootstrap import (
     ensure_kubernetes_service,
     ensure_system_namespaces,
 )
+from vk_sandbox.controllers.compactor import Compactor
 from vk_sandbox.controllers.csr_signer import CSRSigner
 from vk_sandbox.controllers.node_lifecycle import NodeLifecycle
 from vk_sandbox.controllers.scheduler import Scheduler
@@ -186,7 +187,7 @@ class SandboxServer:
         await site.start()
         self.port = site.port
         await ensure_kubernetes_service(self.store, self.port)
-        self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode())]
+        self._controllers = [NamespaceContent(self.store, self.pki.ca_pem.decode()), Compactor(self.store)]
         if self._with_controllers:
             self._controllers += [
                 Scheduler(self.store),

@@ -22,12 +22,13 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message
         self.details = details
+        self.list_meta: dict[str, Any] = {}  # the Status's ListMeta (an inconsistent list's `continue`)
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta),
             "status": "Failure",
             "message": self.message,
         }

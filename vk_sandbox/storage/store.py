@@ -74,6 +74,10 @@ class Store:
         behind could not resume from the log either)."""
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
         self._deleting: set[str] = set()  # namespaces a deleter pass is running for
+        # etcd's history as the apiserver's compactor leaves it: each compaction drops what is
+        # older than the revision the previous one saw (storage/etcd3/compact.go)
+        self._compacted_rv = 0
+        self._compaction_mark = 0
         self._rv = 0
         self.watch_cache = WatchCache(
             lambda: self._rv,
@@ -254,6 +258,8 @@ class Store:
         rv = self._rv if at_rv is None else at_rv
         if rv > self._rv:
             raise errors.ApiError(500, "", f"resourceVersion {rv} is newer than the store's {self._rv}")
+        if rv < self._compacted_rv:  # etcd: ErrCompacted (storage/etcd3/errors.go)
+            raise errors.expired("The resourceVersion for the provided list is too old.")
         self.watch_cache.check_not_expired(rv)
         state = self._state_at(info, rv)
         keys = sorted(
@@ -274,6 +280,12 @@ class Store:
             page.append(clone(obj))
             last = _key_text(key)
         return ListPage(page, str(rv), last if remaining else "", remaining)
+
+    def compact(self) -> None:
+        """One tick of the apiserver's etcd compactor (every 5 minutes by default,
+        --etcd-compaction-interval): lists at a resourceVersion older than what the previous tick
+        saw are 410 Expired from now on, as etcd's history before it is gone."""
+        self._compacted_rv, self._compaction_mark = self._compaction_mark, self._rv
 
     def _state_at(self, info: ResourceInfo, rv: int) -> dict[tuple[str, str], Obj]:
         """The objects of one resource as they were at `rv`: the present, with the logged changes

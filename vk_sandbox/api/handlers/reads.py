@@ -116,6 +116,8 @@ async def list_objects(
     at_rv, after = (int(rv) if exact else None), ""
     if q.get("continue"):
         at_rv, after = _decode_continue(q["continue"], namespace)
+        if at_rv == -1:  # an inconsistent continuation: the rest as it is now
+            at_rv = None
     selectors = q.get("labelSelector", ""), q.get("fieldSelector", "")
     try:
         page = await ctx.store.list_page(
@@ -129,7 +131,11 @@ async def list_objects(
         )
     except ApiError as e:
         if e.code == 410 and q.get("continue"):
-            raise errors.expired(CONTINUE_EXPIRED) from None
+            # handleCompactedErrorForPaging (storage/etcd3/errors.go): a token with rv -1 goes on
+            # from the same key at the latest resourceVersion
+            expired = errors.expired(CONTINUE_EXPIRED)
+            expired.list_meta["continue"] = _encode_continue("-1", after, namespace)
+            raise expired from None
         raise
     list_meta: Obj = {"resourceVersion": page.resource_version}
     if page.last_key:
@@ -175,12 +181,13 @@ def _encode_continue(rv: str, last_key: str, namespace: str | None) -> str:
 
 
 def _decode_continue(token: str, namespace: str | None) -> tuple[int, str]:
-    """(list RV, key to start after) of a continue token; 400 for one that is not valid."""
+    """(list RV, key to start after) of a continue token, RV -1 for an inconsistent one
+    (storage.DecodeContinue); 400 for one that is not valid."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         decoded = json.loads(raw)
         rv, start = int(decoded["rv"]), str(decoded["start"])
-        if decoded.get("v") != "meta.k8s.io/v1" or rv <= 0 or not start.startswith("/"):
+        if decoded.get("v") != "meta.k8s.io/v1" or rv == 0 or rv < -1 or not start.startswith("/"):
             raise ValueError
     except (ValueError, TypeError, KeyError):
         raise errors.bad_request(
