@@ -203,6 +203,13 @@ FIXES: tuple[Fix, ...] = (
         ("table-review-406",),
     ),
     Fix(
+        "A pod's hostnameOverride is validated (validatePodHostName: not with setHostnameAsFQDN or "
+        "hostNetwork, at most 64 bytes, a DNS-1123 subdomain); it was accepted. Found by upstream's "
+        "Override hostname of Pod specs.",
+        "api/validation/hostnames.py",
+        ("invalid-hostname-override",),
+    ),
+    Fix(
         "resource.k8s.io/v1 (was 404): deviceclasses, devicetaintrules (with status), resourceclaims "
         "(with status), resourceclaimtemplates and resourceslices served with the real discovery entries; "
         "their defaults (allocationMode/count, a taint's timeAdded), PrepareForCreate (generation 1 for "

@@ -283,6 +283,17 @@ API_SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        "invalid-hostname-override",
+        "hostnameOverride: not an RFC 1123 subdomain, with setHostnameAsFQDN, with hostNetwork: 422 each "
+        "(upstream's Override hostname of Pod specs)",
+        (
+            create(PODS, pod("fid-ho-1", hostnameOverride="Bad_Name")),
+            create(PODS, pod("fid-ho-2", hostnameOverride="ok", setHostnameAsFQDN=True, subdomain="s")),
+            create(PODS, pod("fid-ho-3", hostnameOverride="ok", hostNetwork=True)),
+            create(PODS, pod("fid-ho-4", hostnameOverride="a" * 70)),
+        ),
+    ),
+    Scenario(
         "invalid-many",
         "several errors at once: every cause, in the server's order",
         (create(PODS, pod("fid-many", containers=[{"name": "Bad Name"}], restartPolicy="Sometimes")),),

@@ -26,6 +26,7 @@ from vk_sandbox.api.validation.field import (
     required,
 )
 from vk_sandbox.api.validation.handlers import LIFECYCLE_HANDLERS, validate_handler
+from vk_sandbox.api.validation.hostnames import hostname_override_errors
 from vk_sandbox.api.validation.names import (
     config_key_errors,
     dns1123_label_errors,
@@ -372,6 +373,7 @@ def _validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:
         errs = dns1123_subdomain_errors(str(node_name))
         if errs:
             out.append(invalid("spec.nodeName", node_name, "; ".join(errs)))
+    out.extend(hostname_override_errors(spec))
     out.extend(sysctl_errors(spec))
     out.extend(pod_path_errors(spec))
     return out
