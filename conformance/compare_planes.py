@@ -109,13 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m conformance.compare_planes", description=__doc__)
     parser.add_argument("--real", type=Path, action="append", default=[], metavar="DIR")
     parser.add_argument("--emulator", type=Path, action="append", default=[], metavar="DIR", required=True)
+    parser.add_argument("--sig", action="append", default=[], help="compare only the specs of these SIGs")
+    parser.add_argument("--not-sig", action="append", default=[], help="leave out the specs of these SIGs")
     parser.add_argument(
         "--real-doc", type=Path, default=Path(__file__).parents[1] / "docs" / "conformance.md"
     )
     opts = parser.parse_args(argv)
     chosen: dict[Key, Spec] = {}
     for d in opts.emulator:
-        chosen.update((_key(s), s) for s in selection(d))
+        chosen.update(
+            (_key(s), s)
+            for s in selection(d)
+            if (not opts.sig or _sig(s) in opts.sig) and _sig(s) not in opts.not_sig
+        )
     print(
         compare(
             results(opts.real), results(opts.emulator), list(chosen.values()), failed_in_doc(opts.real_doc)
