@@ -22,11 +22,12 @@ from pathlib import Path
 from conformance.report import BEGIN, END
 from conformance.specs import Spec, load_specs, selected
 
-Key = tuple[str, int]
+Key = tuple[str, int, str]
 
 
 def _key(spec: Spec) -> Key:
-    return spec.file, spec.line
+    """As conformance.run keys a spec: specs of one table or loop share their file and line."""
+    return spec.file, spec.line, spec.name
 
 
 def results(dirs: list[Path]) -> dict[Key, Spec]:
