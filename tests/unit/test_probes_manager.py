@@ -193,3 +193,27 @@ async def test_a_never_pods_container_is_probed_until_it_terminated() -> None:
         await eventually(lambda: not manager._tasks, within=WITHIN, interval=POLL)
     finally:
         await manager.stop()
+
+
+async def test_readiness_is_probed_at_once_when_the_startup_probe_passes() -> None:
+    """As the kubelet's UpdatePodStatus triggers the readiness worker of a running container
+    that is not ready: a readiness period of 30 s does not delay Ready after the start (upstream's
+    "should be ready immediately after startupProbe succeeds" NodeConformance spec)."""
+    runtime, statuses, events, changes = ExecRuntime(), Statuses(), Events(), []
+    manager = ProbeManager(cast(Runtime, runtime), statuses, events, changes.append)
+    the_pod = pod(
+        startupProbe={"exec": {"command": ["started"]}, "periodSeconds": 1, "failureThreshold": 30},
+        readinessProbe={"exec": {"command": ["ready"]}, "periodSeconds": 30},
+    )
+    statuses.cache["u1"] = running_status("abc", started=False)
+    manager.add_pod(the_pod)
+    try:
+        await eventually(
+            lambda: any(c[1] == ["started"] for c in runtime.calls), within=WITHIN, interval=POLL
+        )
+        runtime.codes["abc"] = 0  # both probes pass from now on
+        await eventually(lambda: ("u1", "c", "started", True) in statuses.flags, within=WITHIN, interval=POLL)
+        manager.pod_results(the_pod, runtime_state("abc"))  # the status the start publishes
+        await eventually(lambda: ("u1", "c", "ready", True) in statuses.flags, within=5.0, interval=POLL)
+    finally:
+        await manager.stop()

@@ -147,8 +147,8 @@ class ProbeManager:
 
         Only results about the container's latest instance are listed; a container whose
         probe has no result for it yet is left out (its probe's default: not ready, not
-        started), and its worker is triggered to probe at once (prober_manager.go
-        UpdatePodStatus).
+        started), and its worker is triggered to probe at once, as is the readiness worker of a
+        running container that is not ready (prober_manager.go UpdatePodStatus).
         """
         uid = uid_of(pod)
         readiness: dict[str, bool] = {}
@@ -160,10 +160,15 @@ class ProbeManager:
             if instance is None:
                 continue
             current = worker.state.container_id == instance.container_id
-            if current and worker.state.result is not None:
+            has_result = current and worker.state.result is not None
+            if has_result:
                 target = readiness if probe_type == ProbeType.READINESS else started
                 target[name] = worker.state.result == Result.SUCCESS
-            elif instance.state == ContainerRunState.RUNNING:
+            running = instance.state == ContainerRunState.RUNNING
+            # prober_manager.go UpdatePodStatus: a running container not known ready has its
+            # readiness probed at once (as soon as a startup probe has passed, not a period later)
+            not_ready = probe_type == ProbeType.READINESS and worker.state.result != Result.SUCCESS
+            if running and (not has_result or not_ready):
                 worker.trigger()
         return readiness, started
 
