@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conformance import run as run_module
+from conformance.compare_planes import compare
 from conformance.report import BEGIN, END, RunFacts, render, render_into
 from conformance.run import merge_junit
 from conformance.specs import Spec, load_specs, selected, shard
@@ -248,3 +249,24 @@ def test_a_suite_run_in_parts_renders_as_one_with_a_row_per_sig(tmp_path: Path, 
     assert "| sig-network | 2 | 2 | 1 | 1 | 50.0 % |" in text
     assert "| sig-apps | 2 | 1 | 1 | 0 | 100.0 % |" in text
     assert "**5 min**" in text and "5 `e2e.test` processes at once" in text
+
+
+def test_the_planes_compared_per_sig_with_table_specs_kept_apart() -> None:
+    """conformance.compare_planes: a spec passes on the real plane by its own run, else by the
+    whole-suite run's doc (a [Conformance] spec not listed as failed); specs of one table share a
+    file and line and are still told apart; what passed on the real plane only is listed."""
+
+    def spec(name: str, state: str, line: int = 10) -> Spec:
+        return Spec(name=name, file="common/node/x.go", line=line, state=state, attempts=1)
+
+    table = [spec(f"[sig-node] T case {i} [NodeConformance]", "passed") for i in range(3)]
+    conformance = spec("[sig-storage] S [Conformance]", "passed", line=20)
+    listed = spec("[sig-node] Env [Conformance]", "failed", line=30)
+    real_runs = {(s.file, s.line, s.name): s for s in table}
+    emulator = {(s.file, s.line, s.name): s for s in [*table[:2], conformance, listed]}
+    emulator[(table[2].file, table[2].line, table[2].name)] = spec(table[2].name, "failed")
+    printed = compare(real_runs, emulator, [*table, conformance, listed], {"[sig-node] Env"})
+    assert "| sig-node | 4 | 3 | 2 | 2 | 66.7 % |" in printed
+    assert "| sig-storage | 1 | 1 | 1 | 1 | 100.0 % |" in printed
+    assert "Passed on the real plane, not on the emulator (1):" in printed
+    assert "- [sig-node] T case 2 [NodeConformance]" in printed
