@@ -1,7 +1,6 @@
 """Proxying pod logs, exec, attach and port-forward from the sandbox API to a node's kubelet.
 
-What lives here: `proxy_to_kubelet(request, node, path, pki)`, `kubelet_address(node)` and
-`relay_response` (an upstream answer streamed back, also pods/proxy's: pod_proxy.py).
+What lives here: `proxy_to_kubelet(request, node, path, pki)` and `kubelet_address(node)`.
 Plain requests (logs, with `follow`) are forwarded with aiohttp's client and their body is
 streamed back chunk by chunk. Upgrade requests (WebSocket `Upgrade: websocket`, SPDY
 `Upgrade: SPDY/3.1`) are forwarded over a raw TLS connection; the kubelet's `101 Switching
@@ -168,25 +167,19 @@ async def _proxy_plain(
                 return checked
             if _log_over_websocket(request, target):
                 return await _log_to_websocket(request, upstream)
-            return await relay_response(request, upstream)
-
-
-async def relay_response(request: web.Request, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
-    """An upstream answer streamed back to the client as it comes: its status and headers but the
-    hop-by-hop ones, its body chunk by chunk (a stream cut short ends the client's too)."""
-    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-    for key, value in upstream.headers.items():
-        if key.lower() not in _DROP_RESPONSE:
-            response.headers.add(key, value)
-    await response.prepare(request)
-    try:
-        async for chunk in upstream.content.iter_any():
-            await response.write(chunk)
-    except (ConnectionResetError, aiohttp.ClientError) as exc:
-        log.debug("stream ended early", extra={"err": str(exc)})
-        return response
-    await response.write_eof()
-    return response
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for key, value in upstream.headers.items():
+                if key.lower() not in _DROP_RESPONSE:
+                    response.headers.add(key, value)
+            await response.prepare(request)
+            try:
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+            except (ConnectionResetError, aiohttp.ClientError) as exc:
+                log.debug("log stream ended early", extra={"err": str(exc)})
+                return response
+            await response.write_eof()
+            return response
 
 
 def _log_over_websocket(request: web.Request, target: str) -> bool:
