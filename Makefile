@@ -11,13 +11,15 @@ STAMP := $(VENV)/.installed
 # Two pytest workers side by side (xdist: each has its own real control plane, all share the
 # engine), then the tests that stop the engine (marker engine_exclusive) alone.
 # Then the engine tests' representative subset on Podman (below), and a check that no container,
-# volume or pod cgroup of a test's pod was left on either engine (tests/support/leak_check.py).
+# volume or pod cgroup of a test's pod was left on either engine (tests/support/leak_check.py;
+# what was already there before the run, from a run cut short, is recorded first and not counted).
 PYTEST := $(PY) -m pytest -q -ra --durations=15 --control-plane=both
 test: test-builds
+	$(PY) -m tests.support.leak_check --record build/leak-baseline.json
 	$(PYTEST) -n 2 --dist loadfile -m 'not engine_exclusive and not cluster_full'
 	$(PYTEST) -m engine_exclusive
 	$(MAKE) --no-print-directory test-podman PODMAN_TESTS='$(PODMAN_SUBSET)'
-	$(PY) -m tests.support.leak_check
+	$(PY) -m tests.support.leak_check --baseline build/leak-baseline.json
 
 # The engine tests on Podman's API service (docs/runtime.md#podman; scripts/ensure-podman.sh
 # installs it, starts `podman system service` and loads the test images into its store), on the

@@ -5,12 +5,16 @@ answers) the containers and volumes that carry a node label (every test pod's do
 deletes its pods or has the `node_name` fixture remove them), and the pod cgroups
 (`<cgroupRoot>/<node>/[burstable|besteffort/]pod<uid>` in any hierarchy) still on the host;
 `main` prints them with a count per kind and exits 1 when there is any (`make test` runs it
-last: issue 27's "nothing leaks"). Must not: remove anything (a leak is a bug to see, not to
-tidy away).
+last: issue 27's "nothing leaks"). `--record FILE` (run first by `make test`) writes what is
+already there before the tests start, and `--baseline FILE` then leaves those out of the count
+and lists them apart: what a run that was cut short (the host's engine stopped mid-test) left is
+not this run's leak. Must not: remove anything (a leak is a bug to see, not to tidy away).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -70,9 +74,28 @@ def leftovers() -> dict[str, list[str]]:
     return out
 
 
-def main() -> int:
+def new_since(found: dict[str, list[str]], before: dict[str, list[str]]) -> dict[str, list[str]]:
+    """What `found` holds that `before` did not, per kind."""
+    return {kind: [i for i in items if i not in set(before.get(kind, ()))] for kind, items in found.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.support.leak_check")
+    parser.add_argument("--record", type=Path, help="write what is there now to this file and exit 0")
+    parser.add_argument("--baseline", type=Path, help="leave out what this file (of --record) holds")
+    args = parser.parse_args(argv)
+    found = leftovers()
+    if args.record:
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(found, indent=1))
+        print(f"leak check: {sum(map(len, found.values()))} left from before this run, recorded")
+        return 0
+    before: dict[str, list[str]] = json.loads(args.baseline.read_text()) if args.baseline else {}
+    earlier = sum(len(set(items) & set(found.get(kind, ()))) for kind, items in before.items())
+    if earlier:
+        print(f"leak check: {earlier} left from before this run (not counted; {args.baseline})")
     leaked = 0
-    for kind, items in leftovers().items():
+    for kind, items in new_since(found, before).items():
         print(f"leak check: {kind}: {len(items)} left")
         for item in items[:50]:
             print(f"  {item}")
