@@ -88,6 +88,10 @@ def _run_with_config(
     """Load `--config` with the flag overrides, and with `check_files` check the files it names
     (exit 2 with one line when anything is bad), set up logging, then run
     `vk_provider.<main>(config, **call)` (main is `module.function`) to its exit code."""
+    # Before the first import of kubernetes_asyncio: the provider uses none of its models.
+    from vk_provider.kube.lean_import import install
+
+    install()
     try:
         if check_files:
             config = _checked_config(args.config, args, **overrides)
