@@ -13,7 +13,8 @@ helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`
 retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
 after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
 used only for its configuration loading, its auth (token refresh) and its aiohttp
-transport; no generated model classes. Must not: retry anything else, cache, or interpret
+transport (on a session that reads no environment per request, kube/transport.py); no
+generated model classes. Must not: retry anything else, cache, or interpret
 objects; that is the callers' job (reflector, status manager, node agent).
 """
 
@@ -34,6 +35,7 @@ from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 from vk_common.logging import get_logger
 from vk_provider import __version__
 from vk_provider.config import KubernetesConfig
+from vk_provider.kube.transport import api_client_for
 from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.client")
@@ -439,7 +441,7 @@ async def make_kube_client(
     if configuration is None:
         configuration = await load_configuration(cfg)
     return KubeClient(
-        ApiClient(configuration),
+        api_client_for(configuration),
         qps=cfg.qps,
         burst=cfg.burst,
         request_timeout=request_timeout,

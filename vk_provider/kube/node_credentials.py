@@ -59,6 +59,7 @@ from vk_provider.kube.client import (
     load_configuration,
     make_kube_client,
 )
+from vk_provider.kube.transport import api_client_for
 from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.node_credentials")
@@ -256,7 +257,7 @@ class NodeCredentials:
         """A new certificate; the client sends what comes next with it."""
         self.current = await self._request()
         assert self.client is not None and self._base is not None
-        new = ApiClient(client_certificate_configuration(self._base, self.path))
+        new = api_client_for(client_certificate_configuration(self._base, self.path))
         self._retired.append(self.client.swap_api_client(new))
         log.info("node certificate renewed", extra={"notAfter": str(self.current.not_after)})
         await asyncio.sleep(OLD_CLIENT_GRACE)

@@ -1,0 +1,134 @@
+"""The apiserver client's transport (vk_provider/kube/transport.py): the proxy variables are read
+once and honoured, NO_PROXY leaves a host out, a kubeconfig's proxy-url wins, and ~/.netrc is
+never read (client-go reads none). Local aiohttp servers stand in for the apiserver and a proxy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from vk_provider.config import KubernetesConfig
+from vk_provider.kube.client import make_kube_client
+from vk_provider.kube.transport import env_proxy
+
+
+class Recorder:
+    """A server that answers every GET with a Namespace and keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []  # (the request line's target, Authorization)
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.seen.append((request.raw_path, request.headers.get("Authorization")))
+        return web.json_response({"kind": "Namespace", "metadata": {"name": "default"}})
+
+
+async def _serve(recorder: Recorder) -> web.AppRunner:
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", recorder.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    recorder.url = f"http://127.0.0.1:{port}"
+    return runner
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[tuple[Recorder, Recorder]]:
+    apiserver, proxy = Recorder(), Recorder()
+    runners = [await _serve(apiserver), await _serve(proxy)]
+    yield apiserver, proxy
+    for runner in runners:
+        await runner.cleanup()
+
+
+def _kubeconfig(tmp_path: Path, server: str, proxy_url: str | None = None) -> str:
+    cluster: dict[str, str] = {"server": server}
+    if proxy_url:
+        cluster["proxy-url"] = proxy_url
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    return str(path)
+
+
+async def _get(kubeconfig: str) -> None:
+    client = await make_kube_client(KubernetesConfig(kubeconfig=kubeconfig))
+    try:
+        assert (await client.get("/api/v1/namespaces/default"))["metadata"]["name"] == "default"
+    finally:
+        await client.close()
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "ALL_PROXY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+async def test_the_proxy_variable_carries_the_requests(
+    servers: tuple[Recorder, Recorder], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    apiserver, proxy = servers
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    await _get(_kubeconfig(tmp_path, apiserver.url))
+    assert apiserver.seen == []
+    assert [target for target, _ in proxy.seen] == [f"{apiserver.url}/api/v1/namespaces/default"]
+
+
+async def test_no_proxy_leaves_the_apiserver_out(
+    servers: tuple[Recorder, Recorder], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    apiserver, proxy = servers
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    await _get(_kubeconfig(tmp_path, apiserver.url))
+    assert proxy.seen == [] and [t for t, _ in apiserver.seen] == ["/api/v1/namespaces/default"]
+    assert env_proxy(apiserver.url) is None
+
+
+async def test_the_kubeconfig_proxy_url_wins_over_the_variables(
+    servers: tuple[Recorder, Recorder], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    apiserver, proxy = servers
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    await _get(_kubeconfig(tmp_path, apiserver.url, proxy_url=proxy.url))
+    assert apiserver.seen == [] and len(proxy.seen) == 1
+
+
+async def test_netrc_is_never_read(servers: tuple[Recorder, Recorder], tmp_path: Path) -> None:
+    apiserver, _ = servers
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    await _get(_kubeconfig(tmp_path, apiserver.url))
+    assert apiserver.seen == [("/api/v1/namespaces/default", None)]
