@@ -1,6 +1,7 @@
 """Proxying pod logs, exec, attach and port-forward from the sandbox API to a node's kubelet.
 
-What lives here: `proxy_to_kubelet(request, node, path, pki)` and `kubelet_address(node)`.
+What lives here: `proxy_to_kubelet(request, node, path, pki)`, `kubelet_address(node)` and
+`relay_response` (an upstream answer streamed back, also pods/proxy's: pod_proxy.py).
 Plain requests (logs, with `follow`) are forwarded with aiohttp's client and their body is
 streamed back chunk by chunk. Upgrade requests (WebSocket `Upgrade: websocket`, SPDY
 `Upgrade: SPDY/3.1`) are forwarded over a raw TLS connection; the kubelet's `101 Switching
@@ -167,19 +168,36 @@ async def _proxy_plain(
                 return checked
             if _log_over_websocket(request, target):
                 return await _log_to_websocket(request, upstream)
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for key, value in upstream.headers.items():
-                if key.lower() not in _DROP_RESPONSE:
-                    response.headers.add(key, value)
-            await response.prepare(request)
-            try:
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-            except (ConnectionResetError, aiohttp.ClientError) as exc:
-                log.debug("log stream ended early", extra={"err": str(exc)})
-                return response
-            await response.write_eof()
-            return response
+            return await relay_response(request, upstream)
+
+
+async def relay_response(
+    request: web.Request, upstream: aiohttp.ClientResponse, *, abort_cut_short: bool = False
+) -> web.StreamResponse:
+    """An upstream answer streamed back to the client as it comes: its status and headers but the
+    hop-by-hop ones, its body chunk by chunk.
+
+    By default a stream cut short (the upstream's or the client's) ends the client's answer as if
+    complete, as the real server's StreamObject ends a log stream (io.Copy's error ignored). With
+    `abort_cut_short` (pods/proxy) the error is raised instead: aiohttp drops the connection and
+    the client sees the body incomplete, as the real server's ReverseProxy aborts a proxied
+    answer (panic(http.ErrAbortHandler)).
+    """
+    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+    for key, value in upstream.headers.items():
+        if key.lower() not in _DROP_RESPONSE:
+            response.headers.add(key, value)
+    await response.prepare(request)
+    try:
+        async for chunk in upstream.content.iter_any():
+            await response.write(chunk)
+    except (ConnectionResetError, aiohttp.ClientError) as exc:
+        if abort_cut_short:
+            raise
+        log.debug("log stream ended early", extra={"err": str(exc)})
+        return response
+    await response.write_eof()
+    return response
 
 
 def _log_over_websocket(request: web.Request, target: str) -> bool:

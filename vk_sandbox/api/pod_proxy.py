@@ -4,7 +4,8 @@ What lives here: `proxy_to_pod(request, pod, id_, path)`, as the real server's p
 (pkg/registry/core/pod/strategy.go) and its proxy handler: the id is `name`, `name:port` or
 `scheme:name:port` (utilnet.SplitSchemeNamePort); without a port, the first declared container
 port is used; the request (method, query, body, headers other than hop-by-hop and credentials) goes
-to `<scheme>://<podIP>:<port>/<path>` and the answer is streamed back as it is. A pod without an IP
+to `<scheme>://<podIP>:<port>/<path>` and the answer is streamed back as it is
+(kubelet_proxy.relay_response, the kubelet proxy's own relay). A pod without an IP
 is a 400 as upstream's IsProxyableIP answers; an unreachable pod is a 503 with the dial error.
 Must not: proxy upgrades (exec, attach and port-forward go to the kubelet: kubelet_proxy.py), or
 look anything up in the store (the caller passes the pod).
@@ -12,7 +13,6 @@ look anything up in the store (the caller passes the pod).
 
 from __future__ import annotations
 
-import ssl
 from typing import Any
 
 import aiohttp
@@ -20,6 +20,7 @@ from aiohttp import web
 
 from vk_sandbox.api import errors
 from vk_sandbox.api.errors import ApiError
+from vk_sandbox.api.kubelet_proxy import relay_response
 
 # Hop-by-hop headers (RFC 7230 6.1) and the client's credentials for this server.
 _DROP_REQUEST = {
@@ -32,7 +33,6 @@ _DROP_REQUEST = {
     "transfer-encoding",
     "authorization",
 }
-_DROP_RESPONSE = {"connection", "keep-alive", "transfer-encoding", "trailer", "content-length"}
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10)
 
 
@@ -71,22 +71,20 @@ async def proxy_to_pod(request: web.Request, pod: dict[str, Any], id_: str, path
     url = f"{scheme}://{host}{':' + port if port else ''}{path}"
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROP_REQUEST}
     body = await request.read() if request.can_read_body else None
-    tls: ssl.SSLContext | bool = False  # the real server does not verify a pod's certificate either
     async with aiohttp.ClientSession(timeout=_TIMEOUT, auto_decompress=False) as session:
         try:
             upstream = await session.request(
-                request.method, url, params=request.query, headers=headers, data=body, ssl=tls
+                # ssl=False: the real server does not verify a pod's certificate either
+                request.method,
+                url,
+                params=request.query,
+                headers=headers,
+                data=body,
+                ssl=False,
             )
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             # proxy's ErrorResponder answers a failed dial 503 (k8s.io/apimachinery pkg/util/proxy)
             raise ApiError(503, "ServiceUnavailable", f"error trying to reach service: {exc}") from None
         async with upstream:
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for key, value in upstream.headers.items():
-                if key.lower() not in _DROP_RESPONSE:
-                    response.headers.add(key, value)
-            await response.prepare(request)
-            async for chunk in upstream.content.iter_any():
-                await response.write(chunk)
-            await response.write_eof()
-            return response
+            # cut short, the connection is dropped, as the real server's ReverseProxy does
+            return await relay_response(request, upstream, abort_cut_short=True)
