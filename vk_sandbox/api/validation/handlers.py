@@ -1,6 +1,7 @@
 """Validation of a container's probe and lifecycle handlers, as pkg/apis/core/validation's
 validateHandler, validateHTTPGetAction, validateTCPSocketAction, validateGRPCAction and
-ValidatePortNumOrName do: exactly one handler, whose port is a number in range or a valid port name.
+ValidatePortNumOrName do: exactly one handler, whose port is a number in range or a valid port name;
+`port_number_errors`, the range check container and host ports share.
 Must not: default handlers (api/defaults.py) or look at other parts of a pod.
 """
 
@@ -32,14 +33,17 @@ def _port_name_errors(name: str) -> list[str]:
     return errs
 
 
+def port_number_errors(port: Any, path: str) -> list[dict[str, str]]:
+    """validation.IsValidPortNum of an integer port (anything else is the schema pass's)."""
+    if isinstance(port, bool) or not isinstance(port, int) or 1 <= port <= 65535:
+        return []
+    return [invalid(path, port, "must be between 1 and 65535, inclusive")]
+
+
 def _validate_port(port: Any, path: str, out: list[dict[str, str]]) -> None:
     """ValidatePortNumOrName (pkg/apis/core/validation): a number in range, or a port name."""
-    if isinstance(port, bool):
-        return  # a decode error, reported by the schema pass
-    if isinstance(port, int):
-        if not 1 <= port <= 65535:
-            out.append(invalid(path, port, "must be between 1 and 65535, inclusive"))
-    elif isinstance(port, str):
+    out.extend(port_number_errors(port, path))
+    if isinstance(port, str):
         out.extend(invalid(path, port, msg) for msg in _port_name_errors(port))
 
 

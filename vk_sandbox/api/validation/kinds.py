@@ -25,7 +25,7 @@ from vk_sandbox.api.validation.field import (
     not_supported,
     required,
 )
-from vk_sandbox.api.validation.handlers import LIFECYCLE_HANDLERS, validate_handler
+from vk_sandbox.api.validation.handlers import LIFECYCLE_HANDLERS, port_number_errors, validate_handler
 from vk_sandbox.api.validation.hostnames import hostname_override_errors
 from vk_sandbox.api.validation.names import (
     config_key_errors,
@@ -119,14 +119,9 @@ def _validate_containers(
         for j, port in enumerate(c.get("ports") or []):
             if not isinstance(port, dict):
                 continue
-            cp = port.get("containerPort")
-            if isinstance(cp, int) and not 1 <= cp <= 65535:
-                out.append(
-                    invalid(f"{p}.ports[{j}].containerPort", cp, "must be between 1 and 65535, inclusive")
-                )
-            hp = port.get("hostPort")
-            if isinstance(hp, int) and hp != 0 and not 1 <= hp <= 65535:
-                out.append(invalid(f"{p}.ports[{j}].hostPort", hp, "must be between 1 and 65535, inclusive"))
+            out.extend(port_number_errors(port.get("containerPort"), f"{p}.ports[{j}].containerPort"))
+            if port.get("hostPort") != 0:  # 0: no host port
+                out.extend(port_number_errors(port.get("hostPort"), f"{p}.ports[{j}].hostPort"))
             _enum(out, f"{p}.ports[{j}].protocol", port.get("protocol"), _PROTOCOLS)
         for j, env in enumerate(c.get("env") or []):
             if isinstance(env, dict) and not env.get("name"):
