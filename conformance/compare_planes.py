@@ -25,11 +25,6 @@ from conformance.specs import Spec, load_specs, selected
 Key = tuple[str, int, str]
 
 
-def _key(spec: Spec) -> Key:
-    """As conformance.run keys a spec: specs of one table or loop share their file and line."""
-    return spec.file, spec.line, spec.name
-
-
 def results(dirs: list[Path]) -> dict[Key, Spec]:
     """The specs that ran in `dirs`, the last run's result winning."""
     found: dict[Key, Spec] = {}
@@ -40,7 +35,7 @@ def results(dirs: list[Path]) -> dict[Key, Spec]:
         else:
             reports = sorted(d.glob("shard-*.json")) + sorted(d.glob("serial-*.json"))
             specs = [s for r in reports for s in load_specs(r) if s.attempts > 0]
-        found.update((_key(s), s) for s in specs)
+        found.update((s.key, s) for s in specs)
     return found
 
 
@@ -71,12 +66,12 @@ def compare(
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     real_only: list[tuple[Spec, Spec | None]] = []
     for spec in chosen:
-        ran = real.get(_key(spec))
+        ran = real.get(spec.key)
         if ran is not None:
             real_passed = ran.passed
         else:  # the whole-suite run of the doc: passed unless listed
             real_passed = spec.conformance and not any(spec.name.startswith(n) for n in doc_failed)
-        emu = emulator.get(_key(spec))
+        emu = emulator.get(spec.key)
         emu_passed = emu is not None and emu.passed
         row = rows[_sig(spec)]
         row[0] += 1
@@ -119,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen: dict[Key, Spec] = {}
     for d in opts.emulator:
         chosen.update(
-            (_key(s), s)
+            (s.key, s)
             for s in selection(d)
             if (not opts.sig or _sig(s) in opts.sig) and _sig(s) not in opts.not_sig
         )

@@ -284,10 +284,6 @@ def merge_junit(parts: list[tuple[Path, set[str]]], target: Path) -> None:
     ET.ElementTree(merged).write(target, encoding="utf-8", xml_declaration=True)
 
 
-def _key(spec: Spec) -> tuple[str, int, str]:
-    return spec.file, spec.line, spec.name
-
-
 def _revision() -> str:
     """The commit under test, `+dirty` when the work tree differs from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
@@ -325,11 +321,11 @@ def render_saved(outs: list[Path]) -> None:
         saved = record["facts"]
         parts.append(RunFacts(**{**saved, "finished": datetime.datetime.fromisoformat(saved["finished"])}))
         for spec in (Spec(**s) for s in record["ran"]):
-            ran_by_key[_key(spec)] = spec
-            not_run_by_key.pop(_key(spec), None)
+            ran_by_key[spec.key] = spec
+            not_run_by_key.pop(spec.key, None)
         for spec in (Spec(**s) for s in record["not_run"]):
-            if _key(spec) not in ran_by_key:
-                not_run_by_key[_key(spec)] = spec
+            if spec.key not in ran_by_key:
+                not_run_by_key[spec.key] = spec
     ran, not_run = list(ran_by_key.values()), list(not_run_by_key.values())
     facts = RunFacts(
         seconds=sum(p.seconds for p in parts),
@@ -430,8 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     if opts.conformance_only:
         focused = [s for s in focused if s.conformance]
         specs = [s for s in specs if s.conformance]
-    keys = {_key(s) for s in specs}
-    not_run = [s for s in focused if _key(s) not in keys]
+    keys = {s.key for s in specs}
+    not_run = [s for s in focused if s.key not in keys]
     parallel = [s for s in specs if not s.serial]
     serial = [s for s in specs if s.serial]
     log(f"{len(specs)} specs selected ({len(serial)} serial); {opts.shards} shards; results in {out}")
@@ -447,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         sandbox.stop()
 
     ran_by_report = {
-        r: [spec for spec in load_specs(r) if _key(spec) in keys and spec.attempts > 0] for r in reports
+        r: [spec for spec in load_specs(r) if spec.key in keys and spec.attempts > 0] for r in reports
     }
     ran = [spec for specs_of_shard in ran_by_report.values() for spec in specs_of_shard]
     merge_junit(
@@ -468,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         finished=datetime.datetime.now(datetime.UTC),
     )
     save_run(out, ran, not_run, facts)
-    missing = keys - {_key(s) for s in ran}
+    missing = keys - {s.key for s in ran}
     if missing:
         log(f"{len(missing)} selected spec(s) have no result (a shard ended early); see {out}/shard-*.log")
     if not (opts.no_render or opts.subset):

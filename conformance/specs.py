@@ -34,6 +34,11 @@ class Spec:
     attempts: int = 0  # 0: the filters left it out (a shard's report lists every spec)
 
     @property
+    def key(self) -> tuple[str, int, str]:
+        """What tells specs apart: those of one table or loop share their file and line."""
+        return self.file, self.line, self.name
+
+    @property
     def serial(self) -> bool:
         return "[Serial]" in self.name or "[Disruptive]" in self.name
 
