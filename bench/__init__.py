@@ -1,9 +1,11 @@
 """Benchmarks of vk-provider against raw Docker and the control plane (issue 11); not part of `make test`.
 
-What lives here: three runnable modules and the small modules they share.
+What lives here: the runnable modules and the small modules they share.
 
 - `bench.startup`: N pods created at once, creation to Running; then the raw docker-py floor
   (pause + app container per "pod") in the same run; the ratios.
+- `bench.lone`: N pods created one at a time beside M Running ones (the kubelet density
+  test's shape; M = 0: a lone pod), each creation to Running; the floor the same way; the ratios.
 - `bench.steady`: N running pods left alone for S seconds: API requests, the provider's CPU
   and RSS, Docker API calls per second (counted at a proxy in front of the engine socket).
 - `bench.churn`: N pods created, Running, deleted; seconds, pods/status writes and the

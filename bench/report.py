@@ -122,11 +122,12 @@ def main(
     description: str,
     bench: Callable[[argparse.Namespace], Coroutine[Any, Any, None]],
     more_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    pods: int = 20,
 ) -> int:
-    """A bench module's `main`: `common_arguments` (20 pods by default), then the bench's own
+    """A bench module's `main`: `common_arguments` (`pods` pods by default), then the bench's own
     (`more_arguments`), then `run` of `bench(args)`."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    common_arguments(parser, pods=20)
+    common_arguments(parser, pods=pods)
     if more_arguments is not None:
         more_arguments(parser)
     args = parser.parse_args(argv)

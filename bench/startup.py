@@ -110,7 +110,7 @@ async def provider_figures(args: argparse.Namespace) -> tuple[Figures, Counter[s
         await sandbox.stop()
 
 
-def _floor_pod(api: Any, index: int, labels: dict[str, str], run_id: str, submitted: float) -> float:
+def floor_pod(api: Any, index: int, labels: dict[str, str], run_id: str, submitted: float) -> float:
     """One "pod" the way the floor makes it: pause sandbox, then the app in its network namespace."""
     name = f"vk-bench-{run_id}-{index}"
     pause = api.create_container(PAUSE_IMAGE, name=f"{name}-pause", labels=labels)
@@ -137,7 +137,7 @@ def floor_figures(pods: int) -> Figures:
         with ThreadPoolExecutor(FLOOR_CONCURRENCY) as pool:
             before = cpu_snapshot(time.process_time())
             start = time.monotonic()
-            futures = [pool.submit(_floor_pod, client.api, i, labels, run_id, start) for i in range(pods)]
+            futures = [pool.submit(floor_pod, client.api, i, labels, run_id, start) for i in range(pods)]
             latencies = [future.result() for future in futures]
             cpu = cpu_spent(before, cpu_snapshot(time.process_time()))
         return Figures(latencies, max(latencies), cpu)

@@ -1,4 +1,4 @@
-"""The four benches of bench/ run end to end at tiny sizes on the emulator, each as a subprocess.
+"""The benches of bench/ run end to end at tiny sizes on the emulator, each as a subprocess.
 
 Each must exit 0 and end with its `RESULT key=value ...` line carrying the expected keys and
 sane values. Nothing here asserts a time: the figures themselves are docs/performance.md's.
@@ -41,6 +41,14 @@ def test_startup(test_images: dict[str, str]) -> None:
     for key in ("p50_ratio", "p99_ratio", "throughput_ratio", "provider_p50_s", "floor_p50_s"):
         assert float(result[key]) > 0, (key, result)
     assert float(result["provider_p99_s"]) >= float(result["provider_p50_s"])
+    assert result["pods"] == "2" and result["control_plane"] == "emulator"
+
+
+def test_lone(test_images: dict[str, str]) -> None:
+    result = run_bench("lone", "--pods", "2", "--background", "2", "--settle", "0")
+    for key in ("p50_ratio", "p99_ratio", "provider_p50_s", "floor_p50_s", "floor_p99_s"):
+        assert float(result[key]) > 0, (key, result)
+    assert result["slo_met"] in ("True", "False") and result["background"] == "2"
     assert result["pods"] == "2" and result["control_plane"] == "emulator"
 
 
