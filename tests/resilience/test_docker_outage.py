@@ -25,6 +25,7 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.convergence import PodHistory, docker_disagreements, pod_deletes
+from tests.support.density import scaled, scenario_pods
 from tests.support.dockerd import engine_stopped
 from tests.support.manifests import sh
 from tests.support.planes import Plane
@@ -32,7 +33,9 @@ from tests.support.pod_status import condition, container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import ProviderHarness
 
-pytestmark = [pytest.mark.real_only, pytest.mark.engine_exclusive]
+BASE_PODS = 10
+TEST_TIMEOUT = scaled(300, BASE_PODS)  # pytest-timeout for the whole test, at density too
+pytestmark = [pytest.mark.real_only, pytest.mark.engine_exclusive, pytest.mark.timeout(TEST_TIMEOUT)]
 OUTAGE_SECONDS = 30.0
 RESYNC_SECONDS = 600.0
 NODE_LABEL = "io.vk-provider.node"
@@ -44,9 +47,10 @@ def trapping(exit_code: int) -> dict[str, Any]:
     return sh("main", f"trap 'exit {exit_code}' TERM; sleep 3600 & wait")
 
 
-# name: (restartPolicy, exit code on SIGTERM, the phase after the outage, restartCount after it)
+# name: (restartPolicy, exit code on SIGTERM, the phase after the outage, restartCount after it);
+# VK_RESILIENCE_PODS=500 adds Always pods up to that many (the scenario at density, issue 32).
 PODS: dict[str, tuple[str, int, str, int]] = {
-    **{f"always-{i}": ("Always", 0, "Running", 1) for i in range(4)},
+    **{f"always-{i}": ("Always", 0, "Running", 1) for i in range(4 + scenario_pods(BASE_PODS) - BASE_PODS)},
     **{f"onfailure-error-{i}": ("OnFailure", 3, "Running", 1) for i in range(2)},
     **{f"onfailure-ok-{i}": ("OnFailure", 0, "Succeeded", 0) for i in range(2)},
     "never-ok": ("Never", 0, "Succeeded", 0),
@@ -94,7 +98,9 @@ async def test_docker_engine_down_30s_then_back_loses_nothing(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
     # No periodic resync within the test: what died with the engine must be noticed without it.
-    harness = ProviderHarness(node_name, tmp_path, plane=plane, resync_interval=RESYNC_SECONDS)
+    harness = ProviderHarness(
+        node_name, tmp_path, plane=plane, resync_interval=RESYNC_SECONDS, max_pods=len(PODS) + 1
+    )
     await harness.start_sandbox()
     history = PodHistory(harness.api, node_name)
     try:
@@ -102,11 +108,13 @@ async def test_docker_engine_down_30s_then_back_loses_nothing(
         for name, (policy, exit_code, _, _) in PODS.items():
             await harness.create(harness.manifest(name, [trapping(exit_code)], restartPolicy=policy))
         for name in PODS:
-            await harness.wait_for(name, lambda p: bool(container_status(p, "main").get("ready")), 120)
+            await harness.wait_for(
+                name, lambda p: bool(container_status(p, "main").get("ready")), scaled(120, BASE_PODS)
+            )
         await history.start()
 
         started = time.monotonic()
-        async with engine_stopped():
+        async with engine_stopped(within=scaled(60, BASE_PODS)):
             stopped = time.monotonic()
             await harness.create(harness.manifest(LATE, [trapping(0)]))
             ready = await eventually(
@@ -133,7 +141,9 @@ async def test_docker_engine_down_30s_then_back_loses_nothing(
                 )
             return not problems
 
-        await eventually(converged, within=120, interval=1.0, what=lambda: f"convergence: {problems}")
+        await eventually(
+            converged, within=scaled(120, BASE_PODS), interval=1.0, what=lambda: f"convergence: {problems}"
+        )
         converge_s = time.monotonic() - back
         ready = await eventually(
             lambda: _ready_again(harness), within=60, interval=0.5, what="node Ready again"
@@ -144,7 +154,7 @@ async def test_docker_engine_down_30s_then_back_loses_nothing(
         for name in names:
             await harness.delete(name)
         for name in names:
-            await harness.wait_gone(name, within=90)
+            await harness.wait_gone(name, within=scaled(90, BASE_PODS))
         await history.stop()
         final_deletes = await pod_deletes(plane, harness.api) - deletes_before - len(names)
         assert history.backwards() == []
@@ -153,7 +163,7 @@ async def test_docker_engine_down_30s_then_back_loses_nothing(
         assert final_deletes == running, "one final DELETE per running pod deleted"
         await eventually(
             lambda: not labelled(docker_client, f"{NODE_LABEL}={node_name}"),
-            within=60,
+            within=scaled(60, BASE_PODS),
             what="no container of the node left",
         )
         restarted = sum(1 for name in PODS if PODS[name][3])

@@ -26,13 +26,15 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.convergence import docker_disagreements, pod_deletes, watched_sandbox
+from tests.support.density import scaled, scenario_pods
 from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
 from tests.support.provider_harness import NAMESPACE, ProviderHarness
 
-PODS = 50
+BASE_PODS = 50
+PODS = scenario_pods(BASE_PODS)  # VK_RESILIENCE_PODS=500: the scenario at density (issue 32)
 NODE_LABEL = "io.vk-provider.node"
 POD_UID_LABEL = "io.vk-provider.pod.uid"
 ROLE_LABEL = "io.vk-provider.role"
@@ -68,7 +70,7 @@ async def wait_pods(
         waiting = sorted(p["metadata"]["name"] for p in pods if not running(p))[:20]
         return f"{what}: {len(pods)} pods, phases {dict(phases)}, not running {waiting}"
 
-    await eventually(check, within=240, interval=interval, what=seen)
+    await eventually(check, within=scaled(240, BASE_PODS), interval=interval, what=seen)
     return pods
 
 
@@ -113,11 +115,11 @@ def duplicates(docker_client: Any, node: str, pods: list[dict[str, Any]]) -> lis
     return problems
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(scaled(420, BASE_PODS))
 async def test_provider_killed_mid_burst_and_mid_deletion_loses_and_duplicates_nothing(
     plane: Plane, node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
 ) -> None:
-    async with watched_sandbox(node_name, tmp_path, plane) as (harness, history):
+    async with watched_sandbox(node_name, tmp_path, plane, max_pods=PODS) as (harness, history):
         await history.start()
         deletes_before = await pod_deletes(plane, harness.api)
         harness.start_provider_process()
@@ -171,11 +173,13 @@ async def test_provider_killed_mid_burst_and_mid_deletion_loses_and_duplicates_n
         await wait_pods(harness, lambda ps: not ps, "all deleted", 0.5)
         await eventually(
             lambda: not labelled(docker_client, f"{NODE_LABEL}={node_name}"),
-            within=60,
+            within=scaled(60, BASE_PODS),
             what="no container left on the node",
         )
         deletion_converged = time.monotonic() - restarted
-        await eventually(lambda: history.deleted >= uids, within=30, what="the watch saw every deletion")
+        await eventually(
+            lambda: history.deleted >= uids, within=scaled(30, BASE_PODS), what="the watch saw every deletion"
+        )
         final_deletes = await pod_deletes(plane, harness.api) - deletes_before - PODS
         backwards = history.backwards()
         assert backwards == []

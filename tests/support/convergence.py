@@ -155,11 +155,11 @@ class PodHistory:
 
 @contextlib.asynccontextmanager
 async def watched_sandbox(
-    node_name: str, workdir: Path, plane: Plane
+    node_name: str, workdir: Path, plane: Plane, max_pods: int = 110
 ) -> AsyncIterator[tuple[ProviderHarness, PodHistory]]:
     """The sandbox without a provider and a PodHistory of the node's pods (the test starts both
-    when it wants); the history is stopped, then the sandbox, afterwards."""
-    async with ProviderHarness.sandbox_only(node_name, workdir, plane=plane) as harness:
+    when it wants; its node holds `max_pods`); the history is stopped, then the sandbox, afterwards."""
+    async with ProviderHarness.sandbox_only(node_name, workdir, plane=plane, max_pods=max_pods) as harness:
         history = PodHistory(harness.api, node_name)
         try:
             yield harness, history

@@ -57,12 +57,13 @@ def _start_engine() -> None:
 
 
 @contextlib.asynccontextmanager
-async def engine_stopped() -> AsyncIterator[None]:
-    """dockerd is down inside the block; it is started again (and answers) when the block ends."""
+async def engine_stopped(within: float = STOP_WITHIN) -> AsyncIterator[None]:
+    """dockerd is down inside the block (it has `within` seconds to stop its containers); it is
+    started again (and answers) when the block ends."""
     pid = _dockerd_pid()
     try:
         os.kill(pid, signal.SIGTERM)
-        await eventually(lambda: _exited(pid), within=STOP_WITHIN, interval=0.2, what=f"dockerd {pid} exited")
+        await eventually(lambda: _exited(pid), within=within, interval=0.2, what=f"dockerd {pid} exited")
         yield
     finally:
         await asyncio.to_thread(_start_engine)

@@ -38,6 +38,7 @@ from vk_provider.config import (
     DockerConfig,
     KubeletServerConfig,
     KubernetesConfig,
+    NodeCapacity,
     NodeConfig,
     PodsConfig,
     StaticPodsConfig,
@@ -63,8 +64,10 @@ class ProviderHarness:
         static_dir: Path | None = None,
         api_port: int = 0,
         plane: EmulatorPlane | RealPlane | None = None,
+        max_pods: int = 110,
     ) -> None:
         self.resync_interval = resync_interval
+        self.max_pods = max(110, max_pods)  # `node.capacity.pods`: the kubelet's default, or more
         self.node_name = node_name
         self.workdir = workdir
         self.sync_period = sync_period
@@ -107,7 +110,9 @@ class ProviderHarness:
 
     def config(self) -> Config:
         return Config(
-            node=NodeConfig(name=self.node_name, internal_ip="127.0.0.1"),
+            node=NodeConfig(
+                name=self.node_name, internal_ip="127.0.0.1", capacity=NodeCapacity(pods=str(self.max_pods))
+            ),
             kubernetes=KubernetesConfig(kubeconfig=str(self.plane.provider_kubeconfig)),
             docker=DockerConfig(
                 engine=engine_under_test(), sandbox_image=PAUSE_IMAGE, state_dir=str(self.workdir / "state")
@@ -138,7 +143,11 @@ class ProviderHarness:
         """The provider as `python -m vk_cli run` in its own process (logs in workdir).
         `settings`: more keys per section of its config file (`{"node": {"cordonOnShutdown": True}}`)."""
         cfg: dict[str, dict[str, Any]] = {
-            "node": {"name": self.node_name, "internalIP": "127.0.0.1"},
+            "node": {
+                "name": self.node_name,
+                "internalIP": "127.0.0.1",
+                "capacity": {"pods": str(self.max_pods)},
+            },
             "kubernetes": {"kubeconfig": str(self.plane.provider_kubeconfig)},
             "docker": {
                 "engine": engine_under_test(),
