@@ -70,6 +70,7 @@ demo: docker images install
 # The benchmarks (docs/performance.md) at their default sizes (20 pods), on the emulator; not part of `make test`.
 bench: docker images install
 	$(PY) -m bench.startup
+	$(PY) -m bench.lone
 	$(PY) -m bench.steady
 	$(PY) -m bench.churn
 	$(PY) -m bench.scale
