@@ -398,3 +398,47 @@ async def test_a_pod_the_api_already_shows_running_is_no_new_start() -> None:
     sm = manager(FakeApi())
     sm.set_pod_status(pod, running_status())
     assert sample(sm.metrics, "kubelet_pod_start_duration_seconds_count") == 0
+
+
+async def test_a_failed_write_is_sent_again_at_the_next_pass_not_only_the_full_one() -> None:
+    api, sm = manager_of_one_pod()
+    api.fail_next = [500]
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    assert sample(sm.metrics, "vk_provider_pod_status_patches_total") == 0
+    await sm.sync_batch(full=False)
+    assert api.pods["p"]["status"]["phase"] == "Running"
+
+
+async def test_a_static_pod_is_written_at_the_next_pass_once_its_mirror_exists() -> None:
+    api = FakeApi()
+    static = make_pod(uid="static-uid", **{"kubernetes.io/config.source": "file"})
+    mirrors: dict[str, str] = {}
+    sm = manager(api, mirrors)
+    sm.set_pod_status(static, running_status())
+    await sm.sync_batch(full=False)
+    assert api.requests == []
+    api.add(make_pod(uid="mirror-uid", **{"kubernetes.io/config.mirror": "hash"}))
+    mirrors["static-uid"] = "mirror-uid"
+    await sm.sync_batch(full=False)  # no new version of the static pod's: its new mirror alone
+    assert api.pods["p"]["status"]["phase"] == "Running"
+    assert sm.get_pod_status("mirror-uid") is not None
+
+
+async def test_a_pass_writes_the_one_changed_pod_among_many_written_ones() -> None:
+    api = FakeApi()
+    sm = manager(api)
+    pods = [make_pod(name=f"p{i}", uid=f"uid-{i}") for i in range(200)]
+    for pod in pods:
+        api.add(copy.deepcopy(pod))
+        sm.set_pod_status(pod, running_status())
+    await sm.sync_batch(full=False)
+    assert api.count("PATCH") == 200
+    api.requests.clear()
+    sm.set_pod_status(pods[7], running_status(ready=False))
+    await sm.sync_batch(full=False)
+    assert api.requests == [
+        ("GET", "/api/v1/namespaces/default/pods/p7"),
+        ("PATCH", "/api/v1/namespaces/default/pods/p7/status"),
+    ]
+    assert sm.get_pod_status("uid-unknown") is None

@@ -87,6 +87,11 @@ class StatusManager:
         self.metrics = metrics or ProviderMetrics()
         # Per cache UID, when its first change not yet written was cached (the sync duration).
         self._changed_at: dict[str, float] = {}
+        # The cache UIDs with a version not written yet (in the order they changed), and those of
+        # static pods (whose mirror, and so whose written version, may change under them): what
+        # a pass that is not full looks at, so that it costs what changed, not every pod's check.
+        self._unwritten: dict[str, None] = {}
+        self._static: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -121,7 +126,8 @@ class StatusManager:
         the next status (generate copies what it keeps) and copies nothing of it twice."""
         entry = self._statuses.get(uid)
         if entry is None:
-            entry = next((e for e in self._statuses.values() if self._api_uid(e) == uid), None)
+            mirrored = (self._statuses[s] for s in self._static if s in self._statuses)
+            entry = next((e for e in mirrored if self._api_uid(e) == uid), None)
         return entry.status if entry is not None else None
 
     def terminate_pod(self, pod: Mapping[str, Any]) -> None:
@@ -135,6 +141,7 @@ class StatusManager:
         """Forget a pod that no longer exists in any source."""
         entry = self._statuses.pop(uid, None)
         self._changed_at.pop(uid, None)
+        self._forget(uid)
         if entry is not None:
             # A later status for the same UID starts again at version 1 and must not look written.
             self._api_versions.pop(self._api_uid(entry) or uid, None)
@@ -171,6 +178,9 @@ class StatusManager:
                 log.warning("status update on pod aborted", extra=pod_fields(pod, reason=why))
             return
         self._statuses[uid] = entry
+        self._unwritten[uid] = None
+        if is_static(pod):
+            self._static.add(uid)
         self._changed_at.setdefault(uid, time.monotonic())
         self._observe_start(pod, cached, entry, now)
         self._doorbell.set()
@@ -209,6 +219,10 @@ class StatusManager:
             except Exception:  # a bug must not end status reporting for good
                 log.exception("status sync pass failed")
 
+    def _forget(self, uid: str) -> None:
+        self._unwritten.pop(uid, None)
+        self._static.discard(uid)
+
     def _api_uid(self, entry: VersionedStatus) -> str | None:
         """The UID of the API object the status goes to: the pod's, or its mirror's (None: no mirror)."""
         if is_static(entry.pod):
@@ -218,15 +232,25 @@ class StatusManager:
     async def sync_batch(self, *, full: bool) -> None:
         """One pass: sync versions not yet written; with `full`, also reconcile and retry deletes."""
         chosen: list[tuple[str, VersionedStatus, str]] = []
-        for uid, entry in list(self._statuses.items()):
+        if full:
+            looked_at = list(self._statuses)
+        else:
+            looked_at = [*self._unwritten, *(self._static - self._unwritten.keys())]
+        for uid in looked_at:
+            if (entry := self._statuses.get(uid)) is None:
+                self._unwritten.pop(uid, None)
+                continue
             api_uid = self._api_uid(entry)
             if api_uid is None:
                 continue  # a static pod without a mirror: nothing to write to yet
             written = self._api_versions.get(api_uid)
             if written is None or written < entry.version:
                 chosen.append((uid, entry, api_uid))
-            elif full and (await self._needs_reconcile(entry, api_uid) or self._deletable(entry, api_uid)):
+                continue
+            self._unwritten.pop(uid, None)
+            if full and (await self._needs_reconcile(entry, api_uid) or self._deletable(entry, api_uid)):
                 self._api_versions.pop(api_uid, None)
+                self._unwritten[uid] = None
                 chosen.append((uid, entry, api_uid))
         if full:
             live = {self._api_uid(e) for e in self._statuses.values()}
@@ -301,6 +325,8 @@ class StatusManager:
             self._observed[api_uid] = api_pod
             log.debug("patched status", extra=pod_fields(entry.pod, version=entry.version))
         self._api_versions[api_uid] = entry.version
+        if self._statuses.get(uid) is entry:  # not when a newer version came in meanwhile
+            self._unwritten.pop(uid, None)
         changed_at = self._changed_at.pop(uid, None)
         if changed_at is not None:
             self.metrics.pod_status_sync_duration.observe(time.monotonic() - changed_at)
