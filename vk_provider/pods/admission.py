@@ -1,10 +1,11 @@
 """The kubelet's admission of a pod to its node: what rejects it before anything runs.
 
-What lives here: `admit`, the checks of the kubelet's predicateAdmitHandler
-(pkg/kubelet/lifecycle/predicate.go) that apply to this node, in upstream order: the pod's
-`kubernetes.io/os` label against the node's (rejectPodAdmissionBasedOnOSSelector), `spec.os.name`
-against the node's OS (rejectPodAdmissionBasedOnOSField), then the node affinity the scheduler
-also checks (`spec.nodeSelector` and requiredDuringSchedulingIgnoredDuringExecution, as
+What lives here: `admit` (and `needs_other_pods`: whether it reads the other pods), the checks
+of the kubelet's predicateAdmitHandler (pkg/kubelet/lifecycle/predicate.go) that apply to this
+node, in upstream order: the pod's `kubernetes.io/os` label against the node's
+(rejectPodAdmissionBasedOnOSSelector), `spec.os.name` against the node's OS
+(rejectPodAdmissionBasedOnOSField), then the node affinity the scheduler also checks
+(`spec.nodeSelector` and requiredDuringSchedulingIgnoredDuringExecution, as
 k8s.io/component-helpers/scheduling/corev1/nodeaffinity matches them) against the Node object,
 and the host ports the pod asks for against those of the node's other admitted pods
 (pkg/scheduler/framework/plugins/nodeports, as scheduler.AdmissionCheck runs it).
@@ -118,6 +119,12 @@ def matches_node(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     terms = _terms(pod)
     name = str(meta(node).get("name") or "")
     return terms is None or any(_term(t, labels, name) for t in terms)
+
+
+def needs_other_pods(pod: Mapping[str, Any]) -> bool:
+    """Whether `admit` looks at the node's other pods for `pod` (its host ports): a node of 500
+    pods need not list them for each new pod that asks for none."""
+    return bool(host_ports(pod))
 
 
 def admit(

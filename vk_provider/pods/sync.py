@@ -37,7 +37,7 @@ from vk_provider.kuberuntime.container_config import ContainerLaunch, spec_hash
 from vk_provider.kuberuntime.oom import node_memory_capacity
 from vk_provider.kuberuntime.restart_all import restarting
 from vk_provider.kuberuntime.sandbox_config import sandbox_config
-from vk_provider.pods.admission import admit
+from vk_provider.pods.admission import admit, needs_other_pods
 from vk_provider.pods.backoff import container_key, crash_loop_message, pod_prefix
 from vk_provider.pods.deps import SyncDeps
 from vk_provider.pods.env import PodAddresses, resolve_container_env
@@ -266,7 +266,9 @@ class PodSync:
     def _rejected(self, task: PodTask, run: SyncPass) -> bool:
         """The kubelet's admission (`pods/admission.py`) of a pod that never ran here: True when
         it is rejected (its terminal reason set, the kubelet's rejectPod Event recorded)."""
-        others = [p for p in self._deps.active_pods() if uid_of(p) != task.uid]
+        others = []
+        if needs_other_pods(task.pod):
+            others = [p for p in self._deps.active_pods() if uid_of(p) != task.uid]
         rejection = admit(task.pod, self._deps.node_object(), others)
         if rejection is None:
             return False
