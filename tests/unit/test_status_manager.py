@@ -442,3 +442,26 @@ async def test_a_pass_writes_the_one_changed_pod_among_many_written_ones() -> No
         ("PATCH", "/api/v1/namespaces/default/pods/p7/status"),
     ]
     assert sm.get_pod_status("uid-unknown") is None
+
+
+async def test_a_full_pass_that_found_a_pod_equal_still_repairs_its_next_edit() -> None:
+    api, sm = manager_of_one_pod()
+    sm.set_pod_status(make_pod(), running_status())
+    await sm.sync_batch(full=False)
+    seen = copy.deepcopy(api.pods["p"])
+    seen["metadata"]["resourceVersion"] = "41"
+    sm.observe_pod(seen)
+    await sm.sync_batch(full=True)
+    await sm.sync_batch(full=True)  # the same resourceVersion, the same cached version: equal again
+    assert api.count("PATCH") == 1
+    tampered = copy.deepcopy(seen)
+    tampered["metadata"]["resourceVersion"] = "42"
+    next(c for c in tampered["status"]["conditions"] if c["type"] == "Ready")["status"] = "False"
+    api.pods["p"] = tampered
+    sm.observe_pod(copy.deepcopy(tampered))
+    await sm.sync_batch(full=True)
+    assert api.count("PATCH") == 2
+    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+    sm.set_pod_status(make_pod(), running_status(ready=False))  # a new version against the same copy
+    await sm.sync_batch(full=False)
+    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "False"
