@@ -118,6 +118,24 @@ def succeeded_status() -> dict[str, Any]:
     return status
 
 
+def ready_of(pod: Mapping[str, Any]) -> str:
+    return str(next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")["status"])
+
+
+async def foreign_ready_edit(
+    api: FakeApi, sm: StatusManager, base: Mapping[str, Any], resource_version: str | None = None
+) -> None:
+    """Another writer sets Ready False on the API's copy of `base` (the watch delivers it), then a
+    full pass runs."""
+    tampered = copy.deepcopy(dict(base))
+    if resource_version is not None:
+        tampered["metadata"]["resourceVersion"] = resource_version
+    next(c for c in tampered["status"]["conditions"] if c["type"] == "Ready")["status"] = "False"
+    api.pods["p"] = tampered
+    sm.observe_pod(copy.deepcopy(tampered))
+    await sm.sync_batch(full=True)
+
+
 def manager(api: FakeApi, mirrors: Mapping[str, str] | None = None) -> StatusManager:
     table = mirrors if mirrors is not None else {}
     return StatusManager(
@@ -335,13 +353,9 @@ async def test_watch_fed_full_pass_reads_no_pods_and_repairs_observed_edits() ->
     gets = api.count("GET")
     await sm.sync_batch(full=True)
     assert api.count("GET") == gets and api.count("PATCH") == 1
-    tampered = copy.deepcopy(api.pods["p"])
-    next(c for c in tampered["status"]["conditions"] if c["type"] == "Ready")["status"] = "False"
-    api.pods["p"] = tampered
-    sm.observe_pod(copy.deepcopy(tampered))
-    await sm.sync_batch(full=True)
+    await foreign_ready_edit(api, sm, api.pods["p"])
     assert api.count("PATCH") == 2
-    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+    assert ready_of(api.pods["p"]) == "True"
 
 
 async def test_get_pod_status_is_a_copy_and_resolves_mirror_uid() -> None:
@@ -454,14 +468,9 @@ async def test_a_full_pass_that_found_a_pod_equal_still_repairs_its_next_edit() 
     await sm.sync_batch(full=True)
     await sm.sync_batch(full=True)  # the same resourceVersion, the same cached version: equal again
     assert api.count("PATCH") == 1
-    tampered = copy.deepcopy(seen)
-    tampered["metadata"]["resourceVersion"] = "42"
-    next(c for c in tampered["status"]["conditions"] if c["type"] == "Ready")["status"] = "False"
-    api.pods["p"] = tampered
-    sm.observe_pod(copy.deepcopy(tampered))
-    await sm.sync_batch(full=True)
+    await foreign_ready_edit(api, sm, seen, resource_version="42")
     assert api.count("PATCH") == 2
-    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "True"
+    assert ready_of(api.pods["p"]) == "True"
     sm.set_pod_status(make_pod(), running_status(ready=False))  # a new version against the same copy
     await sm.sync_batch(full=False)
-    assert next(c for c in api.pods["p"]["status"]["conditions"] if c["type"] == "Ready")["status"] == "False"
+    assert ready_of(api.pods["p"]) == "False"
