@@ -252,12 +252,17 @@ async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: 
     await eventually(
         lambda: statuses.cache.get("once", {}).get("phase") == "Running", within=WITHIN, interval=POLL
     )
-    # The first sync started the sandbox and the container: one read before, one to publish.
+    # The first sync made the sandbox and started the container: one read before; what it
+    # publishes is that state with what it made (their answers), not a second read.
     before = -1
-    while runtime.state_reads.count("once") != before:  # the runtime's events ring a sync or two
+    while runtime.state_reads.count("once") != before:
         before = runtime.state_reads.count("once")
         await asyncio.sleep(0.2)
-    assert before >= 2
+    assert before == 1
+    status = statuses.cache["once"]
+    assert [s["name"] for s in status["containerStatuses"]] == ["a"]
+    assert "running" in status["containerStatuses"][0]["state"]
+    assert status["podIP"] == "172.30.0.9"
     cfg.upsert("api", {**pod, "metadata": {**pod["metadata"], "labels": {"x": "y"}}})
     await eventually(lambda: runtime.state_reads.count("once") > before, within=WITHIN, interval=POLL)
     await asyncio.sleep(0.2)

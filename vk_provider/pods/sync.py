@@ -24,6 +24,7 @@ about Docker.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -165,13 +166,26 @@ class PodSync:
         return status
 
     async def _current(
-        self, uid: str, run: SyncPass, state: PodRuntimeState | None
+        self, pod: Mapping[str, Any], run: SyncPass, state: PodRuntimeState | None
     ) -> PodRuntimeState | None:
-        """`state` as it is now: read again only when this pass started or stopped something."""
-        if not run.runtime_changed:
+        """`state` as it is now: read again when this pass stopped or changed something
+        (`SyncPass.runtime_changed`); when it only made the sandbox and started containers,
+        `state` with them, from their inspects just after their start (a list of the pod
+        would tell nothing more, and cost one Docker call of every new pod)."""
+        made, started = run.made_sandbox, tuple(run.started)
+        run.made_sandbox, run.started = None, []
+        if run.runtime_changed:
+            run.runtime_changed = False
+            return await self._runtime.pod_state(uid_of(pod))
+        if made is None and not started:
             return state
-        run.runtime_changed = False
-        return await self._runtime.pod_state(uid)
+        meta = pod.get("metadata") or {}
+        base = state or PodRuntimeState(uid_of(pod), str(meta.get("namespace", "")), str(meta.get("name")))
+        return dataclasses.replace(
+            base,
+            sandbox=made or base.sandbox,
+            containers=tuple(sorted((*base.containers, *started), key=lambda c: (c.name, c.attempt))),
+        )
 
     def _arm_deadline(self, task: PodTask, run: SyncPass) -> float | None:
         """Seconds left before the pod's active deadline (None: none to enforce); a sync is
@@ -235,7 +249,7 @@ class PodSync:
             self._resizer.finish(uid, pod, actuated)
         if run.terminal_reason is not None:
             return True
-        status = self._publish(task, run, await self._current(uid, run, state), terminal=False)
+        status = self._publish(task, run, await self._current(pod, run, state), terminal=False)
         return status.get("phase") in TERMINAL_PHASES
 
     def _snapshot(self, task: PodTask, state: PodRuntimeState | None) -> PodSnapshot:
@@ -316,7 +330,7 @@ class PodSync:
             )
             grace = effective_grace_period(None, pod)
             await asyncio.gather(*(self._runtime.stop_container(c.container_id, grace) for c in actions.stop))
-        if actions.stop or actions.create_sandbox:
+        if actions.stop:
             run.runtime_changed = True
         if not actions.create_sandbox:
             return actions.sandbox
@@ -339,6 +353,7 @@ class PodSync:
                 allocated=self._resizer.state(task.uid).allocated,
             )
             sandbox = await self._runtime.ensure_sandbox(config)
+            run.made_sandbox = sandbox
             if config.cgroup is not None:  # made with these limits: not written again after the pass
                 self._resizer.pod_cgroup_set(task.uid, config.cgroup.resources)
             return sandbox
@@ -351,6 +366,7 @@ class PodSync:
                 self._recorder.event(pod, "Warning", "Failed", f"Error: {exc.message}")
             run.terminal_reason = (exc.reason, exc.message)
         except RuntimeFailure as exc:
+            run.runtime_changed = True  # a failed attempt may leave a container behind
             log.warning("could not create the pod sandbox", extra=pod_fields(pod, err=exc.message))
             message = exc.message
             if not message.startswith("Failed to create pod sandbox"):
@@ -487,6 +503,7 @@ class PodSync:
         """Start the container's next instance; once it started, the pod's older ones are pruned."""
         if not await self._start(task, run, action, sandbox):
             return False
+        run.runtime_changed = True
         await self._runtime.prune_pod(task.uid)
         return True
 
@@ -530,11 +547,11 @@ class PodSync:
                 target_container_id=action.target,
                 memory_capacity=node_memory_capacity(deps.node_object()),
             )
-            run.runtime_changed = True
             config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)
             instance = await self._runtime.start_container(config)
             self._resizer.actuated(task.uid, instance.container_id, container)
         except RuntimeFailure as exc:
+            run.runtime_changed = True  # it may have been created, or left a container behind
             log.info(
                 "container not started",
                 extra=pod_fields(pod, container=name, reason=exc.reason, detail=exc.message),
@@ -550,7 +567,9 @@ class PodSync:
         self._recorder.event(pod, "Normal", "Started", f"Started container {name}", field_path=fp)
         post_start = (container.get("lifecycle") or {}).get("postStart")
         if post_start and instance.state == ContainerRunState.RUNNING:
+            run.runtime_changed = True  # the hook takes its time, and a failed one kills it
             return await self._lifecycle.post_start(pod, container, instance, post_start, sandbox.ip)
+        run.started.append(instance)
         return True
 
     # ------------------------------------------------------------------ termination
@@ -577,7 +596,7 @@ class PodSync:
         if state is not None and state.sandbox is not None and state.sandbox.running:
             run.runtime_changed = True
             await self._runtime.stop_container(state.sandbox.container_id, SANDBOX_STOP_SECONDS)
-        self._publish(task, run, await self._current(uid, run, state), terminal=True)
+        self._publish(task, run, await self._current(pod, run, state), terminal=True)
         await self._probes.remove_pod(uid)
         self._resizer.release(uid)  # a terminated pod's resources are free
         self._status.terminate_pod(pod)

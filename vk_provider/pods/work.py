@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from vk_provider.runtime.types import ContainerInstance, PodSandboxState
 from vk_provider.status.fields import ContainerWaiting
 
 
@@ -81,7 +82,13 @@ class SyncPass:
 
     waiting: dict[str, ContainerWaiting] = field(default_factory=dict)
     wake: float | None = None  # seconds until the next sync at the latest
-    runtime_changed: bool = False  # this pass started or stopped something: its state is stale
+    # This pass stopped, replaced, reset, resized or pruned something, or a start failed or ran a
+    # hook: the runtime's state read before it is stale.
+    runtime_changed: bool = False
+    # What this pass made and nothing else changed: the sandbox and the started containers (from
+    # their inspects just after their start); the state read before it, with them, is current.
+    made_sandbox: PodSandboxState | None = None
+    started: list[ContainerInstance] = field(default_factory=list)
     terminal_reason: tuple[str, str] | None = None  # the pod is to end (deadline, rejected, refused)
     quiet_for: float = 0.0  # SyncResult.quiet_for
 

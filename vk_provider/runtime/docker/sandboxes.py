@@ -2,14 +2,14 @@
 
 What lives here: `SandboxMaker`: `ensure(config)` (the pod's running sandbox, or a new one: the
 sandbox image (`ensure_sandbox_image`, pulled anonymously when missing, looked up again at most
-once a minute), the pod's emptyDir Docker volumes (a new disk one gets its root's mode and group
-through a never-started helper container), the network (the host's, none for CNI, or the node's
-pod network over the Node's pod CIDRs), the pod's resolv.conf file, its pod cgroup with its
-limits (`runtime/pod_cgroups.py`, where the node keeps them), the container created under
-the engine runtime of its RuntimeClass handler (`docker.runtimes`) and
-started, CNI ADD on it in CNI mode, and the pod's older sandboxes removed, as the kubelet's
-container GC keeps a live pod's latest sandbox alone). Failures are `ContainerCreateError`s
-whose message starts as the kubelet's "Failed to create pod sandbox: ".
+once a minute, by one pod at a time), the pod's emptyDir Docker volumes (a new disk one gets
+its root's mode and group through a never-started helper container), the network (the
+host's, none for CNI, or the node's pod network over the Node's pod CIDRs), the pod's
+resolv.conf file, its pod cgroup with its limits (`runtime/pod_cgroups.py`, where the node
+keeps them), the container created under the engine runtime of its RuntimeClass handler
+(`docker.runtimes`) and started, CNI ADD on it in CNI mode, and the pod's older sandboxes
+removed, as the kubelet's container GC keeps a live pod's latest sandbox alone). Failures are
+`ContainerCreateError`s whose message starts as the kubelet's "Failed to create pod sandbox: ".
 Must not: decide anything about the pod (its `SandboxConfig` says it all) or block the event loop.
 """
 
@@ -76,6 +76,8 @@ class SandboxMaker:
     # When the sandbox image was last seen in the engine: a burst of pods checks it once, not
     # once per pod; a create that fails checks it again.
     sandbox_image_seen: float | None = field(default=None, init=False)
+    # One look-up at a time: the pods of a burst wait for the first one's answer.
+    _sandbox_image_check: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
 
     async def _ensure_volumes(self, config: SandboxConfig) -> None:
         """Create the pod's missing emptyDir volumes; a new disk one gets its root's mode and
@@ -131,15 +133,17 @@ class SandboxMaker:
         containers of shipped volumes are made from it. A failure names the image, as the
         kubelet's `failed to get sandbox image "<image>": ...`."""
         image = self.config.sandbox_image
-        seen = self.sandbox_image_seen
-        if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
-            return
-        try:
-            if await self.images.image_id(image) is None:
-                await self.images.pull_image(image, Keyring())
-        except ImagePullError as exc:
-            raise ImagePullError(f'failed to get sandbox image "{image}": {exc.message}', exc.reason) from exc
-        self.sandbox_image_seen = time.monotonic()
+        async with self._sandbox_image_check:
+            seen = self.sandbox_image_seen
+            if seen is not None and time.monotonic() - seen < SANDBOX_IMAGE_RECHECK_SECONDS:
+                return
+            try:
+                if await self.images.image_id(image) is None:
+                    await self.images.pull_image(image, Keyring())
+            except ImagePullError as exc:
+                message = f'failed to get sandbox image "{image}": {exc.message}'
+                raise ImagePullError(message, exc.reason) from exc
+            self.sandbox_image_seen = time.monotonic()
 
     async def ensure(self, config: SandboxConfig) -> PodSandboxState:
         uid = config.metadata.uid
