@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -273,6 +274,30 @@ async def test_state_dir_persists_objects(tmp_path: Path) -> None:
     assert again.resource_version == store.resource_version
     events = [e async for e in again.watch("configmaps", resource_version="1")]
     assert events[0].type == "ERROR"
+
+
+async def test_the_saved_state_follows_updates_deletes_and_a_reload(tmp_path: Path) -> None:
+    """The file is joined from each object's encoding made at its write: an updated object is
+    saved as it is now, a deleted one not at all, and objects read back from the file are saved
+    again as they were."""
+    store = await _store(state_dir=tmp_path)
+    for name in ("a", "b"):
+        await store.create("configmaps", {"metadata": {"name": name, "namespace": "default"}, "data": {}})
+    a = await store.get("configmaps", "default", "a")
+    await store.update("configmaps", {**a, "data": {"k": "new"}})
+    await store.delete("configmaps", "default", "b")
+    await store.close()
+    again = Store(state_dir=tmp_path)
+    await again.create("configmaps", {"metadata": {"name": "c", "namespace": "default"}, "data": {}})
+    await again.close()
+    saved = json.loads((tmp_path / "store.json").read_bytes())
+    assert saved["resourceVersion"] == int(again.resource_version)
+    by_name = {o["metadata"]["name"]: o for o in saved["objects"]["configmaps"]}
+    assert sorted(by_name) == ["a", "c"]
+    assert by_name["a"]["data"] == {"k": "new"}
+    assert by_name["c"] == await again.get("configmaps", "default", "c")
+    third = Store(state_dir=tmp_path)
+    assert (await third.get("configmaps", "default", "a"))["data"] == {"k": "new"}
 
 
 async def test_bound_pod_with_finalizer_waits_for_it_after_the_final_delete() -> None:

@@ -26,8 +26,8 @@ _STATE_FILE = "store.json"
 
 
 class StateFile:
-    def __init__(self, state_dir: Path, snapshot: Callable[[], str]) -> None:
-        """snapshot: the store's state as the JSON text to write."""
+    def __init__(self, state_dir: Path, snapshot: Callable[[], bytes]) -> None:
+        """snapshot: the store's state as the JSON to write."""
         self.path = state_dir / _STATE_FILE
         self._snapshot = snapshot
         self._save_task: asyncio.Task[None] | None = None
@@ -55,7 +55,7 @@ class StateFile:
         self._snapshots += 1
         await asyncio.to_thread(self._write_state, self._snapshots, self._snapshot())
 
-    def _write_state(self, number: int, data: str) -> None:
+    def _write_state(self, number: int, data: bytes) -> None:
         with self._write_lock:
             if number <= self._written:
                 return  # a newer snapshot is already on disk
@@ -67,13 +67,13 @@ class StateFile:
         await self.flush()
 
 
-def _atomic_write(path: Path, data: str) -> None:
+def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # mkstemp creates the file 0600 under a name of its own, so the secrets are never readable
     # by others, not even for a moment.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as out:
+        with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, path)
     except BaseException:

@@ -184,10 +184,17 @@ class WatchCache:
             raise errors.expired(f"too old resource version: {rv} ({self.floor})")
 
     def record(
-        self, type_: str, resource: str, key: tuple[str, str], obj: Obj, prev: Obj | None, rv: int
+        self,
+        type_: str,
+        resource: str,
+        key: tuple[str, str],
+        obj: Obj,
+        prev: Obj | None,
+        rv: int,
+        data: bytes,
     ) -> None:
-        """Log a write (obj replaces prev at rv) and hand it to the watchers of `resource`."""
-        data = encode(obj)
+        """Log a write (obj, encoded as `data`, replaces prev at rv) and hand it to the watchers
+        of `resource`."""
         size = len(data)
         if prev is not None:  # the entry keeps the replaced state alive too
             size += self._sizes.pop((resource, key), 0) or len(encode(prev))
