@@ -13,7 +13,6 @@ Must not: default, admit or validate objects (the verb handlers do), or touch th
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -21,6 +20,7 @@ import yaml
 from aiohttp import web
 
 from vk_sandbox.api import errors, protobuf
+from vk_sandbox.api.off_loop import run_sized
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.api.responses import JSON
 from vk_sandbox.api.validation.field import go_quote
@@ -87,7 +87,7 @@ async def read_body_noting_duplicates(request: web.Request) -> tuple[Obj, list[s
     than MAX_DEPTH included: encoding/json stops at a depth of 10000)."""
     media_type = request.headers.get("Content-Type", JSON).split(";", 1)[0].strip().lower()
     raw = await request.read()
-    return await asyncio.to_thread(_decode_body, media_type, raw)  # 3 MiB of YAML takes seconds
+    return await run_sized(len(raw), _decode_body, media_type, raw)  # 3 MiB of YAML takes seconds
 
 
 def _decode_body(media_type: str, raw: bytes) -> tuple[Obj, list[str]]:

@@ -227,6 +227,11 @@ class Store:
             )
             raise refusal
 
+    def stored_bytes(self, resource: str, namespace: str | None, name: str) -> int:
+        """The size of the stored object's JSON (0: none)."""
+        info = self.info(resource)
+        return len(self._encoded.get(info.key, {}).get(self._key(info, namespace, name), b""))
+
     async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
         info = self.info(resource)
         return clone(self._require(info, namespace, name))

@@ -8,7 +8,6 @@ Must not: implement storage semantics (storage/store.py) or discovery (api/disco
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -33,6 +32,7 @@ from vk_sandbox.api.defaults import (
 from vk_sandbox.api.errors import ApiError
 from vk_sandbox.api.handlers.context import ApiContext, name_of
 from vk_sandbox.api.handlers.reads import list_item
+from vk_sandbox.api.off_loop import run_sized
 from vk_sandbox.api.patch import PatchError, apply_patch
 from vk_sandbox.api.requestinfo import RequestInfo
 from vk_sandbox.api.resources import ResourceInfo
@@ -125,7 +125,8 @@ async def create_object(
     dry = dry_run(request)
     obj, duplicates = await read_body_noting_duplicates(request)
     # Decoding, defaulting and validating a 3 MiB object takes seconds: off the event loop
-    warnings = await asyncio.to_thread(_admit_create, ri, info, obj, mode, duplicates)
+    size = len(await request.read())
+    warnings = await run_sized(size, _admit_create, ri, info, obj, mode, duplicates)
     if info.key == "pods":
         await _admit_runtime_class(ctx, obj)
         await _admit_pull_secrets(ctx, obj)
@@ -196,8 +197,11 @@ async def write_update(
     subresource: str | None,
     warnings: list[str],
     dry: bool = False,
+    *,
+    size: int,
 ) -> web.Response:
-    """Default, validate and store an update of an existing (or, where allowed, new) object."""
+    """Default, validate and store an update of an existing (or, where allowed, new) object;
+    `size`: the JSON bytes the admission walks (`off_loop.run_sized`)."""
     meta = obj["metadata"]
     namespace = meta.get("namespace") if info.namespaced else None
     try:
@@ -212,7 +216,7 @@ async def write_update(
     if info.key == "pods" and subresource == EPHEMERAL_CONTAINERS and old is not None:
         # Only spec.ephemeralContainers changes; the store sees a spec update (generation + 1).
         obj, stored_as = ephemeral_candidate(old, obj), None
-    await asyncio.to_thread(_admit_update, info, obj, old, subresource)
+    await run_sized(size, _admit_update, info, obj, old, subresource)
     if old is not None and info.key == "pods" and subresource == "resize":
         await _admit_resize(ctx, old, obj)
     if old is None:
@@ -284,9 +288,10 @@ async def update_object(
     dry = dry_run(request)
     obj, duplicates = await read_body_noting_duplicates(request)
     warnings: list[str] = []
-    await asyncio.to_thread(decode_fields, info, obj, mode, warnings, duplicates=duplicates)
+    size = len(await request.read())
+    await run_sized(size, decode_fields, info, obj, mode, warnings, duplicates=duplicates)
     _check_identity(ri, info, obj)
-    return await write_update(ctx, info, obj, subresource or None, warnings, dry)
+    return await write_update(ctx, info, obj, subresource or None, warnings, dry, size=size)
 
 
 async def patch_object(
@@ -311,10 +316,11 @@ async def patch_object(
     while True:
         warnings: list[str] = []
         current = await ctx.store.get(info.key, namespace, name)
-        patched = await asyncio.to_thread(_patched, info, current, raw, content_type, mode, warnings)
+        size = len(raw) + ctx.store.stored_bytes(info.key, namespace, name)
+        patched = await run_sized(size, _patched, info, current, raw, content_type, mode, warnings)
         _check_identity(ri, info, patched)
         try:
-            return await write_update(ctx, info, patched, subresource or None, warnings, dry)
+            return await write_update(ctx, info, patched, subresource or None, warnings, dry, size=size)
         except ApiError as e:
             attempts += 1
             pinned = _resource_version(patched) != _resource_version(current)
