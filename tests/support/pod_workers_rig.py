@@ -32,6 +32,7 @@ from vk_provider.runtime.configs import ContainerConfig, HostSecurity, SandboxCo
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import (
     ContainerInstance,
+    ContainerRole,
     ContainerRunState,
     EventsResumed,
     ImagePullError,
@@ -65,6 +66,7 @@ class MemoryRuntime:
         self.storage: set[str] = set()  # pods whose volumes or files are on disk
         self.sandbox_configs: list[SandboxConfig] = []  # what ensure_sandbox was asked for
         self.container_configs: list[ContainerConfig] = []  # what start_container was asked for
+        self.report_starts = False  # the engine's "start" event of each start, as Docker sends it
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -112,6 +114,10 @@ class MemoryRuntime:
             self.pods[meta.uid] = PodRuntimeState(meta.uid, meta.namespace, meta.name, sandbox)
         else:
             self._put(meta.uid, sandbox=sandbox)
+        if self.report_starts:
+            self.queue.put_nowait(
+                RuntimeEvent(meta.uid, "POD", ContainerRole.SANDBOX, "start", sandbox.container_id)
+            )
         return sandbox
 
     async def setup_host_paths(self, volumes: Sequence[tuple[str, str, str]]) -> dict[str, str]:
@@ -133,6 +139,8 @@ class MemoryRuntime:
             spec_hash=config.spec_hash,
         )
         self._put(uid, containers=(*self.pods[uid].containers, inst))
+        if self.report_starts:
+            self.queue.put_nowait(RuntimeEvent(uid, config.name, config.role, "start", inst.container_id))
         return inst
 
     def exit(self, uid: str, name: str, code: int, *, event: bool = True) -> None:

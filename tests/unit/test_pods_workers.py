@@ -269,6 +269,33 @@ async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: 
     assert runtime.state_reads.count("once") == before + 1  # nothing to do: one read
 
 
+async def test_the_start_events_of_a_syncs_own_starts_bring_no_second_sync(rig: Any) -> None:
+    """The sync that started the sandbox and the container published what followed; their
+    "start" events find nothing new. A start it did not make syncs the pod."""
+    runtime, statuses, _, _, cfg = rig
+    runtime.report_starts = True
+    cfg.upsert("api", make_pod("own", [box("a")]))
+    await eventually(
+        lambda: statuses.cache.get("own", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    await asyncio.sleep(0.3)
+    assert runtime.state_reads.count("own") == 1
+    sandbox = runtime.pods["own"].sandbox
+    assert sandbox is not None
+    runtime.queue.put_nowait(RuntimeEvent("own", "POD", ContainerRole.SANDBOX, "start", "c-elsewhere"))
+    await eventually(lambda: runtime.state_reads.count("own") == 2, within=WITHIN, interval=POLL)
+    # A death right after the start still syncs the pod.
+    runtime.exit("own", "a", 1)
+    await eventually(
+        lambda: (
+            statuses.cache["own"]["containerStatuses"][0]["restartCount"] == 1
+            or "terminated" in (statuses.cache["own"]["containerStatuses"][0].get("lastState") or {})
+        ),
+        within=WITHIN,
+        interval=POLL,
+    )
+
+
 async def test_housekeeping_drops_expired_backoff_entries() -> None:
     """The kubelet GCs its crash-loop backoff in HandlePodCleanups; housekeeping does the same."""
     backoff = Backoff(initial=0.01, maximum=0.01)

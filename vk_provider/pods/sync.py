@@ -139,7 +139,8 @@ class PodSync:
             return SyncResult(wake_in=failed.wake, error=exc)
         finally:
             self._waiting[task.uid] = run.waiting
-        return SyncResult(terminal, run.terminal_reason, run.wake, run.quiet_for)
+        started = frozenset(run.started_ids)
+        return SyncResult(terminal, run.terminal_reason, run.wake, run.quiet_for, started=started)
 
     def _publish(
         self, task: PodTask, run: SyncPass, state: PodRuntimeState | None, terminal: bool
@@ -354,6 +355,7 @@ class PodSync:
             )
             sandbox = await self._runtime.ensure_sandbox(config)
             run.made_sandbox = sandbox
+            run.started_ids.add(sandbox.container_id)
             if config.cgroup is not None:  # made with these limits: not written again after the pass
                 self._resizer.pod_cgroup_set(task.uid, config.cgroup.resources)
             return sandbox
@@ -549,6 +551,7 @@ class PodSync:
             )
             config = await container_config_for(deps.runtime, deps.docker, launch, deps.dns.cluster_domain)
             instance = await self._runtime.start_container(config)
+            run.started_ids.add(instance.container_id)
             self._resizer.actuated(task.uid, instance.container_id, container)
         except RuntimeFailure as exc:
             run.runtime_changed = True  # it may have been created, or left a container behind

@@ -1,13 +1,14 @@
 """What passes between a pod's worker and its syncer.
 
 What lives here: `PodWork`, one pod UID's worker record (its pod, doorbell, state-machine
-state, kill request, terminal reason, next timer), which only the pod workers
-(`pods/workers.py`) write; `PodTask`, the read-only view of it a syncer is handed;
+state, kill request, terminal reason, next timer, the starts its syncs made), which only the
+pod workers (`pods/workers.py`) write; `PodTask`, the read-only view of it a syncer is handed;
 `SyncResult`, what one sync hands back for the worker to record (terminal or not, the terminal
-reason, when to sync again, how long the engine's events of the pod stay quiet, or the error);
-`SyncPass`, one sync's own scratch (the containers' waiting reasons, the earliest retry, whether
-the pass started or stopped something, a terminal reason), which the syncer and the steps it calls write and
-nothing outlives; and the `StatusSink` / `EventSink` protocols.
+reason, when to sync again, how long the engine's events of the pod stay quiet, what it
+started, or the error); `SyncPass`, one sync's own scratch (the containers' waiting reasons,
+the earliest retry, whether the pass changed the runtime or only made and started, a terminal
+reason), which the syncer and the steps it calls write and nothing outlives; and the
+`StatusSink` / `EventSink` protocols.
 Must not: act on the runtime, the apiserver or Events; it only holds state.
 """
 
@@ -73,6 +74,9 @@ class SyncResult:
     wake_in: float | None = None
     quiet_for: float = 0.0
     error: Exception | None = None
+    # The containers (the sandbox too) this sync started: what followed their start is in the
+    # status it published, so their engine "start" events need no sync of their own.
+    started: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -89,6 +93,7 @@ class SyncPass:
     # their inspects just after their start); the state read before it, with them, is current.
     made_sandbox: PodSandboxState | None = None
     started: list[ContainerInstance] = field(default_factory=list)
+    started_ids: set[str] = field(default_factory=set)  # SyncResult.started
     terminal_reason: tuple[str, str] | None = None  # the pod is to end (deadline, rejected, refused)
     quiet_for: float = 0.0  # SyncResult.quiet_for
 
@@ -119,7 +124,18 @@ class PodWork:
     wake_at: float | None = None  # loop time of the next timer-driven sync
     # Loop time until which the engine's events of this pod do not wake it (SyncResult.quiet_for).
     events_quiet_until: float = 0.0
+    # The engine's "start" events of the pod's containers seen during the sync under way (None:
+    # none under way), whether anything else rang meanwhile, and the containers the last sync
+    # started whose "start" event is still to come (pods/workers.py `_own_start`).
+    starts_during_sync: set[str] | None = None
+    rung_during_sync: bool = False
+    own_starts: set[str] = field(default_factory=set)
     task: asyncio.Task[None] | None = None
+
+    def ring(self) -> None:
+        """Something changed: sync (again, after the one under way)."""
+        self.rung_during_sync = True
+        self.doorbell.set()
 
     def as_task(self) -> PodTask:
         return PodTask(self.uid, self.pod, self.grace, self.terminal_reason)

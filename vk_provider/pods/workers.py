@@ -219,7 +219,7 @@ class PodWorkers:
             if work is not None:
                 work.removed = True
                 work.kill = True
-                work.doorbell.set()
+                work.ring()
             return
         if work is None:
             if self._closing:
@@ -234,7 +234,7 @@ class PodWorkers:
         if meta(update.pod).get("deletionTimestamp") or phase in TERMINAL_PHASES:
             work.kill = True
         if update.kind != UpdateKind.RECONCILE or work.kill or need_to_reconcile_pod_readiness(update.pod):
-            work.doorbell.set()
+            work.ring()
 
     def _admitted_pods(self) -> list[Mapping[str, Any]]:
         """The pods that passed admission here and are not terminating (the kubelet's activePods
@@ -261,7 +261,7 @@ class PodWorkers:
         work.terminal_reason = (EVICTED, message)
         work.grace = EVICTION_GRACE_SECONDS
         work.kill = True
-        work.doorbell.set()
+        work.ring()
 
     async def _pump_events(self) -> None:
         while True:
@@ -271,11 +271,13 @@ class PodWorkers:
                         # What the gap hid (containers that died with a restarted engine) is
                         # only seen by reading every pod again: the kubelet's PLEG relist.
                         for each in self._work.values():
-                            each.doorbell.set()
+                            each.ring()
                         continue
                     work = self._work.get(event.pod_uid)
-                    if work is not None and asyncio.get_running_loop().time() >= work.events_quiet_until:
-                        work.doorbell.set()
+                    if work is None or asyncio.get_running_loop().time() < work.events_quiet_until:
+                        continue
+                    if event.action != "start" or not self._own_start(work, event.container_id):
+                        work.ring()
                 return
             except asyncio.CancelledError:
                 raise
@@ -283,18 +285,43 @@ class PodWorkers:
                 log.exception("runtime event stream failed; resubscribing")
                 await asyncio.sleep(1.0)
 
+    @staticmethod
+    def _own_start(work: PodWork, container_id: str) -> bool:
+        """Whether a container's "start" event is of a start the pod's sync made (True: it needs
+        no sync; the status that sync published came after the start, from its inspect). During
+        a sync the event is kept (and rings) until the sync says what it started
+        (`_after_sync`); after it, a start it named is one still to come."""
+        if container_id in work.own_starts:
+            work.own_starts.discard(container_id)
+            return True
+        if work.starts_during_sync is None:
+            return False
+        work.starts_during_sync.add(container_id)
+        work.doorbell.set()
+        return True
+
+    @staticmethod
+    def _after_sync(work: PodWork, started: frozenset[str]) -> None:
+        """The sync ended: when what rang during it was only the "start" events of containers it
+        started itself, it needs no second sync (the kubelet's PLEG would report them and the
+        pod would sync again to find nothing new: a list of the pod and a pass for nothing)."""
+        during, work.starts_during_sync = work.starts_during_sync or set(), None
+        if during and during <= started and not work.rung_during_sync:
+            work.doorbell.clear()
+        work.own_starts = set(started - during)
+
     def _probe_changed(self, uid: str) -> None:
         """A probe result changed: sync the pod (the kubelet's handleProbeSync)."""
         work = self._work.get(uid)
         if work is not None:
-            work.doorbell.set()
+            work.ring()
 
     # ------------------------------------------------------------------ the worker
 
     async def _run(self, work: PodWork) -> None:
         loop = asyncio.get_running_loop()
         call_priority.set(work.arrival)  # this task's context: its runtime calls, its syncs
-        work.doorbell.set()
+        work.ring()
         while True:
             timeout: float | None = None
             if work.state == WorkerState.SYNCING:
@@ -331,11 +358,14 @@ class PodWorkers:
         """One turn of the state machine; True when the worker is done for good."""
         if work.state == WorkerState.SYNCING and not work.kill:
             await self._syncs.acquire(work.arrival)
+            work.starts_during_sync, work.rung_during_sync = set(), False
+            result = SyncResult()
             try:
                 with self._metrics.pod_worker_duration.labels("sync").time():
                     result = await self._syncer.sync(work.as_task())
             finally:
                 self._syncs.release()
+                self._after_sync(work, result.started)
             self._record(work, result)
             if result.error is not None:
                 raise result.error
