@@ -10,6 +10,7 @@ Laid out by the parts of a real control plane (upstream names in parentheses):
 - `api/`: everything between HTTP and the store (apiserver `pkg/endpoints`, apimachinery).
   The vocabulary: `errors.py` (metav1.Status errors), `resources.py` (the kinds served),
   `requestinfo.py`, `quantity.py`; `decoding.py` reads request bodies and write options,
+  `off_loop.py` works on a big request object in a thread (a small one on the loop),
   `responses.py` writes JSON, Status and Table answers. Rules: `protobuf.py` (with its generated
   field table `protobuf_schema.json`, tools/protoschema), `patch.py`, `defaults.py`
   (defaulting, admission, PrepareForCreate), `dynamic_resources.py` (the resource.k8s.io kinds'
