@@ -7,9 +7,13 @@
 - `remove_labelled`: the clean-up, every container carrying a label removed; the labels it goes
   by are `NODE_LABEL` (the provider's, on every container of a node) and `BENCH_LABEL` (the
   start-up floor's raw containers).
+- `remove_node_cgroups`: the pod cgroups of a node, and the node's own, that outlived its
+  containers (a sandbox whose `--clean` ran out of time at 500 pods), removed the way the
+  provider removes them (`vk_provider/runtime/pod_cgroups.PodCgroups`).
 
 Must not: import from `tests/`; change the bytes it passes on (it only reads the client's
-direction); remove a container that carries neither this run's node label nor its bench label.
+direction); remove a container that carries neither this run's node label nor its bench label,
+or a cgroup outside the run's node's root.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from vk_provider.config import DockerConfig
+from vk_provider.runtime.pod_cgroups import CGROUP_MOUNT, CgroupDriver, PodCgroups
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 NODE_LABEL = "io.vk-provider.node"  # the provider's label on every container of a node
@@ -167,3 +174,31 @@ def remove_labelled(label: str) -> int:
     finally:
         client.close()
     return removed
+
+
+def remove_node_cgroups(node: str, driver: str = "", version: int = 0, mount: Path = CGROUP_MOUNT) -> int:
+    """Remove the node's pod cgroups, then its own, under the provider's default root
+    (`docker.cgroupRoot`); how many pods had one. `driver` and `version`: the engine's cgroup
+    driver and version, asked of the engine when not given (blocking; call it once the node's
+    containers are gone)."""
+    if not driver or not version:
+        import docker
+
+        client = docker.from_env()
+        try:
+            info = client.info()
+        finally:
+            client.close()
+        driver = driver or str(info.get("CgroupDriver") or "cgroupfs")
+        version = version or int(info.get("CgroupVersion") or 1)
+    cgroups = PodCgroups(
+        root=f"{DockerConfig().cgroup_root.rstrip('/')}/{node}",
+        driver=CgroupDriver(driver),
+        version=version,
+        mount=mount,
+    )
+    uids = cgroups.pod_uids()
+    for uid in uids:
+        cgroups.remove(uid)
+    cgroups.remove_root()
+    return len(uids)

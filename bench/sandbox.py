@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.docker_engine import NODE_LABEL, DockerCountingProxy, remove_labelled
+from bench.docker_engine import NODE_LABEL, DockerCountingProxy, remove_labelled, remove_node_cgroups
 from bench.procfs import child_pids, machine_busy_seconds
 from bench.report import progress
 from vk_provider.config import KubernetesConfig
@@ -113,7 +113,8 @@ class BenchSandbox:
 
     async def stop(self) -> None:
         """Stop the sandbox (its providers, then `--clean`), remove what is left with the
-        node's label, stop the proxy, remove the temporary directory. Safe to call twice."""
+        node's label and the node's cgroups, stop the proxy, remove the temporary directory.
+        Safe to call twice."""
         if self._stopped:
             return
         self._stopped = True
@@ -131,6 +132,13 @@ class BenchSandbox:
             left = await asyncio.to_thread(remove_labelled, f"{NODE_LABEL}={node}")
             if left:
                 progress(f"removed {left} container(s) the sandbox's --clean left for node {node}")
+            try:
+                pods = await asyncio.to_thread(remove_node_cgroups, node)
+            except OSError as exc:
+                progress(f"could not remove the cgroups of node {node}: {exc}")
+                continue
+            if pods:
+                progress(f"removed the cgroups of {pods} pod(s) the sandbox's --clean left for node {node}")
         if self.proxy is not None:
             await self.proxy.stop()
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,8 +1,13 @@
-"""bench/docker_engine.py: Docker path templates and the request scanner of the counting proxy."""
+"""bench/docker_engine.py: Docker path templates, the request scanner of the counting proxy, and
+the removal of a node's left-over pod cgroups."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench import docker_engine
+from bench.docker_engine import remove_node_cgroups
+from vk_provider.config import DockerConfig
 
 
 def test_path_template_takes_out_versions_ids_names_and_queries() -> None:
@@ -40,3 +45,17 @@ def test_scanner_stops_after_a_hijack() -> None:
         b"Content-Length: 2\r\n\r\n{}GET /not/a/request HTTP/1.1\r\n\r\n"
     )
     assert seen == ["POST /exec/{id}/start"]
+
+
+def test_a_nodes_left_over_pod_cgroups_are_removed_and_no_one_elses(tmp_path: Path) -> None:
+    """The bench removes what a sandbox's --clean left of its node (cgroup v2 layout under a
+    stand-in mount): the pods' cgroups and the node's own, not another node's."""
+    root = tmp_path / DockerConfig().cgroup_root.strip("/")
+    left = [root / "n1" / "besteffort" / "poda", root / "n1" / "burstable" / "podb", root / "n1" / "podc"]
+    other = root / "n2" / "besteffort" / "podd"
+    for directory in (*left, other):
+        directory.mkdir(parents=True)
+    assert remove_node_cgroups("n1", "cgroupfs", 2, mount=tmp_path) == 3
+    assert not (root / "n1").exists()
+    assert other.is_dir()
+    assert remove_node_cgroups("n1", "cgroupfs", 2, mount=tmp_path) == 0

@@ -145,11 +145,13 @@ class StatusManager:
         """Forget a pod that no longer exists in any source."""
         entry = self._statuses.pop(uid, None)
         self._changed_at.pop(uid, None)
-        self._forget(uid)
+        self._unwritten.pop(uid, None)
+        self._static.discard(uid)
         if entry is not None:
             # A later status for the same UID starts again at version 1 and must not look written.
-            self._api_versions.pop(self._api_uid(entry) or uid, None)
-            self._found_equal.pop(self._api_uid(entry) or uid, None)
+            api_uid = self._api_uid(entry) or uid
+            self._api_versions.pop(api_uid, None)
+            self._found_equal.pop(api_uid, None)
 
     def set_container_readiness(self, uid: str, container_name: str, ready: bool) -> None:
         self._set_flag(uid, container_name, "ready", ready)
@@ -223,10 +225,6 @@ class StatusManager:
                     await self.sync_batch(full=True)
             except Exception:  # a bug must not end status reporting for good
                 log.exception("status sync pass failed")
-
-    def _forget(self, uid: str) -> None:
-        self._unwritten.pop(uid, None)
-        self._static.discard(uid)
 
     def _api_uid(self, entry: VersionedStatus) -> str | None:
         """The UID of the API object the status goes to: the pod's, or its mirror's (None: no mirror)."""
