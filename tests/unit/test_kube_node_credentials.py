@@ -396,11 +396,17 @@ async def test_a_start_up_failure_is_one_error_line_not_a_traceback(
 
     monkeypatch.setattr(app, "NodeCredentials", with_fake)
     caplog.set_level(logging.INFO, logger="vk_provider")
+    # What earlier tests of this process left for the collector (an aiohttp session that was
+    # never closed is logged "Unclosed client session" when collected) is reported now, and not
+    # counted: the CI of baa722d saw one from another test inside this test's collection below.
+    gc.collect()
+    await asyncio.sleep(0)
+    caplog.clear()
     assert await app.run_provider(_config(tmp_path)) == 1
     gc.collect()  # a task left pending by the failed start is reported "destroyed but pending" now
     await asyncio.sleep(0)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert [(r.getMessage(), r.err) for r in errors] == [
+    assert [(r.getMessage(), getattr(r, "err", None)) for r in errors] == [
         ("provider failed to start", f"CSR {next(iter(api.csrs))} Denied (NotMine): no such node here")
     ]
     assert all(r.exc_info is None for r in errors)
