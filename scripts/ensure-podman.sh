@@ -10,12 +10,24 @@
 # `podman system service` in the background (log: $PODMAN_LOG) and waits up to 60 s for it; loads
 # the local test images of the Docker engine (scripts/build-test-images.sh) into Podman's store.
 # Idempotent. Needs root and the Docker engine (scripts/ensure-docker.sh).
+# Writes /etc/containers/storage.conf too: Podman's default storage with skip_mount_home (below).
+#
+# Once the service runs, nothing here runs the podman command: each podman process mounts and, as
+# it exits, unmounts the storage's overlay directory under the service, and a container layer the
+# service mounted then can end up hidden under another mount of that directory. Its removal then
+# fails (unlinkat .../merged: device or resource busy), the layer stays "incomplete", and every
+# later store operation of the service fails on it (the CI of 2d28de7). The images are checked and
+# loaded through the service's API instead. Before the service starts, a container layer mount
+# whose layer is gone (an orphan of such a failure, or of a killed service) is unmounted, so that
+# the service's start-up deletes the incomplete layer.
 set -euo pipefail
 
 PODMAN_SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
 PODMAN_LOG=${PODMAN_LOG:-/var/log/vk-provider-podman.log}
 PODMAN_CNI_DIR=${PODMAN_CNI_DIR:-/etc/vk-provider/podman-cni}
 CONF=/etc/containers/containers.conf
+STORAGE=/var/lib/containers/storage
+STORAGE_CONF=/etc/containers/storage.conf
 IMAGES=(vk-test/busybox:1 vk-test/pause:1)
 
 answers() {
@@ -55,14 +67,56 @@ network_backend = "cni"
 network_config_dir = "$PODMAN_CNI_DIR"
 EOF
 )
-if [ "$(cat "$CONF" 2>/dev/null)" != "$wanted" ]; then
-  mkdir -p "$(dirname "$CONF")"
-  printf '%s\n' "$wanted" >"$CONF"
+# The storage as Podman's defaults make it, but for skip_mount_home: no podman process (the
+# service, or the `container cleanup` one conmon runs as each container exits) bind-mounts the
+# overlay directory onto itself, so none can hide the container layers another one mounted.
+wanted_storage=$(cat <<EOF
+# Written by vk-provider's scripts/ensure-podman.sh.
+[storage]
+driver = "overlay"
+runroot = "/run/containers/storage"
+graphroot = "$STORAGE"
+
+[storage.options.overlay]
+skip_mount_home = "true"
+EOF
+)
+
+# Write $2 to the file $1 unless it holds it already; true when it was written.
+write_conf() {
+  [ "$(cat "$1" 2>/dev/null)" != "$2" ] || return 1
+  mkdir -p "$(dirname "$1")"
+  printf '%s\n' "$2" >"$1"
+}
+
+changed=
+write_conf "$CONF" "$wanted" && changed=yes
+write_conf "$STORAGE_CONF" "$wanted_storage" && changed=yes
+if [ -n "$changed" ]; then
   pkill -f 'podman system service' 2>/dev/null || true
   sleep 1
 fi
 
+# The mounts of container layers whose layer directory has lost its diff (the layer was deleted
+# around its mount).
+orphan_mounts() {
+  awk -v root="$STORAGE/overlay/" 'index($5, root) == 1 && $5 ~ /\/merged$/ {print $5}' /proc/self/mountinfo |
+    while read -r merged; do [ -d "${merged%/merged}/diff" ] || echo "$merged"; done
+}
+
+# With no service running: unmount the orphans (under every mount of the overlay directory that
+# hides them) so that the service's start deletes their incomplete layers.
+repair_store() {
+  local orphans
+  orphans=$(orphan_mounts)
+  [ -n "$orphans" ] || return 0
+  echo "ensure-podman: unmounting orphaned container layer mounts: $(echo "$orphans" | wc -l)" >&2
+  while mountpoint -q "$STORAGE/overlay"; do umount -l "$STORAGE/overlay"; done
+  for merged in $(orphan_mounts); do umount -l "$merged" || true; done
+}
+
 if ! answers; then
+  repair_store
   echo "ensure-podman: starting podman system service on $PODMAN_SOCKET (log: $PODMAN_LOG)" >&2
   mkdir -p "$(dirname "$PODMAN_SOCKET")"
   rm -f "$PODMAN_SOCKET"
@@ -82,10 +136,17 @@ fi
 
 missing=()
 for image in "${IMAGES[@]}"; do
-  podman image exists "localhost/$image" || missing+=("$image")
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 --unix-socket "$PODMAN_SOCKET" \
+    "http://podman/v4.0.0/libpod/images/localhost/$image/exists")
+  case $code in
+    204) ;;
+    404) missing+=("$image") ;;
+    *) echo "ensure-podman: asking the service for $image gave HTTP $code (log: $PODMAN_LOG)" >&2; exit 1 ;;
+  esac
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-podman: loading ${missing[*]} into Podman's store" >&2
-  docker save "${missing[@]}" | podman load -q >/dev/null
+  docker save "${missing[@]}" | curl -sf --max-time 600 --unix-socket "$PODMAN_SOCKET" -X POST \
+    -H 'Content-Type: application/x-tar' --upload-file - http://podman/v4.0.0/libpod/images/load >/dev/null
 fi
 echo "ensure-podman: the service answers on $PODMAN_SOCKET" >&2
