@@ -2,8 +2,9 @@
 
 What lives here: `MemoryRuntime` (the Runtime protocol over records: containers start at once, a
 test ends one with `exit(uid, name, code)`; images are present, except `missing_images` (whose
-pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull); the sandbox
-of a pod in `refusals` is refused; it is a runtime that is not Docker, so the workers, the
+pull fails) and `pullable_images` (absent until pulled; `pulls` records each pull, `image_asks`
+each presence check); the sandbox of a pod in `refusals` is refused, and every sandbox waits for
+`sandbox_hold` when a test sets it; it is a runtime that is not Docker, so the workers, the
 kuberuntime layer and the kubelet API are driven here through the narrowed Runtime alone), the
 `Statuses` and `Events`
 sinks the workers publish to, `make_pod` / `box` (a pod and a busybox container as the workers
@@ -67,6 +68,8 @@ class MemoryRuntime:
         self.sandbox_configs: list[SandboxConfig] = []  # what ensure_sandbox was asked for
         self.container_configs: list[ContainerConfig] = []  # what start_container was asked for
         self.report_starts = False  # the engine's "start" event of each start, as Docker sends it
+        self.image_asks: list[str] = []  # each image_id
+        self.sandbox_hold: asyncio.Event | None = None  # ensure_sandbox waits for it when set
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
@@ -92,6 +95,7 @@ class MemoryRuntime:
         return stream()
 
     async def image_id(self, image: str) -> str | None:
+        self.image_asks.append(image)
         return None if image in self.missing_images or image in self.pullable_images else "sha256:" + image
 
     async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
@@ -103,6 +107,8 @@ class MemoryRuntime:
 
     async def ensure_sandbox(self, config: SandboxConfig) -> PodSandboxState:
         meta = config.metadata
+        if self.sandbox_hold is not None:
+            await self.sandbox_hold.wait()
         if meta.uid in self.refusals:
             raise self.refusals[meta.uid]
         self.sandbox_configs.append(config)

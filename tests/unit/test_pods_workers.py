@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 
+from tests.support.images import BUSYBOX_IMAGE
 from tests.support.pod_workers_rig import (
     Events,
     MemoryRuntime,
@@ -267,6 +268,28 @@ async def test_a_sync_reads_the_pod_state_once_and_again_only_after_acting(rig: 
     await eventually(lambda: runtime.state_reads.count("once") > before, within=WITHIN, interval=POLL)
     await asyncio.sleep(0.2)
     assert runtime.state_reads.count("once") == before + 1  # nothing to do: one read
+
+
+async def test_a_new_pods_first_image_is_looked_up_while_its_sandbox_is_made(rig: Any) -> None:
+    """The first container's image is asked for beside the sandbox, once; a refused sandbox drops
+    the answer and the pod still ends with the refusal."""
+    runtime, statuses, _, _, cfg = rig
+    runtime.sandbox_hold = asyncio.Event()
+    cfg.upsert("api", make_pod("ahead", [box("a", image="vk-test/ahead:1"), box("b")]))
+    await eventually(lambda: "vk-test/ahead:1" in runtime.image_asks, within=WITHIN, interval=POLL)
+    assert "ahead" not in runtime.pods  # the sandbox is still being made
+    runtime.sandbox_hold.set()
+    await eventually(
+        lambda: statuses.cache.get("ahead", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    assert runtime.image_asks.count("vk-test/ahead:1") == 1
+    assert [c.image for c in runtime.container_configs] == ["vk-test/ahead:1", BUSYBOX_IMAGE]
+    runtime.refusals["refused"] = PodSpecRefused("hostPath volumes are not allowed")
+    cfg.upsert("api", make_pod("refused", [box("a", image="vk-test/refused:1")]))
+    await eventually(lambda: "refused" in statuses.terminated, within=WITHIN, interval=POLL)
+    assert statuses.cache["refused"]["reason"] == "Forbidden"
+    assert runtime.image_asks.count("vk-test/refused:1") <= 1
+    assert not [c for c in runtime.container_configs if c.image == "vk-test/refused:1"]
 
 
 async def test_the_start_events_of_a_syncs_own_starts_bring_no_second_sync(rig: Any) -> None:

@@ -14,11 +14,14 @@ durations and size, or `Failed` and `ErrImagePull`; a missing secret adds the ku
 `FailedToRetrieveImagePullSecret` warning when the pull failed, `pkg/kubelet/kubelet.go`).
 Every failure also gets kuberuntime's `Failed` Event `Error: <reason>`
 (`pkg/kubelet/kuberuntime/kuberuntime_container.go` startContainer).
+`ImageManager.look_ahead` starts the presence check of a new pod's first image while its sandbox
+is made, for `ensure` to take.
 Must not: know the engine (the runtime pulls, one pull per image at a time), or start containers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Mapping
@@ -94,6 +97,13 @@ class ImageManager:
     def forget(self, uid: str) -> None:
         self._failures.pop(uid, None)
 
+    def look_ahead(self, sync: SyncPass, image: str) -> None:
+        """Start asking the runtime whether `image` is present, beside what the sync does now
+        (a new pod's sandbox); `ensure` of that image in the same sync takes the answer instead
+        of asking again. A look-up no step takes is dropped with the sync."""
+        if image and image not in sync.image_lookups:
+            sync.image_lookups[image] = asyncio.ensure_future(self._deps.runtime.image_id(image))
+
     async def ensure(
         self, sync: SyncPass, pod: Mapping[str, Any], container: Mapping[str, Any], role: ContainerRole
     ) -> bool:
@@ -103,8 +113,9 @@ class ImageManager:
         fp = field_path(role, name)
         image = str(container.get("image", ""))
         policy = str(container.get("imagePullPolicy") or default_pull_policy(image))
+        ahead = sync.image_lookups.pop(image, None)
         try:
-            present = await self._deps.runtime.image_id(image)
+            present = await (ahead if ahead is not None else self._deps.runtime.image_id(image))
         except ImagePullError as exc:  # InvalidImageName, ImageInspectError
             self._event(pod, "Warning", "InspectFailed", exc.message, fp)
             return self._failed(sync, pod, name, fp, exc.reason, exc.message, jitter(ERROR_RETRY_SECONDS))

@@ -139,6 +139,7 @@ class PodSync:
             return SyncResult(wake_in=failed.wake, error=exc)
         finally:
             self._waiting[task.uid] = run.waiting
+            run.drop_lookups()
         started = frozenset(run.started_ids)
         return SyncResult(terminal, run.terminal_reason, run.wake, run.quiet_for, started=started)
 
@@ -335,6 +336,9 @@ class PodSync:
             run.runtime_changed = True
         if not actions.create_sandbox:
             return actions.sandbox
+        first = next((a for a in actions.containers if a.step == Step.START), None)
+        if first is not None:  # its image is looked up while the sandbox is made
+            self._images.look_ahead(run, str(first.container.get("image", "")))
         try:
             dns = await sandbox_dns(
                 pod,

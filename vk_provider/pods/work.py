@@ -7,8 +7,8 @@ pod workers (`pods/workers.py`) write; `PodTask`, the read-only view of it a syn
 reason, when to sync again, how long the engine's events of the pod stay quiet, what it
 started, or the error); `SyncPass`, one sync's own scratch (the containers' waiting reasons,
 the earliest retry, whether the pass changed the runtime or only made and started, a terminal
-reason), which the syncer and the steps it calls write and nothing outlives; and the
-`StatusSink` / `EventSink` protocols.
+reason, the image look-ups started ahead), which the syncer and the steps it calls write and
+nothing outlives; and the `StatusSink` / `EventSink` protocols.
 Must not: act on the runtime, the apiserver or Events; it only holds state.
 """
 
@@ -96,6 +96,17 @@ class SyncPass:
     started_ids: set[str] = field(default_factory=set)  # SyncResult.started
     terminal_reason: tuple[str, str] | None = None  # the pod is to end (deadline, rejected, refused)
     quiet_for: float = 0.0  # SyncResult.quiet_for
+    # image -> its look-up started ahead, while the sandbox is made (pods/images.py `look_ahead`).
+    image_lookups: dict[str, asyncio.Future[str | None]] = field(default_factory=dict)
+
+    def drop_lookups(self) -> None:
+        """The look-ups ahead no step took (the sandbox failed, or the plan's first start did
+        not run): cancelled, their outcome read, so that none is left pending or unread."""
+        for lookup in self.image_lookups.values():
+            if lookup.done() and not lookup.cancelled():
+                lookup.exception()
+            lookup.cancel()
+        self.image_lookups.clear()
 
     def wake_in(self, seconds: float) -> None:
         """Sync again within `seconds` at the latest (the earliest timer wins)."""

@@ -5,8 +5,8 @@ sandbox image (`ensure_sandbox_image`, pulled anonymously when missing, looked u
 once a minute, by one pod at a time), the pod's emptyDir Docker volumes (a new disk one gets
 its root's mode and group through a never-started helper container), the network (the
 host's, none for CNI, or the node's pod network over the Node's pod CIDRs), the pod's
-resolv.conf file, its pod cgroup with its limits (`runtime/pod_cgroups.py`, where the node
-keeps them), the container created under the engine runtime of its RuntimeClass handler
+resolv.conf file and its pod cgroup with its limits (`runtime/pod_cgroups.py`, where the node
+keeps them) made at once, the container created under the engine runtime of its RuntimeClass handler
 (`docker.runtimes`) and started, CNI ADD on it in CNI mode, and the pod's older sandboxes
 removed, as the kubelet's container GC keeps a live pod's latest sandbox alone). Failures are
 `ContainerCreateError`s whose message starts as the kubelet's "Failed to create pod sandbox: ".
@@ -169,24 +169,13 @@ class SandboxMaker:
                 network = "none"  # the plugins set it up once the sandbox runs
             else:
                 network = await self.pod_network.ensure(config.pod_cidrs)
-            try:
-                await self.engine.call(
-                    pod_resolv.write_resolv_file,
-                    None if self.dirs is None else self.dirs.pod_dir(uid),
-                    config.dns,
-                    network,
-                )
-            except (OSError, paths.UnsafePathError) as exc:
-                raise ContainerCreateError(
-                    f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
-                ) from exc
             kwargs = sp.sandbox_create_kwargs(
                 config,
                 node_name=self.node_name,
                 docker=self.config,
                 attempt=attempt,
                 network=network,
-                cgroup_parent=await self._pod_cgroup(config),
+                cgroup_parent=await self._pod_files(config, network),
             )
             container = await self.engine.call(create_container, self.engine.client, **kwargs)
         except (ImagePullError, *EngineErrors) as exc:
@@ -214,6 +203,31 @@ class SandboxMaker:
             extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
         )
         return state
+
+    async def _pod_files(self, config: SandboxConfig, network: str) -> str:
+        """The pod's resolv.conf written while its pod cgroup is made (each on an engine thread,
+        both at once); the cgroup's CgroupParent. Either failing fails the sandbox."""
+        resolv = asyncio.ensure_future(self._write_resolv(config, network))
+        try:
+            parent = await self._pod_cgroup(config)
+        except BaseException:
+            await asyncio.gather(resolv, return_exceptions=True)
+            raise
+        await resolv
+        return parent
+
+    async def _write_resolv(self, config: SandboxConfig, network: str) -> None:
+        uid = config.metadata.uid
+        try:
+            await self.engine.call(
+                pod_resolv.write_resolv_file,
+                None if self.dirs is None else self.dirs.pod_dir(uid),
+                config.dns,
+                network,
+            )
+        except (OSError, paths.UnsafePathError) as exc:
+            message = f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
+            raise ContainerCreateError(message) from exc
 
     async def _pod_cgroup(self, config: SandboxConfig) -> str:
         """The pod's cgroup made with its limits; its CgroupParent ("" with no pod cgroups)."""
