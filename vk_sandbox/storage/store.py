@@ -139,13 +139,14 @@ class Store:
         prev = self._bucket(info.key).get(key)
         data = encode(obj)
         encoded = self._encoded.setdefault(info.key, {})
+        prev_size = len(encoded.get(key, b""))
         if type_ == "DELETED":
             self._bucket(info.key).pop(key, None)
             encoded.pop(key, None)
         else:
             self._bucket(info.key)[key] = obj
             encoded[key] = data
-        self.watch_cache.record(type_, info.key, key, obj, prev, rv, data)
+        self.watch_cache.record(type_, info.key, obj, prev, rv, data, prev_size)
         if self._state is not None:
             self._state.save_soon()
         if type_ == "DELETED" and info.namespaced:

@@ -163,7 +163,6 @@ class WatchCache:
         self.log_size = log_size
         self._log_bytes = log_bytes
         self._logged_bytes = 0
-        self._sizes: dict[tuple[str, tuple[str, str]], int] = {}  # JSON size of each stored object
         self.floor = 0  # every event with rv > floor is still in the log
         self._watchers: set[_Watcher] = set()
         self._watch_queue_limit = watch_queue_limit
@@ -184,22 +183,12 @@ class WatchCache:
             raise errors.expired(f"too old resource version: {rv} ({self.floor})")
 
     def record(
-        self,
-        type_: str,
-        resource: str,
-        key: tuple[str, str],
-        obj: Obj,
-        prev: Obj | None,
-        rv: int,
-        data: bytes,
+        self, type_: str, resource: str, obj: Obj, prev: Obj | None, rv: int, data: bytes, prev_size: int
     ) -> None:
-        """Log a write (obj, encoded as `data`, replaces prev at rv) and hand it to the watchers
-        of `resource`."""
-        size = len(data)
-        if prev is not None:  # the entry keeps the replaced state alive too
-            size += self._sizes.pop((resource, key), 0) or len(encode(prev))
-        if type_ != "DELETED":
-            self._sizes[(resource, key)] = len(data)
+        """Log a write (obj, encoded as `data`, replaces prev, of `prev_size` JSON bytes, at rv)
+        and hand it to the watchers of `resource`. The log and the watchers' buffers are charged
+        both sizes: the entry keeps the replaced state alive too."""
+        size = len(data) + prev_size
         namespace = (obj.get("metadata") or {}).get("namespace", "")
         entry = _Entry(rv, type_, resource, namespace, obj, prev, size)
         self._log.append(entry)
