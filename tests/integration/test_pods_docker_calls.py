@@ -13,7 +13,6 @@ the volumes, every 10-20 s) are not counted: they may fall in either window.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,8 @@ from bench.docker_engine import DockerCountingProxy
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.planes import Plane
 from tests.support.pod_status import phase
-from tests.support.provider_harness import ProviderHarness
+from tests.support.provider_harness import EngineHarness, ProviderHarness
 from tests.support.runtime_calls import engine_socket
-from vk_provider.config import Config
 
 pytestmark = pytest.mark.docker
 
@@ -40,18 +38,6 @@ POD_CALLS = {
     "POST /containers/{id}/kill",
     "DELETE /containers/{id}",
 }
-
-
-class CountedHarness(ProviderHarness):
-    """The harness with its provider's engine behind the counting proxy."""
-
-    def __init__(self, *args: Any, engine: str, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.engine = engine
-
-    def config(self) -> Config:
-        config = super().config()
-        return dataclasses.replace(config, docker=dataclasses.replace(config.docker, host=self.engine))
 
 
 def sleeper(harness: ProviderHarness, name: str) -> dict[str, Any]:
@@ -72,7 +58,7 @@ async def test_a_new_pod_costs_seven_docker_calls_and_a_running_one_none(
     proxy = DockerCountingProxy(tmp_path / "docker.sock", engine_socket())
     await proxy.start()
     try:
-        async with CountedHarness.running(node_name, tmp_path, plane=plane, engine=proxy.url) as harness:
+        async with EngineHarness.running(node_name, tmp_path, plane=plane, engine=proxy.url) as harness:
             await harness.create(sleeper(harness, "first"))
             await harness.wait_for("first", lambda p: phase(p) == "Running", within=90)
             await asyncio.sleep(1.0)  # the first pod's own events are behind

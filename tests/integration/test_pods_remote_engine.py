@@ -28,23 +28,10 @@ from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status, phase
 from tests.support.polling import eventually
-from tests.support.provider_harness import REPO, ProviderHarness
-from vk_provider.config import Config
+from tests.support.provider_harness import REPO, EngineHarness, ProviderHarness
 
 pytestmark = pytest.mark.docker
 NODE_LABEL = "io.vk-provider.node"
-
-
-class RemoteHarness(ProviderHarness):
-    """The harness with its provider on the TCP engine."""
-
-    def __init__(self, *args: Any, engine: str, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.engine = engine
-
-    def config(self) -> Config:
-        config = super().config()
-        return dataclasses.replace(config, docker=dataclasses.replace(config.docker, host=self.engine))
 
 
 @dataclasses.dataclass
@@ -145,7 +132,7 @@ async def test_api_backed_volumes_are_shipped_to_a_remote_engine_updated_and_rem
     plane: Plane, node_name: str, tmp_path: Path, engine: RemoteEngine
 ) -> None:
     docker_client = engine.docker
-    async with RemoteHarness.running(
+    async with EngineHarness.running(
         node_name, tmp_path, resync_interval=2.0, plane=plane, engine=engine.url
     ) as harness:
         await harness.create_object("configmaps", {"metadata": {"name": "remote-cfg"}, "data": {"key": "v1"}})
@@ -198,7 +185,7 @@ async def test_api_backed_volumes_are_shipped_to_a_remote_engine_updated_and_rem
 async def test_clean_removes_the_shipped_volumes(
     plane: Plane, node_name: str, tmp_path: Path, engine: RemoteEngine
 ) -> None:
-    harness = RemoteHarness(node_name, tmp_path, plane=plane, engine=engine.url)
+    harness = EngineHarness(node_name, tmp_path, plane=plane, engine=engine.url)
     await harness.start_sandbox()
     try:
         await harness.start_provider()

@@ -7,7 +7,9 @@ runs the provider for the test's node either
 in-process (`start_provider` / `stop_provider`, the app's `Provider`) or as a real
 `python -m vk_cli run` subprocess (`start_provider_process` / `kill_provider_process`,
 for kill -9 tests). It also acts as the user: create, get, delete and wait for pods,
-read Events and the sandbox's request counters, all over the API.
+read Events and the sandbox's request counters, all over the API. `EngineHarness`: the same with
+the provider on another engine address (a proxy in front of dockerd); `harness_allowing`: with
+`docker.allow` settings.
 Must not: reach into the provider's internals to decide a test's outcome.
 """
 
@@ -296,6 +298,19 @@ class ProviderHarness:
     async def counters(self) -> dict[str, Any]:
         answer = await self.api.get("/debug/sandbox/counters")
         return dict(answer)
+
+
+class EngineHarness(ProviderHarness):
+    """The harness with its provider on the engine at `engine` (`docker.host`): dockerd behind a
+    proxy, on a Unix socket or over TCP."""
+
+    def __init__(self, *args: Any, engine: str, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.engine = engine
+
+    def config(self) -> Config:
+        config = super().config()
+        return dataclasses.replace(config, docker=dataclasses.replace(config.docker, host=self.engine))
 
 
 def harness_allowing(**allowances: bool) -> type[ProviderHarness]:
