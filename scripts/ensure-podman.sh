@@ -12,14 +12,14 @@
 # Idempotent. Needs root and the Docker engine (scripts/ensure-docker.sh).
 # Writes /etc/containers/storage.conf too: Podman's default storage with skip_mount_home (below).
 #
-# Once the service runs, nothing here runs the podman command: each podman process mounts and, as
-# it exits, unmounts the storage's overlay directory under the service, and a container layer the
-# service mounted then can end up hidden under another mount of that directory. Its removal then
-# fails (unlinkat .../merged: device or resource busy), the layer stays "incomplete", and every
-# later store operation of the service fails on it (the CI of 2d28de7). The images are checked and
-# loaded through the service's API instead. Before the service starts, a container layer mount
-# whose layer is gone (an orphan of such a failure, or of a killed service) is unmounted, so that
-# the service's start-up deletes the incomplete layer.
+# Without skip_mount_home each podman process mounts the storage's overlay directory onto itself
+# at start and unmounts it as it exits, and a container layer the service mounted can end up
+# hidden under such a mount. Its removal then fails (unlinkat .../merged: device or resource
+# busy), the layer stays "incomplete", and every later store operation of the service fails on it
+# (the CI of 2d28de7). Besides that setting, nothing here runs the podman command once the service
+# runs: the images are checked and loaded through the service's API. Before the service starts, a
+# container layer mount whose layer is gone (an orphan of such a failure, or of a killed service)
+# is unmounted, so that the service's start-up deletes the incomplete layer.
 set -euo pipefail
 
 PODMAN_SOCKET=${PODMAN_SOCKET:-/run/podman/podman.sock}
