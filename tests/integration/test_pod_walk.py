@@ -95,17 +95,15 @@ def walk(monkeypatch: pytest.MonkeyPatch) -> Walk:
     """Recorders on the four hand-offs, in place before the provider starts."""
     walk = Walk()
 
-    def engine_call(fn: Any, *args: Any, **kwargs: Any) -> None:
-        if getattr(fn, "__name__", "") == "create_container" and str(kwargs.get("name", "")).startswith(
-            "k8s_app_"
-        ):
+    def engine_request(operation: str, *args: Any, params: Any = None, **kwargs: Any) -> None:
+        if operation == "create_container" and str((params or {}).get("name", "")).startswith("k8s_app_"):
             walk.record("docker", Engine.__module__)
 
     def status_patch(path: str, *args: Any) -> None:
         if "/pods/walk/status" in path:
             walk.record("patch", KubeClient.__module__)
 
-    wrap(monkeypatch, Engine, "call", engine_call)
+    wrap(monkeypatch, Engine, "request", engine_request)
     wrap(monkeypatch, PodWorkers, "update", lambda *a, **k: walk.record("watch", PodWorkers.__module__))
     wrap(
         monkeypatch,

@@ -1,11 +1,16 @@
-"""The connection to one Docker engine: the SDK client and the bounded pool every blocking call uses.
+"""The connection to one Docker engine: the SDK client, the bounded pool every blocking call uses,
+and the calls of a new container made on the event loop.
 
 What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host`, else
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
-pool at least as large as the thread pool plus the long-lived streams, and `Engine.call`,
-the one way blocking SDK calls reach a thread (in `runtime.call_order`'s order: oldest pod
-first, calls outside a pod before any), and so the one place runtime operations are counted
-and timed (`kubelet_runtime_operations_*`, by the called function's name);
+pool at least as large as the thread pool plus the long-lived streams; `Engine.call`, the
+one way blocking SDK calls reach a thread, and `Engine.request`, one JSON call of the Engine
+API (`create_container`, `start`, `inspect_container`, `inspect_image` are made so): on a Unix
+socket an awaited request on the loop over kept-alive connections (`socket_api`), on any other
+engine the same request through docker-py in the pool. Both wait their turn in
+`runtime.call_order`'s order (oldest pod first, calls outside a pod before any), and so are
+the one place runtime operations are counted and timed (`kubelet_runtime_operations_*`, by the
+called function's name or the request's operation);
 `Engine.check_kind`, which refuses an engine other than the configured one (Docker or Podman, by
 its `version` answer); `engine_is_local`, whether the engine shares
 this host's filesystem. On a Unix socket neither client reads requests' proxy and netrc
@@ -15,10 +20,12 @@ environment per request. Must not: know about pods or labels.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -30,6 +37,7 @@ from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.docker.hostinfo import engine_name
+from vk_provider.runtime.docker.socket_api import SocketApi, json_body
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -65,10 +73,28 @@ def root_cause(exc: BaseException) -> str:
 def _tune_unix_client(client: docker.DockerClient) -> None:
     """No per-request look-up of proxy variables and ~/.netrc (requests' `trust_env`): they mean
     nothing on a Unix socket, and cost about a quarter of the client's CPU per call. docker-py's
-    pool per request URL is kept: one shared pool of kept-alive connections for the socket
-    saved as much again, but pods restarted twice after an engine restart
-    (tests/resilience/test_docker_outage.py)."""
+    pool per request URL is kept for the calls still made with it (a shared pool of kept-alive
+    connections made pods restart twice after an engine restart in
+    tests/resilience/test_docker_outage.py, `df4c7dd`)."""
     client.api.trust_env = False
+
+
+def _blocking_request(
+    client: docker.DockerClient, method: str, path: str, params: dict[str, str] | None, body: Any
+) -> Any:
+    """`Engine.request` through docker-py (an engine not on a Unix socket: TCP, TLS, SSH)."""
+    api = client.api
+    url = f"{api.base_url}/v{api._version}{path}"
+    if method == "GET":
+        response = api._get(url, params=params)
+    elif body is not None:
+        response = api._post(
+            url, params=params, data=json.dumps(json_body(body)), headers={"Content-Type": "application/json"}
+        )
+    else:
+        response = api._post(url, params=params)
+    api._raise_for_status(response)
+    return response.json() if response.content else None
 
 
 class Engine:
@@ -83,6 +109,7 @@ class Engine:
         self._gate = PriorityGate(self.max_concurrency)
         self._client: docker.DockerClient | None = None
         self._stream_client: docker.DockerClient | None = None
+        self._socket: SocketApi | None = None
 
     def _connect(self, timeout: int | None = 60) -> docker.DockerClient:
         # from_env with an explicit DOCKER_HOST: TLS settings (DOCKER_TLS_VERIFY, DOCKER_CERT_PATH)
@@ -123,6 +150,26 @@ class Engine:
             raise RuntimeUnavailable(
                 f"cannot connect to the Docker engine at {self.url}: {root_cause(exc)}"
             ) from exc
+        if self.url.startswith("unix://"):
+            # As many connections as calls may run at once (the gate's bound); docker-py's read
+            # timeout of one-shot calls.
+            self._socket = SocketApi(self.url.removeprefix("unix://"), self.max_concurrency, 60)
+
+    @contextlib.asynccontextmanager
+    async def _operation(self, operation: str) -> AsyncIterator[None]:
+        """Wait for a turn at the gate; count and time the operation (from its turn), and count
+        its error."""
+        self.metrics.runtime_operations.labels(operation).inc()
+        await self._gate.acquire(call_priority.get())
+        began = time.monotonic()
+        try:
+            yield
+        except Exception:
+            self.metrics.runtime_operations_errors.labels(operation).inc()
+            raise
+        finally:
+            self._gate.release()
+            self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run one blocking SDK call in the bounded pool, once a thread is free for it
@@ -130,18 +177,31 @@ class Engine:
         timed (from when a thread took it) under its function's name (`inspect_container`,
         `start`, `_read_message` as `read_message`, ...)."""
         operation = getattr(fn, "__name__", type(fn).__name__).lstrip("_")
-        self.metrics.runtime_operations.labels(operation).inc()
         loop = asyncio.get_running_loop()
-        await self._gate.acquire(call_priority.get())
-        began = time.monotonic()
-        try:
+        async with self._operation(operation):
             return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
-        except Exception:
-            self.metrics.runtime_operations_errors.labels(operation).inc()
-            raise
-        finally:
-            self._gate.release()
-            self.metrics.runtime_operations_duration.labels(operation).observe(time.monotonic() - began)
+
+    async def request(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """One JSON call of the Engine API (`path` unversioned, quoted by
+        `socket_api.engine_path`): its decoded answer, or None for an empty one. Raises what
+        docker-py raises for the same call (`NotFound`, `APIError`, requests' `ConnectionError`).
+        Waits its turn as `call` does, and is counted and timed as `operation`."""
+        client = self.client
+        async with self._operation(operation):
+            if self._socket is not None:
+                return await self._socket.request(method, path, client.api._version, params, body)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                self._executor, _blocking_request, client, method, path, params, body
+            )
 
     async def check_kind(self, expected: str) -> None:
         """The engine on the socket is `expected` ("docker" or "podman", `docker.engine`) by its
@@ -161,5 +221,8 @@ class Engine:
         for client in (self._client, self._stream_client):
             if client is not None:
                 await self.call(client.close)
+        if self._socket is not None:
+            await self._socket.close()
         self._client = self._stream_client = None
+        self._socket = None
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -27,6 +27,7 @@ from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.engine import Engine, EngineErrors
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.listing import ListingCache
+from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -132,8 +133,8 @@ class PodStates:
 
     async def inspect(self, container_id: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = await self._engine.call(
-                self._engine.client.api.inspect_container, container_id
+            result: dict[str, Any] = await self._engine.request(
+                "inspect_container", "GET", engine_path("/containers/{0}/json", container_id)
             )
         except NotFound:
             return None

@@ -50,7 +50,7 @@ from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.cgroup_stats import CgroupStats
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
-from vk_provider.runtime.docker.create import create_container
+from vk_provider.runtime.docker.create import create_request
 from vk_provider.runtime.docker.engine import Engine, EngineErrors, engine_is_local
 from vk_provider.runtime.docker.hostinfo import runtime_info
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
@@ -64,6 +64,7 @@ from vk_provider.runtime.docker.sandboxes import SandboxMaker
 from vk_provider.runtime.docker.seccomp_profile import localhost_profile_json
 from vk_provider.runtime.docker.security_options import host_security
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
+from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.docker.volume_usage import volume_usage
@@ -235,8 +236,8 @@ class DockerRuntime:
     async def image_id(self, image: str) -> str | None:
         ref = images.parse_image(image)
         try:
-            inspect: dict[str, Any] = await self._engine.call(
-                self._engine.client.api.inspect_image, ref.normalized()
+            inspect: dict[str, Any] = await self._engine.request(
+                "inspect_image", "GET", engine_path("/images/{0}/json", ref.normalized())
             )
         except ImageNotFound:
             return None
@@ -321,7 +322,9 @@ class DockerRuntime:
         """The image's `Config.User`, as the kubelet reads it from the CRI's image status."""
         try:
             ref = images.parse_image(image).normalized()
-            inspect: dict[str, Any] = await self._engine.call(self._engine.client.api.inspect_image, ref)
+            inspect: dict[str, Any] = await self._engine.request(
+                "inspect_image", "GET", engine_path("/images/{0}/json", ref)
+            )
         except (ImagePullError, *EngineErrors) as exc:
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
@@ -419,22 +422,24 @@ class DockerRuntime:
                 ),
             )
             raise
+        params, body = create_request(self._engine.client, share_uts=self.SHARE_UTS, **kwargs)
         try:
-            container = await self._engine.call(
-                create_container, self._engine.client, share_uts=self.SHARE_UTS, **kwargs
+            created = await self._engine.request(
+                "create_container", "POST", "/containers/create", params=params, body=body
             )
         except EngineErrors as exc:
             raise ContainerCreateError(_engine_message(exc)) from exc
+        container_id = str(created["Id"])
         try:
-            await self._engine.call(container.start)
+            await self._engine.request("start", "POST", engine_path("/containers/{0}/start", container_id))
         except EngineErrors as exc:
-            self._start_failed(str(container.id), _engine_message(exc))
+            self._start_failed(container_id, _engine_message(exc))
             raise ContainerStartError(
-                f'failed to start container "{container.id}": {_engine_message(exc)}'
+                f'failed to start container "{container_id}": {_engine_message(exc)}'
             ) from exc
-        inst = await self._states.instance(str(container.id))
+        inst = await self._states.instance(container_id)
         if inst is None:
-            raise ContainerStartError(f'container "{container.id}" vanished after starting')
+            raise ContainerStartError(f'container "{container_id}" vanished after starting')
         return inst
 
     def _start_failed(self, container_id: str, message: str) -> None:

@@ -33,13 +33,14 @@ from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker import pod_resolv
 from vk_provider.runtime.docker import spec as sp
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
-from vk_provider.runtime.docker.create import create_container
+from vk_provider.runtime.docker.create import create_container, create_request
 from vk_provider.runtime.docker.engine import Engine, EngineErrors
 from vk_provider.runtime.docker.pod_dirs import PodDirs
 from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.removal import Removal
+from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.pod_cgroups import PodCgroups
 from vk_provider.runtime.types import (
     ContainerCreateError,
@@ -177,20 +178,24 @@ class SandboxMaker:
                 network=network,
                 cgroup_parent=await self._pod_files(config, network),
             )
-            container = await self.engine.call(create_container, self.engine.client, **kwargs)
+            params, body = create_request(self.engine.client, **kwargs)
+            created = await self.engine.request(
+                "create_container", "POST", "/containers/create", params=params, body=body
+            )
         except (ImagePullError, *EngineErrors) as exc:
             self.sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
+        container_id = str(created["Id"])
         try:
-            await self.engine.call(container.start)
+            await self.engine.request("start", "POST", engine_path("/containers/{0}/start", container_id))
         except EngineErrors as exc:
             with contextlib.suppress(*EngineErrors):
-                await self.engine.call(container.remove, force=True)
+                await self.engine.call(self.engine.client.api.remove_container, container_id, force=True)
             raise ContainerCreateError(f"Failed to create pod sandbox: {_engine_message(exc)}") from exc
         if network == "none" and self.cni is not None:
-            await self._cni_setup(config, str(container.id))
-        state = await self.states.sandbox_state(str(container.id))
+            await self._cni_setup(config, container_id)
+        state = await self.states.sandbox_state(container_id)
         if state is None:
             raise ContainerCreateError("Failed to create pod sandbox: it vanished after starting")
         # The pod keeps its latest sandbox alone, as the kubelet's container GC (evictSandboxes):
@@ -200,7 +205,7 @@ class SandboxMaker:
         )
         log.info(
             "started sandbox",
-            extra=pod_fields(config.metadata.as_object(), sandboxID=container.id[:12], ip=state.ip),
+            extra=pod_fields(config.metadata.as_object(), sandboxID=container_id[:12], ip=state.ip),
         )
         return state
 
