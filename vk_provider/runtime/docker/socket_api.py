@@ -6,8 +6,9 @@ back its decoded JSON answer, or None for an empty one; `engine_path`, a path wi
 arguments quoted as docker-py quotes them. An error answer raises the docker-py error of it
 (`NotFound`, `ImageNotFound`, `APIError`, made by docker-py's own
 `create_api_error_from_http_exception`) and a broken connection raises requests'
-`ConnectionError` with the socket's error as its cause, so a caller handles them exactly as
-it handles the same call made with docker-py.
+`ConnectionError` with the socket's error as its cause (an answer that is not JSON, requests'
+`InvalidJSONError`), so a caller handles them exactly as it handles the same call made with
+docker-py.
 
 Why not docker-py for these: a docker-py call is a thread hand-off, requests and urllib3
 preparing the request, http.client and the email parser reading the answer's headers, and a new
@@ -93,7 +94,12 @@ class SocketApi:
             ) from exc
         if status >= 400:
             raise api_error(status, reason, f"http+docker://localhost/v{version}{path}", content)
-        return json.loads(content) if content else None
+        try:
+            return json.loads(content) if content else None
+        except ValueError as exc:  # as docker-py's response.json(): a RequestException
+            raise requests.exceptions.InvalidJSONError(
+                f"{method} {path}: the engine's answer is not JSON: {exc}"
+            ) from exc
 
     async def close(self) -> None:
         if self._session is not None:
