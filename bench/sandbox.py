@@ -21,7 +21,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import yaml
 from bench.docker_engine import NODE_LABEL, DockerCountingProxy, remove_labelled, remove_node_cgroups
 from bench.procfs import child_pids, machine_busy_seconds
 from bench.report import progress
+from vk_common.ports import free_port
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 
@@ -57,12 +57,6 @@ def ensure_kube_bin() -> str:
     if built.returncode != 0:
         raise RuntimeError(f"scripts/ensure-kube.sh failed: {built.stderr.strip()[-500:]}")
     return built.stdout.strip().splitlines()[-1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -38,11 +38,12 @@ from pathlib import Path
 
 import yaml
 
-from bench.sandbox import REPO, ensure_kube_bin, free_port
+from bench.sandbox import REPO, ensure_kube_bin
 from conformance.report import RunFacts, render, render_into
 from conformance.specs import Spec, load_specs, selected, shard
 from conformance.subset import SUBSET, subset_focus
 from conformance.triage import load_triage, skip_regexp
+from vk_common.ports import free_port
 from vk_sandbox.bridge_address import bridge_gateway
 
 DEFAULT_FOCUS = r"\[sig-node\].*\[Conformance\]|\[NodeConformance\]"

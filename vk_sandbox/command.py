@@ -23,7 +23,6 @@ import contextlib
 import copy
 import ipaddress
 import signal
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import yaml
 
 from vk_common.logging import ObjectRef, get_logger, setup_logging
+from vk_common.ports import free_port
 from vk_sandbox.kubeconfig import Credentials
 from vk_sandbox.pki.authority import SandboxPKI
 
@@ -175,12 +175,6 @@ def run_sandbox(args: argparse.Namespace) -> int:
 
 def node_names(count: int, prefix: str = NODE_PREFIX) -> list[str]:
     return [f"{prefix}{i}" for i in range(1, count + 1)]
-
-
-def _free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def load_user_config(path: str | None) -> dict[str, Any]:
@@ -343,7 +337,7 @@ def write_provider_configs(
             user_config,
             node=node,
             kubeconfig=kubeconfig,
-            listen_port=kubelet_port + index if kubelet_port else _free_port(node_address),
+            listen_port=kubelet_port + index if kubelet_port else free_port(node_address),
             ca_file=ca_file,
             state_dir=state_dir,
             kubelet_auth=kubelet_auth,

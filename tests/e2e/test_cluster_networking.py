@@ -37,7 +37,7 @@ import pytest
 from tests.support.kubectl import KUBECTL, port_forward
 from tests.support.planes import REPO, ensure_kube_bin, launch_sandbox, stop_process
 from tests.support.polling import until
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 from vk_provider.runtime.docker.pod_network import pod_network_name
 from vk_sandbox.bridge_address import bridge_gateway
 from vk_sandbox.pki.authority import SandboxPKI

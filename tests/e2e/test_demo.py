@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ import pytest
 
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.pod_status import phase
-from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
+from vk_common.ports import free_port
 from vk_provider.kube.client import ApiStatusError
 
 pytestmark = pytest.mark.docker

@@ -24,8 +24,8 @@ from tests.support.manifests import sh
 from tests.support.planes import Plane
 from tests.support.pod_status import has_ip, running_ip
 from tests.support.polling import eventually
-from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
+from vk_common.ports import free_port
 from vk_provider.app import clean_node
 from vk_provider.runtime.docker.pod_network import pod_network_name
 

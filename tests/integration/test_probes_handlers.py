@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from tests.support.grpc_health_server import HealthServer
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 from vk_provider.probes.handlers import ProbeError, ProbeOutcome, run_probe
 from vk_provider.probes.results import Result
 from vk_provider.probes.spec import ProbeType, parse_probe

@@ -21,8 +21,8 @@ import pytest
 
 from tests.support.docker_socket_proxy import DockerSocketProxy
 from tests.support.polling import eventually
-from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
+from vk_common.ports import free_port
 from vk_provider.app import Provider
 
 pytestmark = pytest.mark.docker

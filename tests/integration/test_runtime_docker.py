@@ -16,8 +16,8 @@ from tests.support.docker_kwargs import sandbox_create_kwargs
 from tests.support.engine import engine_under_test
 from tests.support.images import BUSYBOX_IMAGE
 from tests.support.polling import eventually, until
-from tests.support.ports import free_port
 from tests.support.runtime_calls import engine_runtime, engine_socket, ensure_sandbox, start_container
+from vk_common.ports import free_port
 from vk_provider.config import DockerConfig
 from vk_provider.kube.keyring import Keyring
 from vk_provider.kuberuntime.container_config import ContainerLaunch

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tests.support.polling import eventually
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 from vk_sandbox.command import provider_config
 from vk_sandbox.server import SandboxServer
 

@@ -15,8 +15,8 @@ import pytest
 from aiohttp import web
 
 from tests.support.polling import eventually
-from tests.support.ports import free_port
 from tests.support.sandbox import RunningSandbox, admin_session, running_sandbox
+from vk_common.ports import free_port
 from vk_provider.kubeletapi.tls import self_signed
 
 DEADLINE = 30.0

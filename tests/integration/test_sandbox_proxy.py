@@ -19,8 +19,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from tests.support.ports import free_port
 from tests.support.stand_in_kubelet import serving_context
+from vk_common.ports import free_port
 from vk_sandbox.api.kubelet_proxy import kubelet_address, proxy_to_kubelet
 from vk_sandbox.pki.authority import SandboxPKI
 

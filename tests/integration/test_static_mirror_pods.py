@@ -22,8 +22,8 @@ import pytest
 from tests.support import manifests
 from tests.support.manifests import by_uid, sh
 from tests.support.polling import eventually
-from tests.support.ports import free_port
 from vk_common.objects import MIRROR_ANNOTATION
+from vk_common.ports import free_port
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.client import ApiStatusError, KubeClient, make_kube_client
 from vk_provider.kube.events import EventRecorder

@@ -27,8 +27,8 @@ from tests.support.images import BUSYBOX_IMAGE, PAUSE_IMAGE
 from tests.support.planes import Plane
 from tests.support.pod_status import container_status
 from tests.support.polling import eventually
-from tests.support.ports import free_port
 from tests.support.provider_harness import ProviderHarness
+from vk_common.ports import free_port
 
 pytestmark = pytest.mark.docker
 

@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from tests.support.polling import until
-from tests.support.ports import free_port
 from tests.support.sandbox_process import Sandbox
+from vk_common.ports import free_port
 from vk_provider.node.agent import detect_node_ip
 from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
 

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from tests.support.polling import until
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
 from vk_sandbox.real import identities
 from vk_sandbox.real.admin import AdminAPI

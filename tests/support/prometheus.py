@@ -31,7 +31,7 @@ import yaml
 
 from tests.support.cluster_addons import HostProcess, host_process, http_get
 from tests.support.polling import until
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 
 KUBELET_PATHS = ("/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/resource")
 SCRAPE_SECONDS = 5

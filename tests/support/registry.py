@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.byte_pipe import pipe
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 USERNAME = "vk-puller"

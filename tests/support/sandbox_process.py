@@ -30,7 +30,7 @@ from tests.support import manifests
 from tests.support.containers import labelled
 from tests.support.kubectl import KUBECTL
 from tests.support.polling import until
-from tests.support.ports import free_port
+from vk_common.ports import free_port
 
 DEADLINE = 120.0
 NODE_LABEL = "io.vk-provider.node"

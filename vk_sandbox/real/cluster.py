@@ -33,6 +33,7 @@ import aiohttp
 
 from vk_common.kube_version import KUBE_VERSION
 from vk_common.logging import get_logger
+from vk_common.ports import free_port
 from vk_common.tasks import cancel_and_wait
 from vk_sandbox.kubeconfig import Credentials, write_kubeconfig
 from vk_sandbox.real.admin import AdminAPI, ApiError
@@ -76,12 +77,6 @@ def default_kube_bin() -> Path:
 def missing_binaries(bin_dir: Path, cluster: bool = False) -> list[str]:
     names = BINARIES + (CLUSTER_BINARIES if cluster else ())
     return [name for name in names if not os.access(bin_dir / name, os.X_OK)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RealControlPlane:
@@ -142,13 +137,13 @@ class RealControlPlane:
                 "or pass --coredns-image"
             )
         self.ports = Ports(
-            etcd_client=_free_port(),
-            etcd_peer=_free_port(),
-            apiserver=self._requested_port or _free_port(),
-            controller_manager=_free_port(),
-            scheduler=_free_port(),
-            proxy_health=_free_port(),
-            proxy_metrics=_free_port(),
+            etcd_client=free_port(),
+            etcd_peer=free_port(),
+            apiserver=self._requested_port or free_port(),
+            controller_manager=free_port(),
+            scheduler=free_port(),
+            proxy_health=free_port(),
+            proxy_metrics=free_port(),
         )
         self._etcd_dir = tempfile.mkdtemp(prefix="vk-sandbox-etcd-")
         files = self._files(Path(self._etcd_dir))
