@@ -5,7 +5,8 @@ What lives here: `Engine`, which builds the docker-py client (`DockerConfig.host
 `$DOCKER_HOST`, else the local socket; the Docker CLI context is ignored) with a connection
 pool at least as large as the thread pool plus the long-lived streams; `Engine.call`, the
 one way blocking SDK calls reach a thread, and `Engine.request`, one JSON call of the Engine
-API (`create_container`, `start`, `inspect_container`, `inspect_image` are made so): on a Unix
+API (`create_container`, `start_container`, `inspect_container`, `inspect_image` are made so,
+counted as `create_container`, `start`, `inspect_container`, `inspect_image`): on a Unix
 socket an awaited request on the loop over kept-alive connections (`socket_api`), on any other
 engine the same request through docker-py in the pool. Both wait their turn in
 `runtime.call_order`'s order (oldest pod first, calls outside a pod before any), and so are
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -37,7 +37,7 @@ from vk_provider.config import DockerConfig
 from vk_provider.metrics import ProviderMetrics
 from vk_provider.runtime.call_order import PriorityGate, call_priority
 from vk_provider.runtime.docker.hostinfo import engine_name
-from vk_provider.runtime.docker.socket_api import SocketApi, json_body
+from vk_provider.runtime.docker.socket_api import SocketApi, engine_path
 from vk_provider.runtime.types import RuntimeUnavailable
 
 T = TypeVar("T")
@@ -88,9 +88,7 @@ def _blocking_request(
     if method == "GET":
         response = api._get(url, params=params)
     elif body is not None:
-        response = api._post(
-            url, params=params, data=json.dumps(json_body(body)), headers={"Content-Type": "application/json"}
-        )
+        response = api._post_json(url, data=body, params=params)
     else:
         response = api._post(url, params=params)
     api._raise_for_status(response)
@@ -202,6 +200,28 @@ class Engine:
             return await loop.run_in_executor(
                 self._executor, _blocking_request, client, method, path, params, body
             )
+
+    async def create_container(self, params: dict[str, str], body: dict[str, Any]) -> str:
+        """`POST /containers/create` with `create.create_request`'s query and body; the new ID."""
+        created = await self.request(
+            "create_container", "POST", "/containers/create", params=params, body=body
+        )
+        return str(created["Id"])
+
+    async def start_container(self, container_id: str) -> None:
+        await self.request("start", "POST", engine_path("/containers/{0}/start", container_id))
+
+    async def inspect_container(self, container_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request(
+            "inspect_container", "GET", engine_path("/containers/{0}/json", container_id)
+        )
+        return result
+
+    async def inspect_image(self, ref: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request(
+            "inspect_image", "GET", engine_path("/images/{0}/json", ref)
+        )
+        return result
 
     async def check_kind(self, expected: str) -> None:
         """The engine on the socket is `expected` ("docker" or "podman", `docker.engine`) by its

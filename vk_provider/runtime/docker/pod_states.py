@@ -27,7 +27,6 @@ from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.engine import Engine, EngineErrors
 from vk_provider.runtime.docker.events import EventPump
 from vk_provider.runtime.docker.listing import ListingCache
-from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.types import (
     ContainerInstance,
     ContainerRole,
@@ -133,12 +132,9 @@ class PodStates:
 
     async def inspect(self, container_id: str) -> dict[str, Any] | None:
         try:
-            result: dict[str, Any] = await self._engine.request(
-                "inspect_container", "GET", engine_path("/containers/{0}/json", container_id)
-            )
+            return await self._engine.inspect_container(container_id)
         except NotFound:
             return None
-        return result
 
     async def owned_inspect(self, container_id: str) -> dict[str, Any] | None:
         """The container's inspect if it exists and belongs to this node."""

@@ -64,7 +64,6 @@ from vk_provider.runtime.docker.sandboxes import SandboxMaker
 from vk_provider.runtime.docker.seccomp_profile import localhost_profile_json
 from vk_provider.runtime.docker.security_options import host_security
 from vk_provider.runtime.docker.shipped_volumes import ShippedVolumes
-from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.docker.stats import container_stats
 from vk_provider.runtime.docker.streams import thread_stream
 from vk_provider.runtime.docker.volume_usage import volume_usage
@@ -236,9 +235,7 @@ class DockerRuntime:
     async def image_id(self, image: str) -> str | None:
         ref = images.parse_image(image)
         try:
-            inspect: dict[str, Any] = await self._engine.request(
-                "inspect_image", "GET", engine_path("/images/{0}/json", ref.normalized())
-            )
+            inspect = await self._engine.inspect_image(ref.normalized())
         except ImageNotFound:
             return None
         except EngineErrors as exc:
@@ -322,9 +319,7 @@ class DockerRuntime:
         """The image's `Config.User`, as the kubelet reads it from the CRI's image status."""
         try:
             ref = images.parse_image(image).normalized()
-            inspect: dict[str, Any] = await self._engine.request(
-                "inspect_image", "GET", engine_path("/images/{0}/json", ref)
-            )
+            inspect = await self._engine.inspect_image(ref)
         except (ImagePullError, *EngineErrors) as exc:
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
@@ -424,14 +419,11 @@ class DockerRuntime:
             raise
         params, body = create_request(self._engine.client, share_uts=self.SHARE_UTS, **kwargs)
         try:
-            created = await self._engine.request(
-                "create_container", "POST", "/containers/create", params=params, body=body
-            )
+            container_id = await self._engine.create_container(params, body)
         except EngineErrors as exc:
             raise ContainerCreateError(_engine_message(exc)) from exc
-        container_id = str(created["Id"])
         try:
-            await self._engine.request("start", "POST", engine_path("/containers/{0}/start", container_id))
+            await self._engine.start_container(container_id)
         except EngineErrors as exc:
             self._start_failed(container_id, _engine_message(exc))
             raise ContainerStartError(

@@ -40,7 +40,6 @@ from vk_provider.runtime.docker.pod_network import PodNetwork
 from vk_provider.runtime.docker.pod_states import PodStates
 from vk_provider.runtime.docker.pull import engine_message as _engine_message
 from vk_provider.runtime.docker.removal import Removal
-from vk_provider.runtime.docker.socket_api import engine_path
 from vk_provider.runtime.pod_cgroups import PodCgroups
 from vk_provider.runtime.types import (
     ContainerCreateError,
@@ -179,16 +178,13 @@ class SandboxMaker:
                 cgroup_parent=await self._pod_files(config, network),
             )
             params, body = create_request(self.engine.client, **kwargs)
-            created = await self.engine.request(
-                "create_container", "POST", "/containers/create", params=params, body=body
-            )
+            container_id = await self.engine.create_container(params, body)
         except (ImagePullError, *EngineErrors) as exc:
             self.sandbox_image_seen = None  # gone, perhaps: the next sandbox checks again
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
-        container_id = str(created["Id"])
         try:
-            await self.engine.request("start", "POST", engine_path("/containers/{0}/start", container_id))
+            await self.engine.start_container(container_id)
         except EngineErrors as exc:
             with contextlib.suppress(*EngineErrors):
                 await self.engine.call(self.engine.client.api.remove_container, container_id, force=True)
