@@ -33,24 +33,35 @@ def ephemeral_low(path: Path = EPHEMERAL_RANGE) -> int:
         return 32768
 
 
-def _bindable(host: str, port: int) -> bool:
+def _bind(host: str, port: int) -> int | None:
+    """The port a socket bound on `host` at `port` got (0: the kernel's pick), or None if taken;
+    the socket is closed again. The kernel's pick failing raises its error."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         try:
             sock.bind((host, port))
         except OSError:
-            return False
-    return True
+            if port == 0:
+                raise
+            return None
+        return int(sock.getsockname()[1])
+
+
+# Handed out by this process: released, so bindable again until the server they were picked for
+# binds them, and two random picks in a row (the real control plane's seven ports) may meet.
+_handed_out: set[int] = set()
 
 
 def free_port(host: str = "127.0.0.1", *, low: int | None = None) -> int:
-    """A TCP port on `host` that nothing is bound to now and no outgoing connection will take.
-    `low`: the ephemeral range's first port (default: the kernel's)."""
+    """A TCP port on `host` that nothing is bound to now, that this process has not handed out
+    before, and that no outgoing connection will take. `low`: the ephemeral range's first port
+    (default: the kernel's)."""
     top = min(HIGHEST, ephemeral_low() if low is None else low)
     if top > LOWEST:
         for _ in range(TRIES):
             port = random.randrange(LOWEST, top)
-            if _bindable(host, port):
+            if port not in _handed_out and _bind(host, port) is not None:
+                _handed_out.add(port)
                 return port
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    picked = _bind(host, 0)
+    assert picked is not None  # a failed bind to port 0 raised
+    return picked
