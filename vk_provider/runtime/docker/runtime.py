@@ -53,6 +53,7 @@ from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.create import create_request
 from vk_provider.runtime.docker.engine import Engine, EngineErrors, engine_is_local
 from vk_provider.runtime.docker.hostinfo import runtime_info
+from vk_provider.runtime.docker.image_inspects import ImageInspects
 from vk_provider.runtime.docker.interactive import DockerSession, DockerStreams
 from vk_provider.runtime.docker.pod_dirs import PodDirs
 from vk_provider.runtime.docker.pod_network import PodNetwork
@@ -124,6 +125,7 @@ class DockerRuntime:
             lambda pod: self._sandboxes.ensure_sandbox_image(),
         )
         self._puller = ImagePuller(self._engine)
+        self._image_inspects = ImageInspects(self._engine.inspect_image)  # a burst asks once
         self._pod_network = PodNetwork(self._engine, node_name, config.network)
         self._cni = cni
         local = engine_is_local(config.engine_location, self._engine.url)  # docker.engineLocation
@@ -235,7 +237,7 @@ class DockerRuntime:
     async def image_id(self, image: str) -> str | None:
         ref = images.parse_image(image)
         try:
-            inspect = await self._engine.inspect_image(ref.normalized())
+            inspect = await self._image_inspects.get(ref.normalized())
         except ImageNotFound:
             return None
         except EngineErrors as exc:
@@ -244,7 +246,10 @@ class DockerRuntime:
 
     async def pull_image(self, image: str, keyring: Keyring) -> PulledImage:
         log.info("pulling image", extra={"image": image})
-        return await self._puller.pull(image, keyring)
+        try:
+            return await self._puller.pull(image, keyring)
+        finally:
+            self._forget_image(image)
 
     # --- sandbox ---
 
@@ -319,7 +324,7 @@ class DockerRuntime:
         """The image's `Config.User`, as the kubelet reads it from the CRI's image status."""
         try:
             ref = images.parse_image(image).normalized()
-            inspect = await self._engine.inspect_image(ref)
+            inspect = await self._image_inspects.get(ref)
         except (ImagePullError, *EngineErrors) as exc:
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerConfigError(f'failed to inspect image "{image}": {message}') from exc
@@ -421,6 +426,8 @@ class DockerRuntime:
         try:
             container_id = await self._engine.create_container(params, body)
         except EngineErrors as exc:
+            if isinstance(exc, ImageNotFound):  # gone since it was last seen: asked again next time
+                self._forget_image(config.image)
             raise ContainerCreateError(_engine_message(exc)) from exc
         try:
             await self._engine.start_container(container_id)
@@ -433,6 +440,10 @@ class DockerRuntime:
         if inst is None:
             raise ContainerStartError(f'container "{container_id}" vanished after starting')
         return inst
+
+    def _forget_image(self, image: str) -> None:
+        with contextlib.suppress(ImagePullError):  # a name that does not parse was never kept
+            self._image_inspects.forget(images.parse_image(image).normalized())
 
     def _start_failed(self, container_id: str, message: str) -> None:
         """Docker keeps a start's error in the container's State (labels.instance_from_inspect)."""
