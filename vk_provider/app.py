@@ -100,7 +100,11 @@ class Provider:
         self.client = client
         self.runtime = runtime = build_runtime(cfg, self.metrics)
         await runtime.start()
-        self.recorder = EventRecorder(client, self.node_name)
+        # The kubelet's EventClient: a token bucket of its own (eventRecordQPS and eventBurst,
+        # whose defaults are kubeAPIQPS's and kubeAPIBurst's), so Events never hold up a pod's.
+        self.recorder = EventRecorder(
+            client.with_own_limit(cfg.kubernetes.qps, cfg.kubernetes.burst), self.node_name
+        )
         await self.recorder.start()
         client.on_forbidden = PermissionReporter(self.recorder, self.node_name)
         node_ip = node_ip_from(cfg.node.internal_ip, os.environ) or detect_node_ip()
@@ -113,8 +117,10 @@ class Provider:
             metrics=self.metrics if cfg.metrics.enabled else None,
         )
         await self.kubelet.start()
+        # The kubelet's HeartbeatClient: the node's status and Lease are never rate-limited.
+        heartbeats = client.with_own_limit(0, 1)
         self.node = node = NodeAgent(
-            with_kubelet_port(cfg, self.kubelet.port), client, runtime, self.recorder
+            with_kubelet_port(cfg, self.kubelet.port), heartbeats, runtime, self.recorder
         )
         await node.start()
         # Built even without a static pod directory, so mirrors left by an earlier run are deleted.

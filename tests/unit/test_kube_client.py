@@ -1,8 +1,10 @@
 """The apiserver client: token bucket, line framing, Status errors, query encoding (pure), and the
-Retry-After retries over a stand-in transport (no network)."""
+Retry-After retries and the views with a bucket of their own over a stand-in transport (no
+network)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -216,3 +218,35 @@ async def test_every_request_sent_is_counted_by_method_and_code() -> None:
     assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="200") == 1
     assert sample(client.metrics, "rest_client_requests_total", method="GET", code="404") == 1
     assert sample(client.metrics, "rest_client_request_duration_seconds_count", verb="PATCH") == 2
+
+
+async def test_a_view_with_its_own_limit_is_not_held_up_by_the_clients_bucket() -> None:
+    """The kubelet's EventClient and HeartbeatClient: their requests never wait for the pods'
+    bucket, nor the pods' for theirs; everything else (transport, metrics) is shared."""
+    transport = Answers(Answer(200))
+    client = KubeClient(cast(ApiClient, transport), qps=1, burst=1)
+    events = client.with_own_limit(1, 1)
+    heartbeats = client.with_own_limit(0, 1)
+    await client.get("/api/v1/pods")  # the client's only token: its next is a second away
+    held = asyncio.ensure_future(client.get("/api/v1/pods"))
+    others = [asyncio.ensure_future(events.create("/api/v1/namespaces/d/events", {}))]
+    others += [asyncio.ensure_future(heartbeats.get("/apis/coordination.k8s.io/v1/leases")) for _ in range(5)]
+    done, _ = await asyncio.wait([held, *others], timeout=0.5)
+    assert set(others) <= done and held not in done  # with one bucket for all, only one goes
+    assert transport.sent == 7
+    assert sample(client.metrics, "rest_client_requests_total", method="GET", code="200") == 6
+    await held
+    assert transport.sent == 8
+
+
+async def test_a_view_follows_the_clients_new_credentials_and_403_hook() -> None:
+    old, new = Answers(Answer(200)), Answers(Answer(403, body=b'{"kind": "Status", "code": 403}'))
+    client = KubeClient(cast(ApiClient, old), qps=0)
+    events = client.with_own_limit(0, 1)
+    forbidden: list[str] = []
+    client.on_forbidden = lambda method, path, params, message: forbidden.append(path)
+    assert client.swap_api_client(cast(ApiClient, new)) is cast(ApiClient, old)
+    with pytest.raises(ApiStatusError):
+        await events.create("/api/v1/namespaces/d/events", {})
+    assert (old.sent, new.sent) == (0, 1)
+    assert forbidden == ["/api/v1/namespaces/d/events"]

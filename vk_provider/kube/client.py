@@ -1,6 +1,7 @@
 """Dict-based access to the apiserver: GET/POST/PUT/PATCH/DELETE and watch, JSON in and out as dicts.
 
-What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, the
+What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, and views
+of it with a bucket of their own for Events and heartbeats (`with_own_limit`), the
 right Content-Type per patch type, `ApiStatusError` built from the metav1.Status body,
 watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403,
 every request counted and timed by method and code in its `metrics`, the one choke point),
@@ -21,10 +22,12 @@ objects; that is the callers' job (reflector, status manager, node agent).
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +204,21 @@ def decode_event(line: bytes) -> dict[str, Any]:
     return event
 
 
+Forbidden = Callable[[str, str, Mapping[str, Any] | None, str], None]
+
+
+@dataclass
+class _Connection:
+    """What every rate-limited view of one client shares: the transport and its credentials,
+    the watches under way, the 403 hook."""
+
+    api: ApiClient
+    # The watches under way (their responses), and those `swap_api_client` ended.
+    watches: set[aiohttp.ClientResponse] = field(default_factory=set)
+    ended: set[aiohttp.ClientResponse] = field(default_factory=set)
+    on_forbidden: Forbidden | None = None
+
+
 class KubeClient:
     """JSON-over-HTTP to one apiserver; every method takes an absolute API path like `/api/v1/nodes/x`."""
 
@@ -213,17 +231,36 @@ class KubeClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         metrics: ProviderMetrics | None = None,
     ) -> None:
-        self._api = api_client
+        api_client.user_agent = USER_AGENT
+        self._connection = _Connection(api_client)
         # Requests by method and code; the reflectors count their watch restarts here too.
         self.metrics = metrics or ProviderMetrics()
-        self._api.user_agent = USER_AGENT
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
-        # The watches under way (their responses), and those `swap_api_client` ended.
-        self._watches: set[aiohttp.ClientResponse] = set()
-        self._ended: set[aiohttp.ClientResponse] = set()
-        # Called with (method, path, params, message) on every 403 (kube/permissions.py).
-        self.on_forbidden: Callable[[str, str, Mapping[str, Any] | None, str], None] | None = None
+
+    def with_own_limit(self, qps: float, burst: int) -> KubeClient:
+        """This client (its connections, credentials, watches, metrics and 403 hook) with a
+        token bucket of its own, as the kubelet's separate clientsets: its EventClient
+        (eventRecordQPS / eventBurst) and its HeartbeatClient (no limit), so that Events and
+        the node's heartbeats neither wait behind nor hold up the pods' requests
+        (k8s.io/kubernetes cmd/kubelet/app/server.go, eventClientConfig, heartbeatClientConfig).
+        qps <= 0: no limit."""
+        view = copy.copy(self)
+        view._bucket = TokenBucket(qps, burst)
+        return view
+
+    @property
+    def on_forbidden(self) -> Forbidden | None:
+        """Called with (method, path, params, message) on every 403 (kube/permissions.py)."""
+        return self._connection.on_forbidden
+
+    @on_forbidden.setter
+    def on_forbidden(self, hook: Forbidden | None) -> None:
+        self._connection.on_forbidden = hook
+
+    @property
+    def _api(self) -> ApiClient:
+        return self._connection.api
 
     def _refused(
         self, method: str, path: str, params: Mapping[str, Any] | None, error: ApiStatusError
@@ -349,7 +386,7 @@ class KubeClient:
             sock_read=float(server_timeout) + WATCH_READ_SLACK if server_timeout else None,
         )
         response = await self._send("GET", path, params=query, request_timeout=timeout)
-        self._watches.add(response)
+        self._connection.watches.add(response)
         try:
             if not 200 <= response.status <= 299:
                 error = status_error(response.status, await response.read())
@@ -361,16 +398,16 @@ class KubeClient:
                     for line in decoder.feed(chunk):
                         yield decode_event(line)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                if response in self._ended:
+                if response in self._connection.ended:
                     return  # new credentials (swap_api_client): the stream ends as at its timeout
                 raise ApiConnectionError(f"watch {path}: {type(exc).__name__}: {exc}") from exc
-            if response in self._ended:
+            if response in self._connection.ended:
                 return
             for line in decoder.flush():
                 yield decode_event(line)
         finally:
-            self._watches.discard(response)
-            self._ended.discard(response)
+            self._connection.watches.discard(response)
+            self._connection.ended.discard(response)
             response.close()
 
     def swap_api_client(self, api_client: ApiClient) -> ApiClient:
@@ -382,9 +419,9 @@ class KubeClient:
         pkg/kubelet/certificate/transport.go); closing the old session under a reader would
         leave it waiting forever (aiohttp drops the payload of a closed connection)."""
         api_client.user_agent = USER_AGENT
-        old, self._api = self._api, api_client
-        for response in self._watches:
-            self._ended.add(response)
+        old, self._connection.api = self._connection.api, api_client
+        for response in self._connection.watches:
+            self._connection.ended.add(response)
             response.close()
         return old
 
