@@ -11,6 +11,7 @@ a started runtime of it that, when the block ends, removes every pod it still ha
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -25,6 +26,7 @@ from vk_provider.kuberuntime.sandbox_config import sandbox_config
 from vk_provider.pods.runtime_configs import admit_sandbox, container_config_for
 from vk_provider.runtime.configs import ResolvConf
 from vk_provider.runtime.docker import DockerRuntime
+from vk_provider.runtime.docker.engine import EngineErrors
 from vk_provider.runtime.podman import PodmanRuntime
 from vk_provider.runtime.protocol import Runtime
 from vk_provider.runtime.types import ContainerInstance, PodSandboxState
@@ -74,6 +76,20 @@ async def running_docker_runtime(config: DockerConfig, node_name: str) -> AsyncI
     runtime = engine_runtime(config, node_name)
     await runtime.start()
     yield runtime
-    for uid in await runtime.list_pods():
+    for uid in await _listed_pods(runtime):
         await runtime.remove_pod(uid)
     await runtime.close()
+
+
+async def _listed_pods(runtime: DockerRuntime, attempts: int = 5) -> list[str]:
+    """The runtime's pods, the list asked again after an engine error: Podman's container list
+    can fail while a container's process exits (a 500, `read /proc/<pid>/cgroup: no such
+    process`; seen once in CI, at a test's teardown)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return list(await runtime.list_pods())
+        except EngineErrors:
+            if attempt == attempts:
+                raise
+            await asyncio.sleep(0.5)
+    return []
