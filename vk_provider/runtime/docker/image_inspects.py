@@ -13,10 +13,11 @@ Must not: keep an error or a miss, or answer from an inspect older than `FRESH_S
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from vk_common.single_flight import SingleFlight
 
 # An image removed or re-tagged behind the provider's back is seen within this long; a create
 # that fails on it in that window is a CreateContainerError the next sync mends.
@@ -30,7 +31,7 @@ class ImageInspects:
         self._inspect = inspect
         self._clock = clock
         self._kept: dict[str, tuple[float, dict[str, Any]]] = {}
-        self._flights: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._flights: SingleFlight[str, dict[str, Any]] = SingleFlight()
 
     async def get(self, ref: str) -> dict[str, Any]:
         """The engine's inspect of `ref` (normalized), at most FRESH_SECONDS old; raises what
@@ -38,28 +39,17 @@ class ImageInspects:
         kept = self._kept.get(ref)
         if kept is not None and self._clock() - kept[0] < FRESH_SECONDS:
             return kept[1]
-        flight = self._flights.get(ref)
-        if flight is None:
-            flight = asyncio.ensure_future(self._ask(ref))
-            self._flights[ref] = flight
-            flight.add_done_callback(lambda done: self._landed(ref, done))
-        return await asyncio.shield(flight)
+        return await self._flights.join(ref, lambda: self._ask(ref))
 
     def forget(self, ref: str) -> None:
         """Drop what is kept of `ref`; an answer still on its way is not kept either."""
         self._kept.pop(ref, None)
-        self._flights.pop(ref, None)
+        self._flights.drop(ref)
 
     async def _ask(self, ref: str) -> dict[str, Any]:
         asked = self._clock()
         answer = await self._inspect(ref)
-        if self._flights.get(ref) is asyncio.current_task():  # not forgotten meanwhile
+        if self._flights.is_current(ref):  # not forgotten meanwhile
             self._kept = {r: k for r, k in self._kept.items() if asked - k[0] < FRESH_SECONDS}
             self._kept[ref] = (asked, answer)
         return answer
-
-    def _landed(self, ref: str, flight: asyncio.Future[dict[str, Any]]) -> None:
-        if self._flights.get(ref) is flight:
-            del self._flights[ref]
-        if not flight.cancelled():
-            flight.exception()  # retrieved: every waiter may have been cancelled

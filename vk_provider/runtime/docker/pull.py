@@ -12,13 +12,13 @@ Must not: decide whether to pull (the pull policy is the pods layer's), or block
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 from requests.exceptions import RequestException
 
 from docker.errors import APIError, DockerException
+from vk_common.single_flight import SingleFlight
 from vk_provider.kube.keyring import Keyring, RegistryAuth
 from vk_provider.runtime.docker import images
 from vk_provider.runtime.docker.engine import Engine
@@ -36,24 +36,13 @@ def engine_message(exc: BaseException) -> str:
 class ImagePuller:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._flights: dict[_Key, asyncio.Task[PulledImage]] = {}
+        self._flights: SingleFlight[_Key, PulledImage] = SingleFlight()
 
     async def pull(self, image: str, keyring: Keyring) -> PulledImage:
         """Pull (or join the pull already running for the same reference and credentials)."""
         ref = images.parse_image(image)
         key: _Key = (ref.normalized(), keyring.lookup_image(image))
-        flight = self._flights.get(key)
-        if flight is None:
-            flight = asyncio.get_running_loop().create_task(self._pull(ref, key[1]))
-            self._flights[key] = flight
-            flight.add_done_callback(lambda done: self._landed(key, done))
-        return await asyncio.shield(flight)
-
-    def _landed(self, key: _Key, flight: asyncio.Task[PulledImage]) -> None:
-        if self._flights.get(key) is flight:
-            del self._flights[key]
-        if not flight.cancelled():
-            flight.exception()  # retrieved: every waiter may have been cancelled
+        return await self._flights.join(key, lambda: self._pull(ref, key[1]))
 
     async def _pull(self, ref: images.ImageRef, credentials: tuple[RegistryAuth, ...]) -> PulledImage:
         began = time.monotonic()
