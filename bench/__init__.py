@@ -14,6 +14,8 @@ What lives here: the runnable modules and the small modules they share.
   scrape (fresh and cached) and the engine calls it costs.
 - `bench.apiserver`: the emulator against the real kube-apiserver and etcd, no provider: N
   objects created and listed, a W-patch burst, K watches (docs/fidelity.md).
+- `bench.growth`: the grid of the benches above at the sizes of issue 32's table, one at a
+  time in their own processes, one Markdown table per bench.
 - Shared: `bench.sandbox` (starting and stopping a `vk-provider sandbox` subprocess),
   `bench.pods` (the pods and their watch), `bench.api_counts` (the request counters of both
   control planes), `bench.docker_engine` (the counting Docker socket proxy, removing labelled

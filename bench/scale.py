@@ -136,6 +136,7 @@ async def bench(args: argparse.Namespace) -> None:
             "seconds_to_all_running": burst,
             "p50_s": p50,
             "p99_s": p99,
+            "cpu_ms_per_pod_max": 1000.0 * max(cpu_burst.values()) / args.pods,
             "idle_cpu_pct_max": max(cpu_idle.values()),
             "rss_mb_max": max(rss.values()),
             "lost": found["lost"],

@@ -199,6 +199,8 @@ async def bench(args: argparse.Namespace) -> None:
             "floor_p99_s": floor.p99,
             "floor_pods_per_s": floor.pods_per_s,
             "machine_cpu_ratio": report.ratio(provider.cpu[MACHINE], floor.cpu[MACHINE]),
+            "client_ms": 1000.0 * provider.cpu[CLIENT] / args.pods,
+            "floor_client_ms": 1000.0 * floor.cpu[CLIENT] / args.pods,
         },
     )
 
