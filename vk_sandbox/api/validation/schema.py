@@ -204,17 +204,18 @@ class _Walk:
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         struct = _struct_name(field) or owner
+        required_keys = schema.get("required") or ()
         if struct in _REQUIRED_ENFORCED:
-            for req in schema.get("required") or ():
+            for req in required_keys:
                 if value.get(req) is None:
                     self.causes.append(required(child_path(path, req)))
-        optional = {key for key in props or () if key not in (schema.get("required") or ())}
         for key, sub in list(value.items()):
             if props is not None and key in props:
                 if sub is None and self.decoding and _is_container(props[key]):
                     del value[key]  # a nil struct pointer, map or slice: omitted
                     continue
-                if sub in ({}, []) and self.decoding and key in optional and _map_or_list(props[key]):
+                omitempty = key not in required_keys
+                if sub in ({}, []) and self.decoding and omitempty and _map_or_list(props[key]):
                     # An empty map or slice of an `omitempty` field (openapi-gen makes every field
                     # without omitempty `required`): encoding/json leaves it out when the server
                     # writes the object, so a ConfigMap created with `data: {}` has no data and a
