@@ -6,10 +6,11 @@ What lives here: the grid of issue 32's table (docs/performance.md): `bench.star
 and 250 pods, `bench.lone` (10 pods) beside 0 and 50 running ones, `bench.steady` at 50, 200 and 500,
 `bench.scale` at 100, 250 and 500, `bench.churn` at 500, on each control plane asked for. Each
 bench runs as its own `python -m bench.<name>` subprocess, one at a time (never two at once: they
-share the engine and the two cores); its whole output is kept in `DIR/<plane>-<bench>-<pods>.txt`
-and its `RESULT` line read; at the end (and after every run, so a stopped grid leaves what it
-measured) `DIR/growth.md` holds one table per bench with the figures the issue's goals name. A
-bench that fails is a row saying so, and the grid goes on. Must not: import from `tests/`, run
+share the engine and the two cores); its whole output is kept in
+`DIR/<plane>-<bench>-<pods>[-background-N].txt` and its `RESULT` line read; at the end (and after
+every run, so a stopped grid leaves what it measured) `DIR/growth.md` holds one table per bench
+with the figures the issue's goals name. A bench that fails is a row saying so, and the grid goes
+on. Must not: import from `tests/`, run
 anything itself but the bench modules, or judge a figure (the goals live in the docs).
 """
 
@@ -24,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import report
-
-REPO = Path(__file__).resolve().parent.parent
+from bench.sandbox import REPO
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,13 @@ listed() {
 }
 
 UNIFIED=/sys/fs/cgroup/unified
-if [ "$(stat -fc %T /sys/fs/cgroup)" = tmpfs ] && [ -s "$UNIFIED/cgroup.controllers" ]; then
-  for controller in $(cat "$UNIFIED/cgroup.controllers"); do
+# (cgroupfs reports every file's size as 0, so the test reads the list rather than `[ -s ]`.)
+controllers=""
+if [ "$(stat -fc %T /sys/fs/cgroup)" = tmpfs ] && [ -r "$UNIFIED/cgroup.controllers" ]; then
+  controllers=$(cat "$UNIFIED/cgroup.controllers")
+fi
+if [ -n "$controllers" ]; then
+  for controller in $controllers; do
     echo "ensure-oci-runtimes: mounting the $controller controller as cgroup v1 (for crun)" >&2
     mkdir -p "/sys/fs/cgroup/$controller"
     mount -t cgroup -o "$controller" cgroup "/sys/fs/cgroup/$controller"
