@@ -70,11 +70,13 @@ class MemoryRuntime:
         self.report_starts = False  # the engine's "start" event of each start, as Docker sends it
         self.image_asks: list[str] = []  # each image_id
         self.sandbox_hold: asyncio.Event | None = None  # ensure_sandbox waits for it when set
+        self.lists = 0  # list_pods calls (the housekeeping's engine lists)
 
     def _put(self, uid: str, **changes: Any) -> None:
         self.pods[uid] = dataclasses.replace(self.pods[uid], **changes)
 
     async def list_pods(self) -> dict[str, PodRuntimeState]:
+        self.lists += 1
         return dict(self.pods)
 
     def host_security(self) -> HostSecurity:

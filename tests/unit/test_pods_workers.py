@@ -229,6 +229,25 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     assert "live" not in runtime.removed
 
 
+async def test_a_node_at_rest_is_not_listed_every_pass_but_an_event_brings_the_next(rig: Any) -> None:
+    """While no runtime event comes, a housekeeping pass does not list the engine (one that does
+    comes every 60 s); an event (here of a pod no worker knows: a container someone else made
+    with the node's labels) makes the next pass list it, and the stranger goes."""
+    runtime, statuses, _, workers, cfg = rig
+    cfg.upsert("api", make_pod("live", [box("a")]))
+    await eventually(
+        lambda: statuses.cache.get("live", {}).get("phase") == "Running", within=WITHIN, interval=POLL
+    )
+    workers.start_housekeeping(0.02)
+    await eventually(lambda: runtime.lists == 1, within=WITHIN, interval=POLL)  # the first pass
+    await asyncio.sleep(0.3)  # about 15 passes
+    assert runtime.lists == 1
+    runtime.report_starts = True
+    await ensure_sandbox(runtime, make_pod("stray", [box("a")]))
+    await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
+    assert runtime.lists == 2 and "live" not in runtime.removed
+
+
 async def test_adopt_and_housekeeping_remove_what_a_cut_short_removal_left_on_disk(rig: Any) -> None:
     """A pod whose containers went but whose volumes or files stayed (its removal was cut short by
     a stop) is still an orphan, as the kubelet's cleanupOrphanedPodDirs finds it from disk."""

@@ -10,8 +10,9 @@ its podSyncer) for the work of each state with a read-only `PodTask`, and record
 A failed step records FailedSync and is retried.
 `adopt` and the housekeeping pass make a restart safe: containers of pods that still exist are
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
-vanished pod left without containers (`Runtime.list_pod_storage`); housekeeping also drops the
-backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
+vanished pod left without containers (`Runtime.list_pod_storage`: listed, as the engine's
+containers, when something happened since the last pass that listed them, else once a minute);
+housekeeping also drops the backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
 `kubelet_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 pure rules are `pods/policy.py`.
@@ -58,6 +59,9 @@ __all__ = ["EventSink", "PodSyncer", "PodWorkers", "StatusSink", "WorkerState"]
 log = get_logger("pods.workers")
 
 HOUSEKEEPING_SECONDS = 10.0  # the kubelet's HandlePodCleanups runs every 2 s; Docker listing costs more
+# At rest (no runtime event since the last pass that listed the engine), the engine and the disk
+# are still listed this often (the kubelet's evented PLEG relists every 300 s while events flow).
+FULL_HOUSEKEEPING_SECONDS = 60.0
 
 
 class PodSyncer(Protocol):
@@ -142,6 +146,11 @@ class PodWorkers:
         self._events_task: asyncio.Task[None] | None = None
         self._eviction_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
+        # Whether the next housekeeping pass lists the engine and the disk whatever the time:
+        # at first, after any runtime event (a container of a pod no worker knows among them;
+        # and the list warms the caches a pod's resync reads after its own starts) or a gap in
+        # them, and after a worker's end (what its removal left, a busy cgroup, is looked for).
+        self._look_everywhere = True
         self._closing = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -190,10 +199,24 @@ class PodWorkers:
             self._housekeeping = asyncio.create_task(self._housekeep(interval), name="pod housekeeping")
 
     async def _housekeep(self, interval: float) -> None:
+        """Every `interval`: the expired backoff entries dropped, and the orphans removed when
+        the engine changed since the last such pass (`_look_everywhere`) or
+        `FULL_HOUSEKEEPING_SECONDS` passed: while the runtime's events flow, a container of a pod
+        without a worker shows itself by them, and a node at rest does not list its containers
+        every pass (docs/pods.md)."""
+        loop = asyncio.get_running_loop()
+        next_full = loop.time()
         while True:
             await asyncio.sleep(interval)
             try:
-                await self._remove_orphans(lambda uid: uid in self._work)
+                if self._look_everywhere or loop.time() >= next_full:
+                    self._look_everywhere = False  # what comes during the pass is for the next
+                    next_full = loop.time() + FULL_HOUSEKEEPING_SECONDS
+                    try:
+                        await self._remove_orphans(lambda uid: uid in self._work)
+                    except Exception:
+                        self._look_everywhere = True
+                        raise
                 self._backoff.gc()
             except Exception:
                 log.exception("pod housekeeping failed")
@@ -267,6 +290,7 @@ class PodWorkers:
         while True:
             try:
                 async for event in self._runtime.events():
+                    self._look_everywhere = True
                     if isinstance(event, EventsResumed):
                         # What the gap hid (containers that died with a restarted engine) is
                         # only seen by reading every pod again: the kubelet's PLEG relist.
@@ -381,5 +405,6 @@ class PodWorkers:
             with self._metrics.pod_worker_duration.labels("cleanup").time():
                 await self._syncer.cleanup(work.as_task())
             self._work.pop(work.uid, None)
+            self._look_everywhere = True
             return True
         return False

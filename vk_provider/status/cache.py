@@ -182,8 +182,11 @@ def status_equal_by_kubelet(old: Mapping[str, Any], new: Mapping[str, Any]) -> b
         for key in ("status", "reason", "message"):
             if (before.get(key) or "") != (cond.get(key) or ""):
                 return False
-    fields = KUBELET_STATUS_FIELDS
-    return all(semantic_field(key, old.get(key)) == semantic_field(key, new.get(key)) for key in fields)
+    # Equal as they are is equal semantically (the usual answer of a resync: no rewrite).
+    return all(
+        (a := old.get(key)) == (b := new.get(key)) or semantic_field(key, a) == semantic_field(key, b)
+        for key in KUBELET_STATUS_FIELDS
+    )
 
 
 def _spec_container(spec: Mapping[str, Any], key: str, name: str) -> Mapping[str, Any]:

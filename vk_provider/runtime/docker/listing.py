@@ -1,7 +1,8 @@
 """The latest node-wide container list, reused as one pod's state while nothing changed that pod.
 
 What lives here: `ListingCache`. It keeps the rows of the latest node-wide list (the one
-`DockerRuntime.list_pods` makes every housekeeping pass) by pod UID, when that list was started,
+`DockerRuntime.list_pods` makes at each housekeeping pass that lists the engine: at least once a
+minute, `pods/workers.py`) by pod UID, when that list was started,
 and when each pod last changed as far as this process knows: a Docker event for one of its
 containers, or a create, start, stop, update or removal of ours. `rows(uid)` answers with the
 pod's rows from that list only while (a) the engine's events have been followed without a gap
@@ -25,7 +26,9 @@ from typing import Any
 
 from vk_provider.runtime.docker import labels as lb
 
-MAX_AGE_SECONDS = 30.0  # three housekeeping passes: a list older than that is not reused
+# A list older than that is not reused: the housekeeping lists the engine at least every 60 s
+# (pods/workers.FULL_HOUSEKEEPING_SECONDS) and its passes come 10 s apart.
+MAX_AGE_SECONDS = 90.0
 EVENT_LAG_SECONDS = 1.0
 
 Row = dict[str, Any]
