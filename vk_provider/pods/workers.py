@@ -12,8 +12,8 @@ A failed step records FailedSync and is retried.
 kept as they are, those of vanished pods are stopped and removed, as are the volumes and files a
 vanished pod left without containers (`Runtime.list_pod_storage`: listed, as the engine's
 containers, when something happened since the last pass that listed them, else once a minute);
-housekeeping also drops the backoff entries that expired (the kubelet's HandlePodCleanups). Each step is timed in
-`kubelet_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
+housekeeping also drops the backoff entries that expired (the kubelet's HandlePodCleanups).
+Each step is timed in `kubelet_pod_worker_duration_seconds{operation_type}`. `evict` is the eviction
 manager's kill (`pods/eviction.py` runs the emptyDir sizeLimit check over the running pods). The
 pure rules are `pods/policy.py`.
 Must not: sync or terminate a pod itself (the syncer does), write to the apiserver
