@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from kubernetes_asyncio.client import ApiClient
 
 from tests.support.clocks import ManualClock
 from tests.support.metrics import sample
@@ -29,6 +28,7 @@ from vk_provider.kube.client import (
     retry_after,
     status_error,
 )
+from vk_provider.kube.transport import ApiTransport
 
 
 def test_token_bucket_allows_burst_then_paces_at_qps() -> None:
@@ -135,7 +135,7 @@ def test_retry_after_only_for_429_and_5xx_with_an_integer_header() -> None:
 
 
 class Answer:
-    """What `call_api(..., _preload_content=False)` returns: status, headers, body, release."""
+    """What `ApiTransport.send` returns: status, headers, body, release."""
 
     def __init__(self, status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> None:
         self.status = status
@@ -159,7 +159,7 @@ class Answers:
         self.answers = list(answers)
         self.sent = 0
 
-    async def call_api(self, *args: Any, **kwargs: Any) -> Answer:
+    async def send(self, *args: Any, **kwargs: Any) -> Answer:
         self.sent += 1
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
@@ -175,7 +175,7 @@ async def test_an_answer_with_retry_after_is_sent_again_after_its_wait(
     caplog.set_level(logging.INFO, logger="vk_provider.kube.client")
     first, second = too_many(), Answer(503, {"Retry-After": "0"})
     transport = Answers(first, second, Answer(200, body=b'{"kind": "Pod"}'))
-    client = KubeClient(cast(ApiClient, transport), qps=0)
+    client = KubeClient(cast(ApiTransport, transport), qps=0)
     assert await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}}) == {"kind": "Pod"}
     assert transport.sent == 3 and first.released and second.released
     path = "/api/v1/namespaces/d/pods/p/status"
@@ -191,7 +191,7 @@ async def test_an_answer_with_retry_after_is_sent_again_after_its_wait(
 
 async def test_retries_end_after_ten_and_the_last_answer_is_raised() -> None:
     transport = Answers(too_many())
-    client = KubeClient(cast(ApiClient, transport), qps=0)
+    client = KubeClient(cast(ApiTransport, transport), qps=0)
     with pytest.raises(ApiStatusError) as caught:
         await client.get("/api/v1/nodes/n")
     assert caught.value.status == 429
@@ -201,7 +201,7 @@ async def test_retries_end_after_ten_and_the_last_answer_is_raised() -> None:
 @pytest.mark.parametrize("answer", [Answer(500), Answer(409, {"Retry-After": "0"}), Answer(404)])
 async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answer) -> None:
     transport = Answers(answer)
-    client = KubeClient(cast(ApiClient, transport), qps=0)
+    client = KubeClient(cast(ApiTransport, transport), qps=0)
     with pytest.raises(ApiStatusError) as caught:
         await client.get("/api/v1/nodes/n")
     assert caught.value.status == answer.status
@@ -210,10 +210,10 @@ async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answ
 
 async def test_every_request_sent_is_counted_by_method_and_code() -> None:
     transport = Answers(too_many(), Answer(200, body=b'{"kind": "Pod"}'))
-    client = KubeClient(cast(ApiClient, transport), qps=0)
+    client = KubeClient(cast(ApiTransport, transport), qps=0)
     await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}})
     with pytest.raises(ApiStatusError):
-        await KubeClient(cast(ApiClient, Answers(Answer(404))), qps=0, metrics=client.metrics).get("/x")
+        await KubeClient(cast(ApiTransport, Answers(Answer(404))), qps=0, metrics=client.metrics).get("/x")
     assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="429") == 1
     assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="200") == 1
     assert sample(client.metrics, "rest_client_requests_total", method="GET", code="404") == 1
@@ -224,7 +224,7 @@ async def test_a_view_with_its_own_limit_is_not_held_up_by_the_clients_bucket() 
     """The kubelet's EventClient and HeartbeatClient: their requests never wait for the pods'
     bucket, nor the pods' for theirs; everything else (transport, metrics) is shared."""
     transport = Answers(Answer(200))
-    client = KubeClient(cast(ApiClient, transport), qps=1, burst=1)
+    client = KubeClient(cast(ApiTransport, transport), qps=1, burst=1)
     events = client.with_own_limit(1, 1)
     heartbeats = client.with_own_limit(0, 1)
     await client.get("/api/v1/pods")  # the client's only token: its next is a second away
@@ -241,11 +241,11 @@ async def test_a_view_with_its_own_limit_is_not_held_up_by_the_clients_bucket() 
 
 async def test_a_view_follows_the_clients_new_credentials_and_403_hook() -> None:
     old, new = Answers(Answer(200)), Answers(Answer(403, body=b'{"kind": "Status", "code": 403}'))
-    client = KubeClient(cast(ApiClient, old), qps=0)
+    client = KubeClient(cast(ApiTransport, old), qps=0)
     events = client.with_own_limit(0, 1)
     forbidden: list[str] = []
     client.on_forbidden = lambda method, path, params, message: forbidden.append(path)
-    assert client.swap_api_client(cast(ApiClient, new)) is cast(ApiClient, old)
+    assert client.swap_api_client(cast(ApiTransport, new)) is cast(ApiTransport, old)
     with pytest.raises(ApiStatusError):
         await events.create("/api/v1/namespaces/d/events", {})
     assert (old.sent, new.sent) == (0, 1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 from aiohttp import web
@@ -132,3 +133,56 @@ async def test_netrc_is_never_read(servers: tuple[Recorder, Recorder], tmp_path:
     netrc.chmod(0o600)
     await _get(_kubeconfig(tmp_path, apiserver.url))
     assert apiserver.seen == [("/api/v1/namespaces/default", None)]
+
+
+async def test_a_request_carries_the_credentials_headers_query_and_body(tmp_path: Path) -> None:
+    """The lean request (`ApiTransport.send`) sends what the generated client sent: the
+    kubeconfig's token, the client's User-Agent, the patch's Content-Type, the query encoded,
+    the body as JSON."""
+    seen: list[tuple[str, str, dict[str, str], object]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        text = await request.text()
+        seen.append(
+            (request.method, request.raw_path, dict(request.headers), json.loads(text) if text else None)
+        )
+        return web.json_response({"kind": "Pod", "metadata": {"name": "web"}})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    server = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {"token": "s3cret"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    client = await make_kube_client(KubernetesConfig(kubeconfig=str(path)))
+    try:
+        body = {"status": {"phase": "Running", "message": "é"}}
+        answer = await client.patch("/api/v1/namespaces/d/pods/web/status", body)
+        await client.get("/api/v1/pods", {"labelSelector": "app in (a,b)", "allowWatchBookmarks": True})
+    finally:
+        await client.close()
+        await runner.cleanup()
+    assert answer == {"kind": "Pod", "metadata": {"name": "web"}}
+    (method, target, headers, received), listed = seen
+    listed_path, _, listed_query = listed[1].partition("?")
+    assert (listed[0], listed_path) == ("GET", "/api/v1/pods")
+    assert parse_qsl(listed_query) == [("labelSelector", "app in (a,b)"), ("allowWatchBookmarks", "true")]
+    assert listed[2]["Authorization"] == "Bearer s3cret" and listed[3] is None
+    assert (method, target, received) == ("PATCH", "/api/v1/namespaces/d/pods/web/status", body)
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert headers["Content-Type"] == "application/strategic-merge-patch+json"
+    assert headers["Accept"] == "application/json"
+    assert headers["User-Agent"].startswith("vk-provider/")

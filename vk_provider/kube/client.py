@@ -14,8 +14,8 @@ helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`
 retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
 after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
 used only for its configuration loading, its auth (token refresh) and its aiohttp
-transport (on a session that reads no environment per request, kube/transport.py); no
-generated model classes. Must not: retry anything else, cache, or interpret
+session, under a lean request of ours (kube/transport.py: no environment read per request, no
+walk of the body); no generated model classes. Must not: retry anything else, cache, or interpret
 objects; that is the callers' job (reflector, status manager, node agent).
 """
 
@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
 from vk_common.logging import get_logger
 from vk_provider import __version__
 from vk_provider.config import KubernetesConfig
-from vk_provider.kube.transport import api_client_for
+from vk_provider.kube.transport import ApiTransport, api_client_for
 from vk_provider.metrics import ProviderMetrics
 
 log = get_logger("kube.client")
@@ -212,7 +212,7 @@ class _Connection:
     """What every rate-limited view of one client shares: the transport and its credentials,
     the watches under way, the 403 hook."""
 
-    api: ApiClient
+    api: ApiTransport
     # The watches under way (their responses), and those `swap_api_client` ended.
     watches: set[aiohttp.ClientResponse] = field(default_factory=set)
     ended: set[aiohttp.ClientResponse] = field(default_factory=set)
@@ -224,7 +224,7 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        api_client: ApiTransport,
         *,
         qps: float = 50.0,
         burst: int = 100,
@@ -237,6 +237,7 @@ class KubeClient:
         self.metrics = metrics or ProviderMetrics()
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
+        self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     def with_own_limit(self, qps: float, burst: int) -> KubeClient:
         """This client (its connections, credentials, watches, metrics and 403 hook) with a
@@ -259,7 +260,7 @@ class KubeClient:
         self._connection.on_forbidden = hook
 
     @property
-    def _api(self) -> ApiClient:
+    def _api(self) -> ApiTransport:
         return self._connection.api
 
     def _refused(
@@ -276,27 +277,22 @@ class KubeClient:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        request_timeout: aiohttp.ClientTimeout | float | None = None,
+        request_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
         """One request; an answer asking to come back later (`retry_after`) is sent again after
         the wait it names, at most MAX_RETRIES times, each time through the token bucket
         (client-go's rest.Request with its withRetry)."""
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        query = encode_params(params)
+        timeout = self._request_timeout if request_timeout is None else request_timeout
         retries = 0
         while True:
             await self._bucket.acquire()
             began = time.monotonic()
             code = "<error>"  # client-go's code label when there is no answer
             try:
-                response: aiohttp.ClientResponse = await self._api.call_api(
-                    path,
-                    method,
-                    query_params=encode_params(params),
-                    header_params=headers,
-                    body=body,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _request_timeout=self._timeout if request_timeout is None else request_timeout,
+                response = await self._api.send(
+                    method, path, query=query, content_type=content_type, body=data, timeouts=timeout
                 )
                 code = str(response.status)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
@@ -410,7 +406,7 @@ class KubeClient:
             self._connection.ended.discard(response)
             response.close()
 
-    def swap_api_client(self, api_client: ApiClient) -> ApiClient:
+    def swap_api_client(self, api_client: ApiTransport) -> ApiTransport:
         """Send every request from now on through `api_client` (new credentials: a renewed
         client certificate) and return the one used until now, for the caller to close once
         the requests under way on it are done. The watches under way end now, as a watch ends
