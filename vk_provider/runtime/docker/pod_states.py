@@ -25,7 +25,7 @@ from vk_provider.runtime.docker import labels as lb
 from vk_provider.runtime.docker.cgroup_stats import CgroupStats
 from vk_provider.runtime.docker.cni_sandbox import CNISandboxes
 from vk_provider.runtime.docker.engine import Engine, EngineErrors
-from vk_provider.runtime.docker.events import EventPump
+from vk_provider.runtime.docker.events import ACTIONS, EventPump
 from vk_provider.runtime.docker.listing import ListingCache
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -86,7 +86,9 @@ class PodStates:
         return self._engine.stream_client.api.events(
             decode=True,
             since=since,
-            filters={"label": f"{lb.NODE}={self.node_name}", "type": "container"},
+            # Only the actions a RuntimeEvent is made of: the engine leaves out the rest (a new
+            # pod's create, attach and resize ones), which the pump would decode to drop.
+            filters={"label": f"{lb.NODE}={self.node_name}", "type": "container", "event": list(ACTIONS)},
         )
 
     def close(self) -> None:

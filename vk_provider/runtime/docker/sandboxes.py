@@ -6,10 +6,11 @@ once a minute, by one pod at a time), the pod's emptyDir Docker volumes (a new d
 its root's mode and group through a never-started helper container), the network (the
 host's, none for CNI, or the node's pod network over the Node's pod CIDRs), the pod's
 resolv.conf file and its pod cgroup with its limits (`runtime/pod_cgroups.py`, where the node
-keeps them) made at once, the container created under the engine runtime of its RuntimeClass handler
-(`docker.runtimes`) and started, CNI ADD on it in CNI mode, and the pod's older sandboxes
-removed, as the kubelet's container GC keeps a live pod's latest sandbox alone). Failures are
-`ContainerCreateError`s whose message starts as the kubelet's "Failed to create pod sandbox: ".
+keeps them) made in one engine-thread call, the container created under the engine runtime of
+its RuntimeClass handler (`docker.runtimes`) and started, CNI ADD on it in CNI mode, and the
+pod's older sandboxes removed, as the kubelet's container GC keeps a live pod's latest sandbox
+alone). Failures are `ContainerCreateError`s whose message starts as the kubelet's "Failed to
+create pod sandbox: ".
 Must not: decide anything about the pod (its `SandboxConfig` says it all) or block the event loop.
 """
 
@@ -206,39 +207,23 @@ class SandboxMaker:
         return state
 
     async def _pod_files(self, config: SandboxConfig, network: str) -> str:
-        """The pod's resolv.conf written while its pod cgroup is made (each on an engine thread,
-        both at once); the cgroup's CgroupParent. Either failing fails the sandbox."""
-        resolv = asyncio.ensure_future(self._write_resolv(config, network))
-        try:
-            parent = await self._pod_cgroup(config)
-        except BaseException:
-            await asyncio.gather(resolv, return_exceptions=True)
-            raise
-        await resolv
-        return parent
-
-    async def _write_resolv(self, config: SandboxConfig, network: str) -> None:
-        uid = config.metadata.uid
-        try:
-            await self.engine.call(
-                pod_resolv.write_resolv_file,
-                None if self.dirs is None else self.dirs.pod_dir(uid),
-                config.dns,
-                network,
-            )
-        except (OSError, paths.UnsafePathError) as exc:
-            message = f"Failed to create pod sandbox: cannot write resolv.conf: {exc}"
-            raise ContainerCreateError(message) from exc
-
-    async def _pod_cgroup(self, config: SandboxConfig) -> str:
-        """The pod's cgroup made with its limits; its CgroupParent ("" with no pod cgroups)."""
+        """The pod's resolv.conf written and its pod cgroup made with its limits, in one call on
+        an engine thread (a thread hop costs the loop about as much as either write); the
+        cgroup's CgroupParent ("" with no pod cgroups). Either failing fails the sandbox."""
+        pod_dir = None if self.dirs is None else self.dirs.pod_dir(config.metadata.uid)
         cgroups = self.cgroups()
-        if cgroups is None or config.cgroup is None:
-            return ""
+
+        def write_pod_files() -> str:
+            try:
+                pod_resolv.write_resolv_file(pod_dir, config.dns, network)
+            except (OSError, paths.UnsafePathError) as exc:
+                raise ContainerCreateError(f"cannot write resolv.conf: {exc}") from exc
+            if cgroups is None or config.cgroup is None:
+                return ""
+            return cgroups.ensure(config.cgroup.qos, config.metadata.uid, config.cgroup.resources)
+
         try:
-            return await self.engine.call(
-                cgroups.ensure, config.cgroup.qos, config.metadata.uid, config.cgroup.resources
-            )
+            return await self.engine.call(write_pod_files)
         except RuntimeFailure as exc:
             raise ContainerCreateError(f"Failed to create pod sandbox: {exc.message}") from exc
 
