@@ -6,13 +6,15 @@ What lives here: `parse_quantity` (the grammar of k8s.io/apimachinery/pkg/api/re
 inverse for display; `quantity_or_zero` for rules that count an invalid quantity as none
 (the create path reports it). Both parsers are bounded as upstream keeps them in an int64: a quantity beyond
 `MAX_QUANTITY` raises `QuantityOutOfRange` (binary-suffixed ones are capped instead, as
-ParseQuantity does), a duration beyond `MAX_DURATION_NANOS` raises `DurationOutOfRange`; both
+ParseQuantity does; the last 4096 short quantities parsed are remembered), a duration beyond
+`MAX_DURATION_NANOS` raises `DurationOutOfRange`; both
 are ValueErrors, so no caller ever computes with a value of a million digits. Pure functions;
 must not read configuration, files or the clock.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Decimal, InvalidOperation, localcontext
 
@@ -56,7 +58,20 @@ class DurationOutOfRange(ValueError):
     """A well-formed duration longer than a Go time.Duration holds (MAX_DURATION_NANOS)."""
 
 
+# A node's pods carry a handful of distinct quantities, each read again at every sync of every
+# pod (its requests, the node's capacity): a Decimal is immutable, so a parsed one is kept (a
+# short one: a megabyte of digits is parsed each time rather than held).
+PARSED_QUANTITIES = 4096
+KEPT_QUANTITY_CHARS = 64
+
+
 def parse_quantity(text: str) -> Decimal:
+    """Return the value of a Kubernetes quantity; raise ValueError if `text` is not one (see
+    `_parse_quantity`)."""
+    return _parse_kept(text) if len(text) <= KEPT_QUANTITY_CHARS else _parse_quantity(text)
+
+
+def _parse_quantity(text: str) -> Decimal:
     """Return the value of a Kubernetes quantity; raise ValueError if `text` is not one.
 
     As ParseQuantity: a non-zero value is rounded up (away from zero) to a whole nano, and a
@@ -99,6 +114,9 @@ def parse_quantity(text: str) -> Decimal:
     if abs(value) > MAX_QUANTITY:
         return _out_of_range(text, number, suffix in _BINARY)
     return value
+
+
+_parse_kept = functools.lru_cache(maxsize=PARSED_QUANTITIES)(_parse_quantity)
 
 
 def quantity_or_zero(value: object) -> Decimal:

@@ -4,6 +4,7 @@ from decimal import Decimal
 
 import pytest
 
+from vk_common import quantity
 from vk_common.quantity import format_duration, parse_duration, parse_quantity
 
 
@@ -61,3 +62,19 @@ def test_the_longest_duration_formats_to_one_that_parses() -> None:
     seconds = parse_duration("2562047h47m16.854775807s")
     assert format_duration(seconds) == "2562047h47m16.854775807s"
     assert parse_duration(format_duration(seconds)) == seconds
+
+
+def test_short_quantities_are_kept_and_long_ones_are_not() -> None:
+    """A pod's quantities are parsed at every sync: a short one is parsed once and kept; a long
+    one (the digits an object may carry) is parsed each time, never held."""
+    kept = quantity._parse_kept
+    kept.cache_clear()
+    assert parse_quantity("24Gi") == parse_quantity("24Gi") == 24 * 1024**3
+    assert kept.cache_info().hits == 1
+    long = "1." + "0" * 100_000
+    assert parse_quantity(long) == 1
+    assert kept.cache_info().currsize == 1
+    with pytest.raises(ValueError):
+        parse_quantity("24 Gi")
+    with pytest.raises(ValueError):
+        parse_quantity("24 Gi")  # an error is not kept
