@@ -50,7 +50,9 @@ async def servers() -> AsyncIterator[tuple[Recorder, Recorder]]:
         await runner.cleanup()
 
 
-def _kubeconfig(tmp_path: Path, server: str, proxy_url: str | None = None) -> str:
+def _kubeconfig(
+    tmp_path: Path, server: str, proxy_url: str | None = None, user: dict[str, str] | None = None
+) -> str:
     cluster: dict[str, str] = {"server": server}
     if proxy_url:
         cluster["proxy-url"] = proxy_url
@@ -62,7 +64,7 @@ def _kubeconfig(tmp_path: Path, server: str, proxy_url: str | None = None) -> st
                 "kind": "Config",
                 "current-context": "c",
                 "clusters": [{"name": "c", "cluster": cluster}],
-                "users": [{"name": "u", "user": {}}],
+                "users": [{"name": "u", "user": user or {}}],
                 "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
             }
         )
@@ -154,20 +156,8 @@ async def test_a_request_carries_the_credentials_headers_query_and_body(tmp_path
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     server = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "c",
-                "clusters": [{"name": "c", "cluster": {"server": server}}],
-                "users": [{"name": "u", "user": {"token": "s3cret"}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-            }
-        )
-    )
-    client = await make_kube_client(KubernetesConfig(kubeconfig=str(path)))
+    path = _kubeconfig(tmp_path, server, user={"token": "s3cret"})
+    client = await make_kube_client(KubernetesConfig(kubeconfig=path))
     try:
         body = {"status": {"phase": "Running", "message": "é"}}
         answer = await client.patch("/api/v1/namespaces/d/pods/web/status", body)

@@ -6,7 +6,8 @@ seen forgotten first), as client-go's EventSourceObjectSpamFilter with the kubel
 (k8s.io/client-go@v0.37.2/tools/record/events_cache.go: getSpamKey, defaultSpamBurst,
 defaultSpamQPS, maxLruCacheEntries). The kubelet's recorder skips an Event the filter refuses:
 a node without cluster DNS sends its MissingClusterDNS warning about itself 25 times, not once
-per pod. Must not: send, queue or aggregate Events (kube/events.py does).
+per pod. `reference_fields`, the fields of an involved object's reference both keys are made
+of. Must not: send, queue or aggregate Events (kube/events.py does).
 """
 
 from __future__ import annotations
@@ -22,17 +23,15 @@ REFILL_PER_SECOND = 1.0 / 300.0
 CACHE_SIZE = 4096
 
 
+def reference_fields(ref: Mapping[str, Any], *names: str) -> tuple[str, ...]:
+    """The named fields of an involved object's reference, "" where missing."""
+    return tuple(str(ref.get(name, "")) for name in names)
+
+
 def spam_key(ref: Mapping[str, Any], type_: str) -> tuple[str, ...]:
     """getSpamKey: the involved object (not its field path) and the Event's type; the source
     (component and host) is the same for every Event of one recorder."""
-    return (
-        str(ref.get("kind", "")),
-        str(ref.get("namespace", "")),
-        str(ref.get("name", "")),
-        str(ref.get("uid", "")),
-        str(ref.get("apiVersion", "")),
-        type_,
-    )
+    return (*reference_fields(ref, "kind", "namespace", "name", "uid", "apiVersion"), type_)
 
 
 @dataclass

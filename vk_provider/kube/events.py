@@ -26,7 +26,7 @@ from vk_common import objects
 from vk_common.logging import get_logger
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
-from vk_provider.kube.event_spam import SpamFilter
+from vk_provider.kube.event_spam import SpamFilter, reference_fields
 
 log = get_logger("events")
 
@@ -82,16 +82,8 @@ def make_event(
 
 
 def aggregation_key(ref: Mapping[str, Any], type_: str, reason: str, message: str) -> tuple[str, ...]:
-    return (
-        str(ref.get("kind", "")),
-        str(ref.get("namespace", "")),
-        str(ref.get("name", "")),
-        str(ref.get("uid", "")),
-        str(ref.get("fieldPath", "")),
-        type_,
-        reason,
-        message,
-    )
+    fields = reference_fields(ref, "kind", "namespace", "name", "uid", "fieldPath")
+    return (*fields, type_, reason, message)
 
 
 @dataclass
