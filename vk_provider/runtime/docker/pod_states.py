@@ -59,9 +59,16 @@ def _listed_state(row: Mapping[str, Any]) -> str:
 
 class PodStates:
     def __init__(
-        self, engine: Engine, node_name: str, cni: CNISandboxes | None, cgroups: CgroupStats | None
+        self,
+        engine: Engine,
+        node_name: str,
+        cni: CNISandboxes | None,
+        cgroups: CgroupStats | None,
+        *,
+        events_by_action: bool = True,
     ) -> None:
         self._engine = engine
+        self._events_by_action = events_by_action
         self.node_name = node_name
         self._cni = cni
         self._cgroups = cgroups
@@ -83,13 +90,12 @@ class PodStates:
             self.pump.start()
 
     def _open_events(self, since: float | None) -> Any:
-        return self._engine.stream_client.api.events(
-            decode=True,
-            since=since,
-            # Only the actions a RuntimeEvent is made of: the engine leaves out the rest (a new
-            # pod's create, attach and resize ones), which the pump would decode to drop.
-            filters={"label": f"{lb.NODE}={self.node_name}", "type": "container", "event": list(ACTIONS)},
-        )
+        filters: dict[str, Any] = {"label": f"{lb.NODE}={self.node_name}", "type": "container"}
+        if self._events_by_action:
+            # Only the actions a RuntimeEvent is made of: Docker leaves out the rest (a new pod's
+            # create and attach events), which the pump would decode to drop.
+            filters["event"] = list(ACTIONS)
+        return self._engine.stream_client.api.events(decode=True, since=since, filters=filters)
 
     def close(self) -> None:
         if self.pump is not None:

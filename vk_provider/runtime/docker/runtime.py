@@ -104,6 +104,7 @@ def _storage_bytes(root_dir: str) -> int:
 
 class DockerRuntime:
     SHARE_UTS = False  # Docker gives a container that joins a network namespace its UTS too
+    EVENTS_BY_ACTION = True  # Docker's event stream takes an `event` filter
 
     def __init__(
         self,
@@ -133,7 +134,9 @@ class DockerRuntime:
         self._dirs = PodDirs(Path(config.state_dir) / node_name) if local else None
         self._cgroups = CgroupStats() if local else None  # stats without the engine, when visible
         # What the engine holds of this node's pods: the event pump, the caches, the reads.
-        self._states = PodStates(self._engine, node_name, cni, self._cgroups)
+        self._states = PodStates(
+            self._engine, node_name, cni, self._cgroups, events_by_action=self.EVENTS_BY_ACTION
+        )
         self._removal = Removal(
             self._engine, self._states, node_name, cni, self._dirs, self._shipped, lambda: self._pod_cgroups
         )

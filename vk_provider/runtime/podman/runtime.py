@@ -47,6 +47,7 @@ def start_exit_code(message: str) -> int:
 
 class PodmanRuntime(DockerRuntime):
     SHARE_UTS = True  # Podman joins a sandbox's UTS namespace only when told (create.py)
+    EVENTS_BY_ACTION = False  # Podman 4.3's compat event stream sends nothing under an `event` filter
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """DockerRuntime's arguments (config, node name, metrics, cni)."""
