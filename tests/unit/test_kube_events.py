@@ -7,7 +7,6 @@ from typing import Any, cast
 
 from tests.support.polling import eventually
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
-from vk_provider.kube.event_spam import SpamFilter
 from vk_provider.kube.events import EventRecorder, involved_reference, make_event
 
 POD = {
@@ -94,45 +93,6 @@ async def test_repeats_are_aggregated_on_one_event() -> None:
     assert backoff[0]["firstTimestamp"] == "2026-01-01T00:00:00Z"
     assert backoff[0]["lastTimestamp"] == "2026-01-01T00:00:02Z"
     assert all(name.split("/")[-1].startswith("web.") for name in store.events)
-
-
-async def test_an_object_gets_25_events_of_a_type_then_one_every_five_minutes() -> None:
-    """client-go's spam filter: a node without cluster DNS warns about itself for the first 25
-    pods, and the skipped repeats are counted on the next Event that is sent."""
-    now = [0.0]
-    store = MemoryEvents()
-    recorder = EventRecorder(cast(KubeClient, store), "vk-1", spam=SpamFilter(clock=lambda: now[0]))
-    await recorder.start()
-    missing = "kubelet does not have ClusterDNS IP configured"
-    for _ in range(30):
-        recorder.event(NODE, "Warning", "MissingClusterDNS", missing)
-    recorder.event(NODE, "Normal", "NodeReady", "Node vk-1 status is now: NodeReady")  # another type
-    recorder.event(POD, "Warning", "MissingClusterDNS", f"pod: web. {missing}")  # another object
-    await eventually(lambda: len(store.calls) == 27, within=5, interval=0.02, what="27 requests")
-    assert store.calls == ["POST"] + ["PATCH"] * 24 + ["POST", "POST"]
-    assert recorder.skipped == 5
-    now[0] = 299.0
-    recorder.event(NODE, "Warning", "MissingClusterDNS", missing)
-    await eventually(lambda: recorder.skipped == 6, within=5, interval=0.02, what="a sixth skipped")
-    now[0] = 301.0  # 301 s at one token every 300 s
-    recorder.event(NODE, "Warning", "MissingClusterDNS", missing)
-    await recorder.stop()
-    assert store.calls[27:] == ["PATCH"]
-    (warning,) = (
-        e for e in store.events.values() if e["reason"] == "MissingClusterDNS" and "pod" not in e["message"]
-    )
-    assert warning["count"] == 32  # every one observed, 26 of them sent
-
-
-def test_the_spam_filter_forgets_the_least_recently_seen_object_first() -> None:
-    now = [0.0]
-    spam = SpamFilter(burst=1, cache_size=2, clock=lambda: now[0])
-    a, b, c = ({"kind": "Pod", "name": n} for n in "abc")
-    assert spam.accept(a, "Normal") and spam.accept(b, "Normal")
-    assert not spam.accept(a, "Normal")  # a is now the most recently seen
-    assert spam.accept(c, "Normal")  # b forgotten
-    assert not spam.accept(a, "Normal")
-    assert spam.accept(b, "Normal")  # a fresh bucket: b was forgotten
 
 
 async def posted_node_event(

@@ -3,9 +3,7 @@
 What lives here: `EventRecorder.event(obj, type, reason, message)` which only enqueues
 (bounded; never blocks, never raises), a background task that POSTs new Events and PATCHes
 `count`/`lastTimestamp` of the existing one when the same (involved object, type, reason,
-message) repeats, skipping what client-go's spam filter refuses (`kube/event_spam.py`: 25
-Events about one object and type, then one every 5 minutes), and the pure builders
-`involved_reference` and `make_event`. With no
+message) repeats, and the pure builders `involved_reference` and `make_event`. With no
 client (apiserver down or not configured) events are only logged. Must not: decide what
 is worth an event (callers do), or let an apiserver failure reach the caller.
 """
@@ -26,7 +24,6 @@ from vk_common import objects
 from vk_common.logging import get_logger
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiConnectionError, ApiStatusError, KubeClient
-from vk_provider.kube.event_spam import SpamFilter, reference_fields
 
 log = get_logger("events")
 
@@ -82,8 +79,16 @@ def make_event(
 
 
 def aggregation_key(ref: Mapping[str, Any], type_: str, reason: str, message: str) -> tuple[str, ...]:
-    fields = reference_fields(ref, "kind", "namespace", "name", "uid", "fieldPath")
-    return (*fields, type_, reason, message)
+    return (
+        str(ref.get("kind", "")),
+        str(ref.get("namespace", "")),
+        str(ref.get("name", "")),
+        str(ref.get("uid", "")),
+        str(ref.get("fieldPath", "")),
+        type_,
+        reason,
+        message,
+    )
 
 
 @dataclass
@@ -111,10 +116,8 @@ class EventRecorder:
         queue_size: int = QUEUE_SIZE,
         retry_seconds: float = RETRY_SECONDS,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        spam: SpamFilter | None = None,
     ) -> None:
         self._client = client
-        self._spam = SpamFilter() if spam is None else spam
         self._retry_seconds = retry_seconds
         self.node_name = node_name
         self._clock = clock
@@ -123,7 +126,6 @@ class EventRecorder:
         self._task = BackgroundTask("event recorder")
         self._last_ns = 0
         self.dropped = 0
-        self.skipped = 0  # refused by the spam filter
 
     def event(
         self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
@@ -186,17 +188,6 @@ class EventRecorder:
     async def _send(self, pending: _Pending) -> None:
         key = aggregation_key(pending.ref, pending.type_, pending.reason, pending.message)
         previous = self._sent.get(key)
-        if not self._spam.accept(pending.ref, pending.type_):
-            # As client-go's correlator: the repeat is counted, not sent; the next one sent
-            # carries the count.
-            if previous is not None:
-                previous.count += 1
-            self.skipped += 1
-            log.debug(
-                "event skipped: too many about this object",
-                extra={"type": pending.type_, "reason": pending.reason, "object": pending.ref.get("name")},
-            )
-            return
         for attempt in range(1, SEND_ATTEMPTS + 1):
             try:
                 if previous is not None and await self._bump(previous, pending):
