@@ -52,6 +52,7 @@ class ApiTransport(ApiClient):
         headers = {**self.default_headers, "Accept": "application/json", "Content-Type": content_type}
         if self.cookie:
             headers["Cookie"] = self.cookie
+        query = list(query)  # an auth setting "in: query" appends to it; the caller's is reused
         await self.update_params_for_auth(headers, query, ["BearerToken"])
         url = (self.configuration.host or "") + path
         if query:
