@@ -22,6 +22,7 @@ from vk_sandbox.api.validation.schema import (
     resolve,
     too_deep,
 )
+from vk_sandbox.storage.objects import copy_value
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -312,7 +313,7 @@ def strategic_merge(
     """Apply a strategic merge patch to original (not modified) using the schema of apiVersion/kind."""
     name = definition_name(api_version, kind)
     schema = definitions()[name] if name else None
-    merged = _merge_map(copy.deepcopy(original), copy.deepcopy(patch), schema)
+    merged = _merge_map(copy_value(original), copy_value(patch), schema)  # JSON values: no memo needed
     return merged
 
 

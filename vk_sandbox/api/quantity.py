@@ -1,6 +1,7 @@
 """Kubernetes resource quantities ("100m", "1.5", "64Mi", "1e3", "2G") as numbers, for the scheduler.
 
-What lives here: `parse_quantity(text) -> Fraction`, exact, following the suffixes of
+What lives here: `parse_quantity(text) -> Fraction`, exact (a short text's value kept once
+parsed), following the suffixes of
 `staging/src/k8s.io/apimachinery/pkg/api/resource/quantity.go` (binary Ki..Ei, decimal n u m k M
 G T P E, and decimal exponents). A value whose magnitude lies beyond 10^±`ORDER_LIMIT` is
 clamped to ±10^±`ORDER_LIMIT` rather than computed (`1e10000000` would be ten million digits):
@@ -11,6 +12,7 @@ stay independent), or round values within the limit.
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -35,10 +37,19 @@ _PATTERN = re.compile(
 )
 
 
+KEPT_QUANTITY_CHARS = 64  # a quantity up to this long is parsed once and kept
+PARSED_QUANTITIES = 4096  # how many are kept (least recently used forgotten first)
+
+
 def parse_quantity(text: str | int | float) -> Fraction:
-    """The exact value of a quantity; raises ValueError for a malformed one."""
+    """The exact value of a quantity; raises ValueError for a malformed one. Every write of a pod
+    reads its requests and limits: a short text's value (a Fraction: immutable) is kept."""
     if isinstance(text, int | float):
         return Fraction(text)
+    return _parse_kept(text) if len(text) <= KEPT_QUANTITY_CHARS else _parse_text(text)
+
+
+def _parse_text(text: str) -> Fraction:
     match = _PATTERN.match(text.strip())
     if not match:
         raise ValueError(f"quantities must match the regular expression '{_PATTERN.pattern}': {text!r}")
@@ -47,6 +58,9 @@ def parse_quantity(text: str | int | float) -> Fraction:
     if exponent:
         return _scaled(value, int(exponent[1:]))
     return _scaled(value * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix or ""]), 0)
+
+
+_parse_kept = functools.lru_cache(maxsize=PARSED_QUANTITIES)(_parse_text)
 
 
 def _scaled(value: Fraction, exponent: int) -> Fraction:

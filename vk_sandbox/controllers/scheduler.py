@@ -101,7 +101,7 @@ class Scheduler:
         while True:
             try:
                 async for event in self._store.watch(resource):
-                    if _may_change_placement(event.type, resource, event.object):
+                    if _may_change_placement(event.type, resource, event.view):
                         self._kick.set()
             except Exception:
                 log.exception("watch failed", extra={"resource": resource})
@@ -121,11 +121,13 @@ class Scheduler:
 
     async def schedule_pending(self) -> None:
         """One pass over every pod that waits for scheduling."""
-        pods, _ = await self._store.list("pods")
+        # The stored objects themselves (a pass reads every pod, for each new one): nothing here
+        # changes them; a binding or a status is a new dict.
+        pods = self._store.stored("pods")
         pending = sorted((p for p in pods if waits_for_scheduling(p)), key=_queue_order)
         if not pending:
             return
-        nodes, _ = await self._store.list("nodes")
+        nodes = self._store.stored("nodes")
         infos = {n["metadata"]["name"]: NodeInfo(n) for n in nodes}
         for pod in pods:
             with contextlib.suppress(*MALFORMED):  # a malformed pod requests nothing

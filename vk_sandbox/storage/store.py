@@ -233,6 +233,12 @@ class Store:
         info = self.info(resource)
         return len(self._encoded.get(info.key, {}).get(self._key(info, namespace, name), b""))
 
+    def stored(self, resource: str) -> builtins.list[Obj]:
+        """Every object of `resource` now, as stored: no copies, for the sandbox's own
+        controllers, which read them and never change them (a write stores a new dict and the
+        watch log keeps the old ones)."""
+        return builtins.list(self._bucket(self.info(resource).key).values())
+
     async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
         info = self.info(resource)
         return clone(self._require(info, namespace, name))

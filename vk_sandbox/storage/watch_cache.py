@@ -60,6 +60,11 @@ class WatchEvent:
             self._shared = False
         return self._obj
 
+    @property
+    def view(self) -> Obj:
+        """The object without a copy, for a reader in this process that never changes it."""
+        return self._obj
+
     def encoded(self) -> bytes:
         """The object's compact JSON, without copying the object."""
         return self._data if self._data is not None else encode(self._obj)

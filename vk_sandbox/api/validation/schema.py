@@ -121,6 +121,96 @@ def _type_ok(value: Any, types: list[str]) -> bool:
     return any(isinstance(value, _JSON_TYPES.get(t, ())) for t in types)
 
 
+class _Node:
+    """What a walk needs of one field schema, worked out once per process: the schemas are the
+    packaged definitions (`definitions()`), read once and never changed, and a pod's pass visits
+    about eighty of them, twice a write."""
+
+    __slots__ = (
+        "_children",
+        "bool_ok",
+        "byte",
+        "container",
+        "enum",
+        "extra",
+        "field",
+        "integer",
+        "items",
+        "map_or_list",
+        "null_ok",
+        "one_of",
+        "plain_string",
+        "props",
+        "python_types",
+        "quantity",
+        "required",
+        "required_set",
+        "schema",
+        "struct",
+        "types",
+    )
+
+    def __init__(self, field: dict[str, Any]) -> None:
+        schema = resolve(field)
+        self.field = field
+        self.schema = schema
+        self.one_of: list[str] | None = None
+        self.quantity = False
+        if "oneOf" in schema:
+            self.one_of = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
+            self.quantity = str(field.get("$ref", "")).endswith(_QUANTITY_DEF)
+        self.types = _as_list(schema.get("type"))
+        self.python_types = tuple(c for t in self.types for c in _JSON_TYPES.get(t, ()))
+        self.null_ok = "null" in self.types
+        self.bool_ok = "boolean" in self.types
+        self.integer = "integer" in self.types
+        self.enum = schema.get("enum")
+        self.props: dict[str, Any] | None = schema.get("properties")
+        self.extra = schema.get("additionalProperties")
+        self.struct = _struct_name(field)
+        self.required = schema.get("required") or ()
+        self.required_set = frozenset(self.required)
+        self.items = schema.get("items")
+        self.byte = schema.get("format") == "byte"
+        # A string with nothing more to check than its type: most of an object's leaves.
+        self.plain_string = (
+            self.one_of is None and self.types == ["string"] and self.enum is None and not self.byte
+        )
+        self.container = _is_container(field)
+        self.map_or_list = _map_or_list(field)
+        self._children: tuple[dict[str, _Node], _Node | None, _Node | None] | None = None
+
+    def children(self) -> tuple[dict[str, _Node], _Node | None, _Node | None]:
+        """The nodes of its properties, of its `additionalProperties` and of its `items`, made
+        at the first walk through it (not here: the schemas refer to themselves)."""
+        if self._children is None:
+            props = {key: _node(field) for key, field in (self.props or {}).items()}
+            extra = _node(self.extra) if isinstance(self.extra, dict) else None
+            items = _node(self.items) if self.items is not None else None
+            self._children = (props, extra, items)
+        return self._children
+
+    def type_ok(self, value: Any) -> bool:
+        """`_type_ok(value, self.types)`, without building anything."""
+        if value is None:
+            return self.null_ok
+        if isinstance(value, bool):
+            return self.bool_ok
+        if self.integer and isinstance(value, float) and value.is_integer():
+            return True
+        return isinstance(value, self.python_types)
+
+
+_NODES: dict[int, _Node] = {}
+
+
+def _node(field: dict[str, Any]) -> _Node:
+    node = _NODES.get(id(field))
+    if node is None or node.field is not field:
+        node = _NODES[id(field)] = _Node(field)
+    return node
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -153,69 +243,64 @@ class _Walk:
         self.decode: list[str] = []
         self.decoding = decoding
 
-    def walk(self, value: Any, schema: dict[str, Any], path: str, owner: str, dotted: str) -> None:
-        field_schema = schema
-        schema = resolve(schema)
-        if "oneOf" in schema:
-            types = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
+    def walk(self, value: Any, node: _Node, path: str, owner: str, dotted: str) -> None:
+        schema = node.field
+        if node.plain_string and value.__class__ is str:
+            return
+        if node.one_of is not None:
+            types = node.one_of
             if not _type_ok(value, types):
                 expected = " or ".join(t for t in types if t != "null")
-                self._type_error(path, value, expected, owner, dotted, field_schema)
-            elif isinstance(value, str) and str(field_schema.get("$ref", "")).endswith(_QUANTITY_DEF):
+                self._type_error(path, value, expected, owner, dotted, schema)
+            elif isinstance(value, str) and node.quantity:
                 self._quantity(path, value)
             return
-        types = _as_list(schema.get("type"))
-        if types and not _type_ok(value, types):
+        types = node.types
+        if types and not node.type_ok(value):
             expected = next((t for t in types if t != "null"), types[0])
-            self._type_error(path, value, expected, owner, dotted, field_schema)
+            self._type_error(path, value, expected, owner, dotted, schema)
             return
         if value is None:
             return
-        if "integer" in types and not self._integer_fits(value, field_schema, path, owner, dotted):
+        if node.integer and not self._integer_fits(value, schema, path, owner, dotted):
             return
-        enum = schema.get("enum")
+        enum = node.enum
         if enum is not None and value not in enum:
             self.causes.append(not_supported(path, value, enum))
             return
         if isinstance(value, dict):
-            self._walk_object(value, schema, path, owner, dotted, field_schema)
+            self._walk_object(value, node, path, owner, dotted)
         elif isinstance(value, list):
-            items = schema.get("items")
+            items = node.children()[2]
             if items is not None:
                 for i, item in enumerate(value):
                     if item is None and self.decoding:
-                        item = value[i] = zero_value(items)
+                        item = value[i] = zero_value(items.field)
                     self.walk(item, items, f"{path}[{i}]", owner, dotted)
-        elif isinstance(value, str) and schema.get("format") == "byte":
+        elif isinstance(value, str) and node.byte:
             try:
                 base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError):
                 self.causes.append(invalid(path, "<omitted>", "illegal base64 data"))
 
-    def _walk_object(
-        self,
-        value: dict[str, Any],
-        schema: dict[str, Any],
-        path: str,
-        owner: str,
-        dotted: str,
-        field: dict[str, Any],
-    ) -> None:
-        props = schema.get("properties")
-        extra = schema.get("additionalProperties")
-        struct = _struct_name(field) or owner
-        required_keys = schema.get("required") or ()
+    def _walk_object(self, value: dict[str, Any], node: _Node, path: str, owner: str, dotted: str) -> None:
+        props, extra_node, _ = node.children()
+        open_keys = node.props is None or node.extra is not False  # undeclared keys not reported
+        struct = node.struct or owner
         if struct in _REQUIRED_ENFORCED:
-            for req in required_keys:
+            for req in node.required:
                 if value.get(req) is None:
                     self.causes.append(required(child_path(path, req)))
+        decoding = self.decoding
         for key, sub in list(value.items()):
-            if props is not None and key in props:
-                if sub is None and self.decoding and _is_container(props[key]):
+            child = props.get(key)
+            if child is not None:
+                if child.plain_string and sub.__class__ is str:
+                    continue
+                if sub is None and decoding and child.container:
                     del value[key]  # a nil struct pointer, map or slice: omitted
                     continue
-                omitempty = key not in required_keys
-                if sub in ({}, []) and self.decoding and omitempty and _map_or_list(props[key]):
+                if sub in ({}, []) and decoding and key not in node.required_set and child.map_or_list:
                     # An empty map or slice of an `omitempty` field (openapi-gen makes every field
                     # without omitempty `required`): encoding/json leaves it out when the server
                     # writes the object, so a ConfigMap created with `data: {}` has no data and a
@@ -224,14 +309,16 @@ class _Walk:
                     # annotations and finalizers are the same).
                     del value[key]
                     continue
-                self.walk(sub, props[key], child_path(path, key), struct, child_path(dotted, key))
-            elif isinstance(extra, dict):
-                if sub is None and self.decoding:
-                    sub = value[key] = zero_value(extra)
-                self.walk(sub, extra, f"{path}[{key}]", owner, dotted)
-            elif props is not None and extra is False:
+                self.walk(sub, child, child_path(path, key), struct, child_path(dotted, key))
+            elif extra_node is not None:
+                if extra_node.plain_string and sub.__class__ is str:
+                    continue
+                if sub is None and decoding:
+                    sub = value[key] = zero_value(extra_node.field)
+                self.walk(sub, extra_node, f"{path}[{key}]", owner, dotted)
+            elif not open_keys:
                 self.unknown.append(child_path(path, key))
-                if self.decoding:
+                if decoding:
                     del value[key]  # the Go decoder has nowhere to put it
 
     def _integer_fits(self, value: Any, field: dict[str, Any], path: str, owner: str, dotted: str) -> bool:
@@ -345,7 +432,7 @@ def schema_pass(obj: dict[str, Any], definition: str | None = None, *, decoding:
     name = definition or definition_name(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     result = _Walk(decoding=decoding)
     if name is not None:
-        result.walk(obj, definitions()[name], "", name.rsplit(".", 1)[-1], "")
+        result.walk(obj, _node(definitions()[name]), "", name.rsplit(".", 1)[-1], "")
     return result
 
 
