@@ -141,3 +141,39 @@ async def test_full_queue_drops_instead_of_blocking() -> None:
     for i in range(5):
         recorder.event(POD, "Normal", "Pulled", f"message {i}")
     assert recorder.dropped == 3
+
+
+async def test_repeats_past_25_at_once_are_counted_and_sent_as_the_bucket_refills() -> None:
+    """client-go's spam filter, as the kubelet's recorder has it: 25 at once, then one every
+    300 s; a repeat held back still counts in the next PATCH."""
+    clock = [datetime(2026, 1, 1, tzinfo=UTC)]
+    store = MemoryEvents()
+    recorder = EventRecorder(cast(KubeClient, store), "vk-1", clock=lambda: clock[0])
+    await recorder.start()
+    missing = ("Warning", "MissingClusterDNS", "kubelet does not have ClusterDNS IP configured")
+    for _ in range(30):
+        recorder.event(NODE, *missing)
+    await recorder.stop()
+    assert store.calls == ["POST"] + ["PATCH"] * 24
+    assert recorder.held_back == 5
+    clock[0] += timedelta(seconds=300)
+    await recorder.start()
+    recorder.event(NODE, *missing)
+    recorder.event(NODE, *missing)
+    await recorder.stop()
+    assert store.calls[25:] == ["PATCH"]
+    (event,) = store.events.values()
+    assert event["count"] == 31  # 30 + the one sent; the last one is held back again
+    assert event["lastTimestamp"] == "2026-01-01T00:05:00Z"
+
+
+async def test_an_event_seen_for_the_first_time_is_always_sent() -> None:
+    """Only repeats are held back: forty different failures about the node are forty Events."""
+    store = MemoryEvents()
+    recorder = EventRecorder(cast(KubeClient, store), "vk-1")
+    await recorder.start()
+    for i in range(40):
+        recorder.event(NODE, "Warning", "FailedStaticPodManifest", f"/etc/m/bad-{i}.yaml: not YAML")
+    await recorder.stop()
+    assert store.calls == ["POST"] * 40
+    assert recorder.held_back == 0

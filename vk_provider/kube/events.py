@@ -3,7 +3,9 @@
 What lives here: `EventRecorder.event(obj, type, reason, message)` which only enqueues
 (bounded; never blocks, never raises), a background task that POSTs new Events and PATCHes
 `count`/`lastTimestamp` of the existing one when the same (involved object, type, reason,
-message) repeats, and the pure builders `involved_reference` and `make_event`. With no
+message) repeats (at most 25 such PATCHes at once, then one every 5 minutes; a repeat not sent
+is counted in the next one that is), and the pure builders `involved_reference` and
+`make_event`. With no
 client (apiserver down or not configured) events are only logged. Must not: decide what
 is worth an event (callers do), or let an apiserver failure reach the caller.
 """
@@ -36,6 +38,12 @@ CACHE_SIZE = 4096  # client-go's maxLruCacheEntries
 SEND_ATTEMPTS = 12
 RETRY_SECONDS = 10.0
 STOP_FLUSH_SECONDS = 2.0
+# client-go's spam filter (tools/record/events_cache.go: defaultSpamBurst, defaultSpamQPS), kept
+# per repeated Event rather than per object and type: every repeat this holds back, the kubelet's
+# filter, whose bucket the object's other Events drain too, holds back as well; an Event seen
+# for the first time (each bad static manifest's, say) is always sent.
+REPEAT_BURST = 25
+REPEAT_REFILL_PER_SECOND = 1.0 / 300.0
 
 
 def involved_reference(obj: Mapping[str, Any], node_name: str, field_path: str = "") -> dict[str, Any]:
@@ -96,6 +104,18 @@ class _Sent:
     namespace: str
     name: str
     count: int
+    at: datetime  # when the repeats' bucket was last filled
+    tokens: float = REPEAT_BURST - 1  # the create took one
+
+    def may_send_repeat(self, now: datetime) -> bool:
+        """Take a token of the repeats' bucket (client-go's TryAccept); False: hold it back."""
+        elapsed = max(0.0, (now - self.at).total_seconds())
+        self.tokens = min(float(REPEAT_BURST), self.tokens + elapsed * REPEAT_REFILL_PER_SECOND)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
 
 
 @dataclass(frozen=True)
@@ -126,6 +146,7 @@ class EventRecorder:
         self._task = BackgroundTask("event recorder")
         self._last_ns = 0
         self.dropped = 0
+        self.held_back = 0  # repeats counted but not sent (the spam filter)
 
     def event(
         self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, field_path: str = ""
@@ -188,6 +209,14 @@ class EventRecorder:
     async def _send(self, pending: _Pending) -> None:
         key = aggregation_key(pending.ref, pending.type_, pending.reason, pending.message)
         previous = self._sent.get(key)
+        if previous is not None and not previous.may_send_repeat(pending.now):
+            previous.count += 1  # as client-go's correlator: the next one sent carries it
+            self.held_back += 1
+            log.debug(
+                "event repeat held back: too many at once",
+                extra={"type": pending.type_, "reason": pending.reason, "object": pending.ref.get("name")},
+            )
+            return
         for attempt in range(1, SEND_ATTEMPTS + 1):
             try:
                 if previous is not None and await self._bump(previous, pending):
@@ -219,7 +248,7 @@ class EventRecorder:
         )
         namespace = body["metadata"]["namespace"]
         await self._client.create(f"/api/v1/namespaces/{namespace}/events", body)
-        return _Sent(namespace, body["metadata"]["name"], 1)
+        return _Sent(namespace, body["metadata"]["name"], 1, pending.now)
 
     async def _bump(self, sent: _Sent, pending: _Pending) -> bool:
         """PATCH count and lastTimestamp of the Event already sent; False when it is gone."""
