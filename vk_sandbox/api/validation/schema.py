@@ -111,16 +111,6 @@ _REQUIRED_ENFORCED = frozenset(
 )
 
 
-def _type_ok(value: Any, types: list[str]) -> bool:
-    if value is None:
-        return "null" in types
-    if isinstance(value, bool):
-        return "boolean" in types
-    if isinstance(value, float) and value.is_integer() and "integer" in types:
-        return True
-    return any(isinstance(value, _JSON_TYPES.get(t, ())) for t in types)
-
-
 class _Node:
     """What a walk needs of one field schema, worked out once per process: the schemas are the
     packaged definitions (`definitions()`), read once and never changed, and a pod's pass visits
@@ -143,9 +133,9 @@ class _Node:
         "props",
         "python_types",
         "quantity",
+        "reports_unknown",
         "required",
         "required_set",
-        "schema",
         "struct",
         "types",
     )
@@ -153,20 +143,21 @@ class _Node:
     def __init__(self, field: dict[str, Any]) -> None:
         schema = resolve(field)
         self.field = field
-        self.schema = schema
         self.one_of: list[str] | None = None
         self.quantity = False
         if "oneOf" in schema:
             self.one_of = [t for option in schema["oneOf"] for t in _as_list(option.get("type"))]
             self.quantity = str(field.get("$ref", "")).endswith(_QUANTITY_DEF)
         self.types = _as_list(schema.get("type"))
-        self.python_types = tuple(c for t in self.types for c in _JSON_TYPES.get(t, ()))
-        self.null_ok = "null" in self.types
-        self.bool_ok = "boolean" in self.types
-        self.integer = "integer" in self.types
+        checked = self.types if self.one_of is None else self.one_of  # what `type_ok` accepts
+        self.python_types = tuple(c for t in checked for c in _JSON_TYPES.get(t, ()))
+        self.null_ok = "null" in checked
+        self.bool_ok = "boolean" in checked
+        self.integer = "integer" in checked
         self.enum = schema.get("enum")
         self.props: dict[str, Any] | None = schema.get("properties")
         self.extra = schema.get("additionalProperties")
+        self.reports_unknown = self.props is not None and self.extra is False  # a closed struct
         self.struct = _struct_name(field)
         self.required = schema.get("required") or ()
         self.required_set = frozenset(self.required)
@@ -191,7 +182,8 @@ class _Node:
         return self._children
 
     def type_ok(self, value: Any) -> bool:
-        """`_type_ok(value, self.types)`, without building anything."""
+        """Whether value is of one of its JSON types (of its `oneOf` options' for a `oneOf`): a
+        float with no fraction passes as an integer, a bool only as a boolean."""
         if value is None:
             return self.null_ok
         if isinstance(value, bool):
@@ -249,7 +241,7 @@ class _Walk:
             return
         if node.one_of is not None:
             types = node.one_of
-            if not _type_ok(value, types):
+            if not node.type_ok(value):
                 expected = " or ".join(t for t in types if t != "null")
                 self._type_error(path, value, expected, owner, dotted, schema)
             elif isinstance(value, str) and node.quantity:
@@ -285,7 +277,6 @@ class _Walk:
 
     def _walk_object(self, value: dict[str, Any], node: _Node, path: str, owner: str, dotted: str) -> None:
         props, extra_node, _ = node.children()
-        open_keys = node.props is None or node.extra is not False  # undeclared keys not reported
         struct = node.struct or owner
         if struct in _REQUIRED_ENFORCED:
             for req in node.required:
@@ -316,7 +307,7 @@ class _Walk:
                 if sub is None and decoding:
                     sub = value[key] = zero_value(extra_node.field)
                 self.walk(sub, extra_node, f"{path}[{key}]", owner, dotted)
-            elif not open_keys:
+            elif node.reports_unknown:
                 self.unknown.append(child_path(path, key))
                 if decoding:
                     del value[key]  # the Go decoder has nowhere to put it
