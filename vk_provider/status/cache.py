@@ -12,7 +12,6 @@ manager (manager.py) does that.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any
 from vk_common.objects import (
     all_containers_could_restart,
     container_should_restart,
+    copy_json,
     format_time,
     is_sidecar,
     is_static,
@@ -236,7 +236,7 @@ def update_status(
 ) -> tuple[VersionedStatus | None, str]:
     """`updateStatusInternal`: the new cache entry, or None and why the update was dropped."""
     old: Mapping[str, Any] = cached.status if cached is not None else (pod.get("status") or {})
-    new = copy.deepcopy(dict(status))
+    new: dict[str, Any] = copy_json(status)
     bad = illegal_transition(old, new, pod)
     if bad is not None:
         return None, f"terminated container {bad} attempted illegal transition to non-terminated state"
@@ -325,7 +325,7 @@ def terminated_status(pod: Mapping[str, Any], base: Mapping[str, Any]) -> dict[s
 
     A non-static pod still Pending or Running becomes Failed; static pods get no terminal phase.
     """
-    status = copy.deepcopy(dict(base))
+    status: dict[str, Any] = copy_json(base)
     if has_pod_initialized(pod, status):
         for cstatus in status.get("containerStatuses") or []:
             if "terminated" not in (cstatus.get("state") or {}):
@@ -347,7 +347,7 @@ def with_container_flag(
     Regular statuses are searched first, then init statuses; setting `ready` regenerates the
     Ready and ContainersReady conditions (init statuses included, as from v1.32).
     """
-    new = copy.deepcopy(dict(status))
+    new: dict[str, Any] = copy_json(status)
     target = None
     for key in ("containerStatuses", "initContainerStatuses"):
         for cstatus in new.get(key) or []:

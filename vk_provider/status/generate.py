@@ -11,12 +11,11 @@ Must not: do I/O, read the clock (callers pass `now`), or keep state.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from vk_common.objects import format_time, is_deleting, is_sidecar, should_restart
+from vk_common.objects import copy_json, format_time, is_deleting, is_sidecar, should_restart
 from vk_common.qos import pod_qos_class
 from vk_provider.kuberuntime.restart_all import (
     RESTARTING_ALL_CONTAINERS,
@@ -138,9 +137,9 @@ def _carried(old: Mapping[str, Any] | None, latest: ContainerInstance) -> dict[s
         return {}
     ended = (old.get("state") or {}).get("terminated")
     if ended is not None and old.get("containerID") != latest.container_uri:
-        return {"terminated": copy.deepcopy(ended)}
+        return {"terminated": copy_json(ended)}
     before = (old.get("lastState") or {}).get("terminated")
-    return {"terminated": copy.deepcopy(before)} if before is not None else {}
+    return {"terminated": copy_json(before)} if before is not None else {}
 
 
 def container_statuses(
@@ -192,12 +191,12 @@ def container_statuses(
             }
         elif latest is None:
             if old is not None and "terminated" in (old.get("state") or {}):
-                status = copy.deepcopy(dict(old))
+                status = copy_json(old)
             else:
                 status = {
                     "name": name,
                     "state": {"waiting": {"reason": default_reason}},
-                    "lastState": copy.deepcopy((old or {}).get("lastState") or {}),
+                    "lastState": copy_json((old or {}).get("lastState") or {}),
                     "ready": False,
                     "restartCount": int((old or {}).get("restartCount", 0)),
                     "image": container.get("image", ""),
@@ -226,7 +225,7 @@ def container_statuses(
             if allocated is not None and name in allocated:
                 status["resources"] = status_resources(allocated[name], latest)
                 if allocated[name].get("requests") or {}:
-                    status["allocatedResources"] = copy.deepcopy(dict(allocated[name]["requests"]))
+                    status["allocatedResources"] = copy_json(allocated[name]["requests"])
         reason = waiting.get(name)
         ephemeral = role == ContainerRole.EPHEMERAL  # started once, never probed
         if reason is not None and (latest is None if ephemeral else _will_start(pod, container, latest)):
@@ -313,20 +312,20 @@ def generate_pod_status(
         phase = api_status["phase"]
 
     conditions: list[dict[str, Any]] = [
-        copy.deepcopy(dict(c))
+        copy_json(c)
         for c in api_status.get("conditions") or []
         if c.get("type") not in KUBELET_OWNED_CONDITIONS
     ]
     disruption = find_condition(old.get("conditions") or [], DISRUPTION_TARGET)
     if disruption is not None:
         conditions = [c for c in conditions if c.get("type") != DISRUPTION_TARGET]
-        conditions.append(copy.deepcopy(dict(disruption)))
+        conditions.append(copy_json(disruption))
     conditions.append(ready_to_start_condition(pod, state))
     conditions.append(initialized_condition(spec, all_statuses, phase))
     conditions.append(ready_condition(spec, conditions, all_statuses, phase))
     conditions.append(containers_ready_condition(spec, all_statuses, phase))
     conditions.append(condition(POD_SCHEDULED, "True"))
-    conditions.extend(copy.deepcopy(dict(c)) for c in resize_conditions)
+    conditions.extend(copy_json(c) for c in resize_conditions)
     restart_all = restarting_condition(pod, state, restarting, phase)
     if restart_all is not None:
         conditions.append(restart_all)
@@ -350,7 +349,7 @@ def generate_pod_status(
     elif old.get("podIP"):
         # The sandbox is gone (pod finished): the last known IP stays, as on a kubelet node.
         status["podIP"] = old["podIP"]
-        status["podIPs"] = copy.deepcopy(old.get("podIPs") or [{"ip": old["podIP"]}])
+        status["podIPs"] = copy_json(old.get("podIPs") or [{"ip": old["podIP"]}])
     status["startTime"] = old.get("startTime") or api_status.get("startTime") or format_time(now)
     if init_statuses:
         status["initContainerStatuses"] = init_statuses

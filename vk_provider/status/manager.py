@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from vk_common.logging import get_logger, pod_fields
-from vk_common.objects import is_deleting, is_static
+from vk_common.objects import copy_json, is_deleting, is_static
 from vk_common.objects import uid as uid_of
 from vk_common.tasks import BackgroundTask
 from vk_provider.kube.client import ApiStatusError, KubeClient
@@ -123,7 +122,7 @@ class StatusManager:
     def get_pod_status(self, uid: str) -> dict[str, Any] | None:
         """A copy of the cached status; a mirror pod's UID resolves to its static pod."""
         status = self.cached_status(uid)
-        return copy.deepcopy(dict(status)) if status is not None else None
+        return copy_json(status) if status is not None else None
 
     def cached_status(self, uid: str) -> Mapping[str, Any] | None:
         """The cached status itself, not to be changed: for the pod sync, which reads it to make

@@ -17,11 +17,10 @@ Must not: do I/O or keep state.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from vk_common.objects import spec
+from vk_common.objects import copy_json, spec
 from vk_provider.kuberuntime.pod_resources import Resources, pod_limits, pod_requests
 from vk_provider.runtime.types import LinuxResources
 from vk_provider.status.resources import apply_actual, format_bytes, format_milli_cpu
@@ -70,7 +69,7 @@ def pod_level_status(
     allocated ones), `resources` the containers' allocation, `cgroup` the pod cgroup's limits as
     last set (None: not known)."""
     requests = pod_requests_list(pod, resources)
-    status: dict[str, Any] = copy.deepcopy(dict(spec(pod).get("resources") or {}))
+    status: dict[str, Any] = copy_json(spec(pod).get("resources") or {})
     if not running or cgroup is None:
         amounts, _ = pod_limits(pod, resources)
         status["requests"] = dict(requests)

@@ -11,11 +11,11 @@ Must not: do I/O or keep state.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from typing import Any
 
+from vk_common.objects import copy_json
 from vk_common.quantity import parse_quantity
 from vk_provider.runtime.types import ContainerInstance, ContainerRunState, LinuxResources
 
@@ -57,7 +57,7 @@ def _cpu(values: dict[str, Any], actual: int, minimum: int) -> None:
 
 def status_resources(allocated: Mapping[str, Any], instance: ContainerInstance) -> dict[str, Any]:
     """The status `resources` of one container instance given its allocated resources."""
-    resources: dict[str, Any] = copy.deepcopy(dict(allocated))
+    resources: dict[str, Any] = copy_json(allocated)
     if instance.state == ContainerRunState.RUNNING and instance.resources is not None:
         apply_actual(resources, instance.resources)
     return resources

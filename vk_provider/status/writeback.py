@@ -9,12 +9,11 @@ two-way strategic merge patch of pods/status over the fields the kubelet writes,
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from vk_common.objects import format_time, is_mirror
+from vk_common.objects import copy_json, format_time, is_mirror
 from vk_provider.status.cache import KUBELET_STATUS_FIELDS, QUANTITY_FIELDS, semantic, semantic_field
 from vk_provider.status.fields import (
     CONTAINERS_READY,
@@ -54,10 +53,10 @@ def merge_pod_status(
     now: datetime,
 ) -> dict[str, Any]:
     """`mergePodStatus`: the status to publish, from the API's copy and the cached one."""
-    new = copy.deepcopy(dict(local))
+    new: dict[str, Any] = copy_json(local)
     transitioning = not is_terminal_phase(api_status.get("phase")) and is_terminal_phase(new.get("phase"))
     conditions = [
-        copy.deepcopy(dict(c))
+        copy_json(c)
         for c in api_status.get("conditions") or []
         if c.get("type") not in KUBELET_OWNED_CONDITIONS
     ]
@@ -103,7 +102,7 @@ def _list_patch(key: str, old: list[Any], new: list[Any]) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for item in new:
         before = old_by_key.get(item.get(merge_key))
-        if semantic(before) != semantic(item):
+        if before != item and semantic(before) != semantic(item):
             # Keys the item lost are cleared explicitly: a patch item only merges into the old one.
             cleared = {k: None for k in before or {} if k not in item}
             items.append({**item, **cleared})
@@ -121,7 +120,7 @@ def _map_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str,
         if isinstance(old, Mapping) and isinstance(value, Mapping):
             patch[key] = _map_patch(old, value)
         else:
-            patch[key] = copy.deepcopy(value)
+            patch[key] = copy_json(value)
     return patch
 
 
@@ -135,14 +134,14 @@ def status_patch(uid: str, api_status: Mapping[str, Any], new: Mapping[str, Any]
     status_patch_body: dict[str, Any] = {}
     for key in (*KUBELET_STATUS_FIELDS, "conditions"):
         before, after = api_status.get(key), new.get(key)
-        if semantic_field(key, before) == semantic_field(key, after):
+        if before == after or semantic_field(key, before) == semantic_field(key, after):
             continue
         if key in _MERGE_KEYS and isinstance(after, list):
             status_patch_body.update(_list_patch(key, list(before or []), after))
         elif key in QUANTITY_FIELDS and isinstance(before, Mapping) and isinstance(after, Mapping):
             status_patch_body[key] = _map_patch(before, after)
         else:
-            status_patch_body[key] = copy.deepcopy(after) if after not in ("", [], {}) else None
+            status_patch_body[key] = copy_json(after) if after not in ("", [], {}) else None
     if not status_patch_body:
         return None
     return {"metadata": {"uid": uid}, "status": status_patch_body}

@@ -11,10 +11,10 @@ the caller compares it with the stored uid) or validate the result.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
+from vk_common.objects import copy_json
 from vk_sandbox.api.validation.schema import (
     MAX_DEPTH,
     definition_name,
@@ -22,7 +22,6 @@ from vk_sandbox.api.validation.schema import (
     resolve,
     too_deep,
 )
-from vk_sandbox.storage.objects import copy_value
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -111,8 +110,8 @@ def apply_patch(
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: objects merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return copy_json(patch)
+    result = copy_json(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -209,7 +208,7 @@ def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
     not apply is 422 with evanphx/json-patch's error text (apply_patch replaces it as the server does)."""
     if not isinstance(operations, list):
         raise PatchError(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc: Any = copy.deepcopy(obj)
+    doc: Any = copy_json(obj)
     for operation in operations:
         if not isinstance(operation, dict):
             raise PatchError(
@@ -223,7 +222,7 @@ def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
             raise PatchError(422, f"{op} operation missing path")
         if op in ("add", "replace", "test") and "value" not in operation:
             raise PatchError(422, f"{op} operation missing value")
-        value = copy.deepcopy(operation.get("value"))
+        value = copy_json(operation.get("value"))
         if op == "add":
             doc = _add(doc, path, value)
         elif op == "remove":
@@ -250,7 +249,7 @@ def json_patch(obj: dict[str, Any], operations: Any) -> dict[str, Any]:
                     raise PatchError(422, "move operation cannot move a value into its own child")
                 moved = _remove(doc, source, "move")
             else:
-                moved = copy.deepcopy(_get_path(doc, source, "copy"))
+                moved = copy_json(_get_path(doc, source, "copy"))
             doc = _add(doc, path, moved, op)
         else:
             try:
@@ -313,7 +312,7 @@ def strategic_merge(
     """Apply a strategic merge patch to original (not modified) using the schema of apiVersion/kind."""
     name = definition_name(api_version, kind)
     schema = definitions()[name] if name else None
-    merged = _merge_map(copy_value(original), copy_value(patch), schema)  # JSON values: no memo needed
+    merged = _merge_map(copy_json(original), copy_json(patch), schema)  # JSON values: no memo needed
     return merged
 
 

@@ -1,6 +1,6 @@
 """JSON-shaped objects as the sandbox's storage keeps them: copies, compact encoding and times.
 
-What lives here: `Obj`, `clone` (a deep copy faster than copy.deepcopy for plain dicts and lists),
+What lives here: `Obj`, `clone` (a deep copy of a stored object, with vk_common's `copy_json`),
 `encode` (the compact JSON the watch and the size accounting use), `now_rfc3339` and `parse_time`.
 Must not: know about resources, the store or HTTP.
 """
@@ -11,24 +11,15 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from vk_common.objects import format_time
+from vk_common.objects import copy_json, format_time
 from vk_common.objects import parse_time as parse_rfc3339
 
 Obj = dict[str, Any]
 
 
-def copy_value(value: Any) -> Any:
-    """Deep copy of one JSON value (dicts and lists copied, scalars shared)."""
-    if isinstance(value, dict):
-        return {k: copy_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_value(v) for v in value]
-    return value
-
-
 def clone(obj: Obj) -> Obj:
     """Deep copy of a JSON-shaped object (faster than copy.deepcopy for plain dicts and lists)."""
-    return {k: copy_value(v) for k, v in obj.items()}
+    return {k: copy_json(v) for k, v in obj.items()}
 
 
 def encode(obj: Obj) -> bytes:

@@ -15,10 +15,11 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
+from vk_common.objects import copy_json
 from vk_sandbox.api import errors
 from vk_sandbox.api.resources import ResourceInfo
 from vk_sandbox.api.validation.field import invalid
-from vk_sandbox.storage.objects import Obj, clone, copy_value, metadata, now_rfc3339, parse_time
+from vk_sandbox.storage.objects import Obj, clone, metadata, now_rfc3339, parse_time
 
 OPTIMISTIC_LOCK_MSG = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -63,7 +64,7 @@ def merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None
     if subresource == "binding":
         return merge_update(info, old, new, "status") | {"spec": new.get("spec") or {}}
     if subresource == "status":
-        result = {k: copy_value(v) for k, v in old.items() if k not in ("status", "metadata")}
+        result = {k: copy_json(v) for k, v in old.items() if k not in ("status", "metadata")}
         result["metadata"] = new.get("metadata") or {}
         if info.status_keeps_metadata:
             _reset_metadata_for_status(result["metadata"], old["metadata"])
@@ -73,7 +74,7 @@ def merge_update(info: ResourceInfo, old: Obj, new: Obj, subresource: str | None
     elif info.has_status:
         new.pop("status", None)
         if "status" in old:
-            new["status"] = copy_value(old["status"])
+            new["status"] = copy_json(old["status"])
     meta = metadata(new)
     old_meta = old["metadata"]
     for system_field in _SYSTEM_FIELDS:
@@ -104,7 +105,7 @@ _STATUS_KEPT_METADATA = ("labels", "annotations", "finalizers", "ownerReferences
 def _reset_metadata_for_status(meta: Obj, old_meta: Obj) -> None:
     for key in _STATUS_KEPT_METADATA:
         if key in old_meta:
-            meta[key] = copy_value(old_meta[key])
+            meta[key] = copy_json(old_meta[key])
         else:
             meta.pop(key, None)
 
