@@ -1,10 +1,14 @@
 """What `socket_api.SocketApi` makes of an engine's answers, on a stand-in engine socket (an aiohttp
-server on a Unix socket; the real engine's answers are in
-tests/integration/test_runtime_docker_socket_api.py): the errors a caller gets are docker-py's and
-requests', whatever the socket says, and never anything else."""
+server, or a bare one on asyncio's streams where the engine must misbehave on the wire; the real
+engine's answers are in tests/integration/test_runtime_docker_socket_api.py): the errors a caller
+gets are docker-py's and requests', whatever the socket says, and never anything else; a GET whose
+kept connection the engine closed is sent again once, a POST is not; a chunked answer is read
+whole."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -97,3 +101,108 @@ async def test_no_engine_on_the_socket_is_a_connection_error_naming_the_cause(tm
     finally:
         await api.close()
     assert "No such file or directory" in root_cause(down.value)
+
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+@pytest.fixture
+async def forgetful_engine(tmp_path: Path) -> AsyncIterator[tuple[str, list[str]]]:
+    """A stand-in engine that answers the first request on a connection (keep-alive) and closes
+    the connection on the second without answering: the engine closing a kept connection just as
+    a request is sent on it. The requests it read, as `connection#: request line`."""
+    seen: list[str] = []
+    connections = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        number = connections
+        try:
+            for turn in range(2):
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                await reader.readexactly(length)
+                seen.append(f"{number}: {head.split(b' HTTP/')[0].decode()}")
+                if turn == 1:
+                    break
+                writer.write(OK_HEAD + b"Content-Length: 13\r\n\r\n" + b'{"turn": "1"}')
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            pass
+        finally:
+            writer.close()
+
+    path = str(tmp_path / "forgetful.sock")
+    server = await asyncio.start_unix_server(serve, path)
+    try:
+        yield path, seen
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_get_on_a_kept_connection_the_engine_closed_is_sent_again_once(
+    forgetful_engine: tuple[str, list[str]],
+) -> None:
+    path, seen = forgetful_engine
+    api = SocketApi(path, limit=2, timeout=10)
+    try:
+        assert await api.request("GET", "/containers/a/json", "1.45") == {"turn": "1"}
+        assert await api.request("GET", "/containers/b/json", "1.45") == {"turn": "1"}
+    finally:
+        await api.close()
+    assert seen == [
+        "1: GET /v1.45/containers/a/json",
+        "1: GET /v1.45/containers/b/json",
+        "2: GET /v1.45/containers/b/json",
+    ]
+
+
+async def test_a_post_on_a_kept_connection_the_engine_closed_is_not_sent_again(
+    forgetful_engine: tuple[str, list[str]],
+) -> None:
+    path, seen = forgetful_engine
+    api = SocketApi(path, limit=2, timeout=10)
+    try:
+        await api.request("GET", "/containers/a/json", "1.45")
+        with pytest.raises(requests.exceptions.ConnectionError):
+            await api.request("POST", "/containers/b/start", "1.45")  # the engine may have started it
+    finally:
+        await api.close()
+    assert seen == ["1: GET /v1.45/containers/a/json", "1: POST /v1.45/containers/b/start"]
+
+
+async def test_an_answer_split_in_chunks_is_read_whole(tmp_path: Path) -> None:
+    """The engine sends a long answer (an inspect of a big container) with chunked encoding."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = json.dumps({"Env": [f"V{i}=" + "x" * 50 for i in range(200)]}).encode()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        for start in range(0, len(body), 4096):
+            part = body[start : start + 4096]
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        await reader.read()  # until the client closes
+
+    path = str(tmp_path / "chunked.sock")
+    server = await asyncio.start_unix_server(serve, path)
+    api = SocketApi(path, limit=2, timeout=10)
+    try:
+        answer = await api.request("GET", "/containers/big/json", "1.45")
+    finally:
+        await api.close()
+        server.close()
+    assert len(answer["Env"]) == 200 and answer["Env"][199] == "V199=" + "x" * 50
