@@ -107,10 +107,11 @@ OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 
 
 @pytest.fixture
-async def forgetful_engine(tmp_path: Path) -> AsyncIterator[tuple[str, list[str]]]:
-    """A stand-in engine that answers the first request on a connection (keep-alive) and closes
-    the connection on the second without answering: the engine closing a kept connection just as
-    a request is sent on it. The requests it read, as `connection#: request line`."""
+async def forgetful_engine(tmp_path: Path) -> AsyncIterator[tuple[SocketApi, list[str]]]:
+    """A SocketApi on a stand-in engine that answers the first request on a connection
+    (keep-alive) and closes the connection on the second without answering: the engine closing a
+    kept connection just as a request is sent on it. With the requests the engine read, as
+    `connection#: request line`."""
     seen: list[str] = []
     connections = 0
 
@@ -142,23 +143,21 @@ async def forgetful_engine(tmp_path: Path) -> AsyncIterator[tuple[str, list[str]
 
     path = str(tmp_path / "forgetful.sock")
     server = await asyncio.start_unix_server(serve, path)
+    api = SocketApi(path, limit=2, timeout=10)
     try:
-        yield path, seen
+        yield api, seen
     finally:
+        await api.close()
         server.close()
         await server.wait_closed()
 
 
 async def test_a_get_on_a_kept_connection_the_engine_closed_is_sent_again_once(
-    forgetful_engine: tuple[str, list[str]],
+    forgetful_engine: tuple[SocketApi, list[str]],
 ) -> None:
-    path, seen = forgetful_engine
-    api = SocketApi(path, limit=2, timeout=10)
-    try:
-        assert await api.request("GET", "/containers/a/json", "1.45") == {"turn": "1"}
-        assert await api.request("GET", "/containers/b/json", "1.45") == {"turn": "1"}
-    finally:
-        await api.close()
+    api, seen = forgetful_engine
+    assert await api.request("GET", "/containers/a/json", "1.45") == {"turn": "1"}
+    assert await api.request("GET", "/containers/b/json", "1.45") == {"turn": "1"}
     assert seen == [
         "1: GET /v1.45/containers/a/json",
         "1: GET /v1.45/containers/b/json",
@@ -167,16 +166,12 @@ async def test_a_get_on_a_kept_connection_the_engine_closed_is_sent_again_once(
 
 
 async def test_a_post_on_a_kept_connection_the_engine_closed_is_not_sent_again(
-    forgetful_engine: tuple[str, list[str]],
+    forgetful_engine: tuple[SocketApi, list[str]],
 ) -> None:
-    path, seen = forgetful_engine
-    api = SocketApi(path, limit=2, timeout=10)
-    try:
-        await api.request("GET", "/containers/a/json", "1.45")
-        with pytest.raises(requests.exceptions.ConnectionError):
-            await api.request("POST", "/containers/b/start", "1.45")  # the engine may have started it
-    finally:
-        await api.close()
+    api, seen = forgetful_engine
+    await api.request("GET", "/containers/a/json", "1.45")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        await api.request("POST", "/containers/b/start", "1.45")  # the engine may have started it
     assert seen == ["1: GET /v1.45/containers/a/json", "1: POST /v1.45/containers/b/start"]
 
 
