@@ -36,7 +36,7 @@ from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 
 from vk_common.logging import get_logger
-from vk_provider import __version__
+from vk_provider import USER_AGENT
 from vk_provider.config import KubernetesConfig
 from vk_provider.kube.transport import ApiTransport, api_client_for
 from vk_provider.metrics import ProviderMetrics
@@ -51,7 +51,6 @@ PATCH_CONTENT_TYPES = {
 DEFAULT_REQUEST_TIMEOUT = 30.0
 # A watch with timeoutSeconds gets this much slack on the socket read before we call it dead.
 WATCH_READ_SLACK = 30.0
-USER_AGENT = f"vk-provider/{__version__}"
 # client-go's rest.Request: an answer with Retry-After is sent again at most this many times.
 MAX_RETRIES = 10
 

@@ -34,9 +34,7 @@ import httptools
 import requests
 
 from docker.errors import DockerException, create_api_error_from_http_exception
-from vk_provider import __version__
-
-USER_AGENT = f"vk-provider/{__version__}"
+from vk_provider import USER_AGENT
 
 
 def engine_path(fmt: str, *args: str) -> str:
