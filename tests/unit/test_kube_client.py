@@ -29,6 +29,7 @@ from vk_provider.kube.client import (
     status_error,
 )
 from vk_provider.kube.transport import ApiTransport
+from vk_provider.wire import Reply
 
 
 def test_token_bucket_allows_burst_then_paces_at_qps() -> None:
@@ -134,20 +135,9 @@ def test_retry_after_only_for_429_and_5xx_with_an_integer_header() -> None:
     assert retry_after(200, "1") is None
 
 
-class Answer:
-    """What `ApiTransport.send` returns: status, headers, body, release."""
-
-    def __init__(self, status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> None:
-        self.status = status
-        self.headers = headers or {}
-        self.body = body
-        self.released = False
-
-    async def read(self) -> bytes:
-        return self.body
-
-    def release(self) -> None:
-        self.released = True
+def reply(status: int, headers: dict[str, str] | None = None, body: bytes = b"{}") -> Reply:
+    """What `ApiTransport.exchange` returns (header names lower-case)."""
+    return Reply(status, "", headers or {}, body)
 
 
 class Answers:
@@ -155,29 +145,29 @@ class Answers:
 
     user_agent = ""
 
-    def __init__(self, *answers: Answer) -> None:
+    def __init__(self, *answers: Reply) -> None:
         self.answers = list(answers)
         self.sent = 0
 
-    async def send(self, *args: Any, **kwargs: Any) -> Answer:
+    async def exchange(self, *args: Any, **kwargs: Any) -> Reply:
         self.sent += 1
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
-def too_many(seconds: str = "0") -> Answer:
+def too_many(seconds: str = "0") -> Reply:
     body = {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": "try again later"}
-    return Answer(429, {"Retry-After": seconds}, json.dumps(body).encode())
+    return reply(429, {"retry-after": seconds}, json.dumps(body).encode())
 
 
 async def test_an_answer_with_retry_after_is_sent_again_after_its_wait(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="vk_provider.kube.client")
-    first, second = too_many(), Answer(503, {"Retry-After": "0"})
-    transport = Answers(first, second, Answer(200, body=b'{"kind": "Pod"}'))
+    first, second = too_many(), reply(503, {"retry-after": "0"})
+    transport = Answers(first, second, reply(200, body=b'{"kind": "Pod"}'))
     client = KubeClient(cast(ApiTransport, transport), qps=0)
     assert await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}}) == {"kind": "Pod"}
-    assert transport.sent == 3 and first.released and second.released
+    assert transport.sent == 3
     path = "/api/v1/namespaces/d/pods/p/status"
     assert {r.getMessage() for r in caplog.records} == {
         "apiserver answered with Retry-After; sending the request again"
@@ -198,8 +188,8 @@ async def test_retries_end_after_ten_and_the_last_answer_is_raised() -> None:
     assert transport.sent == 1 + MAX_RETRIES == 11
 
 
-@pytest.mark.parametrize("answer", [Answer(500), Answer(409, {"Retry-After": "0"}), Answer(404)])
-async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answer) -> None:
+@pytest.mark.parametrize("answer", [reply(500), reply(409, {"retry-after": "0"}), reply(404)])
+async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Reply) -> None:
     transport = Answers(answer)
     client = KubeClient(cast(ApiTransport, transport), qps=0)
     with pytest.raises(ApiStatusError) as caught:
@@ -209,11 +199,11 @@ async def test_answers_without_retry_after_go_to_the_caller_at_once(answer: Answ
 
 
 async def test_every_request_sent_is_counted_by_method_and_code() -> None:
-    transport = Answers(too_many(), Answer(200, body=b'{"kind": "Pod"}'))
+    transport = Answers(too_many(), reply(200, body=b'{"kind": "Pod"}'))
     client = KubeClient(cast(ApiTransport, transport), qps=0)
     await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}})
     with pytest.raises(ApiStatusError):
-        await KubeClient(cast(ApiTransport, Answers(Answer(404))), qps=0, metrics=client.metrics).get("/x")
+        await KubeClient(cast(ApiTransport, Answers(reply(404))), qps=0, metrics=client.metrics).get("/x")
     assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="429") == 1
     assert sample(client.metrics, "rest_client_requests_total", method="PATCH", code="200") == 1
     assert sample(client.metrics, "rest_client_requests_total", method="GET", code="404") == 1
@@ -223,7 +213,7 @@ async def test_every_request_sent_is_counted_by_method_and_code() -> None:
 async def test_a_view_with_its_own_limit_is_not_held_up_by_the_clients_bucket() -> None:
     """The kubelet's EventClient and HeartbeatClient: their requests never wait for the pods'
     bucket, nor the pods' for theirs; everything else (transport, metrics) is shared."""
-    transport = Answers(Answer(200))
+    transport = Answers(reply(200))
     client = KubeClient(cast(ApiTransport, transport), qps=1, burst=1)
     events = client.with_own_limit(1, 1)
     heartbeats = client.with_own_limit(0, 1)
@@ -240,7 +230,7 @@ async def test_a_view_with_its_own_limit_is_not_held_up_by_the_clients_bucket() 
 
 
 async def test_a_view_follows_the_clients_new_credentials_and_403_hook() -> None:
-    old, new = Answers(Answer(200)), Answers(Answer(403, body=b'{"kind": "Status", "code": 403}'))
+    old, new = Answers(reply(200)), Answers(reply(403, body=b'{"kind": "Status", "code": 403}'))
     client = KubeClient(cast(ApiTransport, old), qps=0)
     events = client.with_own_limit(0, 1)
     forbidden: list[str] = []

@@ -5,7 +5,7 @@ never read (client-go reads none). Local aiohttp servers stand in for the apiser
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from vk_provider.config import KubernetesConfig
-from vk_provider.kube.client import make_kube_client
+from vk_provider.kube.client import ApiConnectionError, make_kube_client
 from vk_provider.kube.transport import env_proxy
 
 
@@ -176,3 +176,104 @@ async def test_a_request_carries_the_credentials_headers_query_and_body(tmp_path
     assert headers["Content-Type"] == "application/strategic-merge-patch+json"
     assert headers["Accept"] == "application/json"
     assert headers["User-Agent"].startswith("vk-provider/")
+
+
+class Peers:
+    """A server that answers each request with what the `answers` function makes of it and
+    keeps the client's address of each request (one address per connection)."""
+
+    def __init__(self, answers: Callable[[web.Request], web.StreamResponse]) -> None:
+        self.answers = answers
+        self.seen: list[tuple[str, str, object]] = []  # (method, target, peer)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        self.seen.append(
+            (
+                request.method,
+                request.raw_path,
+                request.transport and request.transport.get_extra_info("peername"),
+            )
+        )
+        return self.answers(request)
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Peers], Awaitable[str]]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(peers: Peers) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", peers.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        runners.append(runner)
+        return f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def test_requests_share_one_kept_alive_connection(
+    serve: Callable[[Peers], Awaitable[str]], tmp_path: Path
+) -> None:
+    peers = Peers(lambda request: web.json_response({"kind": "Pod"}))
+    client = await make_kube_client(KubernetesConfig(kubeconfig=_kubeconfig(tmp_path, await serve(peers))))
+    try:
+        for _ in range(3):
+            assert await client.get("/api/v1/namespaces/d/pods/p") == {"kind": "Pod"}
+        await client.create("/api/v1/namespaces/d/events", {"kind": "Event"})
+        await client.delete("/api/v1/namespaces/d/pods/p")
+    finally:
+        await client.close()
+    assert [method for method, _, _ in peers.seen] == ["GET", "GET", "GET", "POST", "DELETE"]
+    assert len({peer for _, _, peer in peers.seen}) == 1
+
+
+async def test_the_servers_path_comes_before_every_requests(
+    serve: Callable[[Peers], Awaitable[str]], tmp_path: Path
+) -> None:
+    """A server URL with a path (an apiserver behind a proxy that routes by path, as Rancher's)."""
+    peers = Peers(lambda request: web.json_response({"kind": "Pod"}))
+    server = await serve(peers) + "/k8s/clusters/c-1/"
+    client = await make_kube_client(KubernetesConfig(kubeconfig=_kubeconfig(tmp_path, server)))
+    try:
+        await client.get("/api/v1/pods", {"labelSelector": "app=web"})
+    finally:
+        await client.close()
+    assert [target for _, target, _ in peers.seen] == [
+        "/k8s/clusters/c-1/api/v1/pods?labelSelector=app%3Dweb"
+    ]
+
+
+async def test_an_answer_with_retry_after_is_sent_again_on_the_wire(
+    serve: Callable[[Peers], Awaitable[str]], tmp_path: Path
+) -> None:
+    answers = [
+        web.json_response({"kind": "Status", "code": 429}, status=429, headers={"Retry-After": "0"}),
+        web.json_response({"kind": "Pod"}),
+    ]
+    peers = Peers(lambda request: answers.pop(0))
+    client = await make_kube_client(KubernetesConfig(kubeconfig=_kubeconfig(tmp_path, await serve(peers))))
+    try:
+        assert await client.patch("/api/v1/namespaces/d/pods/p/status", {"status": {}}) == {"kind": "Pod"}
+    finally:
+        await client.close()
+    assert [method for method, _, _ in peers.seen] == ["PATCH", "PATCH"]
+
+
+async def test_a_token_with_a_line_break_is_never_sent(
+    serve: Callable[[Peers], Awaitable[str]], tmp_path: Path
+) -> None:
+    """A credential that would end the header and start another is an error, not a request."""
+    peers = Peers(lambda request: web.json_response({"kind": "Pod"}))
+    kubeconfig = _kubeconfig(tmp_path, await serve(peers), user={"token": "s3cret\r\nX-Remote-User: admin"})
+    client = await make_kube_client(KubernetesConfig(kubeconfig=kubeconfig))
+    try:
+        with pytest.raises(ApiConnectionError, match=r"(?i)header authorization holds a line break"):
+            await client.get("/api/v1/pods")
+    finally:
+        await client.close()
+    assert peers.seen == []

@@ -7,7 +7,7 @@ inside functions and under `TYPE_CHECKING` too. A process the sandbox starts (`p
 run`) is not an import.
 
 Inside the provider a module imports only its own layer or lower ones. From the ground up:
-`vk_common`; the provider's ground (its configuration, `metrics.py`, the version); the kube
+`vk_common`; the provider's ground (its configuration, `metrics.py`, `wire.py`, the version); the kube
 client (`kube/`); the runtime (`runtime/`: engine verbs over the configurations it is given);
 kuberuntime (`kuberuntime/`: a pod compiled into those configurations); the node's parts
 (`pods/`, `status/`, `probes/`, `node/`, `kubeletapi/`, `static/`); the application (`app.py`
@@ -33,6 +33,7 @@ PROVIDER_LAYERS = {
     "config_kinds": 1,
     "config_load": 1,
     "metrics": 1,
+    "wire": 1,
     "kube": 2,
     "runtime": 3,
     "kuberuntime": 4,

@@ -1,6 +1,6 @@
 """Dict-based access to the apiserver: GET/POST/PUT/PATCH/DELETE and watch, JSON in and out as dicts.
 
-What lives here: `KubeClient` (one shared connection pool, a qps/burst token bucket, and views
+What lives here: `KubeClient` (one shared transport, a qps/burst token bucket, and views
 of it with a bucket of their own for Events and heartbeats (`with_own_limit`), the
 right Content-Type per patch type, `ApiStatusError` built from the metav1.Status body,
 watch as an async iterator of raw event dicts, an `on_forbidden` hook called on every 403,
@@ -13,9 +13,10 @@ credentials for the requests to come, without a restart), and the pure
 helpers behind them (`TokenBucket`, `LineDecoder`, `status_error`, `retry_after`). The one
 retry it makes is client-go's: an answer carrying `Retry-After` (429, or a 5xx) is sent again
 after that many seconds, up to 10 times, one log line per retry. kubernetes_asyncio is
-used only for its configuration loading, its auth (token refresh) and its aiohttp
-session, under a lean request of ours (kube/transport.py: no environment read per request, no
-walk of the body); no generated model classes. Must not: retry anything else, cache, or interpret
+used only for its configuration loading, its auth (token refresh), its TLS context and its
+aiohttp session (watches), under lean requests of ours (kube/transport.py: one-shot requests
+written in one piece on kept-alive connections, no environment read per request, no walk of
+the body); no generated model classes. Must not: retry anything else, cache, or interpret
 objects; that is the callers' job (reflector, status manager, node agent).
 """
 
@@ -26,10 +27,10 @@ import copy
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 from kubernetes_asyncio.client import Configuration
@@ -38,8 +39,9 @@ from kubernetes_asyncio.config import load_incluster_config, load_kube_config
 from vk_common.logging import get_logger
 from vk_provider import USER_AGENT
 from vk_provider.config import KubernetesConfig
-from vk_provider.kube.transport import ApiTransport, api_client_for
+from vk_provider.kube.transport import ApiRequest, ApiTransport, api_client_for
 from vk_provider.metrics import ProviderMetrics
+from vk_provider.wire import Reply
 
 log = get_logger("kube.client")
 
@@ -203,6 +205,18 @@ def decode_event(line: bytes) -> dict[str, Any]:
     return event
 
 
+class _Answered(Protocol):
+    """What `KubeClient._send` reads of an answer: a `Reply`, or a watch's aiohttp response."""
+
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+_Sent = TypeVar("_Sent", bound=_Answered)
+
 Forbidden = Callable[[str, str, Mapping[str, Any] | None, str], None]
 
 
@@ -236,7 +250,6 @@ class KubeClient:
         self.metrics = metrics or ProviderMetrics()
         self._bucket = TokenBucket(qps, burst)
         self._timeout = request_timeout
-        self._request_timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     def with_own_limit(self, qps: float, burst: int) -> KubeClient:
         """This client (its connections, credentials, watches, metrics and 403 hook) with a
@@ -268,48 +281,35 @@ class KubeClient:
         if error.status == 403 and self.on_forbidden is not None and not _namespace_terminating(error):
             self.on_forbidden(method, path, params, error.message)
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        request_timeout: aiohttp.ClientTimeout | None = None,
-    ) -> aiohttp.ClientResponse:
-        """One request; an answer asking to come back later (`retry_after`) is sent again after
-        the wait it names, at most MAX_RETRIES times, each time through the token bucket
-        (client-go's rest.Request with its withRetry)."""
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        query = encode_params(params)
-        timeout = self._request_timeout if request_timeout is None else request_timeout
+    async def _send(self, method: str, path: str, send: Callable[[], Awaitable[_Sent]]) -> _Sent:
+        """One request, made by `send`; an answer asking to come back later (`retry_after`) is
+        made again after the wait it names, at most MAX_RETRIES times, each time through the
+        token bucket (client-go's rest.Request with its withRetry)."""
         retries = 0
         while True:
             await self._bucket.acquire()
             began = time.monotonic()
             code = "<error>"  # client-go's code label when there is no answer
             try:
-                response = await self._api.send(
-                    method, path, query=query, content_type=content_type, body=data, timeouts=timeout
-                )
-                code = str(response.status)
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                answer = await send()
+                code = str(answer.status)
+            except (aiohttp.ClientError, OSError) as exc:
                 raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
             finally:
                 self.metrics.rest_client_requests.labels(method, code).inc()
                 self.metrics.rest_client_request_duration.labels(method).observe(time.monotonic() - began)
-            wait = retry_after(response.status, response.headers.get("Retry-After"))
+            wait = retry_after(answer.status, answer.headers.get("retry-after"))
             if wait is None or retries >= MAX_RETRIES:
-                return response
-            response.release()
+                return answer
+            if isinstance(answer, aiohttp.ClientResponse):
+                answer.release()
             retries += 1
             log.info(
                 "apiserver answered with Retry-After; sending the request again",
                 extra={
                     "verb": method,
                     "path": path,
-                    "code": response.status,
+                    "code": answer.status,
                     "retryAfterSeconds": wait,
                     "retry": retries,
                     "maxRetries": MAX_RETRIES,
@@ -326,20 +326,22 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
-        response = await self._send(method, path, params=params, body=body, content_type=content_type)
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise ApiConnectionError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-        finally:
-            response.release()
-        if not 200 <= response.status <= 299:
-            error = status_error(response.status, raw)
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        query = encode_params(params)
+
+        request = ApiRequest(method, path, query, content_type, data)
+
+        def send() -> Awaitable[Reply]:
+            return self._api.exchange(request, self._timeout)
+
+        reply = await self._send(method, path, send)
+        if not 200 <= reply.status <= 299:
+            error = status_error(reply.status, reply.body)
             self._refused(method, path, params, error)
             raise error
-        if not raw:
+        if not reply.body:
             return {}
-        decoded = json.loads(raw)
+        decoded = json.loads(reply.body)
         return decoded if isinstance(decoded, dict) else {"items": decoded}
 
     async def get(self, path: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -380,7 +382,12 @@ class KubeClient:
             sock_connect=self._timeout,
             sock_read=float(server_timeout) + WATCH_READ_SLACK if server_timeout else None,
         )
-        response = await self._send("GET", path, params=query, request_timeout=timeout)
+        request = ApiRequest("GET", path, encode_params(query))
+
+        def send() -> Awaitable[aiohttp.ClientResponse]:
+            return self._api.send(request, timeout)
+
+        response = await self._send("GET", path, send)
         self._connection.watches.add(response)
         try:
             if not 200 <= response.status <= 299:

@@ -1,15 +1,14 @@
 """The engine's one-shot JSON calls on the event loop, over kept-alive connections to its Unix socket.
 
-What lives here: `SocketApi`, connections to the engine's socket (at most `limit` kept alive
-between calls; a GET whose kept connection the engine had closed is sent again once on a new
-one) that send one versioned Engine API request and give back its decoded JSON answer, or None
-for an empty one; `engine_path`, a path with its
-arguments quoted as docker-py quotes them. An error answer raises the docker-py error of it
-(`NotFound`, `ImageNotFound`, `APIError`, made by docker-py's own
-`create_api_error_from_http_exception`) and a broken connection raises requests'
-`ConnectionError` with the socket's error as its cause (an answer that is not JSON, requests'
-`InvalidJSONError`), so a caller handles them exactly as it handles the same call made with
-docker-py.
+What lives here: `SocketApi`, connections to the engine's socket (vk_provider/wire.py: at most
+`limit` kept alive between calls; a GET whose kept connection the engine had closed is sent
+again once on a new one) that send one versioned Engine API request and give back its decoded
+JSON answer, or None for an empty one; `engine_path`, a path with its arguments quoted as
+docker-py quotes them. An error answer raises the docker-py error of it (`NotFound`,
+`ImageNotFound`, `APIError`, made by docker-py's own `create_api_error_from_http_exception`) and
+a broken connection raises requests' `ConnectionError` with the socket's error as its cause (an
+answer that is not JSON, requests' `InvalidJSONError`), so a caller handles them exactly as it
+handles the same call made with docker-py.
 
 Why not docker-py for these: a docker-py call is a thread hand-off, requests and urllib3
 preparing the request, http.client and the email parser reading the answer's headers, and a new
@@ -28,13 +27,14 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
-import httptools
 import requests
 
 from docker.errors import DockerException, create_api_error_from_http_exception
 from vk_provider import USER_AGENT
+from vk_provider.wire import Answer, Connections
 
 
 def engine_path(fmt: str, *args: str) -> str:
@@ -62,89 +62,14 @@ def json_body(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-class _Answer(asyncio.Protocol):
-    """One kept-alive connection to the engine's socket: writes a request, parses its answer
-    (httptools: status, body, chunked or not) and hands it to the waiting caller."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._parser = httptools.HttpResponseParser(self)
-        self._transport: asyncio.Transport | None = None
-        self._waiter: asyncio.Future[tuple[int, str, bytes, bool]] | None = None
-        self._parts: list[bytes] = []
-        self._reason = b""
-        self.closed = False
-        self.reused = False  # answered a request before this one
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._fail(exc or ConnectionResetError("the engine closed the connection"))
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self._fail(exc)
-            self.abort()
-
-    def on_status(self, reason: bytes) -> None:
-        self._reason = reason
-
-    def on_body(self, body: bytes) -> None:
-        self._parts.append(body)
-
-    def on_message_complete(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            answer = (self._parser.get_status_code(), self._reason.decode("latin-1"), b"".join(self._parts))
-            waiter.set_result((*answer, self._parser.should_keep_alive()))
-
-    def _fail(self, exc: BaseException) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(exc)
-
-    async def exchange(self, request: bytes) -> tuple[int, str, bytes, bool]:
-        """Send one request; its status, reason, body and whether the connection may be kept."""
-        assert self._transport is not None
-        self._parts = []
-        self._reason = b""
-        self._waiter = self._loop.create_future()
-        self._transport.write(request)
-        return await self._waiter
-
-    def abort(self) -> None:
-        self.closed = True
-        if self._transport is not None:
-            self._transport.abort()
-
-
 class SocketApi:
     def __init__(self, socket_path: str, limit: int, timeout: float | None) -> None:
         self._socket_path = socket_path
-        self._limit = limit
         self._timeout = timeout
-        self._idle: list[_Answer] = []
+        self._connections = Connections(self._connect, limit)
 
-    async def _connection(self, *, fresh: bool = False) -> _Answer:
-        while self._idle and not fresh:
-            conn = self._idle.pop()
-            if not conn.closed:
-                conn.reused = True
-                return conn
-        loop = asyncio.get_running_loop()
-        _, conn = await loop.create_unix_connection(lambda: _Answer(loop), self._socket_path)
-        return conn
-
-    def _release(self, conn: _Answer, keep: bool) -> None:
-        if keep and not conn.closed and len(self._idle) < self._limit:
-            self._idle.append(conn)
-        else:
-            conn.abort()
+    async def _connect(self, factory: Callable[[], Answer]) -> tuple[asyncio.BaseTransport, Answer]:
+        return await asyncio.get_running_loop().create_unix_connection(factory, self._socket_path)
 
     async def request(
         self,
@@ -167,30 +92,15 @@ class SocketApi:
         if data or method in ("POST", "PUT"):
             head += f"Content-Length: {len(data)}\r\n"
         request = (head + "\r\n").encode() + data
-        conn: _Answer | None = None
         try:
-            async with asyncio.timeout(self._timeout):
-                conn = await self._connection()
-                try:
-                    status, reason, content, keep = await conn.exchange(request)
-                except ConnectionResetError:
-                    if not conn.reused or method != "GET":
-                        raise
-                    conn = await self._connection(fresh=True)  # the engine had closed it while it was kept
-                    status, reason, content, keep = await conn.exchange(request)
-        except (TimeoutError, OSError, httptools.HttpParserError) as exc:
-            if conn is not None:
-                conn.abort()
+            reply = await self._connections.exchange(request, resend=method == "GET", within=self._timeout)
+        except OSError as exc:
             raise requests.exceptions.ConnectionError(
                 f"{method} {path} on unix://{self._socket_path}: {exc or type(exc).__name__}"
             ) from exc
-        except BaseException:  # cancelled mid-answer: the connection's state is unknown
-            if conn is not None:
-                conn.abort()
-            raise
-        self._release(conn, keep)
+        status, content = reply.status, reply.body
         if status >= 400:
-            raise api_error(status, reason, f"http+docker://localhost{target}", content)
+            raise api_error(status, reply.reason, f"http+docker://localhost{target}", content)
         try:
             return json.loads(content) if content else None
         except ValueError as exc:  # as docker-py's response.json(): a RequestException
@@ -199,5 +109,4 @@ class SocketApi:
             ) from exc
 
     async def close(self) -> None:
-        while self._idle:
-            self._idle.pop().abort()
+        self._connections.close()
