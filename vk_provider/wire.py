@@ -25,7 +25,8 @@ import httptools
 
 @dataclass(slots=True)
 class Reply:
-    """One answer: status, reason, headers (names lower-case) and the whole body."""
+    """One answer: status, reason, headers (names lower-case; an answer of status 300 and over
+    only: Retry-After, Location) and the whole body."""
 
     status: int
     reason: str
@@ -44,6 +45,7 @@ class Answer(asyncio.Protocol):
         self._parts: list[bytes] = []
         self._headers: dict[str, str] = {}
         self._reason = b""
+        self._keep_headers = False
         self.closed = False
         self.reused = False  # answered a request before this one
 
@@ -64,9 +66,11 @@ class Answer(asyncio.Protocol):
 
     def on_status(self, reason: bytes) -> None:
         self._reason = reason
+        self._keep_headers = self._parser.get_status_code() >= 300
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        if self._keep_headers:  # a success's headers are never read
+            self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_body(self, body: bytes) -> None:
         self._parts.append(body)

@@ -57,7 +57,7 @@ from vk_provider.pods.policy import (
 )
 from vk_provider.pods.resize import RESIZE_RETRY_SECONDS, PodResizer
 from vk_provider.pods.runtime_configs import admit_sandbox, allowed_host_paths, container_config_for
-from vk_provider.pods.sandbox_dns import sandbox_dns
+from vk_provider.pods.sandbox_dns import HostResolvConf, sandbox_dns
 from vk_provider.pods.service_env import pod_service_env
 from vk_provider.pods.volume_sources import unsupported_volumes
 from vk_provider.pods.volume_writer import PodVolumes
@@ -103,6 +103,7 @@ class PodSync:
         self._images = ImageManager(deps)
         self._lifecycle = ContainerLifecycle(deps.runtime, deps.recorder)
         self._resizer = PodResizer(deps)
+        self._host_resolv_conf = HostResolvConf()
         # What this syncer keeps of each pod between its syncs, by UID: whether it was seen (its
         # first sync adopted what already ran) and admitted, whether its API-backed volumes were
         # set up once, the next volume retry, the last pass's waiting reasons (for the terminal
@@ -346,6 +347,7 @@ class PodSync:
                 self._recorder,
                 node_object=self._deps.node_object(),
                 node_ip=self._deps.host_ip(),
+                host_resolv_conf=self._host_resolv_conf,
             )
             deps = self._deps
             admit_sandbox(deps.runtime, deps.docker, pod)

@@ -143,7 +143,12 @@ def normalize_status(status: dict[str, Any]) -> dict[str, Any]:
 
 def semantic(value: Any) -> Any:
     """Empty values (None, "", {}, []) as absent, recursively, as omitempty fields read back from the API."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is str:  # most of a status: no walk, no ABC check
+        return value or None
+    if kind is int or kind is bool or kind is float:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         out = {k: semantic(v) for k, v in value.items()}
         value = {k: v for k, v in out.items() if v is not None}
     elif isinstance(value, list | tuple):
