@@ -147,9 +147,13 @@ class PodWorkers:
         self._eviction_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
         # Whether the next housekeeping pass lists the engine and the disk whatever the time:
-        # at first, after any runtime event (a container of a pod no worker knows among them;
-        # and the list warms the caches a pod's resync reads after its own starts) or a gap in
-        # them, and after a worker's end (what its removal left, a busy cgroup, is looked for).
+        # at first, after a runtime event of a pod no worker knows (a container someone else
+        # made with the node's labels) or a gap in the events, and after a worker's end (what
+        # its removal left, a busy cgroup, is looked for). Not after the events of the pods
+        # with a worker: their workers read them, and a node-wide list on every pass of a burst
+        # grows with the pods (a 500-pod burst listed its 1,000 containers about a dozen times;
+        # docs/performance.md, 2026-12-08); a pod's first sync reads no list of its own (it had
+        # no container), and the list of every 60 s serves its resync.
         self._look_everywhere = True
         self._closing = False
 
@@ -290,15 +294,18 @@ class PodWorkers:
         while True:
             try:
                 async for event in self._runtime.events():
-                    self._look_everywhere = True
                     if isinstance(event, EventsResumed):
+                        self._look_everywhere = True
                         # What the gap hid (containers that died with a restarted engine) is
                         # only seen by reading every pod again: the kubelet's PLEG relist.
                         for each in self._work.values():
                             each.ring()
                         continue
                     work = self._work.get(event.pod_uid)
-                    if work is None or asyncio.get_running_loop().time() < work.events_quiet_until:
+                    if work is None:
+                        self._look_everywhere = True  # an orphan's, maybe
+                        continue
+                    if asyncio.get_running_loop().time() < work.events_quiet_until:
                         continue
                     if event.action != "start" or not self._own_start(work, event.container_id):
                         work.ring()
