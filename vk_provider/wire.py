@@ -1,15 +1,15 @@
 """HTTP/1.1 one-shot exchanges on kept-alive connections, the answers parsed with httptools.
 
 What lives here: `Connections`, the connections to one server (a Unix socket, or a TCP address
-with TLS or without, as its `connect` opens them), at most `limit` kept alive between
-exchanges; `Connections.exchange` writes one request already in bytes and gives back its
-`Reply` (status, reason, headers, body). A request that may be sent twice (`resend`) whose kept
-connection the server had closed is sent again once on a new connection, as Go's net/http
-does for a replayable request on a reused connection. A broken connection, a timeout or an
-answer that is not HTTP raises `OSError` (`TimeoutError` is one); the callers turn it into
-their own error. Why: an aiohttp or docker-py request object, its headers and its response
-cost about twice a request written in one piece and an answer parsed by httptools (the C parser
-uvicorn uses); docs/performance.md, 2026-12-07, night, and 2026-12-08.
+with TLS or without, as its `connect` opens them), at most `limit` kept alive between exchanges;
+`Connections.exchange` writes one request already in bytes and gives back its `Reply` (status,
+reason, headers, body). A request that may be sent twice (`resend`) whose kept connection the
+server had closed is sent again once on a new connection, as Go's net/http does for a replayable
+request on a reused connection. A broken connection, a timeout or an answer that is not HTTP
+raises `OSError` (`TimeoutError` is one); the callers turn it into their own error. Why: an
+aiohttp or docker-py request object, its headers and its response cost about twice a request
+written in one piece and an answer parsed by httptools (the C parser uvicorn uses);
+docs/performance.md, 2026-12-07, night, and 2026-12-07, late night.
 Must not: stream (watches, logs, attach stay on aiohttp or docker-py), build requests, or know
 what the server is.
 """

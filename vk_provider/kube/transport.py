@@ -1,15 +1,15 @@
 """The HTTP transport under the apiserver client: `api_client_for(configuration)`.
 
 What lives here: `ApiTransport`, a kubernetes_asyncio `ApiClient` (its configuration, and its
-auth settings, which refresh a token as they do for the generated client) with two lean
-requests of ours, the body already JSON and none of the generated client's work per request:
-`exchange`, a one-shot request written in one piece on connections of its own kept alive to the
-apiserver (vk_provider/wire.py: TLS from the context kubernetes_asyncio made for the
-configuration, its CA, client certificate and server name; aiohttp's request and response
-objects cost about twice that, docs/performance.md, 2026-12-08), and `send`, a request through
-the aiohttp session with its answer unread, for a watch to stream (and every request when a
-proxy stands between the provider and the apiserver); and `api_client_for`, an `ApiTransport`
-whose aiohttp session reads nothing from the environment per request.
+auth settings, which refresh a token as they do for the generated client) with two lean requests
+of ours, the body already JSON and none of the generated client's work per request: `exchange`,
+a one-shot request written in one piece on connections of its own kept alive to the apiserver
+(vk_provider/wire.py: TLS from the context kubernetes_asyncio made for the configuration, its
+CA, client certificate and server name; aiohttp's request and response objects cost about twice
+that, docs/performance.md, 2026-12-07, late night), and `send`, a request through the aiohttp
+session with its answer unread, for a watch to stream (and every request when a proxy stands
+between the provider and the apiserver); and `api_client_for`, an `ApiTransport` whose aiohttp
+session reads nothing from the environment per request.
 kubernetes_asyncio makes its session with `trust_env=True`, and aiohttp then looks up `~/.netrc`
 and the proxy variables in a worker thread before every request: two thread hops per request,
 a tenth of the provider's CPU in a burst of pod starts (issue 32's profile). client-go reads no

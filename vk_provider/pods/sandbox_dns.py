@@ -37,13 +37,13 @@ def _read_head(path: str) -> bytes:
 
 
 class HostResolvConf:
-    """The node's resolv.conf, parsed; read again (on a worker thread) whenever its `stat`
-    (device, inode, size, modification and change times) differs from the last read's, or the
-    file had changed less than RACY_NS before that read began (a file's times come from a coarse
-    clock: an edit of the same size within the same tick would keep its stat; git's "racily
-    clean" rule). The same answer as reading it for every sandbox, without a thread hop per pod
-    (about 0.1 ms of the loop's CPU on a two-core machine, docs/performance.md, 2026-12-08). A
-    file that cannot be parsed is not kept: it is read again next time."""
+    """The node's resolv.conf, parsed; read again (on a worker thread) whenever its `stat` (device,
+    inode, size, modification and change times) differs from the last read's, or the file had
+    changed less than RACY_NS before that read began (a file's times come from a coarse clock:
+    an edit of the same size within the same tick would keep its stat; git's "racily clean"
+    rule). The same answer as reading it for every sandbox, without a thread hop per pod (about
+    0.1 ms of the loop's CPU on a two-core machine, docs/performance.md, 2026-12-07, late
+    night). A file that cannot be parsed is not kept: it is read again next time."""
 
     RACY_NS = 2_000_000_000
 

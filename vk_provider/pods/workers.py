@@ -146,14 +146,14 @@ class PodWorkers:
         self._events_task: asyncio.Task[None] | None = None
         self._eviction_task: asyncio.Task[None] | None = None
         self._housekeeping: asyncio.Task[None] | None = None
-        # Whether the next housekeeping pass lists the engine and the disk whatever the time:
-        # at first, after a runtime event of a pod no worker knows (a container someone else
-        # made with the node's labels) or a gap in the events, and after a worker's end (what
-        # its removal left, a busy cgroup, is looked for). Not after the events of the pods
-        # with a worker: their workers read them, and a node-wide list on every pass of a burst
-        # grows with the pods (a 500-pod burst listed its 1,000 containers about a dozen times;
-        # docs/performance.md, 2026-12-08); a pod's first sync reads no list of its own (it had
-        # no container), and the list of every 60 s serves its resync.
+        # Whether the next housekeeping pass lists the engine and the disk whatever the time: at
+        # first, after a runtime event of a pod no worker knows (a container someone else made
+        # with the node's labels) or a gap in the events, and after a worker's end (what its
+        # removal left, a busy cgroup, is looked for). Not after the events of the pods with a
+        # worker: their workers read them, and a node-wide list on every pass of a burst grows
+        # with the pods (a 500-pod burst listed its 1,000 containers about a dozen times;
+        # docs/performance.md, 2026-12-07, late night); a pod's first sync reads no list of its
+        # own (it had no container), and the list of every 60 s serves its resync.
         self._look_everywhere = True
         self._closing = False
 
