@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import os
 import signal
 
@@ -214,6 +215,15 @@ class Provider:
         log.info("provider stopped", extra={"node": self.node_name})
 
 
+def freeze_start_up_objects() -> None:
+    """What start-up made and keeps (modules, clients, the configuration, the node) lives as long
+    as the process: collected once, then moved out of the garbage collector's reach
+    (`gc.freeze`), so that its full passes no longer walk it. A 500-pod burst made two full
+    passes of 71 ms each, none with it frozen (docs/performance.md, 2026-12-07, late night)."""
+    gc.collect()
+    gc.freeze()
+
+
 async def run_provider(config: Config) -> int:
     """Run the provider until SIGTERM or SIGINT; 0 on a clean stop, 1 when start-up failed."""
     stopping = asyncio.Event()
@@ -229,6 +239,7 @@ async def run_provider(config: Config) -> int:
         done, _ = await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if starting in done:
             starting.result()
+            freeze_start_up_objects()
             await waiter
         else:
             for error in await cancel_and_wait(starting):
