@@ -3,24 +3,45 @@
 What lives here: `Connections`, the connections to one server (a Unix socket, or a TCP address
 with TLS or without, as its `connect` opens them), at most `limit` kept alive between exchanges;
 `Connections.exchange` writes one request already in bytes and gives back its `Reply` (status,
-reason, headers, body). A request that may be sent twice (`resend`) whose kept connection the
-server had closed is sent again once on a new connection, as Go's net/http does for a replayable
-request on a reused connection. A broken connection, a timeout or an answer that is not HTTP
-raises `OSError` (`TimeoutError` is one); the callers turn it into their own error. Why: an
-aiohttp or docker-py request object, its headers and its response cost about twice a request
-written in one piece and an answer parsed by httptools (the C parser uvicorn uses);
-docs/performance.md, 2026-12-07, night, and 2026-12-07, late night.
-Must not: stream (watches, logs, attach stay on aiohttp or docker-py), build requests, or know
-what the server is.
+reason, headers, body); `request_bytes` writes a request's head and body in one piece, and refuses
+a target or a header value that would split it (a line break). A request that may be sent twice
+(`resend`) whose kept connection the server had closed is sent again once on a new connection, as
+Go's net/http does for a replayable request on a reused connection. A broken connection, a timeout
+or an answer that is not HTTP raises `OSError` (`TimeoutError` is one); the callers turn it into
+their own error. Why: an aiohttp or docker-py request object, its headers and its response cost
+about twice a request written in one piece and an answer parsed by httptools (the C parser uvicorn
+uses); docs/performance.md, 2026-12-07, night, and 2026-12-07, late night.
+Must not: stream (watches, logs, attach stay on aiohttp or docker-py), choose a request's headers,
+or know what the server is.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httptools
+
+# Methods whose request carries a Content-Length even without a body (Go's net/http does the same).
+BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
+
+
+def request_bytes(method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> bytes:
+    """One HTTP/1.1 request in one piece: the request line, `headers` in their order, a
+    Content-Length for a body (or a method that carries one), then the body. A target or a
+    header value holding a line break or a space raises `ConnectionError` (nothing is sent): it
+    would end the head early and let a value write a request of its own."""
+    if not target.isprintable() or " " in target:
+        raise ConnectionError(f"the request target {target!r} holds a space or a line break")
+    lines = [f"{method} {target} HTTP/1.1"]
+    for name, value in headers.items():
+        if "\n" in value or "\r" in value:
+            raise ConnectionError(f"the header {name} holds a line break")
+        lines.append(f"{name}: {value}")
+    if body is not None or method in BODY_METHODS:
+        lines.append(f"Content-Length: {len(body or b'')}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
 
 
 @dataclass(slots=True)

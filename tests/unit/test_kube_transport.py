@@ -204,7 +204,7 @@ async def serve() -> AsyncIterator[Callable[[Peers], Awaitable[str]]]:
 
     async def start(peers: Peers) -> str:
         app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", peers.handle)
+        app.router.add_route("*", "/{tail:(?s:.*)}", peers.handle)
         runner = web.AppRunner(app)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
@@ -277,3 +277,19 @@ async def test_a_token_with_a_line_break_is_never_sent(
     finally:
         await client.close()
     assert peers.seen == []
+
+
+async def test_a_path_holding_a_line_break_goes_percent_encoded_in_one_request(
+    serve: Callable[[Peers], Awaitable[str]], tmp_path: Path
+) -> None:
+    """A name with a line break (never a valid one) cannot split the request: the path is
+    percent-encoded, the server sees one request and answers it."""
+    peers = Peers(lambda request: web.json_response({"kind": "Pod"}))
+    client = await make_kube_client(KubernetesConfig(kubeconfig=_kubeconfig(tmp_path, await serve(peers))))
+    try:
+        assert await client.get("/api/v1/namespaces/d/pods/p\r\nX-Smuggled: 1") == {"kind": "Pod"}
+    finally:
+        await client.close()
+    assert [(method, target) for method, target, _ in peers.seen] == [
+        ("GET", "/api/v1/namespaces/d/pods/p%0D%0AX-Smuggled:%201")
+    ]

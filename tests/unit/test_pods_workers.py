@@ -229,23 +229,50 @@ async def test_housekeeping_removes_pods_no_worker_knows(rig: Any) -> None:
     assert "live" not in runtime.removed
 
 
-async def test_a_node_at_rest_is_not_listed_every_pass_but_an_event_brings_the_next(rig: Any) -> None:
-    """While no runtime event comes, a housekeeping pass does not list the engine (one that does
-    comes every 60 s); an event (here of a pod no worker knows: a container someone else made
-    with the node's labels) makes the next pass list it, and the stranger goes."""
+async def _live_pod_housekept(rig: Rig) -> None:
+    """A Running pod "live", then the housekeeping (a pass every 20 ms) past its first pass, the
+    one that lists the engine at start."""
     runtime, statuses, _, workers, cfg = rig
     cfg.upsert("api", make_pod("live", [box("a")]))
     await eventually(
         lambda: statuses.cache.get("live", {}).get("phase") == "Running", within=WITHIN, interval=POLL
     )
     workers.start_housekeeping(0.02)
-    await eventually(lambda: runtime.lists == 1, within=WITHIN, interval=POLL)  # the first pass
+    await eventually(lambda: runtime.lists == 1, within=WITHIN, interval=POLL)
+
+
+async def test_a_node_at_rest_is_not_listed_every_pass_but_an_event_brings_the_next(rig: Any) -> None:
+    """While no runtime event comes, a housekeeping pass does not list the engine (one that does
+    comes every 60 s); an event (here of a pod no worker knows: a container someone else made
+    with the node's labels) makes the next pass list it, and the stranger goes."""
+    runtime = rig[0]
+    await _live_pod_housekept(rig)
     await asyncio.sleep(0.3)  # about 15 passes
     assert runtime.lists == 1
     runtime.report_starts = True
     await ensure_sandbox(runtime, make_pod("stray", [box("a")]))
     await eventually(lambda: "stray" in runtime.removed, within=WITHIN, interval=POLL)
     assert runtime.lists == 2 and "live" not in runtime.removed
+
+
+async def test_the_events_of_pods_with_workers_bring_no_node_wide_list(rig: Any) -> None:
+    """A burst's events are of pods the workers know: each worker reads its own, and the
+    housekeeping does not list the whole engine for them (at 500 pods such lists grew with the
+    burst); its list stays the one of every 60 s."""
+    runtime, statuses, _, _, cfg = rig
+    await _live_pod_housekept(rig)
+    runtime.report_starts = True
+    for name in ("busy-1", "busy-2", "busy-3"):
+        cfg.upsert("api", make_pod(name, [box("a"), box("b")]))
+    await eventually(
+        lambda: all(
+            statuses.cache.get(n, {}).get("phase") == "Running" for n in ("busy-1", "busy-2", "busy-3")
+        ),
+        within=WITHIN,
+        interval=POLL,
+    )
+    await asyncio.sleep(0.3)  # about 15 passes after the pods' start events
+    assert runtime.lists == 1 and not runtime.removed
 
 
 async def test_adopt_and_housekeeping_remove_what_a_cut_short_removal_left_on_disk(rig: Any) -> None:

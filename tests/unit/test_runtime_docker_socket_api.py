@@ -201,3 +201,10 @@ async def test_an_answer_split_in_chunks_is_read_whole(tmp_path: Path) -> None:
         await api.close()
         server.close()
     assert len(answer["Env"]) == 200 and answer["Env"][199] == "V199=" + "x" * 50
+
+
+async def test_a_path_holding_a_line_break_is_never_sent(api: SocketApi) -> None:
+    """A target that would end the request line and start a header is an error, not a request."""
+    with pytest.raises(requests.exceptions.ConnectionError, match="line break"):
+        await api.request("GET", "/containers/c1\r\nX-Smuggled: 1/json", "1.45")
+    assert await api.request("POST", "/containers/c1/start", "1.45") is None  # the connection still serves

@@ -32,7 +32,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 from yarl import URL
 
-from vk_provider.wire import Answer, Connections, Reply
+from vk_provider.wire import Answer, Connections, Reply, request_bytes
 
 # kubernetes_asyncio's read buffer (client/rest.py): a watch event can hold a 1.5 MiB object.
 READ_BUFSIZE = 2**21
@@ -105,19 +105,12 @@ class ApiTransport(ApiClient):
         query = list(request.query)
         headers = await self._headers(request.content_type, query)
         method, path, body = request.method, request.path, request.body
-        if not path.isascii() or " " in path:
+        if not path.isascii() or not path.isprintable() or " " in path:
             path = quote(path, safe=PATH_SAFE)
         target = self._prefix + path
         if query:
             target += "?" + urlencode(query)
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._authority}"]
-        for name, value in headers.items():
-            if "\n" in value or "\r" in value:
-                raise ConnectionError(f"the header {name} holds a line break")
-            lines.append(f"{name}: {value}")
-        if body is not None or method in ("POST", "PUT", "PATCH"):
-            lines.append(f"Content-Length: {len(body or b'')}")
-        data = ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
+        data = request_bytes(method, target, {"Host": self._authority, **headers}, body)
         return await self._wire.exchange(data, resend=method in ("GET", "HEAD"), within=within)
 
     async def close(self) -> None:

@@ -34,7 +34,7 @@ import requests
 
 from docker.errors import DockerException, create_api_error_from_http_exception
 from vk_provider import USER_AGENT
-from vk_provider.wire import Answer, Connections
+from vk_provider.wire import Answer, Connections, request_bytes
 
 
 def engine_path(fmt: str, *args: str) -> str:
@@ -84,15 +84,13 @@ class SocketApi:
         query = {k: v for k, v in (params or {}).items() if v is not None}
         if query:
             target += "?" + urllib.parse.urlencode(query)
-        head = f"{method} {target} HTTP/1.1\r\nHost: docker\r\nUser-Agent: {USER_AGENT}\r\n"
-        data = b""
+        headers = {"Host": "docker", "User-Agent": USER_AGENT}
+        data = None
         if body is not None:
             data = json.dumps(json_body(body)).encode()
-            head += "Content-Type: application/json\r\n"
-        if data or method in ("POST", "PUT"):
-            head += f"Content-Length: {len(data)}\r\n"
-        request = (head + "\r\n").encode() + data
+            headers["Content-Type"] = "application/json"
         try:
+            request = request_bytes(method, target, headers, data)
             reply = await self._connections.exchange(request, resend=method == "GET", within=self._timeout)
         except OSError as exc:
             raise requests.exceptions.ConnectionError(
