@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -75,8 +76,10 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 
 async def test_malformed_requests_get_400_and_one_warning_line_per_interval(
-    port: int, caplog: pytest.LogCaptureFixture
+    port: int, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    clock = types.SimpleNamespace(now=1000.0)  # the rate limit's clock: still until moved on
+    monkeypatch.setattr(listener, "time", types.SimpleNamespace(monotonic=lambda: clock.now))
     caplog.set_level(logging.INFO)
     answers = [await raw_request(port, OVERSIZED_LINE if i % 2 else GARBAGE_LINE) for i in range(20)]
     assert {_status(a) for a in answers} == {400}, {a[:40] for a in answers}
@@ -85,7 +88,7 @@ async def test_malformed_requests_get_400_and_one_warning_line_per_interval(
     assert line.getMessage() == "refused a malformed HTTP request" and line.remote == "127.0.0.1"
     assert line.code == 400 and line.reason
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
-    await asyncio.sleep(2.5)  # the interval is over: the next one is logged, with the count
+    clock.now += 2.5  # the interval (2 s) is over: the next one is logged, with the count
     assert _status(await raw_request(port, OVERSIZED_LINE)) == 400
     # the 9 other oversized lines; aiohttp logs a first request that is not HTTP at all at DEBUG
     assert _warnings(caplog)[-1].suppressed == 9
