@@ -700,3 +700,49 @@ async def test_new_pods_sandboxes_cost_a_create_start_and_inspect_each_and_one_i
             await rt.remove_pod(uid)
         await rt.close()
         await proxy.stop()
+
+
+async def test_the_start_events_of_its_own_starts_leave_a_pods_state_known(
+    node_name: str, test_images: dict[str, str], tmp_path: Path, docker_client: Any
+) -> None:
+    """Once the engine's "start" events of a new pod's sandbox and app (starts the runtime made
+    and inspected right after) are read, the pod's state (a resync's read) asks for no inspect;
+    a death someone else caused is still seen, by one inspect after its event."""
+    proxy = DockerCountingProxy(tmp_path / "docker.sock", engine_socket())
+    await proxy.start()
+    config = DockerConfig(sandbox_image=test_images["pause"], state_dir=str(tmp_path), host=proxy.url)
+    rt = engine_runtime(config, node_name)
+    await rt.start()
+    events = rt.events()
+    try:
+        pod = make_pod("own-starts", [container("app", "sleep", "3600")])
+        uid = pod["metadata"]["uid"]
+        sandbox = await ensure_sandbox(rt, pod)
+        app = await start(rt, pod, sandbox, 0)
+
+        async def read_until(action: str, ids: set[str]) -> None:
+            async for event in events:
+                if event.action == action and event.container_id in ids:
+                    ids.discard(event.container_id)
+                    if not ids:
+                        return
+
+        await asyncio.wait_for(read_until("start", {sandbox.container_id, app.container_id}), DEADLINE)
+        proxy.counts.clear()
+        state = await rt.pod_state(uid)
+        assert state is not None and state.sandbox is not None and state.sandbox.running
+        assert [c.state for c in state.containers] == [ContainerRunState.RUNNING]
+        assert proxy.counts["GET /containers/{id}/json"] == 0, dict(proxy.counts)
+
+        await asyncio.to_thread(docker_client.api.kill, app.container_id)
+        await asyncio.wait_for(read_until("die", {app.container_id}), DEADLINE)
+        proxy.counts.clear()
+        state = await rt.pod_state(uid)
+        assert state is not None and [c.state for c in state.containers] == [ContainerRunState.EXITED]
+        assert proxy.counts["GET /containers/{id}/json"] == 1, dict(proxy.counts)
+    finally:
+        await events.aclose()
+        for listed in await rt.list_pods():
+            await rt.remove_pod(listed)
+        await rt.close()
+        await proxy.stop()

@@ -7,16 +7,18 @@ stop of ours told otherwise: one list per relist, not one inspect per container,
 kubelet's PLEG relists with one call), the latest node-wide list (`listing`, reused as a pod's
 state while the event stream is read without a gap), and the reads: `inspect`,
 `owned_inspect`, `list_rows`, `pod_rows`, `instance`, `sandbox_state`, `pod_from_rows`, `list_pods`,
-`pod_state`, `container_role`. A container's termination message is read here, from its file
-or (FallbackToLogsOnError) its log's tail.
-Must not: create, stop or remove anything; report a container without this node's label.
+`pod_state`, `container_role`; `start_container` wraps a start the caller makes, so that its own
+"start" event leaves the cache standing. A container's termination message is read here, from its
+file or (FallbackToLogsOnError) its log's tail.
+Must not: create, start, stop or remove anything itself; report a container without this node's
+label.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from docker.errors import NotFound
@@ -79,6 +81,11 @@ class PodStates:
         # `update_resources` (which forgets it).
         self._running: dict[str, ContainerInstance] = {}
         self._running_sandboxes: dict[str, PodSandboxState] = {}
+        # The containers whose start this runtime asked for and whose "start" event has not
+        # been read yet: that event tells nothing the inspect made after the start does not (a
+        # death after it is an event of its own), so it leaves their cached state standing; a
+        # pod's first resync then inspects nothing (docs/performance.md, 2026-12-08).
+        self._starting: set[str] = set()
         # The latest node-wide list, a pod's state while nothing changed it (while `events()`
         # is being read without a gap: the changes are known).
         self._event_readers = 0
@@ -105,6 +112,17 @@ class PodStates:
         """The container is gone: forget its cached instance."""
         self.forget_running(container_id)
         self._exited.pop(container_id, None)
+        self._starting.discard(container_id)
+
+    async def start_container(self, container_id: str, start: Callable[[], Awaitable[None]]) -> None:
+        """`start()`, the engine's start of one of this node's containers, with its own "start"
+        event marked as already known: the caller inspects the container after the start."""
+        self._starting.add(container_id)
+        try:
+            await start()
+        except BaseException:
+            self._starting.discard(container_id)
+            raise
 
     async def events(self) -> AsyncIterator[RuntimeEvent | EventsResumed]:
         if self.pump is None:
@@ -117,6 +135,11 @@ class PodStates:
                 if isinstance(event, EventsResumed):
                     self._running.clear()
                     self._running_sandboxes.clear()
+                    self._starting.clear()
+                elif event.action == "start" and event.container_id in self._starting:
+                    self._starting.discard(event.container_id)
+                    self.listing.container_changed(event.container_id)
+                    self.listing.changed(event.pod_uid)
                 else:
                     self.forget_running(event.container_id)
                     self.listing.changed(event.pod_uid)
