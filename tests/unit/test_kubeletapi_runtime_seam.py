@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from vk_provider.config import KubeletServerConfig
-from vk_provider.kubeletapi import KubeletServer
+from vk_provider.kubeletapi import KubeletServer, portforward
 from vk_provider.runtime.protocol import STDERR, STDOUT
 from vk_provider.runtime.types import (
     ContainerInstance,
@@ -208,3 +208,14 @@ async def test_port_forward_dials_the_runtimes_pod_address(
     finally:
         pod_server.close()
         await pod_server.wait_closed()
+
+
+def test_a_port_forward_dial_that_times_out_says_so_as_go_does() -> None:
+    """The error frame kubectl prints when the pod's port never answers names the timeout (an
+    asyncio timeout's own message is empty), as the kubelet's Go dialer words it."""
+    target = portforward._Target("10.244.0.7", "web_default", "u-1")
+    assert target.failure(8080, TimeoutError()) == (
+        b"error forwarding port 8080 to pod web_default, uid u-1: dial tcp 10.244.0.7:8080: i/o timeout"
+    )
+    refused = ConnectionRefusedError(111, "Connection refused")
+    assert target.failure(8080, refused).endswith(b"dial tcp 10.244.0.7:8080: [Errno 111] Connection refused")

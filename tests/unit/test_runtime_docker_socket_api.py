@@ -103,6 +103,32 @@ async def test_no_engine_on_the_socket_is_a_connection_error_naming_the_cause(tm
     assert "No such file or directory" in root_cause(down.value)
 
 
+async def test_an_engine_that_does_not_answer_is_a_connection_error_saying_so(tmp_path: Path) -> None:
+    """A hung engine (it reads the request and never answers) gives an error that says what
+    happened, not an empty reason (a timeout's own message is empty)."""
+    held: list[asyncio.StreamWriter] = []
+
+    async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        await reader.readuntil(b"\r\n\r\n")
+
+    path = str(tmp_path / "hung.sock")
+    server = await asyncio.start_unix_server(mute, path)
+    api = SocketApi(path, limit=2, timeout=0.2)
+    try:
+        with pytest.raises(
+            requests.exceptions.ConnectionError,
+            match=r"GET /containers/c1/json on unix://.*: no answer within 0.2 s$",
+        ):
+            await api.request("GET", "/containers/c1/json", "1.45")
+    finally:
+        await api.close()
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+
+
 OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 
 

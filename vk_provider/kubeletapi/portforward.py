@@ -71,7 +71,8 @@ class _Target:
         return await asyncio.wait_for(asyncio.open_connection(self.host, port), CONNECT_TIMEOUT)
 
     def failure(self, port: int | str, exc: BaseException) -> bytes:
-        detail = f"dial tcp {self.host}:{port}: {exc or type(exc).__name__}"
+        reason = "i/o timeout" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+        detail = f"dial tcp {self.host}:{port}: {reason}"  # Go's net.Dial wording
         return f"error forwarding port {port} to pod {self.pod_name}, uid {self.uid}: {detail}".encode()
 
 

@@ -71,6 +71,12 @@ class SocketApi:
     async def _connect(self, factory: Callable[[], Answer]) -> tuple[asyncio.BaseTransport, Answer]:
         return await asyncio.get_running_loop().create_unix_connection(factory, self._socket_path)
 
+    def _failure(self, exc: OSError) -> str:
+        """What went wrong, never empty (a timeout's own message is)."""
+        if isinstance(exc, TimeoutError) and self._timeout is not None:
+            return f"no answer within {self._timeout:g} s"
+        return str(exc) or type(exc).__name__
+
     async def request(
         self,
         method: str,
@@ -94,7 +100,7 @@ class SocketApi:
             reply = await self._connections.exchange(request, resend=method == "GET", within=self._timeout)
         except OSError as exc:
             raise requests.exceptions.ConnectionError(
-                f"{method} {path} on unix://{self._socket_path}: {exc or type(exc).__name__}"
+                f"{method} {path} on unix://{self._socket_path}: {self._failure(exc)}"
             ) from exc
         status, content = reply.status, reply.body
         if status >= 400:
