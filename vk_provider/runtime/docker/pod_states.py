@@ -7,18 +7,17 @@ stop of ours told otherwise: one list per relist, not one inspect per container,
 kubelet's PLEG relists with one call), the latest node-wide list (`listing`, reused as a pod's
 state while the event stream is read without a gap), and the reads: `inspect`,
 `owned_inspect`, `list_rows`, `pod_rows`, `instance`, `sandbox_state`, `pod_from_rows`, `list_pods`,
-`pod_state`, `container_role`; `start_container` wraps a start the caller makes, so that its own
-"start" event leaves the cache standing. A container's termination message is read here, from its
-file or (FallbackToLogsOnError) its log's tail.
-Must not: create, start, stop or remove anything itself; report a container without this node's
-label.
+`pod_state`, `container_role`; and `start_container`, the engine's start of a container made
+here, so that the start's own "start" event leaves the cache standing. A container's termination
+message is read here, from its file or (FallbackToLogsOnError) its log's tail.
+Must not: create, stop or remove anything; report a container without this node's label.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from docker.errors import NotFound
@@ -114,12 +113,12 @@ class PodStates:
         self._exited.pop(container_id, None)
         self._starting.discard(container_id)
 
-    async def start_container(self, container_id: str, start: Callable[[], Awaitable[None]]) -> None:
-        """`start()`, the engine's start of one of this node's containers, with its own "start"
-        event marked as already known: the caller inspects the container after the start."""
+    async def start_container(self, container_id: str) -> None:
+        """The engine's start of one of this node's containers, with its own "start" event
+        marked as already known: the caller inspects the container after the start."""
         self._starting.add(container_id)
         try:
-            await start()
+            await self._engine.start_container(container_id)
         except BaseException:
             self._starting.discard(container_id)
             raise
@@ -136,12 +135,12 @@ class PodStates:
                     self._running.clear()
                     self._running_sandboxes.clear()
                     self._starting.clear()
-                elif event.action == "start" and event.container_id in self._starting:
-                    self._starting.discard(event.container_id)
-                    self.listing.container_changed(event.container_id)
-                    self.listing.changed(event.pod_uid)
                 else:
-                    self.forget_running(event.container_id)
+                    if event.action == "start" and event.container_id in self._starting:
+                        self._starting.discard(event.container_id)  # the cache holds the start
+                        self.listing.container_changed(event.container_id)
+                    else:
+                        self.forget_running(event.container_id)
                     self.listing.changed(event.pod_uid)
                 yield event
         finally:

@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -434,9 +433,7 @@ class DockerRuntime:
                 self._forget_image(config.image)
             raise ContainerCreateError(_engine_message(exc)) from exc
         try:
-            await self._states.start_container(
-                container_id, partial(self._engine.start_container, container_id)
-            )
+            await self._states.start_container(container_id)
         except EngineErrors as exc:
             self._start_failed(container_id, _engine_message(exc))
             raise ContainerStartError(

@@ -22,7 +22,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Protocol
 
 from docker.errors import APIError, NotFound
@@ -186,9 +185,7 @@ class SandboxMaker:
             message = exc.message if isinstance(exc, ImagePullError) else _engine_message(exc)
             raise ContainerCreateError(f"Failed to create pod sandbox: {message}") from exc
         try:
-            await self.states.start_container(
-                container_id, partial(self.engine.start_container, container_id)
-            )
+            await self.states.start_container(container_id)
         except EngineErrors as exc:
             with contextlib.suppress(*EngineErrors):
                 await self.engine.call(self.engine.client.api.remove_container, container_id, force=True)
